@@ -1,0 +1,36 @@
+/* Profile writers (pprof, legacy text) and atomic dump files. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_DUMP_H
+#define HEAPATTACH_DUMP_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include "profile.h"
+#include "proc.h"
+#include "symbolize.h"
+
+enum dump_format { DUMP_PPROF, DUMP_LEGACY };
+
+/* Everything a writer needs besides the profile. */
+struct dump_info {
+	pid_t pid;
+	uint64_t time_nanos;      /* when profiling started (wall clock) */
+	uint64_t duration_nanos;  /* how long it has run */
+	const struct proc_maps *maps;  /* the target's maps, for Mapping entries */
+	struct symbolizer *sym;   /* may be NULL: no Function/Line entries */
+	const char **comments;    /* extra comment lines, may be NULL */
+	size_t ncomments;
+};
+
+/* Write p as a gzipped pprof profile.proto to f. 0 or -errno. */
+int pprof_write(FILE *f, const struct profile *p, const struct dump_info *d);
+/* Write p in the gperftools legacy heap text format to f. 0 or -errno. */
+int legacy_write(FILE *f, const struct profile *p, const struct dump_info *d);
+/* Write to path via a temporary file in the same directory and rename(). */
+int dump_write_file(const char *path, enum dump_format fmt,
+		    const struct profile *p, const struct dump_info *d);
+/* "out.heap", 3 -> "out.0003.heap"; "out" -> "out.0003". Caller frees. */
+char *dump_numbered_path(const char *path, unsigned n);
+
+#endif

@@ -1,0 +1,19 @@
+/* Logging macros: every message is prefixed "heapattach: " and goes to stderr. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_LOG_H
+#define HEAPATTACH_LOG_H
+
+#include <errno.h>
+#include <string.h>
+
+extern int log_verbose;
+
+void log_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#define pr_err(fmt, ...)   log_msg(fmt "\n", ##__VA_ARGS__)
+#define pr_warn(fmt, ...)  log_msg("warning: " fmt "\n", ##__VA_ARGS__)
+/* pr_perror: message plus the text of the current errno. */
+#define pr_perror(fmt, ...) log_msg(fmt ": %s\n", ##__VA_ARGS__, strerror(errno))
+#define pr_debug(fmt, ...) do { if (log_verbose) log_msg("debug: " fmt "\n", ##__VA_ARGS__); } while (0)
+
+#endif

@@ -1,0 +1,57 @@
+/* /proc parsing: memory maps, thread lists, status fields (from a path or a buffer). */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_PROC_H
+#define HEAPATTACH_PROC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define PROC_MAP_R 1
+#define PROC_MAP_W 2
+#define PROC_MAP_X 4
+#define PROC_MAP_SHARED 8
+
+/* One line of /proc/PID/maps. */
+struct proc_map {
+	uint64_t start, end;    /* [start, end) */
+	uint64_t offset;        /* file offset of start */
+	unsigned prot;          /* PROC_MAP_* bits */
+	unsigned dev_major, dev_minor;
+	uint64_t inode;
+	char *path;             /* NULL when anonymous; " (deleted)" stripped */
+	int deleted;            /* path had " (deleted)" */
+};
+
+struct proc_maps {
+	struct proc_map *v;
+	size_t n;
+};
+
+/* Parse maps text; 0 or -errno (-EINVAL on a malformed line). Caller frees with proc_maps_free. */
+int proc_maps_parse(const char *buf, size_t len, struct proc_maps *out);
+/* Read and parse a maps file at path (e.g. "/proc/123/maps" or a fixture). */
+int proc_maps_load(const char *path, struct proc_maps *out);
+/* Read /proc/PID/maps. */
+int proc_maps_read(pid_t pid, struct proc_maps *out);
+void proc_maps_free(struct proc_maps *m);
+/* The mapping containing addr, or NULL. */
+const struct proc_map *proc_maps_find(const struct proc_maps *m, uint64_t addr);
+
+/* Thread ids listed in a task directory (e.g. "/proc/123/task"); sorted.
+ * Caller frees *tids. 0 or -errno. */
+int proc_tasks_load(const char *task_dir, pid_t **tids, size_t *n);
+int proc_tasks_read(pid_t pid, pid_t **tids, size_t *n);
+
+/* Value of "Key:" in a status-format buffer, leading blanks trimmed, copied into
+ * out (NUL-terminated). 0, or -ENOENT if the key is absent. */
+int proc_status_get(const char *buf, const char *key, char *out, size_t outlen);
+/* The same, reading /proc/PID/status (tid may name a thread). */
+int proc_status_read(pid_t pid, const char *key, char *out, size_t outlen);
+
+/* Path by which the tool can open the file behind a mapping as the target
+ * sees it: "/proc/PID/map_files/START-END" if it opens, else
+ * "/proc/PID/root" + path. Returns an open fd or -errno. */
+int proc_open_mapped(pid_t pid, const struct proc_map *m);
+
+#endif

@@ -1,0 +1,52 @@
+/* Heap profile model: stack table, (stack, size) buckets, live pointer table. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_PROFILE_H
+#define HEAPATTACH_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROFILE_MAX_FRAMES 64
+
+struct profile;
+
+/* One bucket as the writers see it. pcs are raw return addresses, leaf first
+ * (pcs[0] is where the allocator returns to in its caller). Counts are as
+ * sampled, not yet scaled. */
+struct profile_bucket {
+	const uint64_t *pcs;
+	size_t npcs;
+	uint64_t size;          /* requested size of each allocation in the bucket */
+	uint64_t alloc_count, alloc_bytes;
+	uint64_t inuse_count, inuse_bytes;
+};
+
+/* rate: mean bytes between samples (1 = every allocation recorded). */
+struct profile *profile_new(uint64_t rate);
+void profile_free(struct profile *p);
+uint64_t profile_rate(const struct profile *p);
+
+/* Record a sampled allocation of size bytes at ptr with the given stack.
+ * If ptr is already live (a free we missed), the old record is freed first. */
+void profile_record_alloc(struct profile *p, const uint64_t *pcs, size_t npcs,
+			  uint64_t size, uint64_t ptr);
+/* Record a free. Returns 1 if ptr was live (and is now freed), 0 if unknown. */
+int profile_record_free(struct profile *p, uint64_t ptr);
+
+/* Drop counters (events the tool could not record), reported in dumps. */
+void profile_add_drops(struct profile *p, uint64_t n);
+uint64_t profile_drops(const struct profile *p);
+/* Total bytes and allocations recorded since creation (unscaled). */
+uint64_t profile_total_alloc_bytes(const struct profile *p);
+
+/* Call cb for every bucket with any alloc count; stops early and returns
+ * cb's value if it is non-zero, else returns 0. */
+int profile_foreach(const struct profile *p,
+		    int (*cb)(const struct profile_bucket *b, void *arg), void *arg);
+
+/* Unsample a (count, bytes) pair taken at rate: 1/(1-exp(-avg/rate)) scaling,
+ * truncated, exactly as pprof and Go do. rate <= 1 leaves it unchanged. */
+void profile_scale(uint64_t count, uint64_t bytes, uint64_t rate,
+		   int64_t *out_count, int64_t *out_bytes);
+
+#endif

@@ -1,0 +1,31 @@
+/* Address to function (+offset) and file:line, through the target's own ELF files. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_SYMBOLIZE_H
+#define HEAPATTACH_SYMBOLIZE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include "proc.h"
+
+struct symbolizer;
+
+struct sym_info {
+	const char *function;   /* demangled-if-possible name, or NULL if unknown */
+	const char *system_name;/* raw (mangled) symbol name, or NULL */
+	uint64_t offset;        /* addr - symbol start */
+	const char *file;       /* source file from DWARF, or NULL */
+	int line;               /* 0 if unknown */
+	const struct proc_map *map; /* mapping holding addr, or NULL */
+};
+
+/* pid: target (files are opened through /proc/PID/...); maps: owned by the caller
+ * and must outlive the symbolizer. NULL on failure. */
+struct symbolizer *symbolizer_new(pid_t pid, const struct proc_maps *maps);
+void symbolizer_free(struct symbolizer *s);
+/* Look up addr (an address *inside* an instruction: callers pass ret-1).
+ * Strings stay valid until symbolizer_free. 0, or -ENOENT when no symbol. */
+int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out);
+/* Build id (lowercase hex) of the object behind map, or NULL. */
+const char *symbolizer_build_id(struct symbolizer *s, const struct proc_map *map);
+
+#endif

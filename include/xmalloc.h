@@ -1,0 +1,16 @@
+/* Allocation wrappers that abort the tool (after cleanup) when memory runs out. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_XMALLOC_H
+#define HEAPATTACH_XMALLOC_H
+
+#include <stddef.h>
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+
+/* Called by xmalloc before exiting on OOM; main sets it to its cleanup. */
+extern void (*xmalloc_oom_hook)(void);
+
+#endif
