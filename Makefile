@@ -4,14 +4,14 @@ CC      ?= gcc
 PKGS    := libunwind-ptrace libunwind-generic libelf libdw capstone zlib
 B       := build
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=gnu11 -Wall -Wextra -D_GNU_SOURCE -Iinclude -Isrc/arch/$(ARCH) -MMD -MP
-CFLAGS  += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+override CFLAGS += -std=gnu11 -Wall -Wextra -D_GNU_SOURCE -Iinclude -Isrc/arch/$(ARCH) -MMD -MP
+override CFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 ifeq ($(CI),true)
-CFLAGS  += -Werror
+override CFLAGS += -Werror
 endif
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 VERSION := 0.1.0
-CFLAGS  += -DHEAPATTACH_VERSION='"$(VERSION)"'
+override CFLAGS += -DHEAPATTACH_VERSION='"$(VERSION)"'
 
 LIB_SRC  := $(filter-out src/main.c,$(wildcard src/*.c)) $(wildcard src/arch/$(ARCH)/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o)

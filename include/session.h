@@ -1,0 +1,103 @@
+/* One profiling run against one target: the state shared by attach, events, traps and dumps. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_SESSION_H
+#define HEAPATTACH_SESSION_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include "cli.h"
+#include "hooks.h"
+#include "proc.h"
+#include "profile.h"
+#include "reloc.h"
+#include "sampler.h"
+#include "tracee.h"
+#include "tramp.h"
+
+struct unwinder;
+struct symbolizer;
+struct inject_region;
+
+/* A patched entry point and its trampoline. */
+struct patch {
+	const struct hook *hook;
+	enum tramp_class cls;
+	struct reloc_result reloc;
+	struct tramp_layout lay;
+	uint64_t tramp;                 /* trampoline address in the target */
+	uint8_t *tramp_local;           /* the same bytes in our mapping */
+	uint8_t orig[RELOC_JMP_LEN];    /* bytes the jmp replaced */
+	int region;                     /* index into session.regions */
+	int installed;                  /* the jmp is written */
+};
+
+/* A code region injected near one hooked object. */
+struct region {
+	struct inject_region *inj;
+	uint64_t remote;                /* address in the target */
+	uint8_t *local;                 /* our RW view */
+	size_t size, used;
+	uint64_t near;                  /* the object it serves */
+};
+
+#define SESSION_MAX_REGIONS 16
+
+struct session {
+	const struct options *opt;
+	pid_t pid;
+	struct tracee tr;
+	struct proc_maps maps;
+	struct hook_set hooks;
+	struct patch *patches;
+	size_t npatches;
+	struct region regions[SESSION_MAX_REGIONS];
+	size_t nregions;
+
+	struct profile *prof;
+	struct sampler sampler;
+	struct unwinder *unw;
+	struct symbolizer *sym;         /* kept warm while the target lives */
+
+	uint64_t start_ns, start_wall_ns;
+	uint64_t next_every_ns;
+	uint64_t bytes_since_dump;
+	unsigned dump_seq;
+	uint64_t events, nested, unwind_errors;
+
+	int attached;                   /* hooks are live */
+	int target_gone;                /* every thread exited */
+	int exec_seen;                  /* the target replaced its image */
+	const char *output;
+};
+
+/* Run a whole profile: attach, collect until a stop condition, dump, detach.
+ * Returns the process exit code (0 ok, 1 error). */
+int session_run(const struct options *opt);
+
+/* ---- patch.c ---- */
+/* Inject regions and install every hook; threads must all be stopped.
+ * 0, or -errno after undoing everything. */
+int patch_install(struct session *s);
+/* Disarm traps, restore every patched byte, wait until no thread is inside
+ * a trampoline (resuming briefly), then unmap the regions. Threads are all
+ * stopped on return. */
+void patch_remove(struct session *s);
+/* The patch whose trampoline holds ip, or NULL. */
+struct patch *patch_by_tramp_ip(struct session *s, uint64_t ip);
+/* Non-zero if addr lies in any injected region. */
+int patch_in_region(const struct session *s, uint64_t addr);
+
+/* ---- events.c ---- */
+/* Handle one waitpid status; resumes the thread unless tracee_stopping. */
+int events_dispatch(void *sess, pid_t tid, int status);
+
+/* ---- collect.c ---- */
+/* Handle a SIGTRAP at one of our traps for thread tid (stopped). 1 if it was
+ * ours, 0 if not (a genuine SIGTRAP to deliver), -errno on error. */
+int collect_trap(struct session *s, pid_t tid, int record);
+
+/* ---- session.c ---- */
+/* Write a numbered dump (seq > 0) or the final one (seq == 0). */
+int session_dump(struct session *s, unsigned seq);
+
+#endif
