@@ -173,8 +173,8 @@ static int classify(csh cs, const cs_insn *insn, unsigned int flags,
 	if (is_id(insn->id, refused_ids, sizeof(refused_ids) / sizeof(refused_ids[0])) ||
 	    cs_insn_group(cs, insn, CS_GRP_INT) || cs_insn_group(cs, insn, CS_GRP_RET) ||
 	    cs_insn_group(cs, insn, CS_GRP_IRET))
-		return refuse(out, insn->address, -EINVAL, "%s %s in patched bytes",
-			      insn->mnemonic, insn->op_str);
+		return refuse(out, insn->address, -EINVAL, "%s%s%s in patched bytes",
+			      insn->mnemonic, *insn->op_str ? " " : "", insn->op_str);
 
 	op = opcode_pos(insn->bytes, insn->size, &opsize);
 	if (op < 0)
