@@ -36,6 +36,15 @@ static inline int libc_func(const char *name, const uint8_t **addr, size_t *size
 	return 0;
 }
 
+/* libc's own definition of name, bypassing interposers such as ASan's. */
+static inline void *libc_sym(const char *name)
+{
+	const uint8_t *f;
+	size_t size;
+
+	return libc_func(name, &f, &size) ? NULL : (void *)f;
+}
+
 /*
  * mmap len bytes RWX within 1 GB of libc's malloc (MAP_FIXED_NOREPLACE in
  * the first free slot below or above it).  Returns the page or NULL.

@@ -433,6 +433,8 @@ static void test_execute_relocated(void)
 	void *(*raligned_alloc)(size_t, size_t);
 	void *(*rvalloc)(size_t);
 	void *(*rpvalloc)(size_t);
+	void (*lfree)(void *) = libc_sym("free");
+	size_t (*lusable)(void *) = libc_sym("malloc_usable_size");
 	uint8_t *page = near_page(4096);
 	size_t off = 0;
 	void *p = NULL;
@@ -460,7 +462,7 @@ static void test_execute_relocated(void)
 	m = rmalloc(100);
 	expect_true(m != NULL);
 	memset(m, 0xab, 100);
-	expect_true(malloc_usable_size(m) >= 100);
+	expect_true(lusable(m) >= 100);
 	rfree(m);
 	rfree(NULL);	/* takes free's relocated je */
 
@@ -477,20 +479,20 @@ static void test_execute_relocated(void)
 
 	expect_int_eq(rposix_memalign(&p, 64, 100), 0);
 	expect_int_eq((uintptr_t)p % 64, 0);
-	free(p);
+	lfree(p);
 	expect_int_eq(rposix_memalign(&p, 3, 100), EINVAL);
 	p = rmemalign(4096, 10);
 	expect_true(p && (uintptr_t)p % 4096 == 0);
-	free(p);
+	lfree(p);
 	p = raligned_alloc(256, 512);
 	expect_true(p && (uintptr_t)p % 256 == 0);
-	free(p);
+	lfree(p);
 	p = rvalloc(10);
 	expect_true(p && (uintptr_t)p % 4096 == 0);
-	free(p);
+	lfree(p);
 	p = rpvalloc(10);
-	expect_true(p && (uintptr_t)p % 4096 == 0 && malloc_usable_size(p) >= 4096 - 16);
-	free(p);
+	expect_true(p && (uintptr_t)p % 4096 == 0 && lusable(p) >= 4096 - 16);
+	lfree(p);
 out:
 	munmap(page, 4096);
 }
