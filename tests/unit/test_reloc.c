@@ -1,7 +1,10 @@
 /* Unit tests for reloc.c: synthetic prologues, this libc's, and executing copies. */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
 #include <gnu/libc-version.h>
+#include <unistd.h>
 #include <malloc.h>
 #include <stdbool.h>
 #include <capstone/capstone.h>
@@ -401,6 +404,80 @@ static void test_libc_prologues(void)
 	}
 }
 
+/*
+ * Every function of libc's .dynsym: either it relocates to an equivalent
+ * copy, or it is refused with -EINVAL and a reason.  Also sweeps each body
+ * for branches into its patch region.  Prints a tally.
+ */
+static void test_libc_sweep(void)
+{
+	int ok = 0, refused = 0, other = 0, into = 0, undecodable = 0;
+	const uint8_t *m;
+	Dl_info info;
+	Elf_Scn *scn = NULL;
+	Elf *elf = NULL;
+	size_t msize;
+	int fd = -1;
+
+	if (libc_func("malloc", &m, &msize) || !dladdr(m, &info)) {
+		expect_true(0);
+		return;
+	}
+	elf_version(EV_CURRENT);
+	fd = open(info.dli_fname, O_RDONLY);
+	elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	expect_true(elf != NULL);
+	while (elf && (scn = elf_nextscn(elf, scn))) {
+		Elf_Data *data;
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNSYM)
+			continue;
+		data = elf_getdata(scn, NULL);
+		for (size_t i = 0; data && i < sh.sh_size / sh.sh_entsize; i++) {
+			const uint8_t *f;
+			struct reloc_result r;
+			uint64_t where;
+			GElf_Sym sym;
+			int rc, failed;
+
+			if (!gelf_getsym(data, i, &sym) || sym.st_shndx == SHN_UNDEF ||
+			    GELF_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_size == 0)
+				continue;
+			f = (const uint8_t *)info.dli_fbase + sym.st_value;
+			rc = reloc_prologue(f, sym.st_size, (uintptr_t)f,
+					    (uintptr_t)f + 0x100000, &r);
+			if (rc == -EINVAL && r.why[0]) {
+				refused++;
+				continue;
+			}
+			if (rc) {
+				other++;
+				continue;
+			}
+			failed = harness_failed_checks;
+			check_equivalent(f, &r);
+			if (harness_failed_checks != failed)
+				fprintf(stderr, "  in %s\n",
+					elf_strptr(elf, sh.sh_link, sym.st_name));
+			ok++;
+			rc = reloc_branch_into(f, sym.st_size, (uintptr_t)f, r.patch_addr,
+					       r.patch_addr + r.covered, &where);
+			into += rc == 1;
+			undecodable += rc < 0;
+		}
+	}
+	printf("libc sweep: %d relocated (%d with a branch into the patch, %d not fully "
+	       "decodable), %d refused, %d other errors\n",
+	       ok, into, undecodable, refused, other);
+	expect_true(ok > 1000);
+	expect_int_eq(other, 0);
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+}
+
 /* ---- executing relocated copies of libc's prologues ---- */
 
 /* Relocate libc's name to page+*off, copy it there, return its address. */
@@ -502,4 +579,4 @@ HARNESS_MAIN("reloc",
 	T(test_jmp_rel32_and_rel8), T(test_riprel_cmpb), T(test_endbr64),
 	T(test_branch_within_region), T(test_refusals), T(test_call_flag),
 	T(test_far_copy), T(test_encode_jmp), T(test_map_ip), T(test_branch_into),
-	T(test_libc_prologues), T(test_execute_relocated))
+	T(test_libc_prologues), T(test_libc_sweep), T(test_execute_relocated))

@@ -246,7 +246,7 @@ static int decode_region(csh cs, const uint8_t *code, size_t len, unsigned int f
 
 	insn = cs_malloc(cs);
 	if (!insn)
-		return -ENOMEM;
+		return refuse(out, addr, -ENOMEM, "capstone: out of memory");
 	while (out->covered < RELOC_JMP_LEN) {
 		if (!cs_disasm_iter(cs, &p, &left, &addr, insn)) {
 			ret = refuse(out, addr, -EINVAL, left < 15 ?
