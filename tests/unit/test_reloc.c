@@ -574,9 +574,69 @@ out:
 	munmap(page, 4096);
 }
 
+/*
+ * libstdc++'s operator new/delete: endbr64 then real code or a tail jmp to
+ * the PLT.  Relocated copies of new and delete are executed when a page
+ * within reach exists.
+ */
+static void test_libstdcxx(void)
+{
+	static const char *const ok[] = { "_Znwm", "_Znam", "_ZdlPv", "_ZdaPv", "_ZdlPvm" };
+	void *(*rnew)(size_t);
+	void (*rdelete)(void *);
+	void *h = dlopen("libstdc++.so.6", RTLD_NOW);
+	struct reloc_result r;
+	const uint8_t *f;
+	uint8_t *page;
+	uint8_t *p;
+
+	if (!h) {
+		printf("note: no libstdc++.so.6, test skipped\n");
+		return;
+	}
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		f = dlsym(h, ok[i]);
+		expect_true(f != NULL);
+		if (!f)
+			continue;
+		expect_int_eq(reloc_prologue(f, 32, (uintptr_t)f, (uintptr_t)f + 0x100000, &r), 0);
+		expect_int_eq(r.skipped, 4);
+		check_equivalent(f, &r);
+	}
+	/* sub rsp,8; call malloc: refused */
+	f = dlsym(h, "_ZnwmRKSt9nothrow_t");
+	if (f) {
+		expect_int_eq(reloc_prologue(f, 32, (uintptr_t)f, (uintptr_t)f + 0x100000, &r),
+			      -EINVAL);
+		expect_true(strstr(r.why, "+0x8: call") == r.why);
+	}
+
+	page = near_page(4096);
+	f = dlsym(h, "_Znwm");
+	if (!page || !f || (uintptr_t)f - (uintptr_t)page + (1ull << 30) > (2ull << 30)) {
+		printf("note: no RWX page near libstdc++, execution skipped\n");
+		goto out;
+	}
+	expect_int_eq(reloc_prologue(f, 32, (uintptr_t)f, (uintptr_t)page, &r), 0);
+	memcpy(page, r.code, r.code_len);
+	rnew = (void *(*)(size_t))page;
+	f = dlsym(h, "_ZdlPv");
+	expect_int_eq(reloc_prologue(f, 32, (uintptr_t)f, (uintptr_t)page + 64, &r), 0);
+	memcpy(page + 64, r.code, r.code_len);
+	rdelete = (void (*)(void *))(page + 64);
+	p = rnew(48);
+	expect_true(p != NULL);
+	memset(p, 1, 48);
+	rdelete(p);
+out:
+	if (page)
+		munmap(page, 4096);
+}
+
 HARNESS_MAIN("reloc",
 	T(test_plain_pushes), T(test_free_je_rel32), T(test_jcc_rel8),
 	T(test_jmp_rel32_and_rel8), T(test_riprel_cmpb), T(test_endbr64),
 	T(test_branch_within_region), T(test_refusals), T(test_call_flag),
 	T(test_far_copy), T(test_encode_jmp), T(test_map_ip), T(test_branch_into),
-	T(test_libc_prologues), T(test_libc_sweep), T(test_execute_relocated))
+	T(test_libc_prologues), T(test_libc_sweep), T(test_execute_relocated),
+	T(test_libstdcxx))
