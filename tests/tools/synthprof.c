@@ -2,13 +2,14 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * usage: synthprof --format pprof|legacy [--rate R] [--self] [--nosym] -o PATH
+ * usage: synthprof --format pprof|legacy [--rate R] [--self] [--nosym] [--nofree] -o PATH
  *
  * Default: stacks in a fake mapping /usr/bin/fake (r-xp 0x400000-0x402000,
  * offset 0) plus /usr/lib/libfake.so, named by a fake symbolizer (see below).
  * --self: the stacks are the entry addresses + 1 of this tool's own functions
  * and the maps are /proc/self/maps, so pprof and google-pprof can symbolize
  * them from the real binary. --nosym: write no Function entries (sym = NULL).
+ * --nofree: skip every free (alloc and in-use figures then agree).
  *
  * The profile (sizes and counts are the same in both modes):
  * (main is synth_top in --self mode; go tool pprof's DWARF reader misses main.)
@@ -160,7 +161,7 @@ static void add_sym(uint64_t lo, uint64_t hi, const char *name, const char *sys,
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: synthprof --format pprof|legacy [--rate R] [--self] [--nosym] -o PATH\n");
+	fprintf(stderr, "usage: synthprof --format pprof|legacy [--rate R] [--self] [--nosym] [--nofree] -o PATH\n");
 	exit(2);
 }
 
@@ -169,7 +170,7 @@ int main(int argc, char **argv)
 	const char *fmt = "pprof", *out = NULL;
 	const char *comments[] = { "synthetic profile" };
 	uint64_t rate = 524288, leaf_a, leaf_b, leaf_c, helper, caller, main_pc;
-	int nosym = 0, ret;
+	int nosym = 0, nofree = 0, ret;
 	struct proc_maps maps = { fake_map_v, 3 };
 	struct profile *p;
 	struct dump_info d = {
@@ -187,6 +188,8 @@ int main(int argc, char **argv)
 			self_mode = 1;
 		else if (!strcmp(argv[i], "--nosym"))
 			nosym = 1;
+		else if (!strcmp(argv[i], "--nofree"))
+			nofree = 1;
 		else if (!strcmp(argv[i], "-o") && i + 1 < argc)
 			out = argv[++i];
 		else
@@ -237,17 +240,21 @@ int main(int argc, char **argv)
 
 		for (int i = 0; i < 3; i++)
 			profile_record_alloc(p, a, 3, 1024, ptr + i * 0x1000);
-		profile_record_free(p, ptr);
-		profile_record_free(p, ptr + 0x1000);
+		if (!nofree) {
+			profile_record_free(p, ptr);
+			profile_record_free(p, ptr + 0x1000);
+		}
 		ptr += 0x10000;
 		for (int i = 0; i < 5; i++) {
 			profile_record_alloc(p, a, 3, 64, ptr + i * 0x100);
-			profile_record_free(p, ptr + i * 0x100);
+			if (!nofree)
+				profile_record_free(p, ptr + i * 0x100);
 		}
 		ptr += 0x10000;
 		profile_record_alloc(p, b, 3, 512, ptr);
 		profile_record_alloc(p, b, 3, 512, ptr + 0x1000);
-		profile_record_free(p, ptr);
+		if (!nofree)
+			profile_record_free(p, ptr);
 		ptr += 0x10000;
 		profile_record_alloc(p, c, 4, 4 << 20, ptr);
 		ptr += 0x10000;
