@@ -19,6 +19,15 @@ static int add_totals(const struct profile_bucket *b, void *arg)
 	return 0;
 }
 
+/* A "# text" line; newlines inside text become spaces so the line stays one line. */
+static void put_comment(FILE *f, const char *text)
+{
+	fputs("# ", f);
+	for (; *text; text++)
+		fputc(*text == '\n' || *text == '\r' ? ' ' : *text, f);
+	fputc('\n', f);
+}
+
 /* One line per (stack, size) bucket: raw counts, raw return addresses. */
 static int put_bucket(const struct profile_bucket *b, void *arg)
 {
@@ -72,7 +81,7 @@ int legacy_write(FILE *f, const struct profile *p, const struct dump_info *d)
 	if (profile_drops(p))
 		fprintf(f, "# dropped events: %" PRIu64 "\n", profile_drops(p));
 	for (size_t i = 0; d->comments && i < d->ncomments; i++)
-		fprintf(f, "# %s\n", d->comments[i]);
+		put_comment(f, d->comments[i]);
 	ret = profile_foreach(p, put_bucket, f);
 	if (ret)
 		return ret;

@@ -145,6 +145,7 @@ static uint64_t idmap_hash(const uint64_t k[3])
 	return mix64(k[0] ^ mix64(k[1] ^ mix64(k[2])));
 }
 
+/* The slot holding k, or the empty slot where k would go. */
 static struct idmap_ent *idmap_slot(struct idmap_ent *e, size_t cap, const uint64_t k[3])
 {
 	size_t mask = cap - 1, i = idmap_hash(k) & mask;
@@ -416,6 +417,7 @@ static uint64_t location_id(struct writer *w, uint64_t pc)
 	return id;
 }
 
+/* profile_foreach callback: one Sample per bucket. Returns w->err (0 or -errno). */
 static int put_sample(const struct profile_bucket *b, void *arg)
 {
 	struct writer *w = arg;
