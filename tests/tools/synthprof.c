@@ -2,7 +2,7 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * usage: synthprof --format pprof|legacy [--rate R] [--self] [--nosym] [--nofree] -o PATH
+ * usage: synthprof --format pprof|legacy [--rate R] [--self] [--nosym]  [--nofree] [--many N] -o PATH
  *
  * Default: stacks in a fake mapping /usr/bin/fake (r-xp 0x400000-0x402000,
  * offset 0) plus /usr/lib/libfake.so, named by a fake symbolizer (see below).
@@ -10,6 +10,8 @@
  * and the maps are /proc/self/maps, so pprof and google-pprof can symbolize
  * them from the real binary. --nosym: write no Function entries (sym = NULL).
  * --nofree: skip every free (alloc and in-use figures then agree).
+ * --many N: N more live 256-byte allocations, each from its own stack
+ * (leaf inside leaf_b's range, caller, main), for size and streaming tests.
  *
  * The profile (sizes and counts are the same in both modes):
  * (main is synth_top in --self mode; go tool pprof's DWARF reader misses main.)
@@ -161,7 +163,7 @@ static void add_sym(uint64_t lo, uint64_t hi, const char *name, const char *sys,
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: synthprof --format pprof|legacy [--rate R] [--self] [--nosym] [--nofree] -o PATH\n");
+	fprintf(stderr, "usage: synthprof --format pprof|legacy [--rate R] [--self] [--nosym] [--nofree] [--many N] -o PATH\n");
 	exit(2);
 }
 
@@ -171,6 +173,7 @@ int main(int argc, char **argv)
 	const char *comments[] = { "synthetic profile" };
 	uint64_t rate = 524288, leaf_a, leaf_b, leaf_c, helper, caller, main_pc;
 	int nosym = 0, nofree = 0, ret;
+	unsigned long many = 0;
 	struct proc_maps maps = { fake_map_v, 3 };
 	struct profile *p;
 	struct dump_info d = {
@@ -190,6 +193,8 @@ int main(int argc, char **argv)
 			nosym = 1;
 		else if (!strcmp(argv[i], "--nofree"))
 			nofree = 1;
+		else if (!strcmp(argv[i], "--many") && i + 1 < argc)
+			many = strtoul(argv[++i], NULL, 0);
 		else if (!strcmp(argv[i], "-o") && i + 1 < argc)
 			out = argv[++i];
 		else
@@ -260,6 +265,13 @@ int main(int argc, char **argv)
 		ptr += 0x10000;
 		if (!self_mode)
 			profile_record_alloc(p, dd, 3, 100, ptr);
+		ptr += 0x10000;
+		for (unsigned long i = 0; i < many; i++) {
+			/* distinct (leaf, middle) pairs; leaf stays inside leaf_b */
+			uint64_t m[] = { leaf_b + i % 64, 0x7f0000100000 + i, caller, main_pc };
+
+			profile_record_alloc(p, m, 4, 256, ptr + i * 256);
+		}
 	}
 	profile_add_drops(p, 7);
 

@@ -122,7 +122,7 @@ static void rd_sample(const uint8_t *p, size_t n, uint64_t v[4])
 
 static int decode(const char *path, struct decoded *d)
 {
-	static uint8_t buf[1 << 20];
+	static uint8_t buf[16 << 20];
 	gzFile gz = gzopen(path, "rb");
 	struct pbr r;
 	int n;
@@ -159,8 +159,8 @@ static int decode(const char *path, struct decoded *d)
 			rd_value_type(r.p, len, d->sample_type[d->ntypes++]);
 		else if (f == 11)
 			rd_value_type(r.p, len, d->period_type);
-		else if (f == 2 && d->nsamples < 8)
-			rd_sample(r.p, len, d->values[d->nsamples++]);
+		else if (f == 2 && ++d->nsamples <= 8)
+			rd_sample(r.p, len, d->values[d->nsamples - 1]);
 		else if (f == 3)
 			d->nmappings++;
 		else if (f == 4)
@@ -348,6 +348,34 @@ static void test_legacy_exact(void)
 	profile_free(p);
 }
 
+/* Enough samples that the writer deflates in several pieces (FLUSH_AT). */
+static void test_pprof_large(void)
+{
+	struct dump_info di = { .pid = 9, .maps = &fake };
+	struct profile *p = profile_new(4096);
+	const int n = 50000;
+	char path[128];
+	struct decoded d;
+
+	for (int i = 0; i < n; i++) {
+		uint64_t pcs[4] = { 0x401000 + i % 4000, 0x401000 + i / 4000, 0x401fff, 0xfff };
+
+		profile_record_alloc(p, pcs, 4, 4096, 0x100000 + i * 16);
+	}
+	snprintf(path, sizeof(path), "%s/big.pb.gz", tmpdir);
+	expect_int_eq(dump_write_file(path, DUMP_PPROF, p, &di), 0);
+	expect_int_eq(decode(path, &d), 0);
+	expect_int_eq(d.nsamples, n);
+	expect_int_eq(d.nlocs, 4000 + 2);       /* 0x401fff also a leaf; 0xfff */
+	expect_int_eq(d.period, 4096);
+	/* 1 x 4096 at rate 4096: scale 1/(1-e^-1) */
+	expect_int_eq(d.values[0][0], 1);
+	expect_int_eq(d.values[0][1], 6479);
+	decoded_free(&d);
+	unlink(path);
+	profile_free(p);
+}
+
 static void test_write_errors(void)
 {
 	struct dump_info di = { .pid = 1 };
@@ -395,5 +423,6 @@ HARNESS_MAIN("dump",
 	T(test_pprof_decoded),
 	T(test_legacy_text),
 	T(test_legacy_exact),
+	T(test_pprof_large),
 	T(test_write_errors),
 	T(test_teardown))
