@@ -219,6 +219,7 @@ struct writer {
 static void w_deflate(struct writer *w, int flush)
 {
 	uint8_t buf[16384];
+	size_t n;
 	int ret;
 
 	if (w->err)
@@ -233,7 +234,7 @@ static void w_deflate(struct writer *w, int flush)
 			w->err = -EIO;
 			return;
 		}
-		size_t n = sizeof(buf) - w->z.avail_out;
+		n = sizeof(buf) - w->z.avail_out;
 		errno = 0;
 		if (n && fwrite(buf, 1, n, w->f) != n) {
 			w->err = errno ? -errno : -EIO;

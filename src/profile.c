@@ -238,13 +238,13 @@ static void live_grow(struct profile *p)
  */
 static void live_delete_slot(struct profile *p, size_t i)
 {
-	size_t mask = p->live_cap - 1, j = i;
+	size_t mask = p->live_cap - 1, j = i, home;
 
 	for (;;) {
 		j = (j + 1) & mask;
 		if (!p->live[j].ptr)
 			break;
-		size_t home = live_slot(p, p->live[j].ptr);
+		home = live_slot(p, p->live[j].ptr);
 		/* Move j into the hole i unless its home lies in (i, j]. */
 		if (((j - home) & mask) >= ((j - i) & mask)) {
 			p->live[i] = p->live[j];
