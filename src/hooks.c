@@ -1,0 +1,455 @@
+/* Allocator entry points: which definitions the dynamic linker binds the target's calls to. */
+/* SPDX-License-Identifier: MIT */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "elfobj.h"
+#include "hooks.h"
+#include "log.h"
+#include "xmalloc.h"
+
+/*
+ * Resolution models the dynamic linker's global scope: the executable, then
+ * LD_PRELOAD objects, then the libraries in load (breadth-first) order, which
+ * is exactly the order of the link_map list hanging off r_debug. The first
+ * object whose .dynsym defines a name wins. A static executable only has
+ * itself, and its .symtab is then the source of names.
+ */
+
+static const struct {
+	const char *name;
+	enum hook_kind kind;
+	int cxx;                /* C++ operator: only listed outside libstdc++ */
+} hook_names[] = {
+	{ "malloc", HOOK_ALLOC, 0 },
+	{ "free", HOOK_FREE, 0 },
+	{ "calloc", HOOK_CALLOC, 0 },
+	{ "realloc", HOOK_REALLOC, 0 },
+	{ "reallocarray", HOOK_REALLOCARRAY, 0 },
+	{ "posix_memalign", HOOK_POSIX_MEMALIGN, 0 },
+	{ "aligned_alloc", HOOK_ALIGNED, 0 },
+	{ "memalign", HOOK_ALIGNED, 0 },
+	{ "valloc", HOOK_ALLOC, 0 },
+	{ "pvalloc", HOOK_ALLOC, 0 },
+	{ "cfree", HOOK_FREE, 0 },
+	/* operator new / new[]: size in rdi whatever follows */
+	{ "_Znwm", HOOK_ALLOC, 1 },
+	{ "_Znam", HOOK_ALLOC, 1 },
+	{ "_ZnwmRKSt9nothrow_t", HOOK_ALLOC, 1 },
+	{ "_ZnamRKSt9nothrow_t", HOOK_ALLOC, 1 },
+	{ "_ZnwmSt11align_val_t", HOOK_ALLOC, 1 },
+	{ "_ZnamSt11align_val_t", HOOK_ALLOC, 1 },
+	{ "_ZnwmSt11align_val_tRKSt9nothrow_t", HOOK_ALLOC, 1 },
+	{ "_ZnamSt11align_val_tRKSt9nothrow_t", HOOK_ALLOC, 1 },
+	/* operator delete / delete[]: pointer in rdi whatever follows */
+	{ "_ZdlPv", HOOK_FREE, 1 },
+	{ "_ZdaPv", HOOK_FREE, 1 },
+	{ "_ZdlPvm", HOOK_FREE, 1 },
+	{ "_ZdaPvm", HOOK_FREE, 1 },
+	{ "_ZdlPvRKSt9nothrow_t", HOOK_FREE, 1 },
+	{ "_ZdaPvRKSt9nothrow_t", HOOK_FREE, 1 },
+	{ "_ZdlPvSt11align_val_t", HOOK_FREE, 1 },
+	{ "_ZdaPvSt11align_val_t", HOOK_FREE, 1 },
+	{ "_ZdlPvmSt11align_val_t", HOOK_FREE, 1 },
+	{ "_ZdaPvmSt11align_val_t", HOOK_FREE, 1 },
+	{ "_ZdlPvSt11align_val_tRKSt9nothrow_t", HOOK_FREE, 1 },
+	{ "_ZdaPvSt11align_val_tRKSt9nothrow_t", HOOK_FREE, 1 },
+};
+#define NHOOK_NAMES (sizeof(hook_names) / sizeof(hook_names[0]))
+
+/* One object in lookup order. */
+struct obj {
+	const struct proc_map *map;     /* its lowest mapping */
+	struct elfobj *elf;             /* NULL if it could not be opened */
+	uint64_t bias;
+	int have_bias;
+};
+
+struct objlist {
+	struct obj *v;
+	size_t n, cap;
+};
+
+const char *hook_kind_name(enum hook_kind kind)
+{
+	static const char *const names[] = {
+		[HOOK_ALLOC] = "alloc", [HOOK_CALLOC] = "calloc",
+		[HOOK_REALLOC] = "realloc", [HOOK_REALLOCARRAY] = "reallocarray",
+		[HOOK_POSIX_MEMALIGN] = "posix_memalign", [HOOK_ALIGNED] = "aligned",
+		[HOOK_FREE] = "free",
+	};
+
+	if ((unsigned)kind >= sizeof(names) / sizeof(names[0]))
+		return "?";
+	return names[kind];
+}
+
+int hook_kind_of(const char *name)
+{
+	for (size_t i = 0; i < NHOOK_NAMES; i++)
+		if (!strcmp(hook_names[i].name, name))
+			return hook_names[i].kind;
+	return -ENOENT;
+}
+
+/* ---- target memory ---- */
+
+/* Read len bytes at addr in pid: process_vm_readv, else /proc/PID/mem.
+ * 0 or -errno (-EFAULT on a short read). */
+static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+	char path[64];
+	ssize_t r;
+	int fd;
+
+	r = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (r == (ssize_t)len)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = pread(fd, buf, len, (off_t)addr);
+	close(fd);
+	if (r < 0)
+		return -errno;
+	return r == (ssize_t)len ? 0 : -EFAULT;
+}
+
+/* Value of auxv entry type in pid, or 0. */
+static uint64_t auxv_get(pid_t pid, uint64_t type)
+{
+	char path[64], *buf;
+	uint64_t val = 0;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	if (proc_read_file(path, &buf, &len))
+		return 0;
+	for (size_t i = 0; i + 16 <= len; i += 16) {
+		uint64_t t, v;
+
+		memcpy(&t, buf + i, 8);
+		memcpy(&v, buf + i + 8, 8);
+		if (t == type) {
+			val = v;
+			break;
+		}
+		if (t == AT_NULL)
+			break;
+	}
+	free(buf);
+	return val;
+}
+
+/* ---- the object list ---- */
+
+/* Lowest mapping of the file that holds addr's mapping (same path), or NULL. */
+static const struct proc_map *first_map_of(const struct proc_maps *maps, const struct proc_map *m)
+{
+	if (!m || !m->path || m->path[0] != '/')
+		return NULL;
+	for (size_t i = 0; i < maps->n; i++)
+		if (maps->v[i].path && maps->v[i].inode == m->inode &&
+		    !strcmp(maps->v[i].path, m->path))
+			return &maps->v[i];
+	return m;
+}
+
+static int objlist_has(const struct objlist *l, const struct proc_map *m)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].map == m || (l->v[i].map->inode == m->inode &&
+					 !strcmp(l->v[i].map->path, m->path)))
+			return 1;
+	return 0;
+}
+
+/* Append the object behind m (a mapping of it) unless listed already; open it
+ * through the target's view of the file system. */
+static void objlist_add(struct objlist *l, pid_t pid, const struct proc_maps *maps,
+			const struct proc_map *m)
+{
+	struct obj *o;
+	int fd;
+
+	m = first_map_of(maps, m);
+	if (!m || objlist_has(l, m))
+		return;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 16;
+		l->v = xrealloc(l->v, l->cap * sizeof(*l->v));
+	}
+	o = &l->v[l->n++];
+	memset(o, 0, sizeof(*o));
+	o->map = m;
+	fd = proc_open_mapped(pid, m);
+	if (fd < 0) {
+		pr_debug("cannot open %s of %d: %s", m->path, (int)pid, strerror(-fd));
+		return;
+	}
+	o->elf = elfobj_open_fd(fd);
+	if (o->elf && !elfobj_load_bias(o->elf, m, &o->bias))
+		o->have_bias = 1;
+}
+
+static void objlist_free(struct objlist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		elfobj_free(l->v[i].elf);
+	free(l->v);
+}
+
+/* Runtime address of the dynamic linker's r_debug, from the executable's
+ * DT_DEBUG or ld.so's _r_debug symbol; 0 if neither works. */
+static uint64_t find_r_debug(pid_t pid, const struct proc_maps *maps, const struct obj *exe)
+{
+	uint64_t vaddr, ptr = 0, base;
+	const struct proc_map *m;
+	struct objlist ld = { 0 };
+
+	if (exe->elf && exe->have_bias && !elfobj_dt_debug_vaddr(exe->elf, &vaddr) &&
+	    !read_mem(pid, exe->bias + vaddr, &ptr, sizeof(ptr)) && ptr)
+		return ptr;
+	base = auxv_get(pid, AT_BASE);
+	m = base ? proc_maps_find(maps, base) : NULL;
+	if (!m)
+		return 0;
+	objlist_add(&ld, pid, maps, m);
+	if (ld.n && ld.v[0].elf && ld.v[0].have_bias) {
+		const struct elfobj_sym *s = elfobj_lookup(ld.v[0].elf, "_r_debug", 0);
+
+		if (s)
+			ptr = ld.v[0].bias + s->value;
+	}
+	objlist_free(&ld);
+	return ptr;
+}
+
+/*
+ * Walk the link_map list (struct link_map: l_addr, l_name, l_ld, l_next, l_prev)
+ * and add each object, identified by the mapping that holds its l_ld.
+ * 0 if at least the list head was read, else -errno.
+ */
+static int add_link_map(struct objlist *l, pid_t pid, const struct proc_maps *maps,
+			uint64_t r_debug)
+{
+	uint64_t lm, words[4];
+	int32_t version;
+	int count = 0;
+
+	if (read_mem(pid, r_debug, &version, sizeof(version)) || version < 1 ||
+	    read_mem(pid, r_debug + 8, &lm, sizeof(lm)))
+		return -EFAULT;
+	if (!lm)
+		return -ENOENT;   /* ld.so has not filled it in yet */
+	while (lm && count++ < 65536) {
+		const struct proc_map *m;
+
+		if (read_mem(pid, lm, words, sizeof(words)))
+			return l->n ? 0 : -EFAULT;
+		/* words: l_addr, l_name, l_ld, l_next */
+		m = proc_maps_find(maps, words[2]);
+		if (m && m->path && m->path[0] == '/')
+			objlist_add(l, pid, maps, m);
+		lm = words[3];
+	}
+	return 0;
+}
+
+/* Add the LD_PRELOAD objects named in the target's environment, in order. */
+static void add_preload(struct objlist *l, pid_t pid, const struct proc_maps *maps)
+{
+	char path[64], *env, *p;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	if (proc_read_file(path, &env, &len))
+		return;
+	for (p = env; p < env + len; p += strlen(p) + 1) {
+		char *save = NULL, *tok;
+
+		if (strncmp(p, "LD_PRELOAD=", 11))
+			continue;
+		for (tok = strtok_r(p + 11, ": \t", &save); tok; tok = strtok_r(NULL, ": \t", &save)) {
+			const char *base = strrchr(tok, '/') ? strrchr(tok, '/') + 1 : tok;
+
+			/* full path, or a bare name the linker searched for */
+			for (size_t i = 0; i < maps->n; i++) {
+				const char *mp = maps->v[i].path, *mb;
+
+				if (!mp || mp[0] != '/')
+					continue;
+				mb = strrchr(mp, '/') + 1;
+				if (!strcmp(mp, tok) || (!strchr(tok, '/') && !strcmp(mb, base))) {
+					objlist_add(l, pid, maps, &maps->v[i]);
+					break;
+				}
+			}
+		}
+		break;
+	}
+	free(env);
+}
+
+/* The executable's mapping: the one holding AT_ENTRY, else /proc/PID/exe's path. */
+static const struct proc_map *find_exe_map(pid_t pid, const struct proc_maps *maps)
+{
+	uint64_t entry = auxv_get(pid, AT_ENTRY);
+	const struct proc_map *m = entry ? proc_maps_find(maps, entry) : NULL;
+	char path[64], target[PATH_MAX];
+	ssize_t n;
+
+	if (m && m->path)
+		return m;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n <= 0)
+		return NULL;
+	target[n] = '\0';
+	if (n > 10 && !strcmp(target + n - 10, " (deleted)"))
+		target[n - 10] = '\0';
+	for (size_t i = 0; i < maps->n; i++)
+		if (maps->v[i].path && !strcmp(maps->v[i].path, target))
+			return &maps->v[i];
+	return NULL;
+}
+
+/* Build the lookup order into l. *is_static: the executable has no PT_INTERP. */
+static int build_order(struct objlist *l, pid_t pid, const struct proc_maps *maps, int *is_static)
+{
+	const struct proc_map *exe = find_exe_map(pid, maps);
+	uint64_t r_debug;
+
+	if (!exe)
+		return -ENOENT;
+	objlist_add(l, pid, maps, exe);
+	if (!l->n || !l->v[0].elf) {
+		pr_err("cannot read the executable %s of %d", exe->path, (int)pid);
+		return -ENOEXEC;
+	}
+	*is_static = !elfobj_has_interp(l->v[0].elf);
+	if (*is_static)
+		return 0;
+	r_debug = find_r_debug(pid, maps, &l->v[0]);
+	if (r_debug && !add_link_map(l, pid, maps, r_debug))
+		return 0;
+	pr_debug("no r_debug list in %d, using LD_PRELOAD and maps order", (int)pid);
+	add_preload(l, pid, maps);
+	for (size_t i = 0; i < maps->n; i++)
+		if (maps->v[i].path && maps->v[i].path[0] == '/' && maps->v[i].offset == 0)
+			objlist_add(l, pid, maps, &maps->v[i]);
+	return 0;
+}
+
+/* ---- resolution ---- */
+
+static int is_libstdcxx(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return !strncmp(b ? b + 1 : path, "libstdc++", 9);
+}
+
+/* Add name's definition to set, folding it into an entry at the same address. */
+static void set_add(struct hook_set *set, size_t *cap, const struct proc_maps *maps,
+		    const struct obj *o, const struct elfobj_sym *s, size_t ti)
+{
+	uint64_t addr = o->bias + s->value;
+	struct hook *h = NULL;
+
+	for (size_t i = 0; i < set->n; i++)
+		if (set->v[i].addr == addr)
+			h = &set->v[i];
+	if (h) {
+		if (h->kind != hook_names[ti].kind)
+			pr_warn("%s and %s share 0x%" PRIx64 " but differ in kind",
+				h->names[0], hook_names[ti].name, addr);
+		if (h->nnames < HOOK_MAX_NAMES)
+			h->names[h->nnames++] = hook_names[ti].name;
+		if (s->size > h->size)
+			h->size = s->size;
+		return;
+	}
+	if (set->n == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		set->v = xrealloc(set->v, *cap * sizeof(*set->v));
+	}
+	h = &set->v[set->n++];
+	memset(h, 0, sizeof(*h));
+	h->kind = hook_names[ti].kind;
+	h->addr = addr;
+	h->size = s->size;
+	h->names[h->nnames++] = hook_names[ti].name;
+	h->map = proc_maps_find(maps, addr);
+	h->path = xstrdup(o->map->path);
+	h->unsupported = s->type == STT_GNU_IFUNC;
+	if (h->unsupported)
+		pr_warn("%s in %s is an IFUNC: not supported", hook_names[ti].name, h->path);
+}
+
+int hooks_resolve(pid_t pid, const struct proc_maps *maps, struct hook_set *set)
+{
+	struct objlist l = { 0 };
+	size_t cap = 0;
+	int is_static = 0, ret;
+
+	set->v = NULL;
+	set->n = 0;
+	ret = build_order(&l, pid, maps, &is_static);
+	if (ret)
+		goto out;
+	for (size_t ti = 0; ti < NHOOK_NAMES; ti++) {
+		for (size_t i = 0; i < l.n; i++) {
+			const struct obj *o = &l.v[i];
+			const struct elfobj_sym *s;
+
+			if (!o->elf || !o->have_bias)
+				continue;
+			s = elfobj_lookup(o->elf, hook_names[ti].name, !is_static);
+			if (!s || (s->type != STT_FUNC && s->type != STT_GNU_IFUNC))
+				continue;
+			/* libstdc++'s operators only forward to malloc/free */
+			if (!(hook_names[ti].cxx && is_libstdcxx(o->map->path)))
+				set_add(set, &cap, maps, o, s, ti);
+			break;
+		}
+	}
+	ret = set->n ? 0 : -ENOENT;
+out:
+	objlist_free(&l);
+	if (ret)
+		hooks_free(set);
+	return ret;
+}
+
+void hooks_free(struct hook_set *set)
+{
+	for (size_t i = 0; i < set->n; i++)
+		free(set->v[i].path);
+	free(set->v);
+	set->v = NULL;
+	set->n = 0;
+}
+
+int hooks_print(FILE *f, const struct hook_set *set)
+{
+	for (size_t i = 0; i < set->n; i++) {
+		const struct hook *h = &set->v[i];
+
+		if (h->unsupported)
+			fputs("# unsupported ifunc ", f);
+		fprintf(f, "0x%" PRIx64 " ", h->addr);
+		for (size_t j = 0; j < h->nnames; j++)
+			fprintf(f, "%s%s", j ? "=" : "", h->names[j]);
+		fprintf(f, " %s\n", h->path);
+	}
+	return ferror(f) ? -EIO : 0;
+}
