@@ -346,6 +346,8 @@ int proc_status_read(pid_t pid, const char *key, char *out, size_t outlen)
 
 /* ---- files as the target sees them ---- */
 
+int proc_no_map_files;
+
 int proc_open_mapped(pid_t pid, const struct proc_map *m)
 {
 	char path[64];
@@ -355,7 +357,7 @@ int proc_open_mapped(pid_t pid, const struct proc_map *m)
 
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
 		 (int)pid, m->start, m->end);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = proc_no_map_files ? -1 : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0)
 		return fd;
 	/* A deleted file's path now names another file, or none. */
