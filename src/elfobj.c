@@ -432,9 +432,12 @@ int elfobj_dt_debug_vaddr(const struct elfobj *e, uint64_t *vaddr)
 
 /*
  * A mapping's offset is page-aligned, a segment's p_offset need not be: a
- * mapping belongs to the segment whose page-aligned file range holds its
- * offset. Two segments can share a page; prefer the one whose X flag
- * matches the mapping, then the one that starts at or before the offset.
+ * mapping belongs to a segment whose page-aligned file range holds its
+ * offset. Two segments can share a file page (the RELRO page of the data
+ * segment is also the tail of the read-only one): prefer the segment that
+ * holds the offset itself, then the one whose X flag matches. Such a shared
+ * page is ambiguous from the offset alone, so callers pass an object's
+ * lowest (offset 0) mapping where they can.
  */
 int elfobj_load_bias(const struct elfobj *e, const struct proc_map *m, uint64_t *bias)
 {
@@ -448,9 +451,9 @@ int elfobj_load_bias(const struct elfobj *e, const struct proc_map *m, uint64_t 
 
 		if (m->offset < lo || m->offset >= s->offset + (s->filesz ? s->filesz : 1))
 			continue;
-		if (!!(s->flags & PF_X) == !!(m->prot & PROC_MAP_X))
-			score += 2;
 		if (s->offset <= m->offset)
+			score += 2;
+		if (!!(s->flags & PF_X) == !!(m->prot & PROC_MAP_X))
 			score += 1;
 		if (score > best_score) {
 			best = s;
