@@ -231,7 +231,7 @@ static void read_sections(struct elfobj *e)
 			continue;
 		if (!strcmp(name, ".debug_info") && sh.sh_type != SHT_NOBITS)
 			e->has_debug_info = 1;
-		if (!strcmp(name, ".gnu_debuglink")) {
+		if (!strcmp(name, ".gnu_debuglink") && !e->debuglink) {
 			Elf_Data *d = elf_getdata(scn, NULL);
 			size_t len;
 
