@@ -53,6 +53,10 @@ void hooks_free(struct hook_set *set);
  * 0 or -EIO.
  */
 int hooks_print(FILE *f, const struct hook_set *set);
+/* Test seam: nonzero makes hooks_resolve skip the r_debug list and use its
+ * fallback order (executable, LD_PRELOAD, maps). */
+extern int hooks_no_r_debug;
+
 /* "alloc", "calloc", ... for messages. */
 const char *hook_kind_name(enum hook_kind kind);
 /* The kind of an allocator entry point name (mangled for C++); -ENOENT if

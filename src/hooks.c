@@ -7,6 +7,8 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include "elfobj.h"
@@ -62,6 +64,8 @@ static const struct {
 	{ "_ZdaPvSt11align_val_tRKSt9nothrow_t", HOOK_FREE, 1 },
 };
 #define NHOOK_NAMES (sizeof(hook_names) / sizeof(hook_names[0]))
+
+int hooks_no_r_debug;
 
 /* One object in lookup order. */
 struct obj {
@@ -264,6 +268,45 @@ static int add_link_map(struct objlist *l, pid_t pid, const struct proc_maps *ma
 	return 0;
 }
 
+/*
+ * The mapping of the file that the LD_PRELOAD entry tok names, or NULL. A
+ * path is compared by inode through the target's root (it may be a symlink
+ * to the versioned file that maps shows); a bare name, which the dynamic
+ * linker searched for, by file name or its versioned form ("NAME.x.y").
+ */
+static const struct proc_map *preload_map(pid_t pid, const struct proc_maps *maps, const char *tok)
+{
+	size_t tlen = strlen(tok);
+	struct stat st;
+	char *path;
+	int have_st;
+
+	path = xmalloc(tlen + 32);
+	snprintf(path, tlen + 32, "/proc/%d/root%s%s", (int)pid, tok[0] == '/' ? "" : "/", tok);
+	have_st = strchr(tok, '/') && !stat(path, &st);
+	free(path);
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct proc_map *m = &maps->v[i];
+		const char *base;
+
+		if (!m->path || m->path[0] != '/')
+			continue;
+		if (have_st) {
+			if (m->inode == st.st_ino && m->dev_major == major(st.st_dev) &&
+			    m->dev_minor == minor(st.st_dev))
+				return m;
+			if (!strcmp(m->path, tok))
+				return m;
+			continue;
+		}
+		base = strrchr(m->path, '/') + 1;
+		if (!strchr(tok, '/') && !strncmp(base, tok, tlen) &&
+		    (base[tlen] == '\0' || base[tlen] == '.'))
+			return m;
+	}
+	return NULL;
+}
+
 /* Add the LD_PRELOAD objects named in the target's environment, in order. */
 static void add_preload(struct objlist *l, pid_t pid, const struct proc_maps *maps)
 {
@@ -279,20 +322,12 @@ static void add_preload(struct objlist *l, pid_t pid, const struct proc_maps *ma
 		if (strncmp(p, "LD_PRELOAD=", 11))
 			continue;
 		for (tok = strtok_r(p + 11, ": \t", &save); tok; tok = strtok_r(NULL, ": \t", &save)) {
-			const char *base = strrchr(tok, '/') ? strrchr(tok, '/') + 1 : tok;
+			const struct proc_map *m = preload_map(pid, maps, tok);
 
-			/* full path, or a bare name the linker searched for */
-			for (size_t i = 0; i < maps->n; i++) {
-				const char *mp = maps->v[i].path, *mb;
-
-				if (!mp || mp[0] != '/')
-					continue;
-				mb = strrchr(mp, '/') + 1;
-				if (!strcmp(mp, tok) || (!strchr(tok, '/') && !strcmp(mb, base))) {
-					objlist_add(l, pid, maps, &maps->v[i]);
-					break;
-				}
-			}
+			if (m)
+				objlist_add(l, pid, maps, m);
+			else
+				pr_debug("LD_PRELOAD entry %s is not mapped", tok);
 		}
 		break;
 	}
@@ -338,7 +373,7 @@ static int build_order(struct objlist *l, pid_t pid, const struct proc_maps *map
 	*is_static = !elfobj_has_interp(l->v[0].elf);
 	if (*is_static)
 		return 0;
-	r_debug = find_r_debug(pid, maps, &l->v[0]);
+	r_debug = hooks_no_r_debug ? 0 : find_r_debug(pid, maps, &l->v[0]);
 	if (r_debug && !add_link_map(l, pid, maps, r_debug))
 		return 0;
 	pr_debug("no r_debug list in %d, using LD_PRELOAD and maps order", (int)pid);

@@ -21,6 +21,8 @@ int main(int argc, char **argv)
 	log_verbose = getenv("HEAPATTACH_DEBUG") != NULL;
 	/* test the /proc/PID/root fallback on its own */
 	proc_no_map_files = getenv("LISTHOOKS_NO_MAP_FILES") != NULL;
+	/* test the fallback lookup order on its own */
+	hooks_no_r_debug = getenv("LISTHOOKS_NO_R_DEBUG") != NULL;
 	ret = proc_maps_read(pid, &maps);
 	if (ret) {
 		pr_err("cannot read maps of %d: %s", (int)pid, strerror(-ret));
