@@ -196,7 +196,7 @@ static void objlist_add(struct objlist *l, pid_t pid, const struct proc_maps *ma
 	o->map = m;
 	fd = proc_open_mapped(pid, m);
 	if (fd < 0) {
-		pr_debug("cannot open %s of %d: %s", m->path, (int)pid, strerror(-fd));
+		pr_warn("cannot open %s of %d: %s", m->path, (int)pid, strerror(-fd));
 		return;
 	}
 	o->elf = elfobj_open_fd(fd);
@@ -249,9 +249,19 @@ static int add_link_map(struct objlist *l, pid_t pid, const struct proc_maps *ma
 	int32_t version;
 	int count = 0;
 
-	if (read_mem(pid, r_debug, &version, sizeof(version)) || version < 1 ||
-	    read_mem(pid, r_debug + 8, &lm, sizeof(lm)))
-		return -EFAULT;
+	/* struct r_debug: int r_version; r_map at 8; r_brk at 16; r_state at 24 */
+	for (int tries = 0;; tries++) {
+		int32_t state;
+
+		if (read_mem(pid, r_debug, &version, sizeof(version)) || version < 1 ||
+		    read_mem(pid, r_debug + 8, &lm, sizeof(lm)) ||
+		    read_mem(pid, r_debug + 24, &state, sizeof(state)))
+			return -EFAULT;
+		/* RT_CONSISTENT; else a dlopen/dlclose is editing the list */
+		if (state == 0 || tries >= 100)
+			break;
+		usleep(1000);
+	}
 	if (!lm)
 		return -ENOENT;   /* ld.so has not filled it in yet */
 	while (lm && count++ < 65536) {
@@ -458,6 +468,8 @@ int hooks_resolve(pid_t pid, const struct proc_maps *maps, struct hook_set *set)
 		}
 	}
 	ret = set->n ? 0 : -ENOENT;
+	if (ret && is_static)
+		pr_err("static executable %s has no symbol table (stripped?)", l.v[0].map->path);
 out:
 	objlist_free(&l);
 	if (ret)

@@ -59,6 +59,7 @@ out:
 
 /* ---- maps ---- */
 
+/* Parse hex digits at *s (at most 16), advancing *s. 0 or -EINVAL if none. */
 static int parse_hex(const char **s, const char *end, uint64_t *v)
 {
 	const char *p = *s;
@@ -88,6 +89,7 @@ static int parse_hex(const char **s, const char *end, uint64_t *v)
 	return 0;
 }
 
+/* Parse decimal digits at *s, advancing *s. 0 or -EINVAL if none. */
 static int parse_dec(const char **s, const char *end, uint64_t *v)
 {
 	const char *p = *s;
@@ -102,6 +104,7 @@ static int parse_dec(const char **s, const char *end, uint64_t *v)
 	return 0;
 }
 
+/* Consume the character c at *s. 0 or -EINVAL if something else is there. */
 static int expect_char(const char **s, const char *end, char c)
 {
 	if (*s >= end || **s != c)
