@@ -32,6 +32,7 @@ struct elfobj {
 
 /* ---- reading ---- */
 
+/* Collect PT_LOAD segments and note PT_INTERP/PT_DYNAMIC. 0 or -EINVAL. */
 static int read_segments(struct elfobj *e)
 {
 	size_t n;
@@ -80,6 +81,7 @@ static void scan_notes(struct elfobj *e, Elf_Data *data)
 	}
 }
 
+/* Set e->build_id from PT_NOTE segments, else from SHT_NOTE sections. */
 static void read_build_id(struct elfobj *e)
 {
 	Elf_Scn *scn = NULL;
@@ -169,6 +171,7 @@ static void read_symtab(struct elfobj *e, Elf_Scn *scn, GElf_Shdr *sh, int dynam
 	}
 }
 
+/* Copy .symtab then .dynsym into e->syms, version suffixes stripped into flags. */
 static void read_symbols(struct elfobj *e)
 {
 	struct raw_sym *raw = NULL;
@@ -213,6 +216,7 @@ static void read_symbols(struct elfobj *e)
 	free(raw);
 }
 
+/* Note .debug_info and read .gnu_debuglink (name and CRC). */
 static void read_sections(struct elfobj *e)
 {
 	Elf_Scn *scn = NULL;
@@ -469,6 +473,7 @@ int elfobj_load_bias(const struct elfobj *e, const struct proc_map *m, uint64_t 
 
 /* ---- separate debug files ---- */
 
+/* CRC-32 (zlib's, as .gnu_debuglink uses) of the whole file; rewinds fd. */
 static uint32_t file_crc(int fd)
 {
 	unsigned char buf[65536];

@@ -98,6 +98,7 @@ static int cmp_fsym(const void *a, const void *b)
 	return 0;
 }
 
+/* Append e's defined function symbols to o's table (cap: its capacity). */
 static void add_syms(struct symobj *o, const struct elfobj *e, size_t *cap)
 {
 	const struct elfobj_sym *s;
