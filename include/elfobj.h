@@ -72,6 +72,13 @@ int elfobj_load_bias(const struct elfobj *e, const struct proc_map *m, uint64_t 
  * section (add the bias for its runtime address). 0 or -ENOENT. */
 int elfobj_dt_debug_vaddr(const struct elfobj *e, uint64_t *vaddr);
 
+/* Copy len file bytes that are mapped at link-time address vaddr (inside one
+ * PT_LOAD's file part). 0 or -ENOENT. */
+int elfobj_read(const struct elfobj *e, uint64_t vaddr, void *buf, size_t len);
+/* Name of the dynamic symbol whose JUMP_SLOT or GLOB_DAT relocation fills the
+ * GOT slot at link-time address got_vaddr, or NULL. Owned by e. */
+const char *elfobj_got_symbol(const struct elfobj *e, uint64_t got_vaddr);
+
 /*
  * Find and open the separate debug file for e: /usr/lib/debug/.build-id/xx/rest.debug,
  * then the .gnu_debuglink name next to the object's directory, in .debug/ and

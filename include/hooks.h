@@ -31,6 +31,10 @@ struct hook {
 	const struct proc_map *map; /* mapping holding addr; points into the caller's maps */
 	char *path;             /* object path as the target sees it */
 	int unsupported;        /* 1: IFUNC, addr is the resolver; do not patch */
+	const char *forwards;   /* non-NULL: a small wrapper that tail-jumps through
+				 * its PLT to this other listed entry point (glibc's
+				 * reallocarray -> realloc); do not patch, or its
+				 * allocations count twice */
 };
 
 struct hook_set {
@@ -48,8 +52,9 @@ struct hook_set {
 int hooks_resolve(pid_t pid, const struct proc_maps *maps, struct hook_set *set);
 void hooks_free(struct hook_set *set);
 /*
- * One line per entry: "0xADDR name[=alias...] PATH". Unsupported entries
- * are printed as comments: "# unsupported ifunc 0xADDR names PATH".
+ * One line per entry: "0xADDR name[=alias...] PATH". Entries not to patch
+ * are printed as comments: "# unsupported ifunc 0xADDR names PATH" and
+ * "# forwards to NAME 0xADDR names PATH".
  * 0 or -EIO.
  */
 int hooks_print(FILE *f, const struct hook_set *set);

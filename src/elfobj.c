@@ -471,6 +471,65 @@ int elfobj_load_bias(const struct elfobj *e, const struct proc_map *m, uint64_t 
 	return 0;
 }
 
+int elfobj_read(const struct elfobj *e, uint64_t vaddr, void *buf, size_t len)
+{
+	size_t fsize = 0;
+	const char *raw = elf_rawfile(e->elf, &fsize);
+
+	if (!raw)
+		return -ENOENT;
+	for (size_t i = 0; i < e->nsegs; i++) {
+		const struct elfobj_segment *s = &e->segs[i];
+		uint64_t off;
+
+		if (vaddr < s->vaddr || vaddr - s->vaddr > s->filesz ||
+		    len > s->filesz - (vaddr - s->vaddr))
+			continue;
+		off = s->offset + (vaddr - s->vaddr);
+		if (off > fsize || len > fsize - off)
+			return -ENOENT;
+		memcpy(buf, raw + off, len);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+const char *elfobj_got_symbol(const struct elfobj *e, uint64_t got_vaddr)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(e->elf, scn))) {
+		Elf_Data *data, *symdata;
+		GElf_Shdr sh, symsh;
+		Elf_Scn *symscn;
+		size_t n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_RELA || !sh.sh_entsize)
+			continue;
+		data = elf_getdata(scn, NULL);
+		symscn = elf_getscn(e->elf, sh.sh_link);
+		if (!data || !symscn || !gelf_getshdr(symscn, &symsh) ||
+		    !(symdata = elf_getdata(symscn, NULL)))
+			continue;
+		n = data->d_size / gelf_fsize(e->elf, ELF_T_RELA, 1, EV_CURRENT);
+		for (size_t i = 0; i < n; i++) {
+			unsigned type;
+			GElf_Rela r;
+			GElf_Sym sym;
+
+			if (!gelf_getrela(data, i, &r) || r.r_offset != got_vaddr)
+				continue;
+			type = GELF_R_TYPE(r.r_info);
+			if (type != R_X86_64_JUMP_SLOT && type != R_X86_64_GLOB_DAT)
+				continue;
+			if (!gelf_getsym(symdata, GELF_R_SYM(r.r_info), &sym))
+				return NULL;
+			return elf_strptr(e->elf, symsh.sh_link, sym.st_name);
+		}
+	}
+	return NULL;
+}
+
 /* ---- separate debug files ---- */
 
 /* CRC-32 (zlib's, as .gnu_debuglink uses) of the whole file; rewinds fd. */

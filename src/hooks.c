@@ -1,5 +1,6 @@
 /* Allocator entry points: which definitions the dynamic linker binds the target's calls to. */
 /* SPDX-License-Identifier: MIT */
+#include <capstone/capstone.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -440,6 +441,117 @@ static void set_add(struct hook_set *set, size_t *cap, const struct proc_maps *m
 		pr_warn("%s in %s is an IFUNC: not supported", hook_names[ti].name, h->path);
 }
 
+/* ---- wrappers that only tail-call another entry point ---- */
+
+#define WRAPPER_MAX_SIZE 64
+
+/* The GOT slot (link-time address) that the PLT stub at vaddr jumps through:
+ * "[endbr64;] [bnd] jmp *disp(%rip)". 0 if the code there is not a stub. */
+static uint64_t plt_slot(csh cs, const struct elfobj *e, uint64_t vaddr)
+{
+	uint8_t code[16];
+	cs_insn *insn;
+	uint64_t slot = 0;
+	size_t n;
+
+	if (elfobj_read(e, vaddr, code, sizeof(code)))
+		return 0;
+	n = cs_disasm(cs, code, sizeof(code), vaddr, 2, &insn);
+	for (size_t i = 0; i < n; i++) {
+		cs_x86 *x = &insn[i].detail->x86;
+
+		if (insn[i].id == X86_INS_ENDBR64)
+			continue;
+		if (insn[i].id == X86_INS_JMP && x->op_count == 1 &&
+		    x->operands[0].type == X86_OP_MEM &&
+		    x->operands[0].mem.base == X86_REG_RIP)
+			slot = insn[i].address + insn[i].size + x->operands[0].mem.disp;
+		break;
+	}
+	if (n)
+		cs_free(insn, n);
+	return slot;
+}
+
+/*
+ * If h (defined in e, loaded at bias) is a small function whose body
+ * tail-jumps ("jmp rel32") to another entry of set, directly (static
+ * executables) or through a PLT slot bound to that entry's name, return
+ * that entry's name. Only unconditional jumps in bodies of at
+ * most WRAPPER_MAX_SIZE bytes count, so a real allocator that falls back to
+ * malloc on one path is never taken for a wrapper.
+ */
+static const char *find_forward(csh cs, const struct elfobj *e, uint64_t bias,
+				const struct hook *h, const struct hook_set *set)
+{
+	uint8_t code[WRAPPER_MAX_SIZE];
+	uint64_t value = h->addr - bias;
+	const char *fwd = NULL;
+	cs_insn *insn;
+	size_t n;
+
+	if (!h->size || h->size > WRAPPER_MAX_SIZE || elfobj_read(e, value, code, h->size))
+		return NULL;
+	n = cs_disasm(cs, code, h->size, value, 0, &insn);
+	for (size_t i = 0; i < n && !fwd; i++) {
+		cs_x86 *x = &insn[i].detail->x86;
+		uint64_t target, slot;
+		const char *name;
+
+		if (insn[i].id != X86_INS_JMP || x->op_count != 1 || x->operands[0].type != X86_OP_IMM)
+			continue;
+		target = x->operands[0].imm;
+		if (target >= value && target < value + h->size)
+			continue;
+		for (size_t k = 0; k < set->n && !fwd; k++)
+			if (&set->v[k] != h && !set->v[k].unsupported && set->v[k].addr == target + bias)
+				fwd = set->v[k].names[0];
+		if (fwd)
+			break;
+		slot = plt_slot(cs, e, target);
+		name = slot ? elfobj_got_symbol(e, slot) : NULL;
+		if (!name)
+			continue;
+		for (size_t k = 0; k < set->n && !fwd; k++) {
+			const struct hook *o = &set->v[k];
+
+			if (o == h || o->unsupported)
+				continue;
+			for (size_t j = 0; j < o->nnames; j++)
+				if (!strcmp(o->names[j], name))
+					fwd = o->names[j];
+		}
+	}
+	if (n)
+		cs_free(insn, n);
+	return fwd;
+}
+
+/* Mark the entries of set that are wrappers of other entries. */
+static void mark_forwards(struct hook_set *set, const struct objlist *l)
+{
+	csh cs;
+
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+		return;
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	for (size_t i = 0; i < set->n; i++) {
+		struct hook *h = &set->v[i];
+
+		for (size_t k = 0; k < l->n && !h->unsupported; k++) {
+			const struct obj *o = &l->v[k];
+
+			if (o->elf && o->have_bias && !strcmp(o->map->path, h->path)) {
+				h->forwards = find_forward(cs, o->elf, o->bias, h, set);
+				break;
+			}
+		}
+		if (h->forwards)
+			pr_debug("%s in %s forwards to %s", h->names[0], h->path, h->forwards);
+	}
+	cs_close(&cs);
+}
+
 int hooks_resolve(pid_t pid, const struct proc_maps *maps, struct hook_set *set)
 {
 	struct objlist l = { 0 };
@@ -467,6 +579,7 @@ int hooks_resolve(pid_t pid, const struct proc_maps *maps, struct hook_set *set)
 			break;
 		}
 	}
+	mark_forwards(set, &l);
 	ret = set->n ? 0 : -ENOENT;
 	if (ret && is_static)
 		pr_err("static executable %s has no symbol table (stripped?)", l.v[0].map->path);
@@ -493,6 +606,8 @@ int hooks_print(FILE *f, const struct hook_set *set)
 
 		if (h->unsupported)
 			fputs("# unsupported ifunc ", f);
+		else if (h->forwards)
+			fprintf(f, "# forwards to %s ", h->forwards);
 		fprintf(f, "0x%" PRIx64 " ", h->addr);
 		for (size_t j = 0; j < h->nnames; j++)
 			fprintf(f, "%s%s", j ? "=" : "", h->names[j]);
