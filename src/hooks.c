@@ -443,7 +443,17 @@ static void set_add(struct hook_set *set, size_t *cap, const struct proc_maps *m
 
 /* ---- wrappers that only tail-call another entry point ---- */
 
-#define WRAPPER_MAX_SIZE 64
+#define WRAPPER_MAX_SIZE 64         /* C entry points: tail-jump wrappers only */
+#define CXX_WRAPPER_MAX_SIZE 512    /* C++ operators: any call into the C entries */
+
+/* 1 if name is one of the C++ operators of hook_names. */
+static int is_cxx_name(const char *name)
+{
+	for (size_t i = 0; i < NHOOK_NAMES; i++)
+		if (!strcmp(hook_names[i].name, name))
+			return hook_names[i].cxx;
+	return 0;
+}
 
 /* The GOT slot (link-time address) that the PLT stub at vaddr jumps through:
  * "[endbr64;] [bnd] jmp *disp(%rip)". 0 if the code there is not a stub. */
@@ -473,54 +483,74 @@ static uint64_t plt_slot(csh cs, const struct elfobj *e, uint64_t vaddr)
 	return slot;
 }
 
+/* The entry of set other than h that is bound to name, or NULL. */
+static const struct hook *entry_named(const struct hook_set *set, const struct hook *h,
+				      const char *name)
+{
+	for (size_t k = 0; k < set->n; k++) {
+		const struct hook *o = &set->v[k];
+
+		if (o == h || o->unsupported)
+			continue;
+		for (size_t j = 0; j < o->nnames; j++)
+			if (!strcmp(o->names[j], name))
+				return o;
+	}
+	return NULL;
+}
+
 /*
- * If h (defined in e, loaded at bias) is a small function whose body
- * tail-jumps ("jmp rel32") to another entry of set, directly (static
- * executables) or through a PLT slot bound to that entry's name, return
- * that entry's name. Only unconditional jumps in bodies of at
- * most WRAPPER_MAX_SIZE bytes count, so a real allocator that falls back to
- * malloc on one path is never taken for a wrapper.
+ * If h (defined in e, loaded at bias) is a wrapper of another entry of set,
+ * return that entry's name. A wrapper branches to the other entry directly
+ * (static executables) or through a PLT slot bound to its name. A C entry
+ * point counts only if it is at most WRAPPER_MAX_SIZE bytes and the branch
+ * is a tail "jmp", so that a real allocator that falls back to malloc on one
+ * path is never taken for a wrapper (glibc's reallocarray is "jmp
+ * realloc@plt"). A C++ operator counts if it calls a C entry point anywhere
+ * in its first CXX_WRAPPER_MAX_SIZE bytes: libstdc++'s operator new loops
+ * around "call malloc", and a statically linked libstdc++ is not called
+ * libstdc++.
  */
 static const char *find_forward(csh cs, const struct elfobj *e, uint64_t bias,
 				const struct hook *h, const struct hook_set *set)
 {
-	uint8_t code[WRAPPER_MAX_SIZE];
-	uint64_t value = h->addr - bias;
+	uint8_t code[CXX_WRAPPER_MAX_SIZE];
+	uint64_t value = h->addr - bias, len = h->size;
+	int cxx = is_cxx_name(h->names[0]);
 	const char *fwd = NULL;
 	cs_insn *insn;
 	size_t n;
 
-	if (!h->size || h->size > WRAPPER_MAX_SIZE || elfobj_read(e, value, code, h->size))
+	if (!len || (!cxx && len > WRAPPER_MAX_SIZE))
 		return NULL;
-	n = cs_disasm(cs, code, h->size, value, 0, &insn);
+	if (len > CXX_WRAPPER_MAX_SIZE)
+		len = CXX_WRAPPER_MAX_SIZE;
+	if (elfobj_read(e, value, code, len))
+		return NULL;
+	n = cs_disasm(cs, code, len, value, 0, &insn);
 	for (size_t i = 0; i < n && !fwd; i++) {
 		cs_x86 *x = &insn[i].detail->x86;
+		const struct hook *o = NULL;
 		uint64_t target, slot;
 		const char *name;
 
-		if (insn[i].id != X86_INS_JMP || x->op_count != 1 || x->operands[0].type != X86_OP_IMM)
+		if ((insn[i].id != X86_INS_JMP && !(cxx && insn[i].id == X86_INS_CALL)) ||
+		    x->op_count != 1 || x->operands[0].type != X86_OP_IMM)
 			continue;
 		target = x->operands[0].imm;
 		if (target >= value && target < value + h->size)
 			continue;
-		for (size_t k = 0; k < set->n && !fwd; k++)
+		for (size_t k = 0; k < set->n && !o; k++)
 			if (&set->v[k] != h && !set->v[k].unsupported && set->v[k].addr == target + bias)
-				fwd = set->v[k].names[0];
-		if (fwd)
-			break;
-		slot = plt_slot(cs, e, target);
-		name = slot ? elfobj_got_symbol(e, slot) : NULL;
-		if (!name)
-			continue;
-		for (size_t k = 0; k < set->n && !fwd; k++) {
-			const struct hook *o = &set->v[k];
-
-			if (o == h || o->unsupported)
-				continue;
-			for (size_t j = 0; j < o->nnames; j++)
-				if (!strcmp(o->names[j], name))
-					fwd = o->names[j];
+				o = &set->v[k];
+		if (!o) {
+			slot = plt_slot(cs, e, target);
+			name = slot ? elfobj_got_symbol(e, slot) : NULL;
+			o = name ? entry_named(set, h, name) : NULL;
 		}
+		/* a C++ operator calling another C++ operator is not enough */
+		if (o && !(cxx && insn[i].id == X86_INS_CALL && is_cxx_name(o->names[0])))
+			fwd = o->names[0];
 	}
 	if (n)
 		cs_free(insn, n);
