@@ -382,8 +382,23 @@ static int build_order(struct objlist *l, pid_t pid, const struct proc_maps *map
 		return -ENOEXEC;
 	}
 	*is_static = !elfobj_has_interp(l->v[0].elf);
-	if (*is_static)
+	if (*is_static) {
+		const struct elfobj_sym *rd = elfobj_lookup(l->v[0].elf, "_r_debug", 1);
+		struct objlist run = { 0 };
+
+		/* "ld.so PROGRAM": the kernel ran the dynamic linker, whose
+		 * list starts with the real program */
+		if (!rd || !l->v[0].have_bias)
+			return 0;
+		if (add_link_map(&run, pid, maps, l->v[0].bias + rd->value) || !run.n) {
+			objlist_free(&run);
+			return 0;
+		}
+		objlist_free(l);
+		*l = run;
+		*is_static = 0;
 		return 0;
+	}
 	r_debug = hooks_no_r_debug ? 0 : find_r_debug(pid, maps, &l->v[0]);
 	if (r_debug && !add_link_map(l, pid, maps, r_debug))
 		return 0;
