@@ -1,5 +1,6 @@
 /* heapattach: profile the heap of a running process. */
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli.h"
@@ -16,12 +17,18 @@ static int list_hooks(pid_t pid)
 	struct hook_set set = { 0 };
 	int rc;
 
-	if (tracee_check(pid) && !(pid > 0 && proc_maps_read(pid, &maps) == 0 && maps.n))
-		return 1;
-	proc_maps_free(&maps);
 	rc = proc_maps_read(pid, &maps);
+	if (rc == -ENOENT || rc == -ESRCH) {
+		pr_err("no such process: %d", pid);
+		return 1;
+	}
 	if (rc) {
 		pr_err("cannot read the memory map of %d: %s", pid, strerror(-rc));
+		return 1;
+	}
+	if (!maps.n) {
+		pr_err("%d has no memory map (a kernel thread?)", pid);
+		proc_maps_free(&maps);
 		return 1;
 	}
 	rc = hooks_resolve(pid, &maps, &set);
