@@ -17,6 +17,8 @@
  */
 int remote_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 int remote_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len);
+/* Test seam: nonzero makes both use only PTRACE_PEEKDATA/POKEDATA. */
+extern int remote_mem_ptrace_only;
 
 /*
  * One thread that runs system calls for us. Fill it with remote_ctx_init().

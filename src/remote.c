@@ -139,6 +139,8 @@ static int poke_write(pid_t pid, uint64_t addr, const void *buf, size_t len)
 	return 0;
 }
 
+int remote_mem_ptrace_only;
+
 int remote_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = { .iov_base = buf, .iov_len = len };
@@ -148,6 +150,8 @@ int remote_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 
 	if (!len)
 		return 0;
+	if (remote_mem_ptrace_only)
+		return peek_read(pid, addr, buf, len);
 	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 	if (n == (ssize_t)len)
 		return 0;
@@ -166,6 +170,8 @@ int remote_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len)
 
 	if (!len)
 		return 0;
+	if (remote_mem_ptrace_only)
+		return poke_write(pid, addr, buf, len);
 	err = proc_mem_xfer(pid, addr, (void *)buf, len, 1);
 	if (err)
 		err = poke_write(pid, addr, buf, len);
