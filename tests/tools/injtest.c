@@ -1,10 +1,14 @@
 /* Test tool: seize a process, run remote syscalls, inject and remove a region, detach. */
 /* SPDX-License-Identifier: MIT */
 /*
- * Usage: injtest [-a] [-m sigstop|sigdeliver] PID
+ * Usage: injtest [-a] [-v] [-m MODE] PID
  *   -a   use the shared-anonymous fallback instead of memfd
- *   -m sigdeliver: run the first syscall in a signal-delivery-stop (we send
+ *   -m sigdeliver: also run a syscall in a signal-delivery-stop (we send
  *        SIGWINCH, default-ignored, and run from the stop it causes)
+ *   -m pendstop: queue a SIGSTOP for the main thread first; remote syscalls
+ *        must hold it back and re-send it, so PID is stopped after detach
+ *   -m groupstop: PID is already group-stopped (kill -STOP); it must still
+ *        be after detach
  * Exits 0 when every check passes, 1 otherwise (after detaching).
  *
  * The seize/interrupt/detach code here is a minimal local stand-in for the
@@ -40,6 +44,8 @@ static int failures;
 
 static pid_t tids[MAX_THREADS];
 static int ntids;
+static int expect_stopsig;	/* groupstop mode: SIGSTOP */
+static unsigned requeued;	/* signals remote_syscall had to re-send */
 
 /* ---- minimal thread set ---- */
 
@@ -200,8 +206,13 @@ static void check_ids(pid_t pid, uint64_t stub, const char *how)
 		long ret = -1;
 		int err;
 
+		siginfo_t a, b;
+
 		remote_ctx_init(&ctx, pid, tids[i]);
 		ctx.stub = stub;
+		memset(&a, 0, sizeof(a));
+		memset(&b, 0, sizeof(b));
+		ptrace(PTRACE_GETSIGINFO, tids[i], NULL, &a);
 		if (log_verbose) {
 			struct user_regs_struct r;
 
@@ -216,6 +227,17 @@ static void check_ids(pid_t pid, uint64_t stub, const char *how)
 		err = remote_syscall(&ctx, SYS_getpid, 0, 0, 0, 0, 0, 0, &ret);
 		check(!err && ret == pid, "%s getpid in %d: err %d ret %ld",
 		      how, (int)tids[i], err, ret);
+		ptrace(PTRACE_GETSIGINFO, tids[i], NULL, &b);
+		check(a.si_signo == b.si_signo && a.si_code == b.si_code,
+		      "%s: stop of %d changed: signo %d code 0x%x -> %d 0x%x",
+		      how, (int)tids[i], a.si_signo, a.si_code, b.si_signo,
+		      b.si_code);
+		if (expect_stopsig)
+			check(b.si_signo == expect_stopsig &&
+			      b.si_code >> 8 == PTRACE_EVENT_STOP,
+			      "%s: %d not in a group-stop: signo %d code 0x%x",
+			      how, (int)tids[i], b.si_signo, b.si_code);
+		requeued += ctx.requeued;
 	}
 }
 
@@ -266,6 +288,25 @@ static void check_sigdeliver(pid_t pid)
 	if (ptrace(PTRACE_CONT, pid, NULL, (void *)(long)SIGWINCH) < 0)
 		check(0, "resume with SIGWINCH: %s", strerror(errno));
 	check(wait_event_stop(pid) == 0, "event stop after SIGWINCH");
+}
+
+/* Is SIGSTOP pending for thread tid (its own queue)? */
+static int sigstop_pending(pid_t pid, pid_t tid)
+{
+	char path[96], line[256];
+	unsigned long long m = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid,
+		 (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "SigPnd: %llx", &m) == 1)
+			break;
+	fclose(f);
+	return !!(m & (1ULL << (SIGSTOP - 1)));
 }
 
 static void check_region(pid_t pid, uint64_t libc, unsigned flags)
@@ -342,7 +383,7 @@ static void check_region(pid_t pid, uint64_t libc, unsigned flags)
 int main(int argc, char **argv)
 {
 	unsigned flags = 0;
-	int sigdeliver = 0, opt, err;
+	int sigdeliver = 0, pendstop = 0, opt, err;
 	uint64_t libc;
 	pid_t pid;
 
@@ -356,6 +397,9 @@ int main(int argc, char **argv)
 			break;
 		case 'm':
 			sigdeliver = !strcmp(optarg, "sigdeliver");
+			pendstop = !strcmp(optarg, "pendstop");
+			if (!strcmp(optarg, "groupstop"))
+				expect_stopsig = SIGSTOP;
 			break;
 		default:
 			goto usage;
@@ -374,15 +418,22 @@ int main(int argc, char **argv)
 	check(libc != 0, "libc found in maps");
 	if (sigdeliver)
 		check_sigdeliver(pid);
+	if (pendstop)
+		syscall(SYS_tgkill, pid, pid, SIGSTOP);
 	check_ids(pid, 0, "swap");
+	if (pendstop) {
+		check(requeued > 0, "the pending SIGSTOP was held and re-sent");
+		check(sigstop_pending(pid, pid), "SIGSTOP pending again");
+	}
 	if (libc) {
 		check_mem(pid, libc);
 		check_region(pid, libc, flags);
 	}
 	detach_all();
-	printf("injtest: %d threads, %d failures\n", ntids, failures);
+	printf("injtest: %d threads, %u signals re-sent, %d failures\n", ntids,
+	       requeued, failures);
 	return failures ? 1 : 0;
 usage:
-	fprintf(stderr, "usage: injtest [-a] [-v] [-m sigdeliver] PID\n");
+	fprintf(stderr, "usage: injtest [-a] [-v] [-m sigdeliver|pendstop|groupstop] PID\n");
 	return 2;
 }
