@@ -42,8 +42,9 @@ void remote_ctx_init(struct remote_ctx *ctx, pid_t pid, pid_t tid);
 /*
  * Run syscall nr(a1..a6) in ctx->tid and store its raw return value (a
  * negative errno on failure) in *ret. Returns 0 if the syscall ran, else
- * -errno for a ptrace failure; -ESRCH means the thread exited or is exiting
- * (ctx->gone is set, and the thread may sit in PTRACE_EVENT_EXIT).
+ * -errno for a ptrace failure; -ESRCH means the thread is not in a ptrace
+ * stop of ours, or exited or is exiting during the call (then ctx->gone is
+ * set, and the thread may sit in PTRACE_EVENT_EXIT).
  *
  * Entry: ctx->tid is PTRACE_SEIZEd by us and in one of
  *   - a PTRACE_EVENT_STOP: the stop after PTRACE_INTERRUPT, or a group-stop;
@@ -69,6 +70,12 @@ void remote_ctx_init(struct remote_ctx *ctx, pid_t pid, pid_t tid);
  * restart_syscall for -ERESTART_RESTARTBLOCK) when the thread is resumed.
  * Do not run syscalls that replace the thread's restart block (nanosleep,
  * futex wait, poll) this way.
+ *
+ * How the call ends: normally the int3 after the syscall traps (SIGTRAP,
+ * SI_KERNEL). If the process ignores SIGTRAP, an int3 would reset it to
+ * SIG_DFL for good, so the thread is run with PTRACE_SYSCALL to its
+ * syscall-exit-stop instead (one more stop); that mode does not support
+ * entry in a signal-delivery-stop (-EOPNOTSUPP).
  *
  * Signals other than SIGTRAP are blocked while the stub runs; one that
  * still arrives (SIGSTOP, or a SIGTRAP someone sent) is held back and re-sent

@@ -233,8 +233,8 @@ static uint64_t rseq_cs_addr(pid_t tid)
 }
 
 /*
- * Start of the first executable file mapping of pid, skipping [vdso] and
- * friends. 0 or -errno.
+ * Start of the first private executable file mapping of pid, skipping
+ * [vdso] and friends and our own shared pages. 0 or -errno.
  * PRIVATE minimal maps scan; switch to proc_maps_read() once proc.c lands.
  */
 static int find_swap_addr(pid_t pid, uint64_t *out)
@@ -253,7 +253,7 @@ static int find_swap_addr(pid_t pid, uint64_t *out)
 		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %n", &start, &end,
 			   perms, &n) < 3 || !n)
 			continue;
-		if (perms[2] != 'x' || line[n] != '/')
+		if (perms[2] != 'x' || perms[3] != 'p' || line[n] != '/')
 			continue;
 		if (end - start < REMOTE_ARCH_STUB_LEN)
 			continue;
@@ -299,6 +299,7 @@ struct held_sigs {
 	int n;
 };
 
+/* Remember sig once (a standard signal pending twice is pending once). */
 static void hold_sig(struct held_sigs *h, int sig)
 {
 	for (int i = 0; i < h->n; i++)
@@ -311,19 +312,29 @@ static void hold_sig(struct held_sigs *h, int sig)
 			sig);
 }
 
+/* What wait_for() waits for. */
+enum want_stop {
+	WANT_TRAP,	/* the int3 after the stub (resume with PTRACE_CONT) */
+	WANT_SYSEXIT,	/* the syscall-exit-stop (resume with PTRACE_SYSCALL) */
+	WANT_EVENT,	/* a PTRACE_EVENT_STOP (resume with PTRACE_CONT) */
+};
+
 /*
- * Wait until tid reaches a stop we accept. want_trap: the int3 after the
- * stub at trap_ip; otherwise a PTRACE_EVENT_STOP. Unrelated stops are
- * resumed with signal 0 and their signals held in h. 0, -ESRCH if the
- * thread exits, -EFAULT on a fault at the stub, or -errno.
+ * Wait until tid reaches the stop in want; for WANT_TRAP and WANT_SYSEXIT
+ * also with rip == ip. Unrelated stops are resumed with signal 0 and their
+ * signals held in h. 0, -ESRCH if the thread exits, -EFAULT on a fault at
+ * the stub, or -errno.
  */
-static int wait_for(struct remote_ctx *ctx, int want_trap, uint64_t trap_ip,
+static int wait_for(struct remote_ctx *ctx, enum want_stop want, uint64_t ip,
 		    struct held_sigs *h)
 {
+	int req = want == WANT_SYSEXIT ? PTRACE_SYSCALL : PTRACE_CONT;
+	int entered = 0;
 	pid_t tid = ctx->tid;
 
 	for (;;) {
 		int status, sig, event;
+		remote_regs_t r;
 		siginfo_t si;
 
 		if (waitpid(tid, &status, __WALL) < 0) {
@@ -344,7 +355,7 @@ static int wait_for(struct remote_ctx *ctx, int want_trap, uint64_t trap_ip,
 			return -ESRCH;
 		}
 		if (event == PTRACE_EVENT_STOP) {
-			if (!want_trap)
+			if (want == WANT_EVENT)
 				return 0;
 			goto resume;	/* group-stop while the stub ran */
 		}
@@ -352,16 +363,38 @@ static int wait_for(struct remote_ctx *ctx, int want_trap, uint64_t trap_ip,
 			goto resume;	/* seccomp or another ptrace event */
 		if (ptrace(PTRACE_GETSIGINFO, tid, NULL, &si) < 0)
 			return -errno;
-		if (want_trap && sig == SIGTRAP && si.si_code == SI_KERNEL) {
-			remote_regs_t r;
+		/*
+		 * A syscall-stop has si_code SIGTRAP (| 0x80 with TRACESYSGOOD).
+		 * PTRACE_GET_SYSCALL_INFO would tell entry from exit only with
+		 * TRACESYSGOOD, whose setting is the caller's; so count: entry
+		 * first, then exit. Every other signal is blocked meanwhile.
+		 */
+		if (want == WANT_SYSEXIT && (sig & ~0x80) == SIGTRAP &&
+		    (si.si_code == SIGTRAP || si.si_code == (SIGTRAP | 0x80))) {
+			int err;
+
+			if (!entered) {
+				entered = 1;
+				goto resume;
+			}
+			err = get_regs(tid, &r);
+			if (err)
+				return err;
+			if (remote_arch_ip(&r) == ip)
+				return 0;
+			pr_err("remote: thread %d: syscall exit at 0x%llx, not at the stub",
+			       (int)tid, (unsigned long long)remote_arch_ip(&r));
+			return -EFAULT;
+		}
+		if (want == WANT_TRAP && sig == SIGTRAP && si.si_code == SI_KERNEL) {
 			int err = get_regs(tid, &r);
 
 			if (err)
 				return err;
-			if (remote_arch_ip(&r) == trap_ip)
+			if (remote_arch_ip(&r) == ip)
 				return 0;
 		}
-		if (want_trap && si.si_code > 0 && si.si_code != SI_KERNEL &&
+		if (want != WANT_EVENT && si.si_code > 0 && si.si_code != SI_KERNEL &&
 		    (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL ||
 		     sig == SIGFPE)) {
 			pr_err("remote: thread %d faulted (signal %d) at the syscall stub",
@@ -371,9 +404,30 @@ static int wait_for(struct remote_ctx *ctx, int want_trap, uint64_t trap_ip,
 		hold_sig(h, sig);
 		pr_debug("remote: held signal %d of thread %d", sig, (int)tid);
 resume:
-		if (ptrace(PTRACE_CONT, tid, NULL, NULL) < 0)
+		if (ptrace(req, tid, NULL, NULL) < 0)
 			return -errno;
 	}
+}
+
+/*
+ * Whether pid ignores SIGTRAP. An int3 would then reset SIGTRAP to SIG_DFL
+ * for good (force_sig_info_to_task), so we stop at syscall exit instead.
+ */
+static int sigtrap_ignored(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long long ign = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "SigIgn: %llx", &ign) == 1)
+			break;
+	fclose(f);
+	return !!(ign & (1ULL << (SIGTRAP - 1)));
 }
 
 /* ---- remote_syscall ---- */
@@ -396,6 +450,7 @@ int remote_syscall(struct remote_ctx *ctx, long nr, long a1, long a2, long a3,
 	struct held_sigs held = { .n = 0 };
 	enum entry_stop kind;
 	int err, err2, swapped = 0, regs_dirty = 0, mask_dirty = 0, ran = 0;
+	int sysstop;
 	siginfo_t entry_si;
 	pid_t tid = ctx->tid;
 
@@ -404,6 +459,9 @@ int remote_syscall(struct remote_ctx *ctx, long nr, long a1, long a2, long a3,
 	err = classify_stop(tid, &entry_si, &kind);
 	if (err)
 		return err;
+	sysstop = sigtrap_ignored(ctx->pid);
+	if (sysstop && kind == ENTRY_SIGNAL)
+		return -EOPNOTSUPP;
 	err = get_regs(tid, &saved);
 	if (err)
 		return err;
@@ -432,7 +490,7 @@ int remote_syscall(struct remote_ctx *ctx, long nr, long a1, long a2, long a3,
 	}
 
 	mask_dirty = 1;
-	err = set_sigmask(tid, ~(1ULL << (SIGTRAP - 1)));
+	err = set_sigmask(tid, sysstop ? ~0ULL : ~(1ULL << (SIGTRAP - 1)));
 	if (err)
 		goto restore;
 	regs = saved;
@@ -441,12 +499,16 @@ int remote_syscall(struct remote_ctx *ctx, long nr, long a1, long a2, long a3,
 	err = set_regs(tid, &regs);
 	if (err)
 		goto restore;
-	if (ptrace(PTRACE_CONT, tid, NULL, NULL) < 0) {
+	if (ptrace(sysstop ? PTRACE_SYSCALL : PTRACE_CONT, tid, NULL, NULL) < 0) {
 		err = -errno;
 		goto restore;
 	}
 	ran = 1;
-	err = wait_for(ctx, 1, stub + REMOTE_ARCH_TRAP_OFF, &held);
+	if (sysstop)
+		err = wait_for(ctx, WANT_SYSEXIT, stub + REMOTE_ARCH_SYSCALL_LEN,
+			       &held);
+	else
+		err = wait_for(ctx, WANT_TRAP, stub + REMOTE_ARCH_TRAP_OFF, &held);
 	if (err)
 		goto restore;
 	err = get_regs(tid, &regs);
@@ -482,7 +544,7 @@ restore:
 		if (!err)
 			err = -errno;
 	} else {
-		err2 = wait_for(ctx, 0, 0, &held);
+		err2 = wait_for(ctx, WANT_EVENT, 0, &held);
 		if (err2 && !err)
 			err = err2;
 	}
@@ -499,6 +561,7 @@ out:
 
 /* ---- wrappers ---- */
 
+/* Fold a ptrace error and a raw syscall return into 0 or -errno. */
 static int sys_result(int err, long ret)
 {
 	if (err)

@@ -12,6 +12,8 @@ typedef struct user_regs_struct remote_regs_t;
 /* "syscall; int3", padded with int3 to one 8-byte word. */
 #define REMOTE_ARCH_STUB { 0x0f, 0x05, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc, 0xcc }
 #define REMOTE_ARCH_STUB_LEN 8
+/* Length of the syscall instruction: rip at syscall exit is stub + this. */
+#define REMOTE_ARCH_SYSCALL_LEN 2
 /* The instruction pointer once the int3 after the syscall has trapped. */
 #define REMOTE_ARCH_TRAP_OFF 3
 /* Bytes below the stack pointer that the ABI lets a leaf function use. */
