@@ -9,6 +9,7 @@
  *        must hold it back and re-send it, so PID is stopped after detach
  *   -m groupstop: PID is already group-stopped (kill -STOP); it must still
  *        be after detach
+ *   -b N time N remote getpid calls, with the swapped and the permanent stub
  * Exits 0 when every check passes, 1 otherwise (after detaching).
  *
  * The seize/interrupt/detach code here is a minimal local stand-in for the
@@ -27,6 +28,7 @@
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "inject.h"
@@ -46,6 +48,7 @@ static pid_t tids[MAX_THREADS];
 static int ntids;
 static int expect_stopsig;	/* groupstop mode: SIGSTOP */
 static unsigned requeued;	/* signals remote_syscall had to re-send */
+static int nbench;		/* -b N */
 
 /* ---- minimal thread set ---- */
 
@@ -309,6 +312,33 @@ static int sigstop_pending(pid_t pid, pid_t tid)
 	return !!(m & (1ULL << (SIGSTOP - 1)));
 }
 
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* Print the mean cost of n remote getpid calls in the main thread. */
+static void bench(pid_t pid, uint64_t stub, int n, const char *how)
+{
+	struct remote_ctx ctx;
+	double t0 = now_us();
+	long ret;
+
+	remote_ctx_init(&ctx, pid, pid);
+	ctx.stub = stub;
+	for (int i = 0; i < n; i++)
+		if (remote_syscall(&ctx, SYS_getpid, 0, 0, 0, 0, 0, 0, &ret) ||
+		    ret != pid) {
+			check(0, "bench getpid %d", i);
+			return;
+		}
+	printf("injtest: %s stub: %.1f us per remote syscall\n", how,
+	       (now_us() - t0) / n);
+}
+
 static void check_region(pid_t pid, uint64_t libc, unsigned flags)
 {
 	static const char marker[] = "heapattach-marker-0123456789";
@@ -352,6 +382,10 @@ static void check_region(pid_t pid, uint64_t libc, unsigned flags)
 
 	/* Syscalls from the permanent stub, in every thread. */
 	check_ids(pid, ctx.stub, "stub");
+	if (nbench) {
+		bench(pid, 0, nbench, "swapped");
+		bench(pid, ctx.stub, nbench, "permanent");
+	}
 
 	/* A second, RW view of the same pages. */
 	err = inject_region_alias(&ctx, &reg, libc, PROT_READ | PROT_WRITE,
@@ -387,8 +421,11 @@ int main(int argc, char **argv)
 	uint64_t libc;
 	pid_t pid;
 
-	while ((opt = getopt(argc, argv, "avm:")) != -1) {
+	while ((opt = getopt(argc, argv, "ab:vm:")) != -1) {
 		switch (opt) {
+		case 'b':
+			nbench = atoi(optarg);
+			break;
 		case 'a':
 			flags |= INJECT_F_ANON;
 			break;
@@ -434,6 +471,6 @@ int main(int argc, char **argv)
 	       requeued, failures);
 	return failures ? 1 : 0;
 usage:
-	fprintf(stderr, "usage: injtest [-a] [-v] [-m sigdeliver|pendstop|groupstop] PID\n");
+	fprintf(stderr, "usage: injtest [-a] [-v] [-b N] [-m sigdeliver|pendstop|groupstop] PID\n");
 	return 2;
 }
