@@ -104,7 +104,8 @@ int inject_candidates(const char *buf, size_t len, uint64_t near, size_t size,
 	}
 	if (prev_end < USER_TOP)
 		add_gap(&v, &n, &cap, prev_end, USER_TOP, near, size);
-	qsort(v, n, sizeof(*v), cand_cmp);
+	if (n)
+		qsort(v, n, sizeof(*v), cand_cmp);
 	for (k = 0; k < max && (size_t)k < n; k++)
 		out[k] = v[k].addr;
 	free(v);

@@ -58,8 +58,7 @@ static void test_all_within_reach_and_free(void)
 static void test_too_big(void)
 {
 	uint64_t c[4];
-	/* Nothing of 3 GiB fits within reach of near in a 47-bit space? It
-	 * does (huge gaps), but 5 GiB cannot fit in a window of +-1.75 GiB. */
+	/* 5 GiB cannot fit in the window of +-1.75 GiB around near. */
 	int n = inject_candidates(maps, sizeof(maps) - 1, 0x7f0000228000ULL,
 				  5ULL << 30, c, 4);
 
