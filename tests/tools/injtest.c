@@ -10,6 +10,8 @@
  *   -m groupstop: PID is already group-stopped (kill -STOP); it must still
  *        be after detach
  *   -b N time N remote getpid calls, with the swapped and the permanent stub
+ *   -o   seize with the options heapattach uses (TRACECLONE|TRACEFORK|
+ *        TRACEVFORK|TRACEEXEC|TRACEEXIT) plus TRACESYSGOOD, instead of 0
  * Exits 0 when every check passes, 1 otherwise (after detaching).
  *
  * The seize/interrupt/detach code here is a minimal local stand-in for the
@@ -49,6 +51,7 @@ static int ntids;
 static int expect_stopsig;	/* groupstop mode: SIGSTOP */
 static unsigned requeued;	/* signals remote_syscall had to re-send */
 static int nbench;		/* -b N */
+static long seize_opts;		/* -o */
 
 /* ---- minimal thread set ---- */
 
@@ -97,7 +100,7 @@ static int seize_all(pid_t pid)
 
 			if (tid <= 0 || seized(tid) || ntids == MAX_THREADS)
 				continue;
-			if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0) {
+			if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)seize_opts) < 0) {
 				if (errno == ESRCH)
 					continue;
 				closedir(dir);
@@ -421,8 +424,13 @@ int main(int argc, char **argv)
 	uint64_t libc;
 	pid_t pid;
 
-	while ((opt = getopt(argc, argv, "ab:vm:")) != -1) {
+	while ((opt = getopt(argc, argv, "ab:ovm:")) != -1) {
 		switch (opt) {
+		case 'o':
+			seize_opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK |
+				     PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC |
+				     PTRACE_O_TRACEEXIT | PTRACE_O_TRACESYSGOOD;
+			break;
 		case 'b':
 			nbench = atoi(optarg);
 			break;
@@ -471,6 +479,6 @@ int main(int argc, char **argv)
 	       requeued, failures);
 	return failures ? 1 : 0;
 usage:
-	fprintf(stderr, "usage: injtest [-a] [-v] [-b N] [-m sigdeliver|pendstop|groupstop] PID\n");
+	fprintf(stderr, "usage: injtest [-a] [-o] [-v] [-b N] [-m sigdeliver|pendstop|groupstop] PID\n");
 	return 2;
 }
