@@ -37,7 +37,9 @@
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sched.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <elf.h>
 
@@ -287,6 +289,8 @@ static int classify_stop(pid_t tid, siginfo_t *si, enum entry_stop *kind)
 		*kind = ENTRY_EVENT;
 		return 0;
 	}
+	if (event == PTRACE_EVENT_EXIT)
+		return -ESRCH;	/* exiting: nothing can run any more */
 	if (event || si->si_code == (SIGTRAP | 0x80) || si->si_code == SIGTRAP)
 		return -EINVAL;	/* ptrace event or syscall-stop */
 	*kind = ENTRY_SIGNAL;
@@ -310,6 +314,55 @@ static void hold_sig(struct held_sigs *h, int sig)
 	else
 		pr_warn("remote: too many signals during a syscall, dropped %d",
 			sig);
+}
+
+/* Whether the thread group leader pid has exited (zombie or gone). */
+static int leader_dead(pid_t pid)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 1;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
+/*
+ * waitpid(ctx->tid, __WALL) that cannot hang on a dying leader: once the
+ * leader has exited, its status is held back until every other thread is
+ * reaped, and those threads (traced by us) wait for our caller's waitpid.
+ * So the leader is polled, and -1/ESRCH returned once it is a zombie.
+ */
+static pid_t wait_tid(struct remote_ctx *ctx, int *status)
+{
+	if (ctx->tid != ctx->pid)
+		return waitpid(ctx->tid, status, __WALL);
+	for (unsigned i = 0;; i++) {
+		pid_t r = waitpid(ctx->tid, status, __WALL | WNOHANG);
+
+		if (r)
+			return r;
+		if (i % 64 == 63 && leader_dead(ctx->pid)) {
+			errno = ESRCH;
+			return -1;
+		}
+		if (i < 2000) {
+			sched_yield();
+		} else {
+			struct timespec ts = { 0, 200000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
 }
 
 /* What wait_for() waits for. */
@@ -337,10 +390,12 @@ static int wait_for(struct remote_ctx *ctx, enum want_stop want, uint64_t ip,
 		remote_regs_t r;
 		siginfo_t si;
 
-		if (waitpid(tid, &status, __WALL) < 0) {
+		if (wait_tid(ctx, &status) < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			if (errno == ESRCH || errno == ECHILD)
+				ctx->gone = 1;
+			return errno == ECHILD ? -ESRCH : -errno;
 		}
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
 			ctx->gone = 1;
