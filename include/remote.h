@@ -43,15 +43,21 @@ void remote_ctx_init(struct remote_ctx *ctx, pid_t pid, pid_t tid);
  * Run syscall nr(a1..a6) in ctx->tid and store its raw return value (a
  * negative errno on failure) in *ret. Returns 0 if the syscall ran, else
  * -errno for a ptrace failure; -ESRCH means the thread is not in a ptrace
- * stop of ours, or exited or is exiting during the call (then ctx->gone is
- * set, and the thread may sit in PTRACE_EVENT_EXIT).
+ * stop of ours, or sits in PTRACE_EVENT_EXIT, or exited or began exiting
+ * during the call (then ctx->gone is set; zombie threads are not reaped,
+ * that is left to the caller's wait loop).
  *
  * Entry: ctx->tid is PTRACE_SEIZEd by us and in one of
  *   - a PTRACE_EVENT_STOP: the stop after PTRACE_INTERRUPT, or a group-stop;
  *   - a signal-delivery-stop (signal X).
- * Refused with -EINVAL: other PTRACE_EVENT_* stops (clone, exec, exit...)
+ * Refused with -EINVAL: other PTRACE_EVENT_* stops (clone, fork, exec...)
  * and syscall-stops, because there the kernel is still inside a syscall and
- * would overwrite rax when the thread runs on.
+ * would overwrite rax when the thread runs on. Let such a thread go on to
+ * its next stop (or PTRACE_INTERRUPT it after PTRACE_CONT) first.
+ *
+ * It waits only for ctx->tid (waitpid(tid, __WALL)); for the thread group
+ * leader it polls with WNOHANG, because a dying leader's status is held back
+ * until all other threads are reaped, which could otherwise deadlock.
  *
  * Exit (on success and on every error but -ESRCH): registers, signal mask,
  * rseq critical-section pointer and any swapped code bytes are as on entry,

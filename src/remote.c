@@ -26,6 +26,13 @@
  * dequeues anything. For a signal-delivery-stop, the saved siginfo is written
  * back into our SIGTRAP stop, so resuming with the original signal delivers
  * that signal.
+ *
+ * If the process ignores SIGTRAP, the int3 would make the kernel reset the
+ * disposition to SIG_DFL (force_sig_info_to_task), so then every signal is
+ * blocked and the thread runs under PTRACE_SYSCALL to the syscall-exit-stop
+ * of our syscall. Restoring the registers there and re-interrupting works
+ * the same way: PTRACE_INTERRUPT sets TIF_SIGPENDING, so the way back to
+ * user space passes through get_signal() and stops before any user code.
  */
 #include <errno.h>
 #include <fcntl.h>
