@@ -52,8 +52,9 @@ void remote_ctx_init(struct remote_ctx *ctx, pid_t pid, pid_t tid);
  *   - a signal-delivery-stop (signal X).
  * Refused with -EINVAL: other PTRACE_EVENT_* stops (clone, fork, exec...)
  * and syscall-stops, because there the kernel is still inside a syscall and
- * would overwrite rax when the thread runs on. Let such a thread go on to
- * its next stop (or PTRACE_INTERRUPT it after PTRACE_CONT) first.
+ * would overwrite rax when the thread runs on. Turn such a stop into a
+ * usable one first: PTRACE_INTERRUPT, then PTRACE_CONT; the thread stops in
+ * a PTRACE_EVENT_STOP once the syscall has returned, before user code runs.
  *
  * It waits only for ctx->tid (waitpid(tid, __WALL)); for the thread group
  * leader it polls with WNOHANG, because a dying leader's status is held back
