@@ -42,7 +42,8 @@
 
 #define UNWIND_STACK_WINDOW	(32 * 1024)
 #define PAGE_SZ			4096UL
-#define PCACHE_SLOTS		64	/* power of two */
+#define PCACHE_SLOTS		256	/* power of two; 1 MiB */
+#define UNWIND_RS_CACHE_SIZE	2048	/* libunwind register states (ips) */
 
 struct umap {
 	uint64_t start, end;
@@ -467,9 +468,15 @@ struct unwinder *unwinder_new(pid_t pid)
 		errno = ENOMEM;
 		goto err;
 	}
-	/* per-thread cache: no lock and no sigprocmask pair per step */
-	if (unw_set_caching_policy(u->as, UNW_CACHE_PER_THREAD) < 0)
-		unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
+	/*
+	 * The register-state cache belongs to the address space, i.e. to this
+	 * unwinder. (UNW_CACHE_PER_THREAD would share one thread-local cache
+	 * between unwinders and flush it at each switch; Debian's 1.6.2 maps
+	 * it to GLOBAL anyway.) Each cached step still costs a lock with a
+	 * sigprocmask pair in 1.6.2 (CONFIG_BLOCK_SIGNALS).
+	 */
+	unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
+	unw_set_cache_size(u->as, UNWIND_RS_CACHE_SIZE, 0);
 	u->pcache = xmalloc(PCACHE_SLOTS * sizeof(*u->pcache));
 	pcache_clear(u);
 	u->stk = xmalloc(UNWIND_STACK_WINDOW);
