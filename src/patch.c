@@ -193,6 +193,8 @@ int patch_install(struct session *s)
 	for (size_t i = 0; i < s->hooks.n; i++) {
 		const struct hook *h = &s->hooks.v[i];
 
+		if (h->forwards)
+			continue;	/* a tail-jump into another hook: counted there */
 		if (h->unsupported) {
 			pr_warn("not hooking %s: it is an IFUNC", h->names[0]);
 			continue;
