@@ -2,6 +2,7 @@
 # Sums a heap profile per allocation site (innermost site_* frame) via `go tool pprof -raw`, and compares with a truth file.
 # SPDX-License-Identifier: MIT
 """usage: pprof_sites.py [--raw] PROFILE [--compare TRUTHFILE [--tolerance PCT]]
+       pprof_sites.py --self-test
 
 Runs `go tool pprof -raw PROFILE` (with --raw, PROFILE is already that text;
 "-" reads stdin) and attributes every sample to the innermost frame whose
@@ -230,6 +231,68 @@ def compare(sums, truth, tol, types):
     return bad
 
 
+# A hand-made `pprof -raw` text covering the shapes the parser must accept:
+# labels, an inlined location (two lines), a folded one, one without lines,
+# one without a mapping, an empty function name, demangled and mangled C++.
+SELF_TEST_RAW = """PeriodType: space bytes
+Period: 1
+Time: 2026-01-01 00:00:00 +0000 UTC
+Samples:
+alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes[dflt]
+          2         64          1         32: 1 2 3 
+                bytes:[32]
+          1        100          0          0: 4 3 
+          3         30          3         30: 5 6 
+          1         10          1         10: 7 
+          4         40          0          0: 8 9 
+Locations
+     1: 0x1000 M=1 malloc ??:0 s=0
+     2: 0x2000 M=1 helper x.c:3 s=0
+             site_inl x.c:9 s=0
+     3: 0x3000 M=1 main x.c:20 s=0
+     4: 0x4000 M=1 [F] main.site_go /x.go:5 s=0
+     5: 0x5000 M=1 operator new(unsigned long) :0 s=0(_Znwm)
+     6: 0x6000 M=1 site_new(work*) /x.cc:7 s=0(_Z8site_newP4work)
+     7: 0x7000 
+     8: 0x8000  /usr/include/c++/12/bits/vector.tcc:453 s=0
+     9: 0x9000 M=2 _Z11site_vectorP4workRSt6vectorIiSaIiEE ??:0 s=0
+Mappings
+1: 0x1000/0x9000/0x0 /x  [FN]
+2: 0x9000/0xa000/0x0 /y  
+"""
+
+
+def self_test():
+    """Check site_of() and the parser on SELF_TEST_RAW; return an exit code."""
+    bad = 0
+    cases = {"site_a": "site_a", "main.site_a": "site_a",
+             "site_x.constprop.0": "site_x", "ns::site_y(int)": "site_y",
+             "_Z8site_newP4work": "site_new", "_Z4mainv": None,
+             "not_site_a": None, "malloc": None, "": None,
+             "std::vector<int>::push_back(int const&)": None}
+    for name, want in cases.items():
+        if site_of(name) != want:
+            print("site_of(%r) = %r, want %r" % (name, site_of(name), want))
+            bad += 1
+    types, samples, locs = parse_raw(SELF_TEST_RAW)
+    got = sum_sites(types, samples, locs)
+    want = {"site_inl": {"alloc_objects": 2, "alloc_space": 64,
+                         "inuse_objects": 1, "inuse_space": 32},
+            "site_go": {"alloc_objects": 1, "alloc_space": 100,
+                        "inuse_objects": 0, "inuse_space": 0},
+            "site_new": {"alloc_objects": 3, "alloc_space": 30,
+                         "inuse_objects": 3, "inuse_space": 30},
+            "site_vector": {"alloc_objects": 4, "alloc_space": 40,
+                            "inuse_objects": 0, "inuse_space": 0},
+            OTHER: {"alloc_objects": 1, "alloc_space": 10,
+                    "inuse_objects": 1, "inuse_space": 10}}
+    if got != want:
+        print("sums: got %r\n      want %r" % (got, want))
+        bad += 1
+    print("pprof_sites self-test: %s" % ("FAIL" if bad else "ok"))
+    return 1 if bad else 0
+
+
 def usage(msg=None):
     if msg:
         sys.stderr.write("pprof_sites: %s\n" % msg)
@@ -260,6 +323,8 @@ def main(argv):
                 usage("bad --tolerance")
             if tol < 0:
                 usage("bad --tolerance")
+        elif a == "--self-test":
+            return self_test()
         elif a in ("-h", "--help"):
             print(__doc__)
             return 0
