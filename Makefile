@@ -89,6 +89,7 @@ asan:
 		LDFLAGS="-fsanitize=address,undefined" build-asan/libheapattach.a
 	$(Q)$(MAKE) --no-print-directory B=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 		LDFLAGS="-fsanitize=address,undefined" LDLIBS="-fsanitize=address,undefined $(LDLIBS)" unit
+	$(Q)$(MAKE) --no-print-directory B=build-asan fixtures
 	$(Q)UNIT_ONLY=1 BUILD=build-asan sh tests/run.sh
 
 demo: check-deps
