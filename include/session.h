@@ -12,6 +12,7 @@
 #include "reloc.h"
 #include "sampler.h"
 #include "tracee.h"
+#include "shm.h"
 #include "tramp.h"
 
 struct unwinder;
@@ -31,13 +32,22 @@ struct patch {
 	int installed;                  /* the jmp is written */
 };
 
-/* A code region injected near one hooked object. */
+/*
+ * A memfd injected near one hooked object: [0, REGION_CODE) code (r-x in the
+ * target), then a data part whose first page is a struct shm_hdr carrying at
+ * least the magic and the patch records, so that a later heapattach can undo
+ * our jumps if this one dies. In fast mode the first region's data part is
+ * the whole shared layout of shm.h, also mapped rw- in the target (alias).
+ */
+#define REGION_CODE (64 * 1024)
 struct region {
-	struct inject_region *inj;
+	struct inject_region *inj;      /* the r-x view; NULL for a leftover */
+	struct inject_region *alias;    /* fast mode: the rw- view, or NULL */
 	uint64_t remote;                /* address in the target */
 	uint8_t *local;                 /* our RW view */
-	size_t size, used;
+	size_t size, used;              /* used: bytes of code */
 	uint64_t near;                  /* the object it serves */
+	struct shm_hdr *hdr;            /* local + REGION_CODE */
 };
 
 #define SESSION_MAX_REGIONS 16
@@ -58,6 +68,9 @@ struct session {
 	struct unwinder *unw;
 	struct symbolizer *sym;         /* kept warm while the target lives */
 
+	uint64_t leftover_lo[SESSION_MAX_REGIONS], leftover_hi[SESSION_MAX_REGIONS];
+	size_t nleftovers;
+
 	uint64_t start_ns, start_wall_ns;
 	uint64_t next_every_ns;
 	uint64_t bytes_since_dump;
@@ -65,6 +78,7 @@ struct session {
 	uint64_t events, nested, unwind_errors;
 
 	int attached;                   /* hooks are live */
+	int maps_changed;               /* s->maps was re-read: rebuild what points into it */
 	int target_gone;                /* every thread exited */
 	int exec_seen;                  /* the target replaced its image */
 	const char *output;
@@ -84,8 +98,19 @@ int patch_install(struct session *s);
 void patch_remove(struct session *s);
 /* The patch whose trampoline holds ip, or NULL. */
 struct patch *patch_by_tramp_ip(struct session *s, uint64_t ip);
-/* Non-zero if addr lies in any injected region. */
+/* Non-zero if addr lies in any injected region (or a leftover being removed). */
 int patch_in_region(const struct session *s, uint64_t addr);
+/* Resume and re-stop the threads until none is inside a region; 0 when
+ * quiet, -EBUSY (count in *busy) after the time limit. */
+int patch_wait_quiet(struct session *s, int *busy);
+/* Unmap a target range by a syscall in some stopped thread. 0 or -errno. */
+int patch_unmap_remote(struct session *s, uint64_t addr, size_t len);
+
+/* ---- recover.c ---- */
+/* Undo what a previous heapattach that died left in the target (jumps into
+ * memfd:heapattach mappings): restore bytes, wait, unmap. Threads stopped.
+ * 0 (nothing left or all undone) or -errno. */
+int recover_leftovers(struct session *s);
 
 /* ---- events.c ---- */
 /* Handle one waitpid status; resumes the thread unless tracee_stopping. */

@@ -6,6 +6,7 @@
 #include <sys/ptrace.h>
 #include <sys/user.h>
 #include <time.h>
+#include <unistd.h>
 #include "bkpt.h"
 #include "inject.h"
 #include "log.h"
@@ -14,8 +15,8 @@
 #include "unwind.h"
 #include "xmalloc.h"
 
-#define REGION_SIZE (64 * 1024)
-#define REACH ((int64_t)INJECT_REACH - REGION_SIZE)
+#define REGION_DATA_TRAP 4096
+#define REACH ((int64_t)INJECT_REACH - REGION_CODE - REGION_DATA_TRAP)
 #define MAX_BODY 8192
 #define NOP_INSN 0x90
 #define INFLIGHT_WAIT_MS 3000
@@ -83,7 +84,7 @@ static int region_for(struct session *s, uint64_t addr)
 		if (th->state != TS_STOPPED || th->vfork_child)
 			continue;
 		remote_ctx_init(&ctx, s->pid, th->tid);
-		rc = inject_region_near(&ctx, addr, REGION_SIZE, r->inj);
+		rc = inject_region_near(&ctx, addr, REGION_CODE + REGION_DATA_TRAP, r->inj);
 		if (rc != -EINVAL && rc != -ESRCH)
 			break;
 	}
@@ -96,9 +97,17 @@ static int region_for(struct session *s, uint64_t addr)
 	}
 	r->remote = r->inj->remote;
 	r->local = r->inj->local;
-	r->size = r->inj->size;
+	r->size = REGION_CODE;
 	r->used = INJECT_STUB_SIZE;
 	r->near = addr;
+	r->hdr = (struct shm_hdr *)(r->local + REGION_CODE);
+	r->hdr->version = SHM_VERSION;
+	r->hdr->total_size = r->inj->size;
+	r->hdr->code_remote = r->remote;
+	r->hdr->code_size = REGION_CODE;
+	r->hdr->tool_pid = getpid();
+	r->hdr->target_pid = s->pid;
+	__atomic_store_n(&r->hdr->magic, SHM_MAGIC, __ATOMIC_RELEASE);
 	pr_debug("region %#lx (+%zu) near %#lx", (unsigned long)r->remote, r->size,
 		 (unsigned long)addr);
 	return (int)s->nregions++;
@@ -184,6 +193,21 @@ static int write_jump(struct session *s, struct patch *p)
 	return 0;
 }
 
+/* Keep the original bytes in the region's header, for a successor. */
+static void record_patch(struct session *s, const struct patch *p)
+{
+	struct shm_hdr *h = s->regions[p->region].hdr;
+	struct shm_patch *rec;
+
+	if (h->npatches >= SHM_MAX_PATCHES)
+		return;
+	rec = &h->patches[h->npatches];
+	rec->addr = p->reloc.patch_addr;
+	rec->len = RELOC_JMP_LEN;
+	memcpy(rec->orig, p->orig, RELOC_JMP_LEN);
+	__atomic_store_n(&h->npatches, h->npatches + 1, __ATOMIC_RELEASE);
+}
+
 int patch_install(struct session *s)
 {
 	size_t n = 0;
@@ -212,6 +236,7 @@ int patch_install(struct session *s)
 		goto err;
 	}
 	for (size_t i = 0; i < n; i++) {
+		record_patch(s, &s->patches[i]);
 		rc = write_jump(s, &s->patches[i]);
 		if (rc) {
 			pr_err("cannot patch %s: %s", s->patches[i].hook->names[0], strerror(-rc));
@@ -239,6 +264,9 @@ int patch_in_region(const struct session *s, uint64_t addr)
 {
 	for (size_t i = 0; i < s->nregions; i++)
 		if (addr >= s->regions[i].remote && addr < s->regions[i].remote + s->regions[i].size)
+			return 1;
+	for (size_t i = 0; i < s->nleftovers; i++)
+		if (addr >= s->leftover_lo[i] && addr < s->leftover_hi[i])
 			return 1;
 	return 0;
 }
@@ -270,6 +298,41 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+int patch_wait_quiet(struct session *s, int *busy)
+{
+	for (int waited = 0;; waited += 2) {
+		*busy = 0;
+		for (size_t i = 0; i < s->tr.n; i++)
+			if (!s->tr.t[i].vfork_child && in_flight(s, &s->tr.t[i]))
+				(*busy)++;
+		if (!*busy || s->target_gone)
+			return 0;
+		if (waited >= INFLIGHT_WAIT_MS)
+			return -EBUSY;
+		tracee_resume_all(&s->tr);
+		sleep_ms(2);
+		tracee_stop_all(&s->tr, events_dispatch, s);
+	}
+}
+
+int patch_unmap_remote(struct session *s, uint64_t addr, size_t len)
+{
+	int rc = -ESRCH;
+
+	for (size_t i = 0; i < s->tr.n; i++) {
+		struct thread *th = &s->tr.t[i];
+		struct remote_ctx ctx;
+
+		if (th->state != TS_STOPPED || th->vfork_child)
+			continue;
+		remote_ctx_init(&ctx, s->pid, th->tid);
+		rc = remote_munmap(&ctx, addr, len);
+		if (rc != -EINVAL && rc != -ESRCH)
+			break;
+	}
+	return rc;
+}
+
 void patch_remove(struct session *s)
 {
 	int busy = 0;
@@ -298,17 +361,8 @@ void patch_remove(struct session *s)
 	}
 	/* 3. Let threads still inside a trampoline (or a call made through one)
 	 * leave it before the regions go. */
-	for (int waited = 0; s->nregions; waited += 2) {
-		busy = 0;
-		for (size_t i = 0; i < s->tr.n; i++)
-			if (!s->tr.t[i].vfork_child && in_flight(s, &s->tr.t[i]))
-				busy++;
-		if (!busy || waited >= INFLIGHT_WAIT_MS || s->target_gone)
-			break;
-		tracee_resume_all(&s->tr);
-		sleep_ms(2);
-		tracee_stop_all(&s->tr, events_dispatch, s);
-	}
+	if (s->nregions && !s->target_gone)
+		patch_wait_quiet(s, &busy);
 	if (busy) {
 		pr_warn("%d thread(s) still inside a hooked call: leaving %zu trampoline "
 			"region(s) mapped (they work without heapattach)", busy, s->nregions);

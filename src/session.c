@@ -178,6 +178,19 @@ static int attach(struct session *s)
 		tracee_detach_all(&s->tr);
 		return rc ? rc : -ESRCH;
 	}
+	rc = recover_leftovers(s);
+	if (rc) {
+		tracee_resume_all(&s->tr);
+		tracee_detach_all(&s->tr);
+		return rc;
+	}
+	if (s->maps_changed) {
+		if (s->sym)
+			symbolizer_free(s->sym);
+		s->sym = symbolizer_new(s->pid, &s->maps);
+		unwinder_flush(s->unw);
+		s->maps_changed = 0;
+	}
 	rc = patch_install(s);
 	if (rc) {
 		tracee_detach_all(&s->tr);
