@@ -333,6 +333,8 @@ static void check(const char *mode, pid_t tid)
 		want = "f3 f2 f1 f0 main [libc.so.6]";
 	else if (!strcmp(mode, "thread"))
 		want = "f3 f2 f1 f0 thread_main [libc.so.6]";
+	else if (!strcmp(mode, "signal"))
+		want = "f3 f2 f1 f0 on_usr1 [libc.so.6] sigmain main [libc.so.6]";
 	else if (!strcmp(mode, "qsort"))
 		want = "cmp [libc.so.6] q0 main [libc.so.6]";
 	else if (!strcmp(mode, "mixed"))
