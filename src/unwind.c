@@ -303,6 +303,13 @@ static int pcache_read_word(struct unwinder *u, uint64_t addr, uint64_t *val)
 
 		if (k > sizeof(*val) - done)
 			k = sizeof(*val) - done;
+		if (u->use_peek) {
+			/* a page would cost 512 PEEKDATAs: read just the bytes */
+			if (mem_read(u, a, out + done, k) != (ssize_t)k)
+				return -EFAULT;
+			done += k;
+			continue;
+		}
 		if (s->page != page || (!s->persistent && s->gen != u->gen)) {
 			struct umap *m = u->maps_loaded ? maps_find(u, page) : NULL;
 
@@ -528,6 +535,8 @@ static int stack_snapshot(struct unwinder *u, uint64_t sp)
 	m = maps_lookup(u, sp);
 	if (m && m->end < end)
 		end = m->end;
+	if (u->use_peek)	/* word by word: copy only what is needed */
+		end = sp + 8 < end ? sp + 8 : end;
 	n = mem_read(u, sp, u->stk, end - sp);
 	if (n <= 0 && end - sp > PAGE_SZ - (sp & (PAGE_SZ - 1))) {
 		/* no mapping info, or a short window: try up to the page end */
