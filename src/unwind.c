@@ -47,7 +47,8 @@
 
 struct umap {
 	uint64_t start, end;
-	int writable, exec, file;	/* file: backed by a named file */
+	int writable, exec;
+	int file;			/* backed by a regular, stable file */
 	char *path;
 };
 
@@ -124,6 +125,7 @@ static ssize_t mem_read(struct unwinder *u, uint64_t addr, void *buf, size_t len
 
 /* ---- maps and objects ---- */
 
+/* Forget the cached maps. */
 static void maps_drop(struct unwinder *u)
 {
 	for (size_t i = 0; i < u->nmaps; i++)
@@ -151,7 +153,10 @@ static int maps_parse_line(char *line, struct umap *m)
 	m->end = end;
 	m->writable = perms[1] == 'w';
 	m->exec = perms[2] == 'x';
-	m->file = *p == '/';
+	/* not: anonymous, [stack]/[vdso], deleted, memfd (e.g. our trampoline
+	 * page, which changes behind its read-only mapping) or devices */
+	m->file = *p == '/' && !strstr(p, " (deleted)") &&
+		  strncmp(p, "/memfd:", 7) && strncmp(p, "/dev/", 5);
 	m->path = *p ? xstrdup(p) : NULL;
 	return 0;
 }
@@ -189,6 +194,7 @@ static int maps_load(struct unwinder *u)
 	return 0;
 }
 
+/* The cached mapping containing addr (binary search), or NULL. */
 static struct umap *maps_find(struct unwinder *u, uint64_t addr)
 {
 	size_t lo = 0, hi = u->nmaps;
@@ -280,6 +286,7 @@ static struct uobj *obj_for_ip(struct unwinder *u, uint64_t ip)
 	return o;
 }
 
+/* Destroy the per-object _UPT contexts (unmapping their ELF images). */
 static void objs_drop(struct unwinder *u)
 {
 	for (size_t i = 0; i < u->nobjs; i++)
@@ -290,7 +297,11 @@ static void objs_drop(struct unwinder *u)
 
 /* ---- page cache ---- */
 
-/* Fetch the aligned-or-not word at addr through the page cache. 0 or -errno. */
+/*
+ * Read the 8 bytes at addr (aligned or not) through the page cache: a miss
+ * reads the whole page, which stays valid for this unwind, or until the next
+ * flush for a page of a read-only file mapping. 0 or -EFAULT.
+ */
 static int pcache_read_word(struct unwinder *u, uint64_t addr, uint64_t *val)
 {
 	uint8_t *out = (uint8_t *)val;
@@ -332,13 +343,19 @@ static int pcache_read_word(struct unwinder *u, uint64_t addr, uint64_t *val)
 	return 0;
 }
 
+/* Empty every slot, persistent ones included. */
 static void pcache_clear(struct unwinder *u)
 {
 	for (size_t i = 0; i < PCACHE_SLOTS; i++)
 		u->pcache[i].page = UINT64_MAX;
 }
 
-/* ---- libunwind accessors ---- */
+/*
+ * ---- libunwind accessors ----
+ * Called by libunwind with the address space and an argument that is either
+ * our unwinder (cursor operations) or a _UPT context (from inside
+ * _UPT_find_proc_info); they use cur_unwinder instead. Return 0 or -UNW_E*.
+ */
 
 static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
 			      int need_unwind_info, void *arg)
@@ -552,6 +569,7 @@ static int stack_snapshot(struct unwinder *u, uint64_t sp)
 	return 0;
 }
 
+/* ip in [lo, hi); never when lo == hi. */
 static int in_range(uint64_t ip, uint64_t lo, uint64_t hi)
 {
 	return ip >= lo && ip < hi;
