@@ -24,6 +24,8 @@
  *   unwtest check FIXTURE MODE      walk the trapped thread, compare with the
  *                                   expected chain for MODE; exit 0/1
  *   unwtest bench FIXTURE MODE [N]  N walks of the trapped thread; unwinds/s
+ *                                   (env UNWTEST_NO_BASELINE=1: skip the slow
+ *                                   stock libunwind-ptrace comparison)
  * FIXTURE is build/fixtures/deepstack; MODE is one of its modes. The fixture
  * runs under PTRACE_TRACEME, stops on the int3 in hook_trap, is walked, then
  * resumed; it must exit 0. Exit 77 when ptrace is not permitted.
