@@ -155,14 +155,16 @@ static uint64_t sym_addr(const char *name)
 }
 
 /*
- * Name of the frame at pc: the function for the executable, "[lib]" (basename)
- * for another object. Return addresses are looked up at pc - 1.
+ * Name of the frame at pc: the function for the executable, "[lib.so]"
+ * (basename without the version) for another object. Return addresses are
+ * looked up at pc - 1.
  */
 static void frame_name(uint64_t pc, int exact, char *buf, size_t len)
 {
 	uint64_t a = exact ? pc : pc - 1;
 	const struct tmap *m = map_of(a);
 	const char *b;
+	char *v;
 
 	if (m && !strcmp(m->path, exe_path)) {
 		for (size_t i = 0; i < nsyms; i++)
@@ -174,7 +176,11 @@ static void frame_name(uint64_t pc, int exact, char *buf, size_t len)
 		return;
 	}
 	b = m ? strrchr(m->path, '/') : NULL;
-	snprintf(buf, len, "[%.200s]", b ? b + 1 : m ? m->path : "?");
+	snprintf(buf, len, "[%.200s", b ? b + 1 : m ? m->path : "?");
+	v = strstr(buf, ".so");
+	if (v)
+		v[3] = 0;
+	snprintf(buf + strlen(buf), len - strlen(buf), "]");
 }
 
 /* Frames as names, runs of the same library folded into one token,
@@ -197,10 +203,52 @@ static void chain_string(const uint64_t *pcs, int n, int exact0, char *out, size
 
 /* ---- tracing the fixture ---- */
 
-/* Start the fixture traced; returns when some thread is stopped on the int3
- * of hook_trap; *tid is that thread. */
-static void spawn_until_trap(const char *fixture, const char *mode, pid_t *tid)
+static int exit_status = -1;	/* of the fixture, once it has ended */
+
+/*
+ * Resume thread resume (0: none) and run the fixture until a thread stops on
+ * the int3 of hook_trap; returns that thread, or 0 once the fixture has
+ * ended (exit_status set).
+ */
+static pid_t run_to_trap(pid_t resume)
 {
+	int st;
+
+	if (resume)
+		ptrace(PTRACE_CONT, resume, NULL, NULL);
+	for (;;) {
+		pid_t t = waitpid(-1, &st, __WALL);
+		siginfo_t si;
+		int sig;
+
+		if (t < 0) {
+			perror("waitpid");
+			exit(1);
+		}
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			if (t == pid) {
+				exit_status = st;
+				return 0;
+			}
+			continue;
+		}
+		sig = WSTOPSIG(st);
+		if (st >> 16 || sig == SIGSTOP) {
+			ptrace(PTRACE_CONT, t, NULL, NULL);
+			continue;
+		}
+		if (sig == SIGTRAP && ptrace(PTRACE_GETSIGINFO, t, NULL, &si) == 0 &&
+		    si.si_code == SI_KERNEL)
+			return t;
+		ptrace(PTRACE_CONT, t, NULL, (void *)(long)sig);
+	}
+}
+
+/* Start the fixture traced and run it to its first trap; returns the
+ * trapped thread. */
+static pid_t spawn_until_trap(const char *fixture, const char *mode)
+{
+	pid_t tid;
 	int st;
 
 	pid = fork();
@@ -221,57 +269,12 @@ static void spawn_until_trap(const char *fixture, const char *mode, pid_t *tid)
 	}
 	ptrace(PTRACE_SETOPTIONS, pid, NULL,
 	       (void *)(long)(PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL));
-	ptrace(PTRACE_CONT, pid, NULL, NULL);
-	for (;;) {
-		pid_t t = waitpid(-1, &st, __WALL);
-		siginfo_t si;
-		int sig;
-
-		if (t < 0) {
-			perror("waitpid");
-			exit(1);
-		}
-		if (WIFEXITED(st) || WIFSIGNALED(st)) {
-			if (t == pid) {
-				fprintf(stderr, "fixture ended before the trap (status 0x%x)\n", st);
-				exit(1);
-			}
-			continue;
-		}
-		sig = WSTOPSIG(st);
-		if (st >> 16 || sig == SIGSTOP) {
-			ptrace(PTRACE_CONT, t, NULL, NULL);
-			continue;
-		}
-		if (sig == SIGTRAP && ptrace(PTRACE_GETSIGINFO, t, NULL, &si) == 0 &&
-		    si.si_code == SI_KERNEL) {
-			*tid = t;
-			return;
-		}
-		ptrace(PTRACE_CONT, t, NULL, (void *)(long)sig);
+	tid = run_to_trap(pid);
+	if (!tid) {
+		fprintf(stderr, "fixture ended before the trap (status 0x%x)\n", exit_status);
+		exit(1);
 	}
-}
-
-/* Resume the trapped thread and wait for the fixture to exit; 0 if it
- * exited with status 0. */
-static int resume_to_exit(pid_t tid)
-{
-	int st;
-
-	ptrace(PTRACE_CONT, tid, NULL, NULL);
-	for (;;) {
-		pid_t t = waitpid(-1, &st, __WALL);
-
-		if (t < 0)
-			return -1;
-		if (WIFEXITED(st) || WIFSIGNALED(st)) {
-			if (t == pid)
-				return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-			continue;
-		}
-		ptrace(PTRACE_CONT, t, NULL,
-		       (void *)(long)(st >> 16 || WSTOPSIG(st) == SIGSTOP ? 0 : WSTOPSIG(st)));
-	}
+	return tid;
 }
 
 /* ---- check ---- */
@@ -299,13 +302,13 @@ static int starts_with(const char *s, const char *prefix)
 	return !strncmp(s, prefix, strlen(prefix));
 }
 
-static void check(const char *mode, pid_t tid)
+/* Check the walks of the idx-th trap of the fixture in mode. */
+static void check(struct unwinder *u, const char *mode, pid_t tid, int idx)
 {
 	uint64_t lo = sym_addr("tramp_lo"), hi = sym_addr("tramp_hi");
 	uint64_t pu[MAXF], pl[MAXF];
 	struct user_regs_struct ur;
 	struct unwind_regs ru, rl;
-	struct unwinder *u;
 	char su[4096], sl[4096];
 	const char *want = NULL;
 	int nu, nl;
@@ -313,10 +316,6 @@ static void check(const char *mode, pid_t tid)
 	CHECK(lo && hi, "no tramp_lo/tramp_hi symbols");
 	CHECK(ptrace(PTRACE_GETREGS, tid, NULL, &ur) == 0, "GETREGS: %s", strerror(errno));
 	CHECK(ur.rip == sym_addr("hook_trap") + 1, "stopped at 0x%llx, not in hook_trap", ur.rip);
-	u = unwinder_new(pid);
-	CHECK(u, "unwinder_new");
-	if (!u)
-		return;
 	CHECK(unwind_regs_from_user(tid, &ur, &ru) == 0, "unwind_regs_from_user");
 	unwind_regs_from_live(&ur, &rl);
 	nu = walk(u, tid, &ru, pu, lo, hi, su, sizeof(su), "after-return start");
@@ -329,21 +328,23 @@ static void check(const char *mode, pid_t tid)
 		nu = walk(u, tid, &ru, pu, 0, 0, su, sizeof(su), "no stop range");
 		CHECK(nu >= 2 && starts_with(su, "nested_inner fake_tramp"),
 		      "no stop range: got '%s'", su);
-		goto out;
+		return;
 	}
-	if (!strcmp(mode, "chain"))
-		want = "f3 f2 f1 f0 main [libc.so.6]";
+	if (!strcmp(mode, "chain") || (!strcmp(mode, "dlopen") && idx == 0))
+		want = "f3 f2 f1 f0 main [libc.so]";
 	else if (!strcmp(mode, "thread"))
-		want = "f3 f2 f1 f0 thread_main [libc.so.6]";
+		want = "f3 f2 f1 f0 thread_main [libc.so]";
+	else if (!strcmp(mode, "dlopen"))
+		want = "zin [libz.so] zmain main [libc.so]";
 	else if (!strcmp(mode, "signal"))
-		want = "f3 f2 f1 f0 on_usr1 [libc.so.6] sigmain main [libc.so.6]";
+		want = "f3 f2 f1 f0 on_usr1 [libc.so] sigmain main [libc.so]";
 	else if (!strcmp(mode, "qsort"))
-		want = "cmp [libc.so.6] q0 main [libc.so.6]";
+		want = "cmp [libc.so] q0 main [libc.so]";
 	else if (!strcmp(mode, "mixed"))
-		want = "ucb [libgcc_s.so.1] cmp_mixed [libc.so.6] q0 main [libc.so.6]";
+		want = "ucb [libgcc_s.so] cmp_mixed [libc.so] q0 main [libc.so]";
 	CHECK(want, "unknown mode %s", mode);
 	if (!want)
-		goto out;
+		return;
 	if (!strcmp(mode, "thread"))
 		CHECK(tid != pid, "trap on the main thread, expected a second thread");
 	CHECK(nu > 0 && starts_with(su, want), "after-return start: got '%s', want '%s...'", su, want);
@@ -356,12 +357,13 @@ static void check(const char *mode, pid_t tid)
 	/* cached second walk gives the same answer */
 	CHECK(unwind_stack(u, tid, &ru, pl, MAXF, lo, hi) == nu && !memcmp(pl, pu, nu * 8),
 	      "second walk differs");
-	/* and so does one after a flush */
-	unwinder_flush(u);
-	CHECK(unwind_stack(u, tid, &ru, pl, MAXF, lo, hi) == nu && !memcmp(pl, pu, nu * 8),
-	      "walk after flush differs");
-out:
-	unwinder_free(u);
+	/* and so does one after a flush (not before dlopen's second trap, which
+	 * checks that a library mapped since the last walk is found unflushed) */
+	if (strcmp(mode, "dlopen") || idx == 1) {
+		unwinder_flush(u);
+		CHECK(unwind_stack(u, tid, &ru, pl, MAXF, lo, hi) == nu &&
+		      !memcmp(pl, pu, nu * 8), "walk after flush differs");
+	}
 }
 
 /* ---- bench ---- */
@@ -450,16 +452,16 @@ static void bench(pid_t tid, long iters)
 
 int main(int argc, char **argv)
 {
+	struct unwinder *u;
 	pid_t tid;
 	char link[64];
 	ssize_t len;
-	int ok;
 
 	if (argc < 4 || (strcmp(argv[1], "check") && strcmp(argv[1], "bench"))) {
 		fprintf(stderr, "usage: unwtest check|bench FIXTURE MODE [N]\n");
 		return 99;
 	}
-	spawn_until_trap(argv[2], argv[3], &tid);
+	tid = spawn_until_trap(argv[2], argv[3]);
 	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
 	len = readlink(link, exe_path, sizeof(exe_path) - 1);
 	if (len <= 0) {
@@ -470,12 +472,26 @@ int main(int argc, char **argv)
 	maps_read();
 	syms_load();
 	printf("pid %d, trapped thread %d, mode %s\n", pid, tid, argv[3]);
-	if (!strcmp(argv[1], "check"))
-		check(argv[3], tid);
-	else
+	if (!strcmp(argv[1], "check")) {
+		u = unwinder_new(pid);
+		CHECK(u, "unwinder_new");
+		if (u)
+			check(u, argv[3], tid, 0);
+		if (u && !strcmp(argv[3], "dlopen")) {
+			tid = run_to_trap(tid);
+			CHECK(tid, "no second trap");
+			maps_read();	/* the tool's symbolizer needs libz */
+			if (tid)
+				check(u, argv[3], tid, 1);
+		}
+		unwinder_free(u);
+	} else {
 		bench(tid, argc > 4 ? atol(argv[4]) : 100000);
-	ok = resume_to_exit(tid) == 0;
-	CHECK(ok, "fixture did not exit 0 after the walk");
+	}
+	while (tid && (tid = run_to_trap(tid)))
+		CHECK(0, "unexpected trap in thread %d", tid);
+	CHECK(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0,
+	      "fixture did not exit 0 after the walks (status 0x%x)", exit_status);
 	printf("%s\n", failures ? "FAILED" : "OK");
 	return failures ? 1 : 0;
 }
