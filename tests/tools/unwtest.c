@@ -23,6 +23,9 @@
  * Usage:
  *   unwtest check FIXTURE MODE      walk the trapped thread, compare with the
  *                                   expected chain for MODE; exit 0/1
+ *   unwtest seize FIXTURE sleep     start the fixture untraced, seize and
+ *                                   interrupt it in pause(), walk from the
+ *                                   live registers, detach; exit 0/1
  *   unwtest bench FIXTURE MODE [N]  N walks of the trapped thread; unwinds/s
  *                                   (env UNWTEST_NO_BASELINE=1: skip the slow
  *                                   stock libunwind-ptrace comparison)
@@ -277,6 +280,66 @@ static pid_t spawn_until_trap(const char *fixture, const char *mode)
 	return tid;
 }
 
+/* ---- seize a running fixture ---- */
+
+/*
+ * Start the fixture untraced with stdout on a pipe, wait for its "ready"
+ * line, then PTRACE_SEIZE and PTRACE_INTERRUPT it. Returns the stopped
+ * thread (the main one).
+ */
+static pid_t spawn_and_seize(const char *fixture, const char *mode)
+{
+	char line[128] = "";
+	int fd[2], st;
+	FILE *f;
+
+	if (pipe(fd) < 0) {
+		perror("pipe");
+		exit(99);
+	}
+	pid = fork();
+	if (pid == 0) {
+		dup2(fd[1], 1);
+		close(fd[0]);
+		close(fd[1]);
+		execl(fixture, fixture, mode, (char *)NULL);
+		_exit(99);
+	}
+	close(fd[1]);
+	f = fdopen(fd[0], "r");
+	if (!f || !fgets(line, sizeof(line), f) || strncmp(line, "ready", 5)) {
+		fprintf(stderr, "fixture not ready: '%s'\n", line);
+		exit(1);
+	}
+	/* "ready" is printed just before pause(): wait until it is in there */
+	for (int i = 0; i < 200; i++) {
+		char fn[64], sc[64] = "";
+		FILE *p;
+
+		snprintf(fn, sizeof(fn), "/proc/%d/syscall", pid);
+		p = fopen(fn, "r");
+		if (p && fgets(sc, sizeof(sc), p) && !strncmp(sc, "34 ", 3)) {
+			fclose(p);
+			break;
+		}
+		if (p)
+			fclose(p);
+		usleep(10000);
+	}
+	if (ptrace(PTRACE_SEIZE, pid, NULL, NULL) < 0) {
+		fprintf(stderr, "SKIP: PTRACE_SEIZE: %s\n", strerror(errno));
+		kill(pid, SIGKILL);
+		exit(errno == EPERM ? 77 : 1);
+	}
+	if (ptrace(PTRACE_INTERRUPT, pid, NULL, NULL) < 0 || waitpid(pid, &st, __WALL) != pid ||
+	    !WIFSTOPPED(st)) {
+		fprintf(stderr, "cannot interrupt the fixture\n");
+		kill(pid, SIGKILL);
+		exit(1);
+	}
+	return pid;
+}
+
 /* ---- check ---- */
 
 static int failures;
@@ -457,11 +520,15 @@ int main(int argc, char **argv)
 	char link[64];
 	ssize_t len;
 
-	if (argc < 4 || (strcmp(argv[1], "check") && strcmp(argv[1], "bench"))) {
-		fprintf(stderr, "usage: unwtest check|bench FIXTURE MODE [N]\n");
+	if (argc < 4 || (strcmp(argv[1], "check") && strcmp(argv[1], "bench") &&
+			 strcmp(argv[1], "seize"))) {
+		fprintf(stderr, "usage: unwtest check|seize|bench FIXTURE MODE [N]\n");
 		return 99;
 	}
-	tid = spawn_until_trap(argv[2], argv[3]);
+	if (!strcmp(argv[1], "seize"))
+		tid = spawn_and_seize(argv[2], argv[3]);
+	else
+		tid = spawn_until_trap(argv[2], argv[3]);
 	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
 	len = readlink(link, exe_path, sizeof(exe_path) - 1);
 	if (len <= 0) {
@@ -472,6 +539,29 @@ int main(int argc, char **argv)
 	maps_read();
 	syms_load();
 	printf("pid %d, trapped thread %d, mode %s\n", pid, tid, argv[3]);
+	if (!strcmp(argv[1], "seize")) {
+		struct user_regs_struct ur;
+		struct unwind_regs r;
+		uint64_t pcs[MAXF];
+		char s[4096];
+		int n;
+
+		u = unwinder_new(pid);
+		CHECK(ptrace(PTRACE_GETREGS, tid, NULL, &ur) == 0, "GETREGS");
+		unwind_regs_from_live(&ur, &r);
+		n = walk(u, tid, &r, pcs, 0, 0, s, sizeof(s), "live start in pause()");
+		CHECK(n > 0 && starts_with(s, "[libc.so] sleeper f3 f2 f1 f0 main [libc.so]"),
+		      "got '%s'", s);
+		unwinder_free(u);
+		CHECK(ptrace(PTRACE_DETACH, tid, NULL, NULL) == 0, "detach");
+		usleep(20000);
+		CHECK(kill(pid, 0) == 0 && waitpid(pid, NULL, WNOHANG) == 0,
+		      "fixture did not survive the detach");
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		printf("%s\n", failures ? "FAILED" : "OK");
+		return failures ? 1 : 0;
+	}
 	if (!strcmp(argv[1], "check")) {
 		u = unwinder_new(pid);
 		CHECK(u, "unwinder_new");
