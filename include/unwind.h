@@ -79,8 +79,9 @@ void unwinder_get_stats(const struct unwinder *u, struct unwind_stats *st);
  * -UNWIND_ENESTED (pass stop_lo == stop_hi to disable the check).
  * The walk ends at ip 0, at the end of the unwind info chain, or when a step
  * fails; the frames found so far are then returned.
- * Returns the number of frames (>= 1), -EINVAL for bad arguments, -ESRCH if
- * the thread's stack cannot be read at all, or -UNWIND_ENESTED.
+ * Returns the number of frames (>= 1), -UNWIND_ENESTED, -EINVAL for bad
+ * arguments, or, when nothing at start->sp can be read, -ESRCH (process gone)
+ * or -EFAULT (sp not in readable memory).
  */
 int unwind_stack(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
 		 uint64_t *pcs, size_t max, uint64_t stop_lo, uint64_t stop_hi);

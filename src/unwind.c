@@ -539,7 +539,8 @@ void unwinder_get_stats(const struct unwinder *u, struct unwind_stats *st)
 
 /*
  * Copy the stack from sp up to the window size or the end of the stack
- * mapping. 0, or -ESRCH if nothing at sp can be read.
+ * mapping. 0, or -errno if nothing at sp can be read (-ESRCH: the process is
+ * gone, -EFAULT: sp is not in readable memory).
  */
 static int stack_snapshot(struct unwinder *u, uint64_t sp)
 {
@@ -562,7 +563,7 @@ static int stack_snapshot(struct unwinder *u, uint64_t sp)
 	}
 	if (n <= 0) {
 		u->stk_lo = u->stk_hi = 0;
-		return -ESRCH;
+		return n < 0 ? (int)n : -EFAULT;
 	}
 	u->stk_lo = sp;
 	u->stk_hi = sp + n;
