@@ -66,8 +66,13 @@ struct unwinder;
  */
 struct unwinder *unwinder_new(pid_t pid);
 void unwinder_free(struct unwinder *u);
-/* Drop everything cached about the target's mappings (call after
- * dlopen/dlclose/munmap of code, or exec). */
+/*
+ * Drop everything cached about the target's mappings: maps, per-object
+ * unwind tables, read-only pages and libunwind's per-ip cache. New mappings
+ * (dlopen) are found without it, since an address outside the cached maps
+ * re-reads them (once per unwind); it is required when code is unmapped or
+ * replaced (dlclose, munmap, exec), before the next unwind.
+ */
 void unwinder_flush(struct unwinder *u);
 void unwinder_get_stats(const struct unwinder *u, struct unwind_stats *st);
 

@@ -22,6 +22,12 @@
  * _UPT_find_proc_info passes its own (context) argument to access_mem, so the
  * accessors find the unwinder through a thread-local pointer that is set for
  * the duration of unwind_stack().
+ *
+ * Cost (tests/tools/unwtest bench, 13 frames over exe/libgcc_s/libc): ~10 us
+ * per warm unwind, one process_vm_readv; most of the rest is the
+ * rt_sigprocmask pair libunwind 1.6.2 issues around its cache lock on every
+ * step. Stock _UPT_accessors: ~3 ms. Memory: 1 MiB page cache + 32 KiB
+ * stack window per unwinder, plus libunwind's cache.
  */
 
 #include <fcntl.h>
