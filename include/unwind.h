@@ -66,8 +66,13 @@ struct unwinder;
  */
 struct unwinder *unwinder_new(pid_t pid);
 void unwinder_free(struct unwinder *u);
-/* Drop everything cached about the target's mappings (call after
- * dlopen/dlclose/munmap of code, or exec). */
+/*
+ * Drop everything cached about the target's mappings: maps, per-object
+ * unwind tables, read-only pages and libunwind's per-ip cache. New mappings
+ * (dlopen) are found without it, since an address outside the cached maps
+ * re-reads them (once per unwind); it is required when code is unmapped or
+ * replaced (dlclose, munmap, exec), before the next unwind.
+ */
 void unwinder_flush(struct unwinder *u);
 void unwinder_get_stats(const struct unwinder *u, struct unwind_stats *st);
 
@@ -79,8 +84,9 @@ void unwinder_get_stats(const struct unwinder *u, struct unwind_stats *st);
  * -UNWIND_ENESTED (pass stop_lo == stop_hi to disable the check).
  * The walk ends at ip 0, at the end of the unwind info chain, or when a step
  * fails; the frames found so far are then returned.
- * Returns the number of frames (>= 1), -EINVAL for bad arguments, -ESRCH if
- * the thread's stack cannot be read at all, or -UNWIND_ENESTED.
+ * Returns the number of frames (>= 1), -UNWIND_ENESTED, -EINVAL for bad
+ * arguments, or, when nothing at start->sp can be read, -ESRCH (process gone)
+ * or -EFAULT (sp not in readable memory).
  */
 int unwind_stack(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
 		 uint64_t *pcs, size_t max, uint64_t stop_lo, uint64_t stop_hi);

@@ -23,7 +23,12 @@
  * Usage:
  *   unwtest check FIXTURE MODE      walk the trapped thread, compare with the
  *                                   expected chain for MODE; exit 0/1
+ *   unwtest seize FIXTURE sleep     start the fixture untraced, seize and
+ *                                   interrupt it in pause(), walk from the
+ *                                   live registers, detach; exit 0/1
  *   unwtest bench FIXTURE MODE [N]  N walks of the trapped thread; unwinds/s
+ *                                   (env UNWTEST_NO_BASELINE=1: skip the slow
+ *                                   stock libunwind-ptrace comparison)
  * FIXTURE is build/fixtures/deepstack; MODE is one of its modes. The fixture
  * runs under PTRACE_TRACEME, stops on the int3 in hook_trap, is walked, then
  * resumed; it must exit 0. Exit 77 when ptrace is not permitted.
@@ -153,14 +158,16 @@ static uint64_t sym_addr(const char *name)
 }
 
 /*
- * Name of the frame at pc: the function for the executable, "[lib]" (basename)
- * for another object. Return addresses are looked up at pc - 1.
+ * Name of the frame at pc: the function for the executable, "[lib.so]"
+ * (basename without the version) for another object. Return addresses are
+ * looked up at pc - 1.
  */
 static void frame_name(uint64_t pc, int exact, char *buf, size_t len)
 {
 	uint64_t a = exact ? pc : pc - 1;
 	const struct tmap *m = map_of(a);
 	const char *b;
+	char *v;
 
 	if (m && !strcmp(m->path, exe_path)) {
 		for (size_t i = 0; i < nsyms; i++)
@@ -172,7 +179,11 @@ static void frame_name(uint64_t pc, int exact, char *buf, size_t len)
 		return;
 	}
 	b = m ? strrchr(m->path, '/') : NULL;
-	snprintf(buf, len, "[%.200s]", b ? b + 1 : m ? m->path : "?");
+	snprintf(buf, len, "[%.200s", b ? b + 1 : m ? m->path : "?");
+	v = strstr(buf, ".so");
+	if (v)
+		v[3] = 0;
+	snprintf(buf + strlen(buf), len - strlen(buf), "]");
 }
 
 /* Frames as names, runs of the same library folded into one token,
@@ -195,10 +206,52 @@ static void chain_string(const uint64_t *pcs, int n, int exact0, char *out, size
 
 /* ---- tracing the fixture ---- */
 
-/* Start the fixture traced; returns when some thread is stopped on the int3
- * of hook_trap; *tid is that thread. */
-static void spawn_until_trap(const char *fixture, const char *mode, pid_t *tid)
+static int exit_status = -1;	/* of the fixture, once it has ended */
+
+/*
+ * Resume thread resume (0: none) and run the fixture until a thread stops on
+ * the int3 of hook_trap; returns that thread, or 0 once the fixture has
+ * ended (exit_status set).
+ */
+static pid_t run_to_trap(pid_t resume)
 {
+	int st;
+
+	if (resume)
+		ptrace(PTRACE_CONT, resume, NULL, NULL);
+	for (;;) {
+		pid_t t = waitpid(-1, &st, __WALL);
+		siginfo_t si;
+		int sig;
+
+		if (t < 0) {
+			perror("waitpid");
+			exit(1);
+		}
+		if (WIFEXITED(st) || WIFSIGNALED(st)) {
+			if (t == pid) {
+				exit_status = st;
+				return 0;
+			}
+			continue;
+		}
+		sig = WSTOPSIG(st);
+		if (st >> 16 || sig == SIGSTOP) {
+			ptrace(PTRACE_CONT, t, NULL, NULL);
+			continue;
+		}
+		if (sig == SIGTRAP && ptrace(PTRACE_GETSIGINFO, t, NULL, &si) == 0 &&
+		    si.si_code == SI_KERNEL)
+			return t;
+		ptrace(PTRACE_CONT, t, NULL, (void *)(long)sig);
+	}
+}
+
+/* Start the fixture traced and run it to its first trap; returns the
+ * trapped thread. */
+static pid_t spawn_until_trap(const char *fixture, const char *mode)
+{
+	pid_t tid;
 	int st;
 
 	pid = fork();
@@ -219,57 +272,72 @@ static void spawn_until_trap(const char *fixture, const char *mode, pid_t *tid)
 	}
 	ptrace(PTRACE_SETOPTIONS, pid, NULL,
 	       (void *)(long)(PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL));
-	ptrace(PTRACE_CONT, pid, NULL, NULL);
-	for (;;) {
-		pid_t t = waitpid(-1, &st, __WALL);
-		siginfo_t si;
-		int sig;
-
-		if (t < 0) {
-			perror("waitpid");
-			exit(1);
-		}
-		if (WIFEXITED(st) || WIFSIGNALED(st)) {
-			if (t == pid) {
-				fprintf(stderr, "fixture ended before the trap (status 0x%x)\n", st);
-				exit(1);
-			}
-			continue;
-		}
-		sig = WSTOPSIG(st);
-		if (st >> 16 || sig == SIGSTOP) {
-			ptrace(PTRACE_CONT, t, NULL, NULL);
-			continue;
-		}
-		if (sig == SIGTRAP && ptrace(PTRACE_GETSIGINFO, t, NULL, &si) == 0 &&
-		    si.si_code == SI_KERNEL) {
-			*tid = t;
-			return;
-		}
-		ptrace(PTRACE_CONT, t, NULL, (void *)(long)sig);
+	tid = run_to_trap(pid);
+	if (!tid) {
+		fprintf(stderr, "fixture ended before the trap (status 0x%x)\n", exit_status);
+		exit(1);
 	}
+	return tid;
 }
 
-/* Resume the trapped thread and wait for the fixture to exit; 0 if it
- * exited with status 0. */
-static int resume_to_exit(pid_t tid)
+/* ---- seize a running fixture ---- */
+
+/*
+ * Start the fixture untraced with stdout on a pipe, wait for its "ready"
+ * line, then PTRACE_SEIZE and PTRACE_INTERRUPT it. Returns the stopped
+ * thread (the main one).
+ */
+static pid_t spawn_and_seize(const char *fixture, const char *mode)
 {
-	int st;
+	char line[128] = "";
+	int fd[2], st;
+	FILE *f;
 
-	ptrace(PTRACE_CONT, tid, NULL, NULL);
-	for (;;) {
-		pid_t t = waitpid(-1, &st, __WALL);
-
-		if (t < 0)
-			return -1;
-		if (WIFEXITED(st) || WIFSIGNALED(st)) {
-			if (t == pid)
-				return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-			continue;
-		}
-		ptrace(PTRACE_CONT, t, NULL,
-		       (void *)(long)(st >> 16 || WSTOPSIG(st) == SIGSTOP ? 0 : WSTOPSIG(st)));
+	if (pipe(fd) < 0) {
+		perror("pipe");
+		exit(99);
 	}
+	pid = fork();
+	if (pid == 0) {
+		dup2(fd[1], 1);
+		close(fd[0]);
+		close(fd[1]);
+		execl(fixture, fixture, mode, (char *)NULL);
+		_exit(99);
+	}
+	close(fd[1]);
+	f = fdopen(fd[0], "r");
+	if (!f || !fgets(line, sizeof(line), f) || strncmp(line, "ready", 5)) {
+		fprintf(stderr, "fixture not ready: '%s'\n", line);
+		exit(1);
+	}
+	/* "ready" is printed just before pause(): wait until it is in there */
+	for (int i = 0; i < 200; i++) {
+		char fn[64], sc[64] = "";
+		FILE *p;
+
+		snprintf(fn, sizeof(fn), "/proc/%d/syscall", pid);
+		p = fopen(fn, "r");
+		if (p && fgets(sc, sizeof(sc), p) && !strncmp(sc, "34 ", 3)) {
+			fclose(p);
+			break;
+		}
+		if (p)
+			fclose(p);
+		usleep(10000);
+	}
+	if (ptrace(PTRACE_SEIZE, pid, NULL, NULL) < 0) {
+		fprintf(stderr, "SKIP: PTRACE_SEIZE: %s\n", strerror(errno));
+		kill(pid, SIGKILL);
+		exit(errno == EPERM ? 77 : 1);
+	}
+	if (ptrace(PTRACE_INTERRUPT, pid, NULL, NULL) < 0 || waitpid(pid, &st, __WALL) != pid ||
+	    !WIFSTOPPED(st)) {
+		fprintf(stderr, "cannot interrupt the fixture\n");
+		kill(pid, SIGKILL);
+		exit(1);
+	}
+	return pid;
 }
 
 /* ---- check ---- */
@@ -297,13 +365,13 @@ static int starts_with(const char *s, const char *prefix)
 	return !strncmp(s, prefix, strlen(prefix));
 }
 
-static void check(const char *mode, pid_t tid)
+/* Check the walks of the idx-th trap of the fixture in mode. */
+static void check(struct unwinder *u, const char *mode, pid_t tid, int idx)
 {
 	uint64_t lo = sym_addr("tramp_lo"), hi = sym_addr("tramp_hi");
 	uint64_t pu[MAXF], pl[MAXF];
 	struct user_regs_struct ur;
 	struct unwind_regs ru, rl;
-	struct unwinder *u;
 	char su[4096], sl[4096];
 	const char *want = NULL;
 	int nu, nl;
@@ -311,10 +379,6 @@ static void check(const char *mode, pid_t tid)
 	CHECK(lo && hi, "no tramp_lo/tramp_hi symbols");
 	CHECK(ptrace(PTRACE_GETREGS, tid, NULL, &ur) == 0, "GETREGS: %s", strerror(errno));
 	CHECK(ur.rip == sym_addr("hook_trap") + 1, "stopped at 0x%llx, not in hook_trap", ur.rip);
-	u = unwinder_new(pid);
-	CHECK(u, "unwinder_new");
-	if (!u)
-		return;
 	CHECK(unwind_regs_from_user(tid, &ur, &ru) == 0, "unwind_regs_from_user");
 	unwind_regs_from_live(&ur, &rl);
 	nu = walk(u, tid, &ru, pu, lo, hi, su, sizeof(su), "after-return start");
@@ -327,19 +391,23 @@ static void check(const char *mode, pid_t tid)
 		nu = walk(u, tid, &ru, pu, 0, 0, su, sizeof(su), "no stop range");
 		CHECK(nu >= 2 && starts_with(su, "nested_inner fake_tramp"),
 		      "no stop range: got '%s'", su);
-		goto out;
+		return;
 	}
-	if (!strcmp(mode, "chain"))
-		want = "f3 f2 f1 f0 main [libc.so.6]";
+	if (!strcmp(mode, "chain") || (!strcmp(mode, "dlopen") && idx == 0))
+		want = "f3 f2 f1 f0 main [libc.so]";
 	else if (!strcmp(mode, "thread"))
-		want = "f3 f2 f1 f0 thread_main [libc.so.6]";
+		want = "f3 f2 f1 f0 thread_main [libc.so]";
+	else if (!strcmp(mode, "dlopen"))
+		want = "zin [libz.so] zmain main [libc.so]";
+	else if (!strcmp(mode, "signal"))
+		want = "f3 f2 f1 f0 on_usr1 [libc.so] sigmain main [libc.so]";
 	else if (!strcmp(mode, "qsort"))
-		want = "cmp [libc.so.6] q0 main [libc.so.6]";
+		want = "cmp [libc.so] q0 main [libc.so]";
 	else if (!strcmp(mode, "mixed"))
-		want = "ucb [libgcc_s.so.1] cmp_mixed [libc.so.6] q0 main [libc.so.6]";
+		want = "ucb [libgcc_s.so] cmp_mixed [libc.so] q0 main [libc.so]";
 	CHECK(want, "unknown mode %s", mode);
 	if (!want)
-		goto out;
+		return;
 	if (!strcmp(mode, "thread"))
 		CHECK(tid != pid, "trap on the main thread, expected a second thread");
 	CHECK(nu > 0 && starts_with(su, want), "after-return start: got '%s', want '%s...'", su, want);
@@ -352,12 +420,13 @@ static void check(const char *mode, pid_t tid)
 	/* cached second walk gives the same answer */
 	CHECK(unwind_stack(u, tid, &ru, pl, MAXF, lo, hi) == nu && !memcmp(pl, pu, nu * 8),
 	      "second walk differs");
-	/* and so does one after a flush */
-	unwinder_flush(u);
-	CHECK(unwind_stack(u, tid, &ru, pl, MAXF, lo, hi) == nu && !memcmp(pl, pu, nu * 8),
-	      "walk after flush differs");
-out:
-	unwinder_free(u);
+	/* and so does one after a flush (not before dlopen's second trap, which
+	 * checks that a library mapped since the last walk is found unflushed) */
+	if (strcmp(mode, "dlopen") || idx == 1) {
+		unwinder_flush(u);
+		CHECK(unwind_stack(u, tid, &ru, pl, MAXF, lo, hi) == nu &&
+		      !memcmp(pl, pu, nu * 8), "walk after flush differs");
+	}
 }
 
 /* ---- bench ---- */
@@ -446,16 +515,20 @@ static void bench(pid_t tid, long iters)
 
 int main(int argc, char **argv)
 {
+	struct unwinder *u;
 	pid_t tid;
 	char link[64];
 	ssize_t len;
-	int ok;
 
-	if (argc < 4 || (strcmp(argv[1], "check") && strcmp(argv[1], "bench"))) {
-		fprintf(stderr, "usage: unwtest check|bench FIXTURE MODE [N]\n");
+	if (argc < 4 || (strcmp(argv[1], "check") && strcmp(argv[1], "bench") &&
+			 strcmp(argv[1], "seize"))) {
+		fprintf(stderr, "usage: unwtest check|seize|bench FIXTURE MODE [N]\n");
 		return 99;
 	}
-	spawn_until_trap(argv[2], argv[3], &tid);
+	if (!strcmp(argv[1], "seize"))
+		tid = spawn_and_seize(argv[2], argv[3]);
+	else
+		tid = spawn_until_trap(argv[2], argv[3]);
 	snprintf(link, sizeof(link), "/proc/%d/exe", pid);
 	len = readlink(link, exe_path, sizeof(exe_path) - 1);
 	if (len <= 0) {
@@ -466,12 +539,49 @@ int main(int argc, char **argv)
 	maps_read();
 	syms_load();
 	printf("pid %d, trapped thread %d, mode %s\n", pid, tid, argv[3]);
-	if (!strcmp(argv[1], "check"))
-		check(argv[3], tid);
-	else
+	if (!strcmp(argv[1], "seize")) {
+		struct user_regs_struct ur;
+		struct unwind_regs r;
+		uint64_t pcs[MAXF];
+		char s[4096];
+		int n;
+
+		u = unwinder_new(pid);
+		CHECK(ptrace(PTRACE_GETREGS, tid, NULL, &ur) == 0, "GETREGS");
+		unwind_regs_from_live(&ur, &r);
+		n = walk(u, tid, &r, pcs, 0, 0, s, sizeof(s), "live start in pause()");
+		CHECK(n > 0 && starts_with(s, "[libc.so] sleeper f3 f2 f1 f0 main [libc.so]"),
+		      "got '%s'", s);
+		unwinder_free(u);
+		CHECK(ptrace(PTRACE_DETACH, tid, NULL, NULL) == 0, "detach");
+		usleep(20000);
+		CHECK(kill(pid, 0) == 0 && waitpid(pid, NULL, WNOHANG) == 0,
+		      "fixture did not survive the detach");
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		printf("%s\n", failures ? "FAILED" : "OK");
+		return failures ? 1 : 0;
+	}
+	if (!strcmp(argv[1], "check")) {
+		u = unwinder_new(pid);
+		CHECK(u, "unwinder_new");
+		if (u)
+			check(u, argv[3], tid, 0);
+		if (u && !strcmp(argv[3], "dlopen")) {
+			tid = run_to_trap(tid);
+			CHECK(tid, "no second trap");
+			maps_read();	/* the tool's symbolizer needs libz */
+			if (tid)
+				check(u, argv[3], tid, 1);
+		}
+		unwinder_free(u);
+	} else {
 		bench(tid, argc > 4 ? atol(argv[4]) : 100000);
-	ok = resume_to_exit(tid) == 0;
-	CHECK(ok, "fixture did not exit 0 after the walk");
+	}
+	while (tid && (tid = run_to_trap(tid)))
+		CHECK(0, "unexpected trap in thread %d", tid);
+	CHECK(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0,
+	      "fixture did not exit 0 after the walks (status 0x%x)", exit_status);
 	printf("%s\n", failures ? "FAILED" : "OK");
 	return failures ? 1 : 0;
 }

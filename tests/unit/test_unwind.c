@@ -169,7 +169,7 @@ static void test_unreadable_stack(void)
 	struct unwind_regs r = { .ip = 0x1000, .sp = 0x10 };
 
 	setup();
-	expect_int_eq(unwind_stack(uw, getpid(), &r, pcs, 8, 0, 0), -ESRCH);
+	expect_int_eq(unwind_stack(uw, getpid(), &r, pcs, 8, 0, 0), -EFAULT);
 }
 
 static void test_regs_from_user(void)
