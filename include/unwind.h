@@ -92,6 +92,13 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
 		 uint64_t *pcs, size_t max, uint64_t stop_lo, uint64_t stop_hi);
 
 /*
+ * unwind_stack() over a stack copied earlier (by the in-target agent):
+ * stack[0..len) holds the bytes that were at start->sp. Memory outside the
+ * copy is read from the live process. Same returns as unwind_stack().
+ */
+int unwind_stack_copy(struct unwinder *u, const struct unwind_regs *start,
+		      const void *stack, size_t len, uint64_t *pcs, size_t max);
+/*
  * "After return" start for a thread stopped at an int3 (trap) right after the
  * allocator returned, with rsp pointing at the return address: ip = the word
  * at rsp (read from thread tid), sp = rsp + 8, callee-saved from r.

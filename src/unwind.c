@@ -582,8 +582,12 @@ static int in_range(uint64_t ip, uint64_t lo, uint64_t hi)
 	return ip >= lo && ip < hi;
 }
 
-int unwind_stack(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
-		 uint64_t *pcs, size_t max, uint64_t stop_lo, uint64_t stop_hi)
+/* The walk behind unwind_stack and unwind_stack_copy: with copy == NULL the
+ * stack is read from the live thread, else from copy[0..copy_len) taken at
+ * start->sp. */
+static int walk(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
+		const void *copy, size_t copy_len,
+		uint64_t *pcs, size_t max, uint64_t stop_lo, uint64_t stop_hi)
 {
 	struct unwinder *saved = cur_unwinder;
 	unw_word_t ip, sp, prev_ip, prev_sp;
@@ -606,9 +610,18 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
 		u->regs.ip--;	/* look up the call, not what follows it */
 	u->gen++;
 	u->st.unwinds++;
-	ret = stack_snapshot(u, start->sp);
-	if (ret < 0)
-		goto out;
+	if (copy) {
+		if (copy_len > UNWIND_STACK_WINDOW)
+			copy_len = UNWIND_STACK_WINDOW;
+		memcpy(u->stk, copy, copy_len);
+		u->stk_lo = start->sp;
+		u->stk_hi = start->sp + copy_len;
+		ret = 0;
+	} else {
+		ret = stack_snapshot(u, start->sp);
+		if (ret < 0)
+			goto out;
+	}
 	ret = 1;
 	if (unw_init_remote(&c, u->as, u) < 0)
 		goto out;
@@ -637,4 +650,18 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
 out:
 	cur_unwinder = saved;
 	return ret;
+}
+
+int unwind_stack(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
+		 uint64_t *pcs, size_t max, uint64_t stop_lo, uint64_t stop_hi)
+{
+	return walk(u, tid, start, NULL, 0, pcs, max, stop_lo, stop_hi);
+}
+
+int unwind_stack_copy(struct unwinder *u, const struct unwind_regs *start,
+		      const void *stack, size_t len, uint64_t *pcs, size_t max)
+{
+	if (!stack)
+		return -EINVAL;
+	return walk(u, u ? u->pid : 0, start, stack, len, pcs, max, 0, 0);
 }
