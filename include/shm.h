@@ -98,6 +98,8 @@ struct shm_hdr {
 	volatile uint64_t gap_idx;      /* next gaps[] entry (lock xadd) */
 	volatile uint64_t nested;       /* calls made from inside a hooked call */
 	volatile uint64_t walks, walk_misses;  /* agent statistics */
+	volatile uint64_t no_stack_copy; /* set by the agent once process_vm_readv
+					 * is refused (seccomp): later misses send no copy */
 };
 
 /* One frame rule: how to find the caller of a frame whose return address is ip. */
@@ -118,8 +120,11 @@ struct shm_frame {
 #define SHM_EV_FREE     2
 #define SHM_EV_PAD      3
 
-#define SHM_EVF_STACK   1   /* a stack copy follows the frames (walk missed) */
+#define SHM_EVF_STACK   1   /* a stack copy (stack_len bytes) follows the frames */
 #define SHM_EVF_TRUNC   2   /* the walk stopped at SHM_MAX_DEPTH */
+#define SHM_EVF_MISS    4   /* the walk missed: the last frame has no usable rule */
+#define SHM_EVF_HOOK_SHIFT 16  /* bits 16-23: the hook's enum hook_kind */
+#define SHM_EVF_HOOK(flags) (((flags) >> SHM_EVF_HOOK_SHIFT) & 0xff)
 
 struct shm_ev_free {
 	uint32_t len;
