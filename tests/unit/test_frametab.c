@@ -5,6 +5,7 @@
 #include <libunwind.h>
 #include <pthread.h>
 #include <sys/auxv.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -274,6 +275,65 @@ static void test_rule_vdso(void)
 	elfobj_free(e);
 out:
 	proc_maps_free(&maps);
+}
+
+/*
+ * Another process, whose own code has CFI in .debug_frame only (the fixture
+ * is built without unwind tables): the rule comes from the fallback.
+ * Skipped when the fixture is not built.
+ */
+static void test_rule_debug_frame_other_process(void)
+{
+	const char *b = getenv("BUILD") ? getenv("BUILD") : "build";
+	struct shm_frame *tab = calloc(SHM_NFRAMES, sizeof(*tab));
+	struct frametab *f = NULL;
+	struct shm_frame r;
+	unsigned long ra = 0;
+	int in[2], out[2];
+	char path[256], line[128];
+	FILE *fp;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/fixtures/debugframe", b);
+	if (access(path, X_OK)) {
+		printf("skipped: no %s (run make fixtures)\n", path);
+		free(tab);
+		return;
+	}
+	if (pipe(in) || pipe(out))
+		goto out_free;
+	pid = fork();
+	if (pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[1]);
+		close(out[0]);
+		execl(path, path, (char *)NULL);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	fp = fdopen(out[0], "r");
+	while (fp && fgets(line, sizeof(line), fp)) {
+		sscanf(line, "retaddr %lx", &ra);
+		if (!strncmp(line, "ready", 5))
+			break;
+	}
+	expect_true(ra != 0);
+	f = frametab_new(pid, tab);
+	expect_int_eq(frametab_rule(f, ra, 0, &r), 0);
+	expect_int_eq(r.base, SHM_BASE_RBP);
+	expect_int_eq(r.cfa_off, 16);
+	expect_int_eq(r.rbp_saved, 1);
+	expect_int_eq(r.rbp_off, -16);
+	expect_int_eq(frametab_learn(f, ra), 1);
+	frametab_free(f);
+	close(in[1]);		/* the fixture exits */
+	if (fp)
+		fclose(fp);
+	waitpid(pid, NULL, 0);
+out_free:
+	free(tab);
 }
 
 /* ---- (2)(3) walking the live stack with the table ---- */
@@ -687,6 +747,7 @@ HARNESS_MAIN("frametab",
 	T(test_rule_asm_cfi),
 	T(test_rule_no_code),
 	T(test_rule_vdso),
+	T(test_rule_debug_frame_other_process),
 	T(test_walk_main),
 	T(test_walk_through_libc),
 	T(test_walk_thread),
