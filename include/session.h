@@ -14,9 +14,11 @@
 #include "tracee.h"
 #include "shm.h"
 #include "tramp.h"
+#include "tramp_fast.h"
 
 struct unwinder;
 struct symbolizer;
+struct frametab;
 struct inject_region;
 
 /* A patched entry point and its trampoline. */
@@ -62,6 +64,12 @@ struct session {
 	size_t npatches;
 	struct region regions[SESSION_MAX_REGIONS];
 	size_t nregions;
+
+	int fast;                       /* trap-free mode */
+	int exact;                      /* every call recorded (rate 1) */
+	struct tramp_fast_env fenv;     /* fast mode: where trampolines find data and agent */
+	struct frametab *ftab;          /* fast mode: frame rules the agent walks with */
+	uint64_t drops_seen;
 
 	struct profile *prof;
 	struct sampler sampler;
@@ -120,6 +128,16 @@ int events_dispatch(void *sess, pid_t tid, int status);
 /* Handle a SIGTRAP at one of our traps for thread tid (stopped). 1 if it was
  * ours, 0 if not (a genuine SIGTRAP to deliver), -errno on error. */
 int collect_trap(struct session *s, pid_t tid, int record);
+
+/* ---- fast.c ---- */
+/* Fill region 0's shared layout: header, counters, gaps, bloom; frame table. */
+void fast_init_data(struct session *s, uint64_t data_remote, uint64_t ring_size);
+void fast_refill_gaps(struct session *s);
+void fast_heartbeat(struct session *s);
+/* Handle every committed event in the ring; returns how many. */
+size_t fast_drain(struct session *s);
+/* Fold the agent's drop and nesting counters into the session. */
+void fast_sync_stats(struct session *s);
 
 /* ---- session.c ---- */
 /* Write a numbered dump (seq > 0) or the final one (seq == 0). */

@@ -3,11 +3,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/user.h>
 #include <time.h>
 #include <unistd.h>
 #include "bkpt.h"
+#include "frametab.h"
 #include "inject.h"
 #include "log.h"
 #include "remote.h"
@@ -16,6 +18,8 @@
 #include "xmalloc.h"
 
 #define REGION_DATA_TRAP 4096
+#define FAST_RING_SIZE (8u << 20)
+#define REGION_DATA_FAST (SHM_OFF_RING + FAST_RING_SIZE)
 #define REACH ((int64_t)INJECT_REACH - REGION_CODE - REGION_DATA_TRAP)
 #define MAX_BODY 8192
 #define NOP_INSN 0x90
@@ -68,11 +72,13 @@ static int region_for(struct session *s, uint64_t addr)
 
 	for (size_t i = 0; i < s->nregions; i++) {
 		r = &s->regions[i];
-		if (dist(r->remote, addr) < REACH && r->used + TRAMP_MAX_SIZE + 16 <= r->size)
+		if (dist(r->remote, addr) < REACH && r->used + TRAMP_FAST_MAX_SIZE + 16 <= r->size)
 			return (int)i;
 	}
 	if (s->nregions == SESSION_MAX_REGIONS)
 		return -ENOSPC;
+	if (s->fast && s->nregions)
+		return -ERANGE;	/* one shared data area: everything must reach it */
 	r = &s->regions[s->nregions];
 	memset(r, 0, sizeof(*r));
 	r->inj = xcalloc(1, sizeof(*r->inj));
@@ -84,7 +90,17 @@ static int region_for(struct session *s, uint64_t addr)
 		if (th->state != TS_STOPPED || th->vfork_child)
 			continue;
 		remote_ctx_init(&ctx, s->pid, th->tid);
-		rc = inject_region_near(&ctx, addr, REGION_CODE + REGION_DATA_TRAP, r->inj);
+		rc = inject_region_near(&ctx, addr, REGION_CODE +
+					(s->fast ? REGION_DATA_FAST : REGION_DATA_TRAP), r->inj);
+		if (rc == 0 && s->fast) {
+			r->alias = xcalloc(1, sizeof(*r->alias));
+			rc = inject_region_alias(&ctx, r->inj, addr, PROT_READ | PROT_WRITE, r->alias);
+			if (rc) {
+				inject_region_remove(&ctx, r->inj);
+				free(r->alias);
+				r->alias = NULL;
+			}
+		}
 		if (rc != -EINVAL && rc != -ESRCH)
 			break;
 	}
@@ -108,9 +124,20 @@ static int region_for(struct session *s, uint64_t addr)
 	r->hdr->tool_pid = getpid();
 	r->hdr->target_pid = s->pid;
 	__atomic_store_n(&r->hdr->magic, SHM_MAGIC, __ATOMIC_RELEASE);
+	s->nregions++;
+	if (s->fast) {
+		size_t at = (r->used + 63) & ~(size_t)63;
+
+		fast_init_data(s, r->alias->remote + REGION_CODE, FAST_RING_SIZE);
+		s->fenv.data = r->alias->remote + REGION_CODE;
+		rc = tramp_fast_agent_install(r->local + at, r->size - at, r->remote + at, &s->fenv);
+		if (rc)
+			return rc;	/* the region stays listed: patch_remove unmaps it */
+		r->used = at + tramp_fast_agent_size();
+	}
 	pr_debug("region %#lx (+%zu) near %#lx", (unsigned long)r->remote, r->size,
 		 (unsigned long)addr);
-	return (int)s->nregions++;
+	return (int)(s->nregions - 1);
 }
 
 /* Build the trampoline of one hook (not yet reachable: no jmp written). */
@@ -135,7 +162,8 @@ static int prepare(struct session *s, const struct hook *h, struct patch *p)
 		return ri;
 	r = &s->regions[ri];
 	at = r->remote + r->used;
-	rc = reloc_prologue(body, avail, h->addr, at + tramp_reloc_offset(p->cls), &p->reloc);
+	rc = reloc_prologue(body, avail, h->addr, at + (s->fast ? tramp_fast_reloc_offset(p->cls) :
+							 tramp_reloc_offset(p->cls)), &p->reloc);
 	if (rc) {
 		pr_warn("not hooking %s at %#lx: %s", h->names[0], (unsigned long)h->addr,
 			p->reloc.why);
@@ -147,7 +175,12 @@ static int prepare(struct session *s, const struct hook *h, struct patch *p)
 			h->names[0], (unsigned long)where, p->reloc.covered);
 		return -EINVAL;
 	}
-	rc = tramp_emit(p->cls, at, &p->reloc, r->local + r->used, r->size - r->used, &p->lay);
+	if (s->fast)
+		rc = tramp_fast_emit(p->cls, h->kind, at, &p->reloc, &s->fenv, r->local + r->used,
+				     r->size - r->used, &p->lay);
+	else
+		rc = tramp_emit(p->cls, at, &p->reloc, r->local + r->used, r->size - r->used,
+				&p->lay);
 	if (rc)
 		return rc;
 	p->tramp = at;
@@ -363,21 +396,34 @@ void patch_remove(struct session *s)
 	 * leave it before the regions go. */
 	if (s->nregions && !s->target_gone)
 		patch_wait_quiet(s, &busy);
+	if (s->fast) {
+		fast_drain(s);
+		fast_sync_stats(s);
+		frametab_free(s->ftab);
+		s->ftab = NULL;
+	}
 	if (busy) {
 		pr_warn("%d thread(s) still inside a hooked call: leaving %zu trampoline "
 			"region(s) mapped (they work without heapattach)", busy, s->nregions);
 		goto out;
 	}
 	for (size_t i = 0; i < s->nregions && !s->target_gone; i++) {
-		int rc = region_unmap(s, s->regions[i].inj);
+		int rc = s->regions[i].alias ? region_unmap(s, s->regions[i].alias) : 0;
+
+		if (rc)
+			pr_warn("could not unmap data view at %#lx: %s",
+				(unsigned long)s->regions[i].alias->remote, strerror(-rc));
+		rc = region_unmap(s, s->regions[i].inj);
 
 		if (rc)
 			pr_warn("could not unmap region at %#lx: %s",
 				(unsigned long)s->regions[i].remote, strerror(-rc));
 	}
 out:
-	for (size_t i = 0; i < s->nregions; i++)
+	for (size_t i = 0; i < s->nregions; i++) {
 		free(s->regions[i].inj);
+		free(s->regions[i].alias);
+	}
 	s->nregions = 0;
 	s->npatches = 0;
 }

@@ -81,6 +81,8 @@ int session_dump(struct session *s, unsigned seq)
 	int rc;
 
 	/* Objects loaded since attach: symbolize with a fresh view while we can. */
+	if (s->fast)
+		fast_sync_stats(s);
 	if (!s->target_gone && !s->exec_seen && proc_maps_read(s->pid, &fresh) == 0 &&
 	    fresh.n != s->maps.n) {
 		struct symbolizer *nsym = symbolizer_new(s->pid, &fresh);
@@ -132,6 +134,41 @@ static int housekeeping(struct session *s)
 		session_dump(s, ++s->dump_seq);
 	}
 	return 0;
+}
+
+/* Trap-free mode: poll the ring and ptrace events; never block long. */
+static void fast_loop(struct session *s)
+{
+	struct timespec nap = { 0, 200 * 1000 };
+	int status;
+	pid_t tid;
+
+	while (!stop_signal && !s->target_gone && !s->exec_seen) {
+		size_t n;
+
+		if (ticked) {
+			ticked = 0;
+			fast_refill_gaps(s);
+			if (housekeeping(s))
+				break;
+		} else if (s->opt->interval && housekeeping(s)) {
+			break;
+		}
+		fast_heartbeat(s);
+		n = fast_drain(s);
+		tid = waitpid(-1, &status, __WALL | WNOHANG);
+		if (tid > 0) {
+			events_dispatch(s, tid, status);
+			continue;
+		}
+		if (tid < 0 && errno == ECHILD) {
+			s->target_gone = 1;
+			break;
+		}
+		if (!n)
+			nanosleep(&nap, NULL);
+	}
+	fast_drain(s);
 }
 
 static void collect_loop(struct session *s)
@@ -213,6 +250,8 @@ static void detach(struct session *s)
 		return;
 	}
 	tracee_stop_all(&s->tr, events_dispatch, s);
+	if (s->fast)
+		fast_drain(s);
 	patch_remove(s);
 	tracee_detach_all(&s->tr);
 }
@@ -235,6 +274,8 @@ int session_run(const struct options *opt)
 	memset(&s, 0, sizeof(s));
 	s.opt = opt;
 	s.pid = opt->pid;
+	s.fast = opt->mode == MODE_FAST;
+	s.exact = opt->sample_rate == 1;
 	if (tracee_check(s.pid))
 		return 1;
 	snprintf(defout, sizeof(defout), "heapattach.%d.heap", s.pid);
@@ -262,9 +303,13 @@ int session_run(const struct options *opt)
 	xmalloc_oom_hook = emergency_detach;
 	if (attach(&s))
 		goto out;
-	fprintf(stderr, "heapattach: attached to %d (%zu threads, %zu hooks, sample rate %llu)\n",
-		s.pid, s.tr.n, s.npatches, (unsigned long long)opt->sample_rate);
-	collect_loop(&s);
+	fprintf(stderr, "heapattach: attached to %d (%zu threads, %zu hooks, sample rate %llu, %s mode)\n",
+		s.pid, s.tr.n, s.npatches, (unsigned long long)opt->sample_rate,
+		s.fast ? "fast" : "trap");
+	if (s.fast)
+		fast_loop(&s);
+	else
+		collect_loop(&s);
 	if (s.target_gone)
 		fprintf(stderr, "heapattach: %d exited\n", s.pid);
 	else if (s.exec_seen)
