@@ -44,7 +44,9 @@ void cli_usage(FILE *f)
 "      --duration DURATION  detach after DURATION (default: until Ctrl-C,\n"
 "                           SIGTERM or the target's exit)\n"
 "      --format pprof|legacy  output format (default pprof)\n"
-"      --mode trap|fast     event path (default trap)\n"
+"      --mode fast|trap     fast: sampled in the target, events through a\n"
+"                           shared ring (default); trap: every call stops\n"
+"                           in heapattach (slow, for cross-checks)\n"
 "      --list-hooks         print the allocator entry points calls bind to\n"
 "  -v, --verbose            debug messages\n"
 "  -h, --help               this help\n"
@@ -129,7 +131,7 @@ int cli_parse(int argc, char **argv, struct options *o)
 	memset(o, 0, sizeof(*o));
 	o->sample_rate = CLI_DEFAULT_RATE;
 	o->format = DUMP_PPROF;
-	o->mode = MODE_TRAP;
+	o->mode = MODE_FAST;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":p:o:vh", long_opts, NULL)) != -1) {
