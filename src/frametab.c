@@ -1,4 +1,4 @@
-/* Frame-rule table: compiles DWARF CFI (libdw) into the shared frames[] the in-target agent walks with. */
+/* Frame-rule table: compiles DWARF CFI (libdw) into the shared frames[] the agent walks with. */
 /* SPDX-License-Identifier: MIT */
 #include <elfutils/libdw.h>
 #include <dwarf.h>
@@ -169,6 +169,8 @@ static void drop_maps(struct frametab *ft)
 	ft->have_maps = 0;
 }
 
+/* Re-read the target's maps, forgetting every mapping's binding (objects
+ * stay cached). 0 or -errno. */
 static int read_maps(struct frametab *ft)
 {
 	int ret;
