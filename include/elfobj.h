@@ -30,6 +30,9 @@ struct elfobj;
 /* Read the ELF behind fd; takes ownership of fd (closed by elfobj_free, or
  * here on failure). NULL if fd is not a readable ELF file. */
 struct elfobj *elfobj_open_fd(int fd);
+/* elfobj_open_fd() flags */
+#define ELFOBJ_OPEN_NO_SYMS 1   /* skip .symtab/.dynsym: elfobj_syms() is empty (large files open fast) */
+struct elfobj *elfobj_open_fd_flags(int fd, unsigned flags);
 /* Read an ELF image from memory (copied). NULL if it is not a valid ELF. */
 struct elfobj *elfobj_open_mem(const void *buf, size_t len);
 void elfobj_free(struct elfobj *e);

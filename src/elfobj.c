@@ -283,13 +283,14 @@ static void read_dynamic(struct elfobj *e)
 }
 
 /* Finish an elfobj whose e->elf is set: validate and read everything. */
-static struct elfobj *load(struct elfobj *e)
+static struct elfobj *load(struct elfobj *e, unsigned flags)
 {
 	if (!e->elf || elf_kind(e->elf) != ELF_K_ELF || !gelf_getehdr(e->elf, &e->ehdr))
 		goto err;
 	if (read_segments(e))
 		goto err;
-	read_symbols(e);
+	if (!(flags & ELFOBJ_OPEN_NO_SYMS))
+		read_symbols(e);
 	read_sections(e);
 	read_dynamic(e);
 	read_build_id(e);
@@ -301,6 +302,11 @@ err:
 
 struct elfobj *elfobj_open_fd(int fd)
 {
+	return elfobj_open_fd_flags(fd, 0);
+}
+
+struct elfobj *elfobj_open_fd_flags(int fd, unsigned flags)
+{
 	struct elfobj *e;
 
 	if (fd < 0)
@@ -309,7 +315,7 @@ struct elfobj *elfobj_open_fd(int fd)
 	e = xcalloc(1, sizeof(*e));
 	e->fd = fd;
 	e->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	return load(e);
+	return load(e, flags);
 }
 
 struct elfobj *elfobj_open_mem(const void *buf, size_t len)
@@ -322,7 +328,7 @@ struct elfobj *elfobj_open_mem(const void *buf, size_t len)
 	e->image = xmalloc(len ? len : 1);
 	memcpy(e->image, buf, len);
 	e->elf = elf_memory(e->image, len);
-	return load(e);
+	return load(e, 0);
 }
 
 void elfobj_free(struct elfobj *e)

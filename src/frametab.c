@@ -1,4 +1,4 @@
-/* Frame-rule table: compiles DWARF CFI (libdw) into the shared frames[] the in-target agent walks with. */
+/* Frame-rule table: compiles DWARF CFI (libdw) into the shared frames[] the agent walks with. */
 /* SPDX-License-Identifier: MIT */
 #include <elfutils/libdw.h>
 #include <dwarf.h>
@@ -33,7 +33,9 @@
  *
  * Per mapping we keep the object it maps (opened once per file, through the
  * target's view of it) and its load bias; the maps are re-read when an ip
- * falls outside all known mappings.
+ * falls outside all known mappings. Ips that got -ENOENT are remembered in a
+ * small direct-mapped cache until frametab_reset(), so a frame the agent
+ * keeps missing on costs a hash probe, not a CFI search or a maps read.
  */
 
 #define DWARF_REG_RBP 6
@@ -144,7 +146,7 @@ static struct ft_obj *get_obj(struct frametab *ft, const struct proc_map *m)
 		fd = proc_open_mapped(ft->pid, m);
 		if (fd < 0)
 			o->err = fd;
-		else if (!(o->elf = elfobj_open_fd(fd)))
+		else if (!(o->elf = elfobj_open_fd_flags(fd, ELFOBJ_OPEN_NO_SYMS)))
 			o->err = -ENOENT;
 	}
 	if (o->elf)
@@ -167,6 +169,8 @@ static void drop_maps(struct frametab *ft)
 	ft->have_maps = 0;
 }
 
+/* Re-read the target's maps, forgetting every mapping's binding (objects
+ * stay cached). 0 or -errno. */
 static int read_maps(struct frametab *ft)
 {
 	int ret;
@@ -422,10 +426,11 @@ int frametab_learn_flags(struct frametab *ft, uint64_t ip, unsigned flags)
 		return -ENOENT;
 	}
 	ret = frametab_rule(ft, ip, flags, &rule);
-	if (ret == -ENOENT && ft->have_maps && proc_maps_find(&ft->maps, ip - !(flags & FRAMETAB_IP_EXACT)))
-		*neg_slot(ft, key) = key;	/* a known mapping without a rule: remember */
-	if (ret == -ENOENT)
+	if (ret == -ENOENT) {
+		/* no rule, or no code there even in freshly read maps: until a reset */
+		*neg_slot(ft, key) = key;
 		ft->st.unrepresentable++;
+	}
 	if (ret)
 		return ret;
 	publish(slot, ip, &rule);

@@ -1,4 +1,4 @@
-/* Test tool: learn frame rules for the live stacks of a process and check that walking with them matches the unwinder. */
+/* Test tool: learn rules for the stacks of a stopped process, check table walks against the unwinder. */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <signal.h>
@@ -29,6 +29,7 @@
 
 #define MAXF 128
 
+/* One word of the target's memory: 0 or -EFAULT. */
 static int read_word(pid_t pid, uint64_t addr, uint64_t *out)
 {
 	struct iovec l = { .iov_base = out, .iov_len = 8 };

@@ -1,4 +1,4 @@
-/* Unit tests for the frame-rule table: rules for the test's own code, validated by walking its live stack. */
+/* Unit tests for the frame-rule table, validated by walking the test's own live stack. */
 /* SPDX-License-Identifier: MIT */
 #include <dlfcn.h>
 #include <elf.h>
@@ -457,7 +457,7 @@ static int find_u64(const uint64_t *v, int n, uint64_t x)
 	return -1;
 }
 
-/* Compare the table walk with the unwinder and libunwind; 1 if all agree. */
+/* Compare the table walk with the unwinder and libunwind (expect_* on any difference). */
 static void check_walk(const struct walk *w)
 {
 	int j, k, ia, ib, ic, id;
