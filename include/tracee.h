@@ -50,6 +50,8 @@ int tracee_resume_all(struct tracee *tr);
 /* Detach every thread (each must be stopped), delivering pending signals. */
 void tracee_detach_all(struct tracee *tr);
 struct thread *tracee_find(struct tracee *tr, pid_t tid);
+/* 0 only when thread tid of process pid no longer exists (reaped). */
+int tracee_thread_alive(pid_t pid, pid_t tid);
 struct thread *tracee_add(struct tracee *tr, pid_t tid, enum thread_state st);
 void tracee_remove(struct tracee *tr, pid_t tid);
 void tracee_release(struct tracee *tr);

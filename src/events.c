@@ -75,7 +75,8 @@ static int on_ptrace_event(struct session *s, struct thread *th, int status)
 	child = (pid_t)msg;
 	switch (ev) {
 	case PTRACE_EVENT_CLONE:
-		if (!tracee_find(&s->tr, child)) {
+		/* The child's own stops may all have come first, exit included. */
+		if (!tracee_find(&s->tr, child) && tracee_thread_alive(s->pid, child)) {
 			tracee_add(&s->tr, child, TS_RUNNING);
 			th = tracee_find(&s->tr, th->tid);
 		}

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "log.h"
@@ -245,15 +246,23 @@ static int wait_all_stopped(struct tracee *tr, tracee_event_fn fn, void *arg)
 	return rc;
 }
 
+int tracee_thread_alive(pid_t pid, pid_t tid)
+{
+	return syscall(SYS_tgkill, pid, tid, 0) == 0 || errno != ESRCH;
+}
+
 int tracee_stop_all(struct tracee *tr, tracee_event_fn fn, void *arg)
 {
-	for (size_t i = 0; i < tr->n; i++) {
+	for (size_t i = 0; i < tr->n;) {
 		int rc = interrupt_one(&tr->t[i]);
 
-		if (rc == -ESRCH)
-			continue;	/* exiting: its exit status will arrive */
-		if (rc)
-			return rc;
+		if (rc == -ESRCH && !tracee_thread_alive(tr->pid, tr->t[i].tid)) {
+			tracee_remove(tr, tr->t[i].tid);	/* gone and reaped */
+			continue;
+		}
+		i++;
+		if (rc && rc != -ESRCH)
+			return rc;	/* -ESRCH: exiting, its exit status will arrive */
 	}
 	return wait_all_stopped(tr, fn, arg);
 }
