@@ -255,14 +255,62 @@ static void rearm(struct shm_hdr *h, uint64_t entry_sp)
 	}
 }
 
-static void bloom_inc(struct shm_hdr *h, uint64_t ptr)
+/* ---- live sampled pointers: bloom[s] counts the entries of bucket s ---- */
+
+static uint8_t *bloom_at(struct shm_hdr *h, uint32_t slot)
 {
-	uint8_t *b = (uint8_t *)h + SHM_OFF_BLOOM + shm_bloom_slot(ptr);
+	return (uint8_t *)h + SHM_OFF_BLOOM + slot;
+}
+
+static uint64_t *bucket_at(struct shm_hdr *h, uint32_t slot)
+{
+	return (uint64_t *)((char *)h + SHM_OFF_LIVE) + (size_t)slot * SHM_LIVE_WAYS;
+}
+
+/* Add d (+1 or -1) to a bloom count; 255 (overflowed) and 0 stay as they are. */
+static void bloom_add(uint8_t *b, int d)
+{
 	uint8_t v = *(volatile uint8_t *)b;
 
-	while (v != 255 && !__atomic_compare_exchange_n(b, &v, v + 1, 0,
-							__ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+	while (v != 255 && (d > 0 || v) &&
+	       !__atomic_compare_exchange_n(b, &v, (uint8_t)(v + d), 0,
+					    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 		;
+}
+
+static void live_add(struct shm_hdr *h, uint64_t ptr)
+{
+	uint32_t slot = shm_bloom_slot(ptr);
+	uint64_t *w = bucket_at(h, slot);
+
+	for (int i = 0; i < SHM_LIVE_WAYS; i++) {
+		uint64_t z = 0;
+
+		if (!w[i] && __atomic_compare_exchange_n(&w[i], &z, ptr, 0,
+							 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+			bloom_add(bloom_at(h, slot), 1);
+			return;
+		}
+	}
+	__atomic_store_n(bloom_at(h, slot), 255, __ATOMIC_SEQ_CST);
+}
+
+/* Remove ptr from its bucket. Returns 1 if its free must be reported. */
+static int live_del(struct shm_hdr *h, uint64_t ptr)
+{
+	uint32_t slot = shm_bloom_slot(ptr);
+	uint64_t *w = bucket_at(h, slot);
+
+	for (int i = 0; i < SHM_LIVE_WAYS; i++) {
+		uint64_t v = ptr;
+
+		if (w[i] == ptr && __atomic_compare_exchange_n(&w[i], &v, 0, 0,
+							       __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+			bloom_add(bloom_at(h, slot), -1);
+			return 1;
+		}
+	}
+	return *(volatile uint8_t *)bloom_at(h, slot) == 255;
 }
 
 static inline int in_code(const struct shm_hdr *h, uint64_t ip)
@@ -341,14 +389,20 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 	ev->flags = flags;
 	commit(ev, len);
 	if (!(h->flags & SHM_F_EXACT))
-		bloom_inc(h, ptr);
+		live_add(h, ptr);
 }
 
-/* Called by the FREE/REALLOC trampolines on a bloom hit, before the real call. */
+/*
+ * Called by the FREE/REALLOC trampolines on a bloom hit, before the real
+ * call: reports the free if ptr was sampled (always in exact mode).
+ */
 HIDDEN void agent_free(uint64_t ptr, struct shm_hdr *h)
 {
-	struct shm_ev_free *ev = (struct shm_ev_free *)ring_reserve(h, sizeof(*ev));
+	struct shm_ev_free *ev;
 
+	if (!(h->flags & SHM_F_EXACT) && !live_del(h, ptr))
+		return;
+	ev = (struct shm_ev_free *)ring_reserve(h, sizeof(*ev));
 	if (!ev)
 		return;
 	ev->kind = SHM_EV_FREE;
