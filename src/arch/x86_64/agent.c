@@ -28,6 +28,7 @@
 #define EACCES			13
 
 #define SPIN_PAUSES		256
+#define MAX_WAIT_NS		2000000000LL	/* longest wait for room, exact mode */
 #define STALE_NS		500000000LL	/* heartbeat older than this: tool gone */
 #define STACK_REACH		(8ULL << 20)	/* CFA at most this far above entry sp */
 #define GAP_REARMS		64
@@ -79,26 +80,38 @@ static inline int64_t now_ns(void)
 
 /* ---- the ring ---- */
 
+struct waiting {
+	unsigned spins;
+	int64_t since;
+};
+
 /*
  * Exact mode only, the ring being full: wait a little. Returns 1 to retry,
- * 0 to give up (the heartbeat is missing or older than STALE_NS). The
- * clock is read only here, on the first call and after every spin phase.
+ * 0 to give up: the heartbeat is missing or older than STALE_NS, or this
+ * event has waited MAX_WAIT_NS already (a signal handler allocating while
+ * its thread holds an uncommitted record would otherwise wait forever for
+ * a consumer stuck behind that record). The clock is read only here: on
+ * the first call and after every spin phase.
  */
-static int wait_room(struct shm_hdr *h, unsigned *spins)
+static int wait_room(struct shm_hdr *h, struct waiting *w)
 {
-	if (*spins && *spins < SPIN_PAUSES) {
-		(*spins)++;
+	int64_t hb, now;
+
+	if (w->spins && w->spins < SPIN_PAUSES) {
+		w->spins++;
 		cpu_pause();
 		return 1;
 	}
-	int64_t hb = (int64_t)h->heartbeat, now = now_ns();
-
-	if (!hb || !now || now - hb > STALE_NS)
+	hb = (int64_t)h->heartbeat;
+	now = now_ns();
+	if (!w->since)
+		w->since = now;
+	if (!hb || !now || now - hb > STALE_NS || now - w->since > MAX_WAIT_NS)
 		return 0;
-	if (*spins)
+	if (w->spins)
 		sys6(NR_SCHED_YIELD, 0, 0, 0, 0, 0, 0);
 	else
-		*spins = 1;
+		w->spins = 1;
 	return 1;
 }
 
@@ -111,7 +124,7 @@ static char *ring_reserve(struct shm_hdr *h, uint32_t len)
 {
 	uint64_t size = h->ring_size, mask = size - 1;
 	char *ring = (char *)h + SHM_OFF_RING;
-	unsigned spins = 0;
+	struct waiting w = { 0, 0 };
 
 	if (len > size)
 		goto drop;
@@ -135,7 +148,7 @@ static char *ring_reserve(struct shm_hdr *h, uint32_t len)
 			}
 			return ring + ((head + pad) & mask);
 		}
-		if (!(h->flags & SHM_F_EXACT) || !wait_room(h, &spins))
+		if (!(h->flags & SHM_F_EXACT) || !wait_room(h, &w))
 			break;
 	}
 drop:
