@@ -69,6 +69,8 @@ extern const char hcall_ret[];
  * (the event's sp), chain_bp f2's rbp.
  */
 extern const char chain_f0[], chain_r0[], chain_r1[], chain_r2[];
+/* chain_rec(depth, fn, a0): recurses depth times (frame pointers), then fn(a0). */
+extern const char chain_rec[], chain_rec_ret[], chain_rec_leaf[];
 uint64_t chain_sp, chain_bp;
 __asm__(".text\n"
 	".globl hcall\n"
@@ -117,6 +119,22 @@ __asm__(".text\n"
 	"	mov %rsp, chain_sp(%rip)\n"
 	"	call *%rax\n"
 	"chain_r2:\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	".globl chain_rec, chain_rec_ret, chain_rec_leaf\n"
+	"chain_rec:\n"
+	"	push %rbp\n"
+	"	mov %rsp, %rbp\n"
+	"	test %rdi, %rdi\n"
+	"	jz 1f\n"
+	"	dec %rdi\n"
+	"	call chain_rec\n"
+	"chain_rec_ret:\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	"1:	mov %rdx, %rdi\n"
+	"	call *%rsi\n"
+	"chain_rec_leaf:\n"
 	"	pop %rbp\n"
 	"	ret\n");
 
@@ -279,6 +297,8 @@ static int ring_pop(struct ev *out, int *bad)
 	return 1;
 }
 
+static int pads_seen;
+
 /* Read all committed events (pads skipped) into ev[0..max); returns the count. */
 static int drain(struct ev *ev, int max)
 {
@@ -286,8 +306,10 @@ static int drain(struct ev *ev, int max)
 	int n = 0, bad = 0;
 
 	while (ring_pop(&e, &bad)) {
-		if (e.kind == SHM_EV_PAD)
+		if (e.kind == SHM_EV_PAD) {
+			pads_seen++;
 			continue;
+		}
 		if (n < max)
 			ev[n] = e;
 		n++;
@@ -595,7 +617,7 @@ static void test_exact_events(void)
 static void test_exact_walk(void)
 {
 	struct ev ev[4];
-	uint64_t p;
+	uint64_t p, head;
 
 	if (!ready)
 		return;
@@ -652,6 +674,49 @@ static void test_exact_walk(void)
 	expect_true(ev[0].stack_len > 0);
 	CALL1(H_FREE, p);
 	drain(ev, 4);
+
+	/* deep stacks: complete up to SHM_MAX_DEPTH, then truncated */
+	frames_reset();
+	frame_put(chain_rec_ret, SHM_BASE_RBP, 16, 1, -16);
+	frame_put(chain_rec_leaf, SHM_BASE_RBP, 16, 1, -16);
+	p = hcall(chain_rec, 10, (uintptr_t)hooks[H_MALLOC].fn, 17, 0);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_int_eq(ev[0].nframes, 12);
+	expect_u64_eq(ev[0].frames[0], (uintptr_t)chain_rec_leaf);
+	expect_u64_eq(ev[0].frames[1], (uintptr_t)chain_rec_ret);
+	expect_int_eq(ev[0].flags & (SHM_EVF_STACK | SHM_EVF_MISS | SHM_EVF_TRUNC), 0);
+	CALL1(H_FREE, p);
+	drain(ev, 4);
+	p = hcall(chain_rec, SHM_MAX_DEPTH + 5, (uintptr_t)hooks[H_MALLOC].fn, 17, 0);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_int_eq(ev[0].nframes, SHM_MAX_DEPTH);
+	expect_int_eq(ev[0].flags & (SHM_EVF_STACK | SHM_EVF_MISS | SHM_EVF_TRUNC), SHM_EVF_TRUNC);
+	CALL1(H_FREE, p);
+	drain(ev, 4);
+
+	/* a refused copy: the miss is flagged, no copy (record keeps its room) */
+	memset(frames_tab(), 0, SHM_NFRAMES * sizeof(struct shm_frame));
+	frame_put(chain_rec_ret, SHM_BASE_RBP, 16, 1, -16);
+	frame_put(chain_rec_leaf, SHM_BASE_RBP, 16, 1, -16);
+	hdr->target_pid = 0x7ffffff0;		/* above any pid_max: ESRCH */
+	p = hcall(chain_rec, 1, (uintptr_t)hooks[H_MALLOC].fn, 17, 0);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_int_eq(ev[0].nframes, 3);	/* leaf, rec_ret, hcall_ret: no END rule */
+	expect_int_eq(ev[0].flags & (SHM_EVF_STACK | SHM_EVF_MISS), SHM_EVF_MISS);
+	expect_int_eq(ev[0].stack_len, 0);
+	expect_int_eq(hdr->no_stack_copy, 0);	/* ESRCH does not latch */
+	CALL1(H_FREE, p);
+	drain(ev, 4);
+	hdr->target_pid = getpid();
+	hdr->no_stack_copy = 1;			/* as after EPERM: no room reserved */
+	head = hdr->ring_head;
+	p = hcall(chain_rec, 1, (uintptr_t)hooks[H_MALLOC].fn, 17, 0);
+	expect_u64_eq(hdr->ring_head - head, sizeof(struct shm_ev_alloc) + 3 * 8);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_int_eq(ev[0].flags & (SHM_EVF_STACK | SHM_EVF_MISS), SHM_EVF_MISS);
+	CALL1(H_FREE, p);
+	drain(ev, 4);
+	hdr->no_stack_copy = 0;
 
 	/* a rule making the CFA shrink is a miss, not a crash */
 	frame_put(chain_r2, SHM_BASE_RSP, -64, 0, 0);
@@ -778,17 +843,26 @@ static void test_ring_full(void)
 		CALL1(H_FREE, p[i]);
 	drain(ev, 64);
 
-	/* wrap-around: pads keep records whole */
+	/* wrap-around: pads keep records whole (136- and 16-byte records) */
 	ring_reset(4096);
+	pads_seen = 0;
+	frame_put(chain_r2, SHM_BASE_RBP, 16, 1, -16);
+	frame_put(chain_r1, SHM_BASE_RSP, 16, 0, 0);
+	frame_put(chain_r0, SHM_BASE_RBP, 16, 1, -16);
 	for (int i = 0; i < 300; i++) {
-		p[0] = CALL1(H_MALLOC, 64);
-		p[1] = CALL1(H_FREE, p[0]);
-		expect_int_eq(drain(ev, 64), 2);
+		p[0] = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 64, 0, 0);
+		expect_int_eq(drain(ev, 64), 1);
+		expect_int_eq(ev[0].nframes, 4);
 		expect_u64_eq(ev[0].ptr, p[0]);
-		expect_u64_eq(ev[1].ptr, p[0]);
+		CALL1(H_FREE, p[0]);
+		expect_int_eq(drain(ev, 64), 1);
+		expect_int_eq(ev[0].kind, SHM_EV_FREE);
+		expect_u64_eq(ev[0].ptr, p[0]);
 	}
 	expect_int_eq(hdr->drops, 0);
 	expect_true(hdr->ring_head > 3 * 4096);
+	expect_true(pads_seen > 0);
+	frames_reset();
 
 	/* exact mode, stale heartbeat: give up and drop, do not hang */
 	mode_exact();

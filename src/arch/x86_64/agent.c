@@ -129,8 +129,10 @@ static char *ring_reserve(struct shm_hdr *h, uint32_t len)
 	if (len > size)
 		goto drop;
 	for (;;) {
-		uint64_t head = h->ring_head;
+		/* tail first: an older tail only underestimates the room,
+		 * a tail newer than head would wrap head - tail */
 		uint64_t tail = h->ring_tail;
+		uint64_t head = h->ring_head;
 		uint64_t off = head & mask, pad = 0;
 
 		if (off + len > size)
