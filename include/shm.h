@@ -42,6 +42,13 @@
  * bytes and only then advances ring_tail by len (writers rely on
  * reserved space reading as 0 until they commit).
  *
+ * Before writing any jump the tool fills the header (magic ... rate,
+ * ring_size a power of two >= 16 KiB, code_remote/code_size: calls whose
+ * return address lies there are nested and only counted; target_pid: the
+ * agent reads its own stack through process_vm_readv on it), the gaps, the
+ * counters and the heartbeat. A header left zero is safe but slow: every
+ * call is sampled and dropped.
+ *
  * The agent never blocks, never traps and never calls into the target's
  * libraries: with the tool gone (even SIGKILLed) the trampolines keep
  * working, the ring fills and events are counted as drops.
@@ -126,6 +133,8 @@ struct shm_hdr {
 	volatile uint64_t walks, walk_misses;  /* agent statistics */
 	volatile uint64_t no_stack_copy; /* set by the agent once process_vm_readv
 					 * is refused (seccomp): later misses send no copy */
+	volatile uint64_t wait_giveup;  /* CLOCK_MONOTONIC ns when an exact-mode writer
+					 * last gave up waiting for room (1 s cap) */
 };
 
 /* One frame rule: how to find the caller of a frame whose return address is ip. */

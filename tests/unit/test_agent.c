@@ -826,7 +826,7 @@ static void test_ring_full(void)
 	struct ev ev[64];
 	struct waiter w = { .delay_ns = 50000000 };
 	pthread_t th;
-	uint64_t p[100], t0;
+	uint64_t p[200], t0;
 	int n;
 
 	if (!ready)
@@ -889,6 +889,28 @@ static void test_ring_full(void)
 	pthread_join(th, NULL);
 	expect_int_eq(w.done + drain(ev, 64), n + 1);	/* the waiter's may be in either */
 	expect_int_eq(hdr->drops, 0);
+
+	/* exact mode, fresh heartbeat but a consumer that never frees room:
+	 * give up after about a second, and let the next writers drop at once */
+	for (int i = 0; i < n; i++)
+		p[n + 3 + i] = CALL1(H_MALLOC, 64);
+	expect_int_eq(hdr->drops, 0);
+	hdr->heartbeat = mono_ns() + 10000000000LL;	/* fresh for 10 s */
+	t0 = mono_ns();
+	p[2 * n + 3] = CALL1(H_MALLOC, 64);
+	expect_true(mono_ns() - t0 >= 900000000LL);
+	expect_true(mono_ns() - t0 < 3000000000LL);
+	expect_int_eq(hdr->drops, 1);
+	t0 = mono_ns();
+	p[2 * n + 4] = CALL1(H_MALLOC, 64);
+	expect_true(mono_ns() - t0 < 100000000LL);
+	expect_int_eq(hdr->drops, 2);
+	hdr->wait_giveup = 0;
+	hdr->heartbeat = mono_ns();
+	drain(ev, 64);
+	for (int i = n + 3; i < 2 * n + 5; i++)
+		CALL1(H_FREE, p[i]);
+	drain(ev, 64);
 	for (int i = 0; i < n + 3; i++)
 		CALL1(H_FREE, p[i]);
 	expect_int_eq(drain(ev, 64), n + 3);

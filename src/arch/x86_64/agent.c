@@ -28,7 +28,7 @@
 #define EACCES			13
 
 #define SPIN_PAUSES		256
-#define MAX_WAIT_NS		2000000000LL	/* longest wait for room, exact mode */
+#define MAX_WAIT_NS		1000000000LL	/* longest wait for room, exact mode */
 #define STALE_NS		500000000LL	/* heartbeat older than this: tool gone */
 #define STACK_REACH		(8ULL << 20)	/* CFA at most this far above entry sp */
 #define GAP_REARMS		64
@@ -88,10 +88,12 @@ struct waiting {
 /*
  * Exact mode only, the ring being full: wait a little. Returns 1 to retry,
  * 0 to give up: the heartbeat is missing or older than STALE_NS, or this
- * event has waited MAX_WAIT_NS already (a signal handler allocating while
- * its thread holds an uncommitted record would otherwise wait forever for
- * a consumer stuck behind that record). The clock is read only here: on
- * the first call and after every spin phase.
+ * event has waited MAX_WAIT_NS already, or another writer gave up so less
+ * than STALE_NS ago. The cap matters when the consumer is stuck behind a
+ * record that is reserved but never committed (its thread is stopped, or
+ * is the one waiting: a signal handler allocating in the middle of the
+ * agent); the latch keeps every other thread from waiting that long too.
+ * The clock is read only here: on the first call and after every spin phase.
  */
 static int wait_room(struct shm_hdr *h, struct waiting *w)
 {
@@ -104,10 +106,17 @@ static int wait_room(struct shm_hdr *h, struct waiting *w)
 	}
 	hb = (int64_t)h->heartbeat;
 	now = now_ns();
-	if (!w->since)
-		w->since = now;
-	if (!hb || !now || now - hb > STALE_NS || now - w->since > MAX_WAIT_NS)
+	if (!hb || !now || now - hb > STALE_NS)
 		return 0;
+	if (!w->since) {
+		if (now - (int64_t)h->wait_giveup < STALE_NS)
+			return 0;
+		w->since = now;
+	}
+	if (now - w->since > MAX_WAIT_NS) {
+		h->wait_giveup = (uint64_t)now;
+		return 0;
+	}
 	if (w->spins)
 		sys6(NR_SCHED_YIELD, 0, 0, 0, 0, 0, 0);
 	else
