@@ -55,7 +55,7 @@ AGENT_CFLAGS := -std=gnu11 -O2 -Wall -Wextra -ffreestanding -fno-builtin -nostdl
 	-fPIC -fno-plt -fvisibility=hidden -fno-stack-protector -fno-jump-tables \
 	-fno-asynchronous-unwind-tables -fno-unwind-tables -fno-exceptions \
 	-fno-tree-loop-distribute-patterns -fcf-protection=none -mgeneral-regs-only \
-	-Iinclude -Isrc/arch/$(ARCH)
+	-Iinclude -Isrc/arch/$(ARCH) $(if $(filter true,$(CI)),-Werror)
 
 $(B)/gen/agent.o: $(AGENT_SRC) src/arch/$(ARCH)/agent.h include/shm.h
 	@mkdir -p $(dir $@)
