@@ -284,8 +284,8 @@ static int ring_pop(struct ev *out, int *bad)
 		for (int i = 0; i < a->nframes && i < 8; i++)
 			out->frames[i] = a->frames[i];
 		if (a->stack_len)
-			memcpy(out->stack, &a->frames[a->nframes],
-			       a->stack_len < sizeof(out->stack) ? a->stack_len : sizeof(out->stack));
+			memcpy(out->stack, &a->frames[a->nframes], a->stack_len < sizeof(out->stack) ?
+			       a->stack_len : sizeof(out->stack));
 		if (a->nframes > SHM_MAX_DEPTH || a->stack_len > SHM_STACK_COPY ||
 		    (len != want && len != want + SHM_STACK_COPY) || (len & 7))
 			(*bad)++;
@@ -438,12 +438,14 @@ static void test_layouts(void)
 {
 	static const uint8_t body[] = { 0x41, 0x54, 0x55, 0x53, 0x48, 0x89, 0xfb };
 	static const uint8_t alloc_head[] = { 0x49, 0x89, 0xfb, 0x0f, 0x1f, 0x40, 0x00,
-		0x48, 0x89, 0xe0, 0x48, 0xc1, 0xe8, 0x0f, 0x25, 0xc0, 0x0f, 0, 0, 0x48, 0x8d, 0x0d };
+		0x48, 0x89, 0xe0, 0x48, 0xc1, 0xe8, 0x0f, 0x25, 0xc0, 0x0f, 0, 0,
+		0x48, 0x8d, 0x0d };
 	static const uint8_t free_head[] = { 0x48, 0x85, 0xff, 0x74, 0x2f, 0x48, 0x89, 0xf8,
 		0x48, 0xc1, 0xe8, 0x04, 0x69, 0xc0, 0xb1, 0x79, 0x37, 0x9e, 0xc1, 0xe8, 0x10 };
 	const uint64_t from = 0x7f0000400000ull, at = from + 0x100000;
 	struct tramp_fast_env e = { .data = at + 0x10000, .agent_alloc = at - 0x1000,
 				    .agent_free = at - 0x800 };
+#define EMIT(cls, kind, at) tramp_fast_emit(cls, kind, at, &r, &e, buf, sizeof(buf), &lay)
 	uint8_t buf[TRAMP_FAST_MAX_SIZE];
 	struct reloc_result r;
 	struct tramp_layout lay;
@@ -455,7 +457,7 @@ static void test_layouts(void)
 	expect_int_eq(tramp_fast_reloc_offset((enum tramp_class)9), -EINVAL);
 
 	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 37, &r), 0);
-	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, HOOK_ALLOC, at, &r, &e, buf, sizeof(buf), &lay), 0);
+	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at), 0);
 	expect_true(!memcmp(buf, alloc_head, sizeof(alloc_head)));
 	memcpy(&rel, buf + 22, 4);
 	expect_u64_eq(at + 26 + rel, e.data + SHM_OFF_COUNTERS);
@@ -475,16 +477,16 @@ static void test_layouts(void)
 	expect_u64_eq(at + 37 + r.code_len + 39 + rel, e.agent_alloc);
 
 	/* wrong class for the kind; reallocarray refused; r for another address */
-	expect_int_eq(tramp_fast_emit(TRAMP_FREE, HOOK_ALLOC, at, &r, &e, buf, sizeof(buf), &lay), -EINVAL);
-	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, HOOK_REALLOCARRAY, at, &r, &e, buf, sizeof(buf), &lay), -EINVAL);
-	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, HOOK_ALLOC, at + 1, &r, &e, buf, sizeof(buf), &lay), -EINVAL);
+	expect_int_eq(EMIT(TRAMP_FREE, HOOK_ALLOC, at), -EINVAL);
+	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_REALLOCARRAY, at), -EINVAL);
+	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at + 1), -EINVAL);
 	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, HOOK_ALLOC, at, &r, &e, buf, 40, &lay), -ENOSPC);
 	e.data = at + (3ull << 30);
-	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, HOOK_ALLOC, at, &r, &e, buf, sizeof(buf), &lay), -ERANGE);
+	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at), -ERANGE);
 	e.data = at + 0x10000;
 
 	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 52, &r), 0);
-	expect_int_eq(tramp_fast_emit(TRAMP_FREE, HOOK_FREE, at, &r, &e, buf, sizeof(buf), &lay), 0);
+	expect_int_eq(EMIT(TRAMP_FREE, HOOK_FREE, at), 0);
 	expect_true(!memcmp(buf, free_head, sizeof(free_head)));
 	expect_int_eq(buf[33], 52 - 34);		/* je RELOC */
 	expect_int_eq(lay.size, 52 + r.code_len);
@@ -494,12 +496,13 @@ static void test_layouts(void)
 	expect_u64_eq(at + 49 + rel, e.agent_free);
 
 	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 89, &r), 0);
-	expect_int_eq(tramp_fast_emit(TRAMP_REALLOC, HOOK_REALLOC, at, &r, &e, buf, sizeof(buf), &lay), 0);
+	expect_int_eq(EMIT(TRAMP_REALLOC, HOOK_REALLOC, at), 0);
 	expect_true(!memcmp(buf, free_head, sizeof(free_head)));
 	expect_int_eq(buf[52], 0x49);
 	expect_int_eq(buf[54], 0xf3);		/* mov %rsi,%r11 */
 	expect_int_eq(lay.size, 89 + r.code_len + TRAMP_FAST_SLOW_LEN);
 	expect_true(tramp_fast_agent_size() > 64);
+#undef EMIT
 }
 
 /* ---- (a) a large rate: no events, allocations work ---- */
@@ -935,6 +938,43 @@ static void test_nested(void)
 	expect_int_eq(drain(ev, 4), 1);
 }
 
+/*
+ * End to end with a real patch: a fake allocator "mov %rdi,%rax; nop; nop;
+ * ret" in the CODE area gets a jmp to its fast trampoline over its first
+ * 5 bytes; calling it through hcall yields its result and one event.
+ */
+static void test_patched_fake(void)
+{
+	static const uint8_t body[] = { 0x48, 0x89, 0xf8, 0x90, 0x90, 0xc3 };
+	size_t off = (code_used + 63) & ~(size_t)63;
+	uint8_t *fake_rw = data_view + DATA_SIZE + off;
+	uint64_t fake = (uintptr_t)code_view + DATA_SIZE + off, at = fake + 64;
+	uint8_t buf[TRAMP_FAST_MAX_SIZE];
+	struct reloc_result r;
+	struct tramp_layout lay;
+	struct ev ev[4];
+
+	if (!ready)
+		return;
+	memcpy(fake_rw, body, sizeof(body));
+	expect_int_eq(reloc_prologue(body, sizeof(body), fake,
+				     at + tramp_fast_reloc_offset(TRAMP_ALLOC), &r), 0);
+	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, HOOK_ALLOC, at, &r, &env, buf, sizeof(buf),
+				      &lay), 0);
+	memcpy(fake_rw + 64, buf, lay.size);
+	code_used = off + 64 + lay.size;
+	expect_int_eq(reloc_encode_jmp(fake_rw, fake, at), 0);
+
+	mode_exact();
+	expect_u64_eq(hcall((void *)(uintptr_t)fake, 1234, 0, 0, 0), 1234);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_alloc(&ev[0], HOOK_ALLOC, 1234, 1234);
+	mode_sampled(1ull << 40, 1ll << 40);
+	expect_u64_eq(hcall((void *)(uintptr_t)fake, 99, 0, 0, 0), 99);
+	expect_int_eq(drain(ev, 4), 0);
+	mode_exact();
+}
+
 /* ---- (f) threads in exact mode, one consumer ---- */
 
 #define NTHREADS	4
@@ -1191,4 +1231,4 @@ static void test_teardown(void)
 HARNESS_MAIN("agent",
 	T(test_setup), T(test_layouts), T(test_rate_large), T(test_exact_events),
 	T(test_exact_walk), T(test_sampled_free), T(test_ring_full), T(test_nested),
-	T(test_threads_exact), T(test_bench), T(test_teardown))
+	T(test_patched_fake), T(test_threads_exact), T(test_bench), T(test_teardown))

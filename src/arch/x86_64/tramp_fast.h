@@ -20,7 +20,7 @@
  * rsi (aligned_alloc, memalign, realloc), rdx (posix_memalign), rdi * rsi
  * (calloc):
  *	 0  49 89 fb|f3|d3	mov %rdi|%rsi|%rdx,%r11
- *	 3  4c 0f af de		imul %rsi,%r11		(calloc; else 0f 1f 40 00 nopl)
+ *	 3  4c 0f af de		imul %rsi,%r11		(calloc; else nopl 0f 1f 40 00)
  *	 7  48 89 e0		mov %rsp,%rax
  *	10  48 c1 e8 0f		shr $15,%rax
  *	14  25 c0 0f 00 00	and $0xfc0,%eax		counter (rsp >> 21) & 63, * 64
@@ -31,7 +31,7 @@
  *	37  RELOC		(code_len bytes; the fast path falls into it)
  *   SLOW = 37 + code_len:
  *	 +0  57 56 52		push %rdi; push %rsi; push %rdx
- *	 +3  e8 rel32		call RELOC		(a real call: shadow stacks stay valid)
+ *	 +3  e8 rel32		call RELOC		(real call: shadow stack ok)
  *	 +8  50 53 55		push %rax; push %rbx; push %rbp
  *	+11  41 54 .. 41 57	push %r12; push %r13; push %r14; push %r15
  *	+19  68 imm32		push $AGENT_INFO(size class, hook kind)
