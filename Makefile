@@ -55,23 +55,25 @@ AGENT_CFLAGS := -std=gnu11 -O2 -Wall -Wextra -ffreestanding -fno-builtin -nostdl
 	-fPIC -fno-plt -fvisibility=hidden -fno-stack-protector -fno-jump-tables \
 	-fno-asynchronous-unwind-tables -fno-unwind-tables -fno-exceptions \
 	-fno-tree-loop-distribute-patterns -fcf-protection=none -mgeneral-regs-only \
-	-Iinclude -Isrc/arch/$(ARCH)
+	-Iinclude -Isrc/arch/$(ARCH) $(if $(filter true,$(CI)),-Werror)
 
 $(B)/gen/agent.o: $(AGENT_SRC) src/arch/$(ARCH)/agent.h include/shm.h
 	@mkdir -p $(dir $@)
-	$(QCC)$(CC) $(AGENT_CFLAGS) -c -o $@ $<
-	$(Q)if [ -n "$$(nm -u $@)" ]; then echo "$@: undefined symbols: $$(nm -u $@)"; exit 1; fi
+	$(QCC)$(CC) $(AGENT_CFLAGS) -c -o $@ $< || { rm -f $@; exit 1; }
+	$(Q)if [ -n "$$(nm -u $@)" ]; then echo "$@: undefined symbols: $$(nm -u $@)"; rm -f $@; exit 1; fi
 	$(Q)if readelf -rW $@ | grep -Eq 'R_X86_64_(64|32|32S|GOT|COPY|GLOB|JUMP|RELATIVE)'; then \
-		echo "$@: absolute or GOT relocation"; readelf -rW $@; exit 1; fi
+		echo "$@: absolute or GOT relocation"; readelf -rW $@; rm -f $@; exit 1; fi
 	$(Q)if [ -n "$$(objdump -h $@ | awk '$$2 ~ /^\.(data|bss)/ && $$3 !~ /^0+$$/')" ]; then \
-		echo "$@: has data or bss"; exit 1; fi
+		echo "$@: has data or bss"; rm -f $@; exit 1; fi
 
-$(B)/gen/agent.bin $(B)/gen/agent_syms.h: $(B)/gen/agent.o src/arch/$(ARCH)/agent.lds
+$(B)/gen/agent.bin: $(B)/gen/agent.o src/arch/$(ARCH)/agent.lds
 	$(Q)ld -static -nostdlib -T src/arch/$(ARCH)/agent.lds -o $(B)/gen/agent.elf $<
-	$(Q)objcopy -O binary -j .text $(B)/gen/agent.elf $(B)/gen/agent.bin
+	$(Q)objcopy -O binary -j .text $(B)/gen/agent.elf $@
+
+$(B)/gen/agent_syms.h: $(B)/gen/agent.bin
 	$(Q)nm $(B)/gen/agent.elf | awk '$$3 ~ /^agent_(alloc|free)$$/ \
-		{ printf "#define AGENT_OFF_%s 0x%s\n", toupper(substr($$3, 7)), $$1 }' > $(B)/gen/agent_syms.h.tmp
-	$(Q)test $$(wc -l < $(B)/gen/agent_syms.h.tmp) -eq 2 && mv $(B)/gen/agent_syms.h.tmp $(B)/gen/agent_syms.h
+		{ printf "#define AGENT_OFF_%s 0x%s\n", toupper(substr($$3, 7)), $$1 }' > $@.tmp
+	$(Q)test $$(wc -l < $@.tmp) -eq 2 && mv $@.tmp $@
 
 $(B)/gen/agent_blob.o: $(B)/gen/agent.bin
 	$(Q)printf '\t.section .rodata\n\t.balign 64\n\t.globl agent_blob\nagent_blob:\n\t.incbin "%s"\n\t.globl agent_blob_end\nagent_blob_end:\n\t.section .note.GNU-stack,"",@progbits\n' \

@@ -15,8 +15,39 @@
  *   counters[SHM_NCOUNTERS] one cache line each: bytes until the next sample
  *   gaps[SHM_NGAPS]         exponential draws the agent takes to re-arm a counter
  *   bloom[SHM_BLOOM_SIZE]   per-slot counts of live sampled pointers (u8)
+ *   live[SHM_BLOOM_SIZE][SHM_LIVE_WAYS]  those pointers (u64, 0 = empty)
  *   frames[SHM_NFRAMES]     frame rules by return address (struct shm_frame)
  *   ring[ring_size]         variable-size event records
+ *
+ * Sampling: a trampoline subtracts each requested size from the counter
+ * its rsp selects; when it drops to <= 0 the call is sampled and the agent
+ * adds gaps[] until it is positive again. Frees: the trampoline tests the
+ * pointer's bloom byte; on a hit the agent looks the pointer up in its
+ * live bucket, and reports the free only if it was there (removing it).
+ * The agent keeps bloom[s] == number of pointers in bucket s; 255 means
+ * the bucket overflowed (sticky): every free in that slot is reported and
+ * the tool ignores pointers it does not know.
+ *
+ * Exact mode (SHM_F_EXACT): the tool sets every counter to 0 and every
+ * gap to 0 (each call is sampled), and fills bloom with 1s (each free is
+ * reported); the agent then neither re-arms nor touches bloom/live. When
+ * the tool switches modes it must zero bloom and live first.
+ *
+ * Ring protocol: ring_head and ring_tail count bytes and never wrap. A
+ * writer reserves len bytes (a multiple of 8) with cmpxchg on ring_head
+ * when head + len - tail <= ring_size; a record that would straddle the
+ * end is preceded by a SHM_EV_PAD record filling the end. It then writes
+ * the body and stores `len` last. The consumer reads the record at
+ * tail & (ring_size - 1) once its len is non-zero, then zeroes all len
+ * bytes and only then advances ring_tail by len (writers rely on
+ * reserved space reading as 0 until they commit).
+ *
+ * Before writing any jump the tool fills the header (magic ... rate,
+ * ring_size a power of two >= 16 KiB, code_remote/code_size: calls whose
+ * return address lies there are nested and only counted; target_pid: the
+ * agent reads its own stack through process_vm_readv on it), the gaps, the
+ * counters and the heartbeat. A header left zero is safe but slow: every
+ * call is sampled and dropped.
  *
  * The agent never blocks, never traps and never calls into the target's
  * libraries: with the tool gone (even SIGKILLed) the trampolines keep
@@ -33,6 +64,7 @@
 #define SHM_NGAPS       4096                    /* power of two */
 #define SHM_BLOOM_BITS  16
 #define SHM_BLOOM_SIZE  (1u << SHM_BLOOM_BITS)  /* bytes */
+#define SHM_LIVE_WAYS   4                       /* live pointers per bloom slot */
 #define SHM_NFRAMES     65536                   /* power of two */
 #define SHM_FRAME_PROBES 16
 #define SHM_MAX_PATCHES 64
@@ -42,7 +74,8 @@
 #define SHM_OFF_COUNTERS 4096
 #define SHM_OFF_GAPS    (SHM_OFF_COUNTERS + SHM_NCOUNTERS * SHM_COUNTER_STRIDE)
 #define SHM_OFF_BLOOM   (SHM_OFF_GAPS + SHM_NGAPS * 8)
-#define SHM_OFF_FRAMES  (SHM_OFF_BLOOM + SHM_BLOOM_SIZE)
+#define SHM_OFF_LIVE    (SHM_OFF_BLOOM + SHM_BLOOM_SIZE)
+#define SHM_OFF_FRAMES  (SHM_OFF_LIVE + SHM_BLOOM_SIZE * SHM_LIVE_WAYS * 8)
 #define SHM_OFF_RING    (SHM_OFF_FRAMES + SHM_NFRAMES * 16)
 
 /* shm_hdr.flags */
@@ -100,6 +133,8 @@ struct shm_hdr {
 	volatile uint64_t walks, walk_misses;  /* agent statistics */
 	volatile uint64_t no_stack_copy; /* set by the agent once process_vm_readv
 					 * is refused (seccomp): later misses send no copy */
+	volatile uint64_t wait_giveup;  /* CLOCK_MONOTONIC ns when an exact-mode writer
+					 * last gave up waiting for room (1 s cap) */
 };
 
 /* One frame rule: how to find the caller of a frame whose return address is ip. */

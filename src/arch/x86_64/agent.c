@@ -28,6 +28,7 @@
 #define EACCES			13
 
 #define SPIN_PAUSES		256
+#define MAX_WAIT_NS		1000000000LL	/* longest wait for room, exact mode */
 #define STALE_NS		500000000LL	/* heartbeat older than this: tool gone */
 #define STACK_REACH		(8ULL << 20)	/* CFA at most this far above entry sp */
 #define GAP_REARMS		64
@@ -79,26 +80,47 @@ static inline int64_t now_ns(void)
 
 /* ---- the ring ---- */
 
+struct waiting {
+	unsigned spins;
+	int64_t since;
+};
+
 /*
  * Exact mode only, the ring being full: wait a little. Returns 1 to retry,
- * 0 to give up (the heartbeat is missing or older than STALE_NS). The
- * clock is read only here, on the first call and after every spin phase.
+ * 0 to give up: the heartbeat is missing or older than STALE_NS, or this
+ * event has waited MAX_WAIT_NS already, or another writer gave up so less
+ * than STALE_NS ago. The cap matters when the consumer is stuck behind a
+ * record that is reserved but never committed (its thread is stopped, or
+ * is the one waiting: a signal handler allocating in the middle of the
+ * agent); the latch keeps every other thread from waiting that long too.
+ * The clock is read only here: on the first call and after every spin phase.
  */
-static int wait_room(struct shm_hdr *h, unsigned *spins)
+static int wait_room(struct shm_hdr *h, struct waiting *w)
 {
-	if (*spins && *spins < SPIN_PAUSES) {
-		(*spins)++;
+	int64_t hb, now;
+
+	if (w->spins && w->spins < SPIN_PAUSES) {
+		w->spins++;
 		cpu_pause();
 		return 1;
 	}
-	int64_t hb = (int64_t)h->heartbeat, now = now_ns();
-
+	hb = (int64_t)h->heartbeat;
+	now = now_ns();
 	if (!hb || !now || now - hb > STALE_NS)
 		return 0;
-	if (*spins)
+	if (!w->since) {
+		if (now - (int64_t)h->wait_giveup < STALE_NS)
+			return 0;
+		w->since = now;
+	}
+	if (now - w->since > MAX_WAIT_NS) {
+		h->wait_giveup = (uint64_t)now;
+		return 0;
+	}
+	if (w->spins)
 		sys6(NR_SCHED_YIELD, 0, 0, 0, 0, 0, 0);
 	else
-		*spins = 1;
+		w->spins = 1;
 	return 1;
 }
 
@@ -111,13 +133,15 @@ static char *ring_reserve(struct shm_hdr *h, uint32_t len)
 {
 	uint64_t size = h->ring_size, mask = size - 1;
 	char *ring = (char *)h + SHM_OFF_RING;
-	unsigned spins = 0;
+	struct waiting w = { 0, 0 };
 
 	if (len > size)
 		goto drop;
 	for (;;) {
-		uint64_t head = h->ring_head;
+		/* tail first: an older tail only underestimates the room,
+		 * a tail newer than head would wrap head - tail */
 		uint64_t tail = h->ring_tail;
+		uint64_t head = h->ring_head;
 		uint64_t off = head & mask, pad = 0;
 
 		if (off + len > size)
@@ -135,7 +159,7 @@ static char *ring_reserve(struct shm_hdr *h, uint32_t len)
 			}
 			return ring + ((head + pad) & mask);
 		}
-		if (!(h->flags & SHM_F_EXACT) || !wait_room(h, &spins))
+		if (!(h->flags & SHM_F_EXACT) || !wait_room(h, &w))
 			break;
 	}
 drop:
@@ -255,14 +279,62 @@ static void rearm(struct shm_hdr *h, uint64_t entry_sp)
 	}
 }
 
-static void bloom_inc(struct shm_hdr *h, uint64_t ptr)
+/* ---- live sampled pointers: bloom[s] counts the entries of bucket s ---- */
+
+static uint8_t *bloom_at(struct shm_hdr *h, uint32_t slot)
 {
-	uint8_t *b = (uint8_t *)h + SHM_OFF_BLOOM + shm_bloom_slot(ptr);
+	return (uint8_t *)h + SHM_OFF_BLOOM + slot;
+}
+
+static uint64_t *bucket_at(struct shm_hdr *h, uint32_t slot)
+{
+	return (uint64_t *)((char *)h + SHM_OFF_LIVE) + (size_t)slot * SHM_LIVE_WAYS;
+}
+
+/* Add d (+1 or -1) to a bloom count; 255 (overflowed) and 0 stay as they are. */
+static void bloom_add(uint8_t *b, int d)
+{
 	uint8_t v = *(volatile uint8_t *)b;
 
-	while (v != 255 && !__atomic_compare_exchange_n(b, &v, v + 1, 0,
-							__ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+	while (v != 255 && (d > 0 || v) &&
+	       !__atomic_compare_exchange_n(b, &v, (uint8_t)(v + d), 0,
+					    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 		;
+}
+
+static void live_add(struct shm_hdr *h, uint64_t ptr)
+{
+	uint32_t slot = shm_bloom_slot(ptr);
+	uint64_t *w = bucket_at(h, slot);
+
+	for (int i = 0; i < SHM_LIVE_WAYS; i++) {
+		uint64_t z = 0;
+
+		if (!w[i] && __atomic_compare_exchange_n(&w[i], &z, ptr, 0,
+							 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+			bloom_add(bloom_at(h, slot), 1);
+			return;
+		}
+	}
+	__atomic_store_n(bloom_at(h, slot), 255, __ATOMIC_SEQ_CST);
+}
+
+/* Remove ptr from its bucket. Returns 1 if its free must be reported. */
+static int live_del(struct shm_hdr *h, uint64_t ptr)
+{
+	uint32_t slot = shm_bloom_slot(ptr);
+	uint64_t *w = bucket_at(h, slot);
+
+	for (int i = 0; i < SHM_LIVE_WAYS; i++) {
+		uint64_t v = ptr;
+
+		if (w[i] == ptr && __atomic_compare_exchange_n(&w[i], &v, 0, 0,
+							       __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+			bloom_add(bloom_at(h, slot), -1);
+			return 1;
+		}
+	}
+	return *(volatile uint8_t *)bloom_at(h, slot) == 255;
 }
 
 static inline int in_code(const struct shm_hdr *h, uint64_t ip)
@@ -341,14 +413,20 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 	ev->flags = flags;
 	commit(ev, len);
 	if (!(h->flags & SHM_F_EXACT))
-		bloom_inc(h, ptr);
+		live_add(h, ptr);
 }
 
-/* Called by the FREE/REALLOC trampolines on a bloom hit, before the real call. */
+/*
+ * Called by the FREE/REALLOC trampolines on a bloom hit, before the real
+ * call: reports the free if ptr was sampled (always in exact mode).
+ */
 HIDDEN void agent_free(uint64_t ptr, struct shm_hdr *h)
 {
-	struct shm_ev_free *ev = (struct shm_ev_free *)ring_reserve(h, sizeof(*ev));
+	struct shm_ev_free *ev;
 
+	if (!(h->flags & SHM_F_EXACT) && !live_del(h, ptr))
+		return;
+	ev = (struct shm_ev_free *)ring_reserve(h, sizeof(*ev));
 	if (!ev)
 		return;
 	ev->kind = SHM_EV_FREE;

@@ -103,10 +103,10 @@ static void emit_alloc_check(struct emitter *e, int sz, uint64_t slow,
 	PUT(e, 0x25, 0xc0, 0x0f, 0x00, 0x00);		/* and $0xfc0,%eax */
 	PUT(e, 0x48, 0x8d, 0x0d);			/* lea COUNTERS(%rip),%rcx */
 	put_rel32(e, env->data + SHM_OFF_COUNTERS);
-	if (env->lock_sub)
-		PUT(e, 0xf0);				/* lock */
-	else
+	if (env->plain_sub)
 		PUT(e, 0x90);				/* nop */
+	else
+		PUT(e, 0xf0);				/* lock */
 	PUT(e, 0x4c, 0x29, 0x1c, 0x01);			/* sub %r11,(%rcx,%rax,1) */
 	PUT(e, 0x0f, 0x8e);				/* jle SLOW */
 	put_rel32(e, slow);
