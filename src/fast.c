@@ -67,17 +67,11 @@ void fast_init_data(struct session *s, uint64_t data_remote, uint64_t ring_size)
 
 /* ---- events ---- */
 
+/* The agent keeps the bloom/live tables itself: only the profile to update. */
 static void on_free(struct session *s, const struct shm_ev_free *e)
 {
-	uint8_t *slot;
-
 	s->events++;
-	if (!profile_record_free(s->prof, e->ptr) || s->exact)
-		return;
-	/* One live sample fewer behind this bloom slot (saturated slots stay). */
-	slot = data_of(s) + SHM_OFF_BLOOM + shm_bloom_slot(e->ptr);
-	if (*slot && *slot != 255)
-		__atomic_fetch_sub(slot, 1, __ATOMIC_RELAXED);
+	profile_record_free(s->prof, e->ptr);
 }
 
 static void warm_symbols(struct session *s, const uint64_t *pcs, int n)
