@@ -70,6 +70,8 @@ struct session {
 	struct tramp_fast_env fenv;     /* fast mode: where trampolines find data and agent */
 	struct frametab *ftab;          /* fast mode: frame rules the agent walks with */
 	uint64_t drops_seen;
+	uint64_t regions_stats[2];      /* fast mode: agent walks, walk misses */
+	uint64_t nest_lo, nest_hi;      /* hooked allocator text: calls from there are nested */
 
 	struct profile *prof;
 	struct sampler sampler;

@@ -133,6 +133,8 @@ struct shm_hdr {
 	volatile uint64_t walks, walk_misses;  /* agent statistics */
 	volatile uint64_t no_stack_copy; /* set by the agent once process_vm_readv
 					 * is refused (seccomp): later misses send no copy */
+	uint64_t nest_lo, nest_hi;      /* the hooked allocator's own text: a call made from
+					 * there (realloc calling malloc) is nested */
 	volatile uint64_t wait_giveup;  /* CLOCK_MONOTONIC ns when an exact-mode writer
 					 * last gave up waiting for room (1 s cap) */
 };

@@ -105,7 +105,8 @@ int collect_trap(struct session *s, pid_t tid, int record)
 	ptr = call_result(tid, p->hook->kind, &r);
 	if (!ptr)
 		return 1;
-	if (peek_u64(tid, r.rsp, &ret) == 0 && patch_in_region(s, ret)) {
+	if (peek_u64(tid, r.rsp, &ret) == 0 &&
+	    (patch_in_region(s, ret) || (ret >= s->nest_lo && ret < s->nest_hi))) {
 		s->nested++;	/* e.g. realloc(NULL, n) calling malloc */
 		return 1;
 	}

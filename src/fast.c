@@ -165,4 +165,6 @@ void fast_sync_stats(struct session *s)
 		s->drops_seen = drops;
 	}
 	s->nested = h->nested;
+	s->regions_stats[0] = h->walks;
+	s->regions_stats[1] = h->walk_misses;
 }

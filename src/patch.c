@@ -130,6 +130,12 @@ static int region_for(struct session *s, uint64_t addr)
 
 		fast_init_data(s, r->alias->remote + REGION_CODE, FAST_RING_SIZE);
 		s->fenv.data = r->alias->remote + REGION_CODE;
+		s->fenv.code_lo = r->remote;
+		s->fenv.code_size = REGION_CODE;
+		s->fenv.nest_lo = s->nest_lo;
+		s->fenv.nest_size = s->nest_hi - s->nest_lo;
+		r->hdr->nest_lo = s->nest_lo;
+		r->hdr->nest_hi = s->nest_hi;
 		rc = tramp_fast_agent_install(r->local + at, r->size - at, r->remote + at, &s->fenv);
 		if (rc)
 			return rc;	/* the region stays listed: patch_remove unmaps it */
@@ -241,10 +247,36 @@ static void record_patch(struct session *s, const struct patch *p)
 	__atomic_store_n(&h->npatches, h->npatches + 1, __ATOMIC_RELEASE);
 }
 
+/* The span of the allocator's own hooked functions (in malloc's object):
+ * an allocation whose caller is in there was made by another hooked call. */
+static void nest_range(struct session *s)
+{
+	const char *obj = NULL;
+
+	s->nest_lo = s->nest_hi = 0;
+	for (size_t i = 0; i < s->hooks.n && !obj; i++)
+		if (s->hooks.v[i].kind == HOOK_ALLOC && !s->hooks.v[i].forwards)
+			obj = s->hooks.v[i].path;
+	for (size_t i = 0; i < s->hooks.n && obj; i++) {
+		const struct hook *h = &s->hooks.v[i];
+
+		if (h->forwards || h->unsupported || !h->size || !h->path || strcmp(h->path, obj))
+			continue;
+		if (!s->nest_lo || h->addr < s->nest_lo)
+			s->nest_lo = h->addr;
+		if (h->addr + h->size > s->nest_hi)
+			s->nest_hi = h->addr + h->size;
+	}
+	if (s->nest_hi - s->nest_lo > (64u << 20))
+		s->nest_lo = s->nest_hi = 0;	/* implausible: check our code only */
+}
+
 int patch_install(struct session *s)
 {
 	size_t n = 0;
 	int rc;
+
+	nest_range(s);
 
 	s->patches = xcalloc(s->hooks.n ? s->hooks.n : 1, sizeof(*s->patches));
 	for (size_t i = 0; i < s->hooks.n; i++) {

@@ -359,6 +359,10 @@ int session_run(const struct options *opt)
 		fprintf(stderr, "heapattach: detached from %d in %.1f ms\n", s.pid,
 			(now_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	stop_timer();
+	if (s.fast && s.regions_stats[0])
+		pr_debug("agent: %llu walks, %llu misses, %llu nested",
+			 (unsigned long long)s.regions_stats[0], (unsigned long long)s.regions_stats[1],
+			 (unsigned long long)s.nested);
 	if (profile_drops(s.prof))
 		pr_warn("%llu events dropped", (unsigned long long)profile_drops(s.prof));
 	if (session_dump(&s, 0) == 0) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Sums a heap profile per allocation site (innermost site_* frame) via `go tool pprof -raw`, and compares with a truth file.
 # SPDX-License-Identifier: MIT
-"""usage: pprof_sites.py [--raw] PROFILE [--compare TRUTHFILE [--tolerance PCT]]
+"""usage: pprof_sites.py [--raw] PROFILE [--compare TRUTHFILE [--tolerance PCT] [--min-bytes N]]
        pprof_sites.py --self-test
 
 Runs `go tool pprof -raw PROFILE` (with --raw, PROFILE is already that text;
@@ -18,7 +18,9 @@ alloc_bytes" (fixtures/gtruth*.c). Compares alloc_objects, alloc_bytes,
 inuse_objects (vs live_objects) and inuse_bytes (vs live_bytes) of every
 truth site, and requires every other site_* in the profile to be all zero.
 "(other)" is reported but not judged. --tolerance PCT allows a relative
-error of PCT percent (default 0: exact). Prints a table expected vs got.
+error of PCT percent (default 0: exact). --min-bytes N (sampled profiles):
+judge only alloc_space where the truth allocated >= N bytes and
+inuse_space where it holds >= N live. Prints a table expected vs got.
 
 Exit: 0 match (or plain listing), 1 mismatch, 2 usage/parse/pprof error.
 Environment: GO (default "go") is the go command used to run pprof.
@@ -185,9 +187,12 @@ def fmt(v):
     return "-" if v is None else str(v)
 
 
-def compare(sums, truth, tol, types):
+def compare(sums, truth, tol, types, min_bytes=0):
     """Print expected vs got; return the number of mismatches. A site with
-    no samples counts as 0 for every metric the profile has (types)."""
+    no samples counts as 0 for every metric the profile has (types).
+    min_bytes > 0 (a sampled profile): judge only alloc_space of sites that
+    allocated at least min_bytes and inuse_space of sites holding at least
+    min_bytes live; everything else is listed as not judged."""
     rows = []
     bad = 0
     names = sorted(truth) + sorted(s for s in sums
@@ -208,6 +213,11 @@ def compare(sums, truth, tol, types):
             note = "" if site in truth else " (not in truth)"
             if have is None:
                 note = " (metric missing)"
+            if min_bytes and (metric.endswith("_objects") or want < min_bytes):
+                rows.append((site, metric, fmt(want), fmt(have), "not judged (sampled)"))
+                continue
+            if have is not None and want:
+                note += " (%+.1f%%)" % (100.0 * (have - want) / want)
             rows.append((site, metric, fmt(want), fmt(have),
                          ("ok" if ok else "MISMATCH") + note))
             if not ok:
@@ -304,6 +314,7 @@ def main(argv):
     raw = False
     truth_path = None
     tol = 0.0
+    min_bytes = 0
     prof = None
     args = list(argv)
     while args:
@@ -323,6 +334,13 @@ def main(argv):
                 usage("bad --tolerance")
             if tol < 0:
                 usage("bad --tolerance")
+        elif a == "--min-bytes":
+            if not args:
+                usage("--min-bytes needs N")
+            try:
+                min_bytes = int(args.pop(0))
+            except ValueError:
+                usage("bad --min-bytes")
         elif a == "--self-test":
             return self_test()
         elif a in ("-h", "--help"):
@@ -348,7 +366,7 @@ def main(argv):
         sys.stderr.write("pprof_sites: %s\n" % e)
         return 2
     if truth is not None:
-        return 1 if compare(sums, truth, tol, types) else 0
+        return 1 if compare(sums, truth, tol, types, min_bytes) else 0
     for site in sorted(s for s in sums if s != OTHER) + \
             ([OTHER] if OTHER in sums else []):
         print(site, " ".join(fmt(sums[site].get(m)) for m in METRICS))

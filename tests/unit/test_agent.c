@@ -451,36 +451,51 @@ static void test_layouts(void)
 	struct tramp_layout lay;
 	int32_t rel;
 
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC), 37);
+	expect_int_eq(TRAMP_FAST_NEST_LEN, 58);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC), 100);
 	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE), 52);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_REALLOC), 89);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_REALLOC), 152);
 	expect_int_eq(tramp_fast_reloc_offset((enum tramp_class)9), -EINVAL);
 
-	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 37, &r), 0);
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 100, &r), 0);
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at), 0);
-	expect_true(!memcmp(buf, alloc_head, sizeof(alloc_head)));
-	memcpy(&rel, buf + 22, 4);
-	expect_u64_eq(at + 26 + rel, e.data + SHM_OFF_COUNTERS);
-	expect_int_eq(buf[26], 0xf0);
-	memcpy(&rel, buf + 33, 4);
-	expect_u64_eq(at + 37 + rel, at + 37 + r.code_len);	/* jle SLOW */
-	expect_int_eq(lay.size, 37 + r.code_len + TRAMP_FAST_SLOW_LEN);
-	expect_int_eq(lay.reloc_off, 37);
+	/* NEST: mov (%rsp),%rax; movabs CODE_LO; ...; jb RELOC (twice) */
+	expect_int_eq(buf[0], 0x48);
+	expect_int_eq(buf[3], 0x24);
+	memcpy(&rel, buf + 29, 4);
+	expect_u64_eq(at + 33 + rel, at + 100);
+	memcpy(&rel, buf + 54, 4);
+	expect_u64_eq(at + 58 + rel, at + 100);
+	expect_true(!memcmp(buf + 58, alloc_head, sizeof(alloc_head)));
+	memcpy(&rel, buf + 58 + 22, 4);
+	expect_u64_eq(at + 58 + 26 + rel, e.data + SHM_OFF_COUNTERS);
+	expect_int_eq(buf[58 + 26], 0xf0);
+	memcpy(&rel, buf + 58 + 33, 4);
+	expect_u64_eq(at + 58 + 37 + rel, at + 100 + r.code_len);	/* jle SLOW */
+	expect_int_eq(buf[95], 0x0f);		/* malloc: a 5-byte nop into RELOC */
+	expect_int_eq(lay.size, 100 + r.code_len + TRAMP_FAST_SLOW_LEN);
+	expect_int_eq(lay.reloc_off, 100);
 	expect_int_eq(lay.entry_trap, -1);
 	expect_int_eq(lay.exit_trap, -1);
 	expect_int_eq(buf[lay.size - 1], 0xc3);
 	/* slow: push $info */
-	expect_int_eq(buf[37 + r.code_len + 19], 0x68);
-	memcpy(&rel, buf + 37 + r.code_len + 20, 4);
+	expect_int_eq(buf[100 + r.code_len + 19], 0x68);
+	memcpy(&rel, buf + 100 + r.code_len + 20, 4);
 	expect_int_eq(rel, AGENT_INFO(AGENT_SZ_RDI, HOOK_ALLOC));
-	memcpy(&rel, buf + 37 + r.code_len + 35, 4);
-	expect_u64_eq(at + 37 + r.code_len + 39 + rel, e.agent_alloc);
+	memcpy(&rel, buf + 100 + r.code_len + 35, 4);
+	expect_u64_eq(at + 100 + r.code_len + 39 + rel, e.agent_alloc);
+	/* memalign may call malloc: its fast path goes through CALLTHRU */
+	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALIGNED, at), 0);
+	expect_int_eq(buf[95], 0xe9);
+	memcpy(&rel, buf + 96, 4);
+	expect_u64_eq(at + 100 + rel, at + 100 + r.code_len + TRAMP_FAST_SLOW_LEN - 14);
+	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at), 0);
 
 	/* wrong class for the kind; reallocarray refused; r for another address */
 	expect_int_eq(EMIT(TRAMP_FREE, HOOK_ALLOC, at), -EINVAL);
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_REALLOCARRAY, at), -EINVAL);
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at + 1), -EINVAL);
-	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, HOOK_ALLOC, at, &r, &e, buf, 40, &lay), -ENOSPC);
+	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, HOOK_ALLOC, at, &r, &e, buf, 100, &lay), -ENOSPC);
 	e.data = at + (3ull << 30);
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at), -ERANGE);
 	e.data = at + 0x10000;
@@ -495,12 +510,13 @@ static void test_layouts(void)
 	memcpy(&rel, buf + 45, 4);
 	expect_u64_eq(at + 49 + rel, e.agent_free);
 
-	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 89, &r), 0);
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 152, &r), 0);
 	expect_int_eq(EMIT(TRAMP_REALLOC, HOOK_REALLOC, at), 0);
 	expect_true(!memcmp(buf, free_head, sizeof(free_head)));
-	expect_int_eq(buf[52], 0x49);
-	expect_int_eq(buf[54], 0xf3);		/* mov %rsi,%r11 */
-	expect_int_eq(lay.size, 89 + r.code_len + TRAMP_FAST_SLOW_LEN);
+	expect_int_eq(buf[52 + 58], 0x49);
+	expect_int_eq(buf[52 + 60], 0xf3);	/* mov %rsi,%r11 */
+	expect_int_eq(buf[52 + 95], 0xe9);	/* jmp CALLTHRU */
+	expect_int_eq(lay.size, 152 + r.code_len + TRAMP_FAST_SLOW_LEN);
 	expect_true(tramp_fast_agent_size() > 64);
 #undef EMIT
 }

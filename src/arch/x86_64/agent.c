@@ -337,9 +337,10 @@ static int live_del(struct shm_hdr *h, uint64_t ptr)
 	return *(volatile uint8_t *)bloom_at(h, slot) == 255;
 }
 
-static inline int in_code(const struct shm_hdr *h, uint64_t ip)
+/* A call made from our code or from inside the hooked allocator itself. */
+static inline int nested_call(const struct shm_hdr *h, uint64_t ip)
 {
-	return ip - h->code_remote < h->code_size;
+	return ip - h->code_remote < h->code_size || ip - h->nest_lo < h->nest_hi - h->nest_lo;
 }
 
 /* Called by the ALLOC/REALLOC trampolines after a sampled call returned. */
@@ -371,7 +372,7 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 	}
 	if (!ptr)
 		return;
-	if (in_code(h, f->ret)) {
+	if (nested_call(h, f->ret)) {
 		lock_inc(&h->nested);
 		return;
 	}

@@ -80,6 +80,32 @@ static void emit_free_check(struct emitter *e, const struct tramp_fast_env *env)
 	PUT(e, 0x5a, 0x5e, 0x5f);			/* pop %rdx, %rsi, %rdi */
 }
 
+static void put_imm64(struct emitter *e, uint64_t v)
+{
+	put(e, &v, 8);
+}
+
+/* Nested call (return address in CODE or in the allocator): to RELOC. */
+static void emit_nest_check(struct emitter *e, uint64_t reloc, const struct tramp_fast_env *env)
+{
+	PUT(e, 0x48, 0x8b, 0x04, 0x24);			/* mov (%rsp),%rax */
+	PUT(e, 0x48, 0xb9);				/* movabs $CODE_LO,%rcx */
+	put_imm64(e, env->code_lo);
+	PUT(e, 0x49, 0x89, 0xc3);			/* mov %rax,%r11 */
+	PUT(e, 0x49, 0x29, 0xcb);			/* sub %rcx,%r11 */
+	PUT(e, 0x49, 0x81, 0xfb);			/* cmp $CODE_SIZE,%r11 */
+	put_imm32(e, (uint32_t)env->code_size);
+	PUT(e, 0x0f, 0x82);				/* jb RELOC */
+	put_rel32(e, reloc);
+	PUT(e, 0x48, 0xb9);				/* movabs $NEST_LO,%rcx */
+	put_imm64(e, env->nest_lo);
+	PUT(e, 0x48, 0x29, 0xc8);			/* sub %rcx,%rax */
+	PUT(e, 0x48, 0x3d);				/* cmp $NEST_SIZE,%rax */
+	put_imm32(e, (uint32_t)env->nest_size);
+	PUT(e, 0x0f, 0x82);				/* jb RELOC */
+	put_rel32(e, reloc);
+}
+
 static void emit_alloc_check(struct emitter *e, int sz, uint64_t slow,
 			     const struct tramp_fast_env *env)
 {
@@ -130,6 +156,20 @@ static void emit_slow(struct emitter *e, uint64_t reloc, uint32_t info,
 	PUT(e, 0x48, 0x8b, 0x44, 0x24, 0x38);		/* mov 0x38(%rsp),%rax */
 	PUT(e, 0x48, 0x83, 0xc4, 0x58);			/* add $0x58,%rsp */
 	PUT(e, 0xc3);					/* ret */
+	/* CALLTHRU: an unsampled call that keeps our return address on the stack. */
+	PUT(e, 0x48, 0x83, 0xec, 0x08);			/* sub $8,%rsp */
+	PUT(e, 0xe8);					/* call RELOC */
+	put_rel32(e, reloc);
+	PUT(e, 0x48, 0x83, 0xc4, 0x08);			/* add $8,%rsp */
+	PUT(e, 0xc3);					/* ret */
+}
+
+/* Hooks that may call another hook from inside (glibc's realloc and
+ * memalign family call malloc). */
+static int may_nest(int hook_kind)
+{
+	return hook_kind == HOOK_REALLOC || hook_kind == HOOK_ALIGNED ||
+	       hook_kind == HOOK_POSIX_MEMALIGN;
 }
 
 /* ---- API ---- */
@@ -184,8 +224,18 @@ int tramp_fast_emit(enum tramp_class cls, int hook_kind, uint64_t at,
 
 	if (cls != TRAMP_ALLOC)
 		emit_free_check(&e, env);
-	if (cls != TRAMP_FREE)
-		emit_alloc_check(&e, sz, at + reloc + r->code_len, env);
+	if (cls != TRAMP_FREE) {
+		uint64_t slow = at + reloc + r->code_len;
+
+		emit_nest_check(&e, at + reloc, env);
+		emit_alloc_check(&e, sz, slow, env);
+		if (may_nest(hook_kind)) {
+			PUT(&e, 0xe9);			/* jmp CALLTHRU */
+			put_rel32(&e, slow + TRAMP_FAST_SLOW_LEN - 14);
+		} else {
+			PUT(&e, 0x0f, 0x1f, 0x44, 0x00, 0x00);	/* nopl 0(%rax,%rax) */
+		}
+	}
 	if (e.n != (size_t)reloc)
 		return -EINVAL;		/* cannot happen: layout constants out of date */
 	put(&e, r->code, r->code_len);

@@ -72,12 +72,26 @@
  * TRAMP_REALLOC: the FREE check (its jz/je to 52) then the ALLOC sequence
  * on rsi at 52; RELOC at 89.
  *
+ * NEST check (first in the ALLOC sequence): a call whose return address
+ * lies in the CODE view or in the hooked allocator's own text (realloc or
+ * memalign calling malloc, by a tail jump out of our CALLTHRU or by a
+ * plain call) is part of a call already being counted: straight to RELOC.
+ *	mov (%rsp),%rax; movabs $CODE_LO,%rcx; mov %rax,%r11; sub %rcx,%r11;
+ *	cmp $CODE_SIZE,%r11; jb RELOC; movabs $NEST_LO,%rcx; sub %rcx,%rax;
+ *	cmp $NEST_SIZE,%rax; jb RELOC
+ * After the counter's jle SLOW, hooks that may call another hook (realloc,
+ * memalign/aligned_alloc, posix_memalign) take "jmp CALLTHRU", where
+ * "sub $8,%rsp; call RELOC; add $8,%rsp; ret" runs the function with our
+ * return address on the stack, so the inner call is seen as nested; other
+ * hooks have a 5-byte nop there and fall into RELOC.
+ *
  * Exact mode needs no other code: the tool keeps counters <= 0 with zero
  * gaps and fills the bloom table with 1s.
  */
 
-#define TRAMP_FAST_ALLOC_LEN	37	/* ALLOC sequence up to RELOC */
-#define TRAMP_FAST_SLOW_LEN	49	/* SLOW tail after RELOC */
+#define TRAMP_FAST_NEST_LEN	58	/* NEST check at the head of the ALLOC sequence */
+#define TRAMP_FAST_ALLOC_LEN	(TRAMP_FAST_NEST_LEN + 37 + 5)	/* ALLOC sequence up to RELOC */
+#define TRAMP_FAST_SLOW_LEN	(49 + 14)	/* SLOW and CALLTHRU after RELOC */
 #define TRAMP_FAST_FREE_LEN	52	/* FREE check */
 #define TRAMP_FAST_MAX_SIZE	(TRAMP_FAST_FREE_LEN + TRAMP_FAST_ALLOC_LEN + \
 				 RELOC_MAX_CODE + TRAMP_FAST_SLOW_LEN)
@@ -85,6 +99,8 @@
 /* Where a fast trampoline finds the shared data and the agent. */
 struct tramp_fast_env {
 	uint64_t data;		/* DATA view (struct shm_hdr) in the target */
+	uint64_t code_lo, code_size;	/* CODE view: a return address there is nested */
+	uint64_t nest_lo, nest_size;	/* the hooked allocator's text: likewise */
 	uint64_t agent_alloc;	/* agent entry points in the CODE view */
 	uint64_t agent_free;
 	int plain_sub;		/* 1: sub without lock on the counter (see above) */
