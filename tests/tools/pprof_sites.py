@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # Sums a heap profile per allocation site (innermost site_* frame) via `go tool pprof -raw`, and compares with a truth file.
 # SPDX-License-Identifier: MIT
-"""usage: pprof_sites.py [--raw] PROFILE [--compare TRUTHFILE [--tolerance PCT]]
+"""usage: pprof_sites.py [--raw] PROFILE [--compare TRUTHFILE [--tolerance PCT]
+                                          [--sites S,..] [--metrics M,..]]
        pprof_sites.py --self-test
 
 Runs `go tool pprof -raw PROFILE` (with --raw, PROFILE is already that text;
@@ -18,7 +19,11 @@ alloc_bytes" (fixtures/gtruth*.c). Compares alloc_objects, alloc_bytes,
 inuse_objects (vs live_objects) and inuse_bytes (vs live_bytes) of every
 truth site, and requires every other site_* in the profile to be all zero.
 "(other)" is reported but not judged. --tolerance PCT allows a relative
-error of PCT percent (default 0: exact). Prints a table expected vs got.
+error of PCT percent (default 0: exact). --sites and --metrics restrict
+the judged sites (then other sites are not judged) and metrics
+(alloc_objects, alloc_space, inuse_objects, inuse_space), e.g. to judge a
+sampled profile only where the sample is large. Prints a table expected
+vs got.
 
 Exit: 0 match (or plain listing), 1 mismatch, 2 usage/parse/pprof error.
 Environment: GO (default "go") is the go command used to run pprof.
@@ -185,13 +190,16 @@ def fmt(v):
     return "-" if v is None else str(v)
 
 
-def compare(sums, truth, tol, types):
+def compare(sums, truth, tol, types, only_sites=None, only_metrics=None):
     """Print expected vs got; return the number of mismatches. A site with
-    no samples counts as 0 for every metric the profile has (types)."""
+    no samples counts as 0 for every metric the profile has (types).
+    only_sites/only_metrics: judge just these (None: all)."""
     rows = []
     bad = 0
     names = sorted(truth) + sorted(s for s in sums
                                    if s != OTHER and s not in truth)
+    if only_sites is not None:
+        names = [s for s in names if s in only_sites]
     for site in names:
         live_o, live_b, alloc_o, alloc_b = truth.get(site, (0, 0, 0, 0))
         got = sums.get(site, {})
@@ -199,6 +207,8 @@ def compare(sums, truth, tol, types):
                              ("alloc_space", alloc_b),
                              ("inuse_objects", live_o),
                              ("inuse_space", live_b)):
+            if only_metrics is not None and metric not in only_metrics:
+                continue
             have = got.get(metric)
             if have is None and metric in types:
                 have = 0
@@ -227,7 +237,8 @@ def compare(sums, truth, tol, types):
     if bad:
         print("pprof_sites: %d mismatches (%s)" % (bad, tolstr))
     else:
-        print("pprof_sites: all %d sites match (%s)" % (len(truth), tolstr))
+        print("pprof_sites: all %d sites match (%s)"
+              % (len(set(names) & set(truth)), tolstr))
     return bad
 
 
@@ -305,6 +316,7 @@ def main(argv):
     truth_path = None
     tol = 0.0
     prof = None
+    only_sites = only_metrics = None
     args = list(argv)
     while args:
         a = args.pop(0)
@@ -323,6 +335,16 @@ def main(argv):
                 usage("bad --tolerance")
             if tol < 0:
                 usage("bad --tolerance")
+        elif a in ("--sites", "--metrics"):
+            if not args:
+                usage("%s needs a list" % a)
+            items = set(x for x in args.pop(0).split(",") if x)
+            if a == "--sites":
+                only_sites = items
+            elif items - set(METRICS):
+                usage("unknown metric in %s" % ",".join(sorted(items)))
+            else:
+                only_metrics = items
         elif a == "--self-test":
             return self_test()
         elif a in ("-h", "--help"):
@@ -348,7 +370,8 @@ def main(argv):
         sys.stderr.write("pprof_sites: %s\n" % e)
         return 2
     if truth is not None:
-        return 1 if compare(sums, truth, tol, types) else 0
+        return 1 if compare(sums, truth, tol, types,
+                            only_sites, only_metrics) else 0
     for site in sorted(s for s in sums if s != OTHER) + \
             ([OTHER] if OTHER in sums else []):
         print(site, " ".join(fmt(sums[site].get(m)) for m in METRICS))
