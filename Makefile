@@ -4,17 +4,18 @@ CC      ?= gcc
 PKGS    := libunwind-ptrace libunwind-generic libelf libdw capstone zlib
 B       := build
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=gnu11 -Wall -Wextra -D_GNU_SOURCE -Iinclude -Isrc/arch/$(ARCH) -MMD -MP
-CFLAGS  += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+override CFLAGS += -std=gnu11 -Wall -Wextra -D_GNU_SOURCE -Iinclude -Isrc/arch/$(ARCH) -MMD -MP
+override CFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 ifeq ($(CI),true)
-CFLAGS  += -Werror
+override CFLAGS += -Werror
 endif
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 VERSION := 0.1.0
-CFLAGS  += -DHEAPATTACH_VERSION='"$(VERSION)"'
+override CFLAGS += -DHEAPATTACH_VERSION='"$(VERSION)"'
 
-LIB_SRC  := $(filter-out src/main.c,$(wildcard src/*.c)) $(wildcard src/arch/$(ARCH)/*.c)
-LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o)
+AGENT_SRC := src/arch/$(ARCH)/agent.c
+LIB_SRC  := $(filter-out src/main.c,$(wildcard src/*.c)) $(filter-out $(AGENT_SRC),$(wildcard src/arch/$(ARCH)/*.c))
+LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/agent_blob.o
 MAIN_OBJ := $(B)/src/main.o
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
@@ -46,6 +47,41 @@ $(B)/libheapattach.a: $(LIB_OBJ)
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(QCC)$(CC) $(CFLAGS) -c -o $@ $<
+
+# The in-target agent: freestanding, never instrumented (own flags, not
+# CFLAGS), linked flat at 0 and embedded as a blob; gen/agent_syms.h gives
+# the entry offsets. No undefined symbols, data, bss or absolute relocations.
+AGENT_CFLAGS := -std=gnu11 -O2 -Wall -Wextra -ffreestanding -fno-builtin -nostdlib \
+	-fPIC -fno-plt -fvisibility=hidden -fno-stack-protector -fno-jump-tables \
+	-fno-asynchronous-unwind-tables -fno-unwind-tables -fno-exceptions \
+	-fno-tree-loop-distribute-patterns -fcf-protection=none -mgeneral-regs-only \
+	-Iinclude -Isrc/arch/$(ARCH) $(if $(filter true,$(CI)),-Werror)
+
+$(B)/gen/agent.o: $(AGENT_SRC) src/arch/$(ARCH)/agent.h include/shm.h
+	@mkdir -p $(dir $@)
+	$(QCC)$(CC) $(AGENT_CFLAGS) -c -o $@ $< || { rm -f $@; exit 1; }
+	$(Q)if [ -n "$$(nm -u $@)" ]; then echo "$@: undefined symbols: $$(nm -u $@)"; rm -f $@; exit 1; fi
+	$(Q)if readelf -rW $@ | grep -Eq 'R_X86_64_(64|32|32S|GOT|COPY|GLOB|JUMP|RELATIVE)'; then \
+		echo "$@: absolute or GOT relocation"; readelf -rW $@; rm -f $@; exit 1; fi
+	$(Q)if [ -n "$$(objdump -h $@ | awk '$$2 ~ /^\.(data|bss)/ && $$3 !~ /^0+$$/')" ]; then \
+		echo "$@: has data or bss"; rm -f $@; exit 1; fi
+
+$(B)/gen/agent.bin: $(B)/gen/agent.o src/arch/$(ARCH)/agent.lds
+	$(Q)ld -static -nostdlib -T src/arch/$(ARCH)/agent.lds -o $(B)/gen/agent.elf $<
+	$(Q)objcopy -O binary -j .text $(B)/gen/agent.elf $@
+
+$(B)/gen/agent_syms.h: $(B)/gen/agent.bin
+	$(Q)nm $(B)/gen/agent.elf | awk '$$3 ~ /^agent_(alloc|free)$$/ \
+		{ printf "#define AGENT_OFF_%s 0x%s\n", toupper(substr($$3, 7)), $$1 }' > $@.tmp
+	$(Q)test $$(wc -l < $@.tmp) -eq 2 && mv $@.tmp $@
+
+$(B)/gen/agent_blob.o: $(B)/gen/agent.bin
+	$(Q)printf '\t.section .rodata\n\t.balign 64\n\t.globl agent_blob\nagent_blob:\n\t.incbin "%s"\n\t.globl agent_blob_end\nagent_blob_end:\n\t.section .note.GNU-stack,"",@progbits\n' \
+		$(B)/gen/agent.bin > $(B)/gen/agent_blob.S
+	$(QCC)$(CC) -c -o $@ $(B)/gen/agent_blob.S
+
+$(B)/src/arch/$(ARCH)/tramp_fast.o: $(B)/gen/agent_syms.h
+$(B)/src/arch/$(ARCH)/tramp_fast.o: override CFLAGS += -I$(B)/gen
 
 $(B)/tests/%: tests/unit/%.c $(B)/libheapattach.a tests/unit/harness.h
 	@mkdir -p $(dir $@)
@@ -89,6 +125,7 @@ asan:
 		LDFLAGS="-fsanitize=address,undefined" build-asan/libheapattach.a
 	$(Q)$(MAKE) --no-print-directory B=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 		LDFLAGS="-fsanitize=address,undefined" LDLIBS="-fsanitize=address,undefined $(LDLIBS)" unit
+	$(Q)$(MAKE) --no-print-directory B=build-asan fixtures
 	$(Q)UNIT_ONLY=1 BUILD=build-asan sh tests/run.sh
 
 demo: check-deps

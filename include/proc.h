@@ -53,5 +53,12 @@ int proc_status_read(pid_t pid, const char *key, char *out, size_t outlen);
  * sees it: "/proc/PID/map_files/START-END" if it opens, else
  * "/proc/PID/root" + path. Returns an open fd or -errno. */
 int proc_open_mapped(pid_t pid, const struct proc_map *m);
+/* Test seam: nonzero makes proc_open_mapped skip map_files (only the
+ * /proc/PID/root fallback is tried). */
+extern int proc_no_map_files;
+
+/* Read a whole file (procfs ones too, which report size 0) into a NUL-terminated
+ * buffer; *buf is the caller's to free. 0 or -errno. */
+int proc_read_file(const char *path, char **buf, size_t *len);
 
 #endif

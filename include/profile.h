@@ -27,7 +27,9 @@ void profile_free(struct profile *p);
 uint64_t profile_rate(const struct profile *p);
 
 /* Record a sampled allocation of size bytes at ptr with the given stack.
- * If ptr is already live (a free we missed), the old record is freed first. */
+ * If ptr is already live (a free we missed), the old record is freed first.
+ * ptr 0 (a failed allocation) is ignored. Stacks deeper than
+ * PROFILE_MAX_FRAMES keep their PROFILE_MAX_FRAMES innermost frames. */
 void profile_record_alloc(struct profile *p, const uint64_t *pcs, size_t npcs,
 			  uint64_t size, uint64_t ptr);
 /* Record a free. Returns 1 if ptr was live (and is now freed), 0 if unknown. */
@@ -38,9 +40,15 @@ void profile_add_drops(struct profile *p, uint64_t n);
 uint64_t profile_drops(const struct profile *p);
 /* Total bytes and allocations recorded since creation (unscaled). */
 uint64_t profile_total_alloc_bytes(const struct profile *p);
+uint64_t profile_total_alloc_count(const struct profile *p);
+/* Table sizes: live pointers, (stack, size) buckets, distinct stacks. */
+size_t profile_nlive(const struct profile *p);
+size_t profile_nbuckets(const struct profile *p);
+size_t profile_nstacks(const struct profile *p);
 
-/* Call cb for every bucket with any alloc count; stops early and returns
- * cb's value if it is non-zero, else returns 0. */
+/* Call cb for every bucket with any alloc count, in creation order; stops
+ * early and returns cb's value if it is non-zero, else returns 0. b and b->pcs
+ * are valid only during the call; cb must not record into p. */
 int profile_foreach(const struct profile *p,
 		    int (*cb)(const struct profile_bucket *b, void *arg), void *arg);
 

@@ -23,7 +23,8 @@ struct sym_info {
 struct symbolizer *symbolizer_new(pid_t pid, const struct proc_maps *maps);
 void symbolizer_free(struct symbolizer *s);
 /* Look up addr (an address *inside* an instruction: callers pass ret-1).
- * Strings stay valid until symbolizer_free. 0, or -ENOENT when no symbol. */
+ * Strings stay valid until symbolizer_free. 0 when a symbol or a source line
+ * was found (missing parts are NULL/0), else -ENOENT. */
 int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out);
 /* Build id (lowercase hex) of the object behind map, or NULL. */
 const char *symbolizer_build_id(struct symbolizer *s, const struct proc_map *map);

@@ -3,6 +3,7 @@
 #ifndef HEAPATTACH_TEST_HARNESS_H
 #define HEAPATTACH_TEST_HARNESS_H
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

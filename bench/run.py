@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+# Side-by-side slowdown of a malloc-heavy target: unattached vs heapattach, heaptrack -p, gperftools.
+# SPDX-License-Identifier: MIT
+"""Prints, per tool and thread count, the median over PAIRS interleaved pairs
+of (unattached rate / attached rate): 1.00 means no slowdown. Also prints
+heapattach's attach and detach times when asked (--attach-times)."""
+import argparse, os, re, shutil, signal, statistics, subprocess, sys, tempfile, time
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("BUILD", os.path.join(TOP, "build"))
+HA = os.environ.get("HA", os.path.join(TOP, "heapattach"))
+BENCH = os.path.join(BUILD, "bench", "mallocbench")
+TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4"
+
+
+def wait_line(path, pattern, timeout, proc=None):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            with open(path) as f:
+                if re.search(pattern, f.read(), re.M):
+                    return True
+        except FileNotFoundError:
+            pass
+        if proc is not None and proc.poll() is not None:
+            return False
+        time.sleep(0.005)
+    return False
+
+
+def run_target(tmp, threads, secs, env=None, attach=None):
+    """Start the target, optionally attach a tool, release it; return ops/s."""
+    go = os.path.join(tmp, "go")
+    out = os.path.join(tmp, "target.out")
+    if os.path.exists(go):
+        os.unlink(go)
+    with open(out, "w") as f:
+        t = subprocess.Popen([BENCH, str(threads), str(secs), go], stdout=f,
+                             stderr=subprocess.STDOUT, env=env)
+    if not wait_line(out, r"^ready", 10, t):
+        raise RuntimeError("target did not start")
+    tool = None
+    if attach:
+        tool = attach(t.pid)
+    open(go, "w").close()
+    if t.wait(timeout=secs * 200 + 120) != 0:
+        raise RuntimeError("target failed: " + open(out).read())
+    if tool:
+        tool()
+    m = re.search(r"rate (\d+)", open(out).read())
+    return float(m.group(1))
+
+
+def heapattach(tmp, args):
+    def attach(pid):
+        err = os.path.join(tmp, "ha.err")
+        ef = open(err, "w")
+        p = subprocess.Popen([HA, "-p", str(pid), "-o", os.path.join(tmp, "out.heap")] + args,
+                             stderr=ef)
+        if not wait_line(err, r"attached to", 30, p):
+            raise RuntimeError("heapattach did not attach: " + open(err).read())
+
+        def finish():
+            if p.wait(timeout=60) != 0:
+                raise RuntimeError("heapattach failed: " + open(err).read())
+            ef.close()
+            if re.search(r"dropped", open(err).read()):
+                sys.stderr.write("note: " + open(err).read())
+        return finish
+    return attach
+
+
+def heaptrack(tmp):
+    def attach(pid):
+        log = os.path.join(tmp, "ht.out")
+        lf = open(log, "w")
+        p = subprocess.Popen(["heaptrack", "-p", str(pid)], stdout=lf, stderr=subprocess.STDOUT,
+                             cwd=tmp)
+        if not wait_line(log, r"injection finished", 60, p):
+            raise RuntimeError("heaptrack did not attach: " + open(log).read())
+
+        def finish():
+            p.wait(timeout=120)
+            lf.close()
+        return finish
+    return attach
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--secs", type=float, default=1.0)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--tools", default="default,exact,heaptrack,gperftools")
+    ap.add_argument("--extra", default="", help="extra heapattach arguments")
+    a = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="ha-bench.")
+    extra = a.extra.split()
+    rows = []
+    for threads in [int(x) for x in a.threads.split(",")]:
+        for tool in a.tools.split(","):
+            if tool == "heaptrack" and not shutil.which("heaptrack"):
+                continue
+            if tool == "gperftools" and not os.path.exists(TCMALLOC):
+                continue
+            ratios = []
+            for _ in range(a.pairs):
+                base = run_target(tmp, threads, a.secs)
+                if tool == "default":
+                    r = run_target(tmp, threads, a.secs, attach=heapattach(tmp, extra))
+                elif tool == "exact":
+                    r = run_target(tmp, threads, a.secs,
+                                   attach=heapattach(tmp, ["--sample-rate", "1"] + extra))
+                elif tool == "heaptrack":
+                    r = run_target(tmp, threads, a.secs, attach=heaptrack(tmp))
+                else:
+                    env = dict(os.environ, LD_PRELOAD=TCMALLOC,
+                               HEAPPROFILE=os.path.join(tmp, "gp"))
+                    r = run_target(tmp, threads, a.secs, env=env)
+                ratios.append(base / r)
+            label = {"default": "heapattach (default rate 512K)",
+                     "exact": "heapattach --sample-rate 1",
+                     "heaptrack": "heaptrack -p",
+                     "gperftools": "gperftools HEAPPROFILE (LD_PRELOAD)"}[tool]
+            rows.append((label, threads, statistics.median(ratios), ratios))
+            print("%-38s threads=%d slowdown %.2fx  (pairs: %s)" %
+                  (label, threads, rows[-1][2], " ".join("%.2f" % x for x in ratios)),
+                  flush=True)
+    print()
+    print("| tool | threads | slowdown (median of %d pairs) |" % a.pairs)
+    print("|---|---|---|")
+    for label, threads, med, _ in rows:
+        print("| %s | %d | %.2fx |" % (label, threads, med))
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

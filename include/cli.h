@@ -1,0 +1,37 @@
+/* Command-line options: parsing of flags, sizes (64K, 200M) and durations (500ms, 5m). */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_CLI_H
+#define HEAPATTACH_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include "dump.h"
+
+#define CLI_DEFAULT_RATE (512 * 1024)
+
+enum run_mode { MODE_TRAP, MODE_FAST };
+
+struct options {
+	pid_t pid;
+	const char *output;       /* NULL: heapattach.PID.heap */
+	uint64_t sample_rate;     /* mean bytes between samples; 1 = every allocation */
+	uint64_t interval;        /* bytes allocated between numbered dumps; 0 = off */
+	uint64_t every_ns;        /* time between numbered dumps; 0 = off */
+	uint64_t duration_ns;     /* stop after this long; 0 = until interrupted */
+	enum dump_format format;
+	enum run_mode mode;
+	int list_hooks;
+	int verbose;
+};
+
+/* Parse argv into o. Returns 0 to run, 1 when --help/--version was printed
+ * (exit 0), -EINVAL after printing one error line (exit 2). */
+int cli_parse(int argc, char **argv, struct options *o);
+/* "512", "64K", "200M", "1G" (also "KB"/"KiB"; powers of 1024). 0 or -EINVAL. */
+int cli_parse_size(const char *s, uint64_t *out);
+/* "500ms", "30s", "5m", "1h", bare number = seconds. 0 or -EINVAL. */
+int cli_parse_duration(const char *s, uint64_t *out_ns);
+void cli_usage(FILE *f);
+
+#endif

@@ -1,0 +1,75 @@
+/* Frame-rule table: compiles DWARF CFI into the shared frames[] the in-target agent walks with. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_FRAMETAB_H
+#define HEAPATTACH_FRAMETAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "shm.h"
+
+/* frametab_learn_flags() flags */
+#define FRAMETAB_IP_EXACT 1	/* ip is an exact pc (e.g. a live rip), not a return address */
+
+/* Counters for tuning and benchmarks. */
+struct frametab_stats {
+	uint64_t learned;	/* rules inserted */
+	uint64_t present;	/* learn calls that found the ip already there */
+	uint64_t unrepresentable;	/* no CFI, or CFI the format cannot express */
+	uint64_t full;		/* skipped: no free slot in the probe window */
+	uint64_t objects;	/* ELF objects opened */
+	uint64_t maps_reads;	/* /proc/PID/maps parses */
+};
+
+struct frametab;
+
+/*
+ * A rule compiler for process pid writing into table, SHM_NFRAMES slots
+ * (zeroed, in shared memory: the agent reads it concurrently). The tool is the
+ * only writer. Not thread-safe. NULL on failure (errno set).
+ */
+struct frametab *frametab_new(pid_t pid, struct shm_frame *table);
+/* Frees the compiler; the table itself is left as it is. */
+void frametab_free(struct frametab *ft);
+/*
+ * Forget every rule and everything cached about the target's mappings (call
+ * after dlopen/dlclose/munmap of code, or exec). Each slot's ip is cleared
+ * before its rule, so a concurrent reader never sees a stale rule under a
+ * live ip.
+ */
+void frametab_reset(struct frametab *ft);
+
+/*
+ * Compile and insert the rule for return address ip: the CFI row is looked
+ * up at ip - 1 (the call instruction), or at ip itself with
+ * FRAMETAB_IP_EXACT. A frame whose return address the CFI marks undefined
+ * becomes SHM_BASE_END. Returns 1 inserted, 0 already present, -ENOENT no
+ * CFI for ip or a rule the table cannot express (nothing is inserted),
+ * -ENOSPC no free slot within SHM_FRAME_PROBES of the ip's home slot
+ * (skipped), other -errno on failure.
+ */
+int frametab_learn_flags(struct frametab *ft, uint64_t ip, unsigned flags);
+static inline int frametab_learn(struct frametab *ft, uint64_t ip)
+{
+	return frametab_learn_flags(ft, ip, 0);
+}
+/*
+ * Learn each return address of pcs[0..n) (as unwind_stack() returns them).
+ * Returns the number of rules inserted (>= 0); failures for single ips are
+ * not errors.
+ */
+int frametab_learn_many(struct frametab *ft, const uint64_t *pcs, size_t n);
+
+/*
+ * Compile the rule for ip as frametab_learn_flags() would, without touching
+ * the table (ip is left 0 in *out). 0, -ENOENT or -errno.
+ */
+int frametab_rule(struct frametab *ft, uint64_t ip, unsigned flags, struct shm_frame *out);
+
+/* The table entry for ip, or NULL (reads the table like the agent does). */
+const struct shm_frame *frametab_lookup(const struct shm_frame *table, uint64_t ip);
+
+void frametab_get_stats(const struct frametab *ft, struct frametab_stats *st);
+
+#endif

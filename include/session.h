@@ -1,0 +1,146 @@
+/* One profiling run against one target: the state shared by attach, events, traps and dumps. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_SESSION_H
+#define HEAPATTACH_SESSION_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include "cli.h"
+#include "hooks.h"
+#include "proc.h"
+#include "profile.h"
+#include "reloc.h"
+#include "sampler.h"
+#include "tracee.h"
+#include "shm.h"
+#include "tramp.h"
+#include "tramp_fast.h"
+
+struct unwinder;
+struct symbolizer;
+struct frametab;
+struct inject_region;
+
+/* A patched entry point and its trampoline. */
+struct patch {
+	const struct hook *hook;
+	enum tramp_class cls;
+	struct reloc_result reloc;
+	struct tramp_layout lay;
+	uint64_t tramp;                 /* trampoline address in the target */
+	uint8_t *tramp_local;           /* the same bytes in our mapping */
+	uint8_t orig[RELOC_JMP_LEN];    /* bytes the jmp replaced */
+	int region;                     /* index into session.regions */
+	int installed;                  /* the jmp is written */
+};
+
+/*
+ * A memfd injected near one hooked object: [0, REGION_CODE) code (r-x in the
+ * target), then a data part whose first page is a struct shm_hdr carrying at
+ * least the magic and the patch records, so that a later heapattach can undo
+ * our jumps if this one dies. In fast mode the first region's data part is
+ * the whole shared layout of shm.h, also mapped rw- in the target (alias).
+ */
+#define REGION_CODE (64 * 1024)
+struct region {
+	struct inject_region *inj;      /* the r-x view; NULL for a leftover */
+	struct inject_region *alias;    /* fast mode: the rw- view, or NULL */
+	uint64_t remote;                /* address in the target */
+	uint8_t *local;                 /* our RW view */
+	size_t size, used;              /* used: bytes of code */
+	uint64_t near;                  /* the object it serves */
+	struct shm_hdr *hdr;            /* local + REGION_CODE */
+};
+
+#define SESSION_MAX_REGIONS 16
+
+struct session {
+	const struct options *opt;
+	pid_t pid;
+	struct tracee tr;
+	struct proc_maps maps;
+	struct hook_set hooks;
+	struct patch *patches;
+	size_t npatches;
+	struct region regions[SESSION_MAX_REGIONS];
+	size_t nregions;
+
+	int fast;                       /* trap-free mode */
+	int exact;                      /* every call recorded (rate 1) */
+	struct tramp_fast_env fenv;     /* fast mode: where trampolines find data and agent */
+	struct frametab *ftab;          /* fast mode: frame rules the agent walks with */
+	uint64_t drops_seen;
+
+	struct profile *prof;
+	struct sampler sampler;
+	struct unwinder *unw;
+	struct symbolizer *sym;         /* kept warm while the target lives */
+
+	uint64_t leftover_lo[SESSION_MAX_REGIONS], leftover_hi[SESSION_MAX_REGIONS];
+	size_t nleftovers;
+
+	uint64_t start_ns, start_wall_ns;
+	uint64_t next_every_ns;
+	uint64_t bytes_since_dump;
+	unsigned dump_seq;
+	uint64_t events, nested, unwind_errors;
+
+	int attached;                   /* hooks are live */
+	int maps_changed;               /* s->maps was re-read: rebuild what points into it */
+	int target_gone;                /* every thread exited */
+	int exec_seen;                  /* the target replaced its image */
+	const char *output;
+};
+
+/* Run a whole profile: attach, collect until a stop condition, dump, detach.
+ * Returns the process exit code (0 ok, 1 error). */
+int session_run(const struct options *opt);
+
+/* ---- patch.c ---- */
+/* Inject regions and install every hook; threads must all be stopped.
+ * 0, or -errno after undoing everything. */
+int patch_install(struct session *s);
+/* Disarm traps, restore every patched byte, wait until no thread is inside
+ * a trampoline (resuming briefly), then unmap the regions. Threads are all
+ * stopped on return. */
+void patch_remove(struct session *s);
+/* The patch whose trampoline holds ip, or NULL. */
+struct patch *patch_by_tramp_ip(struct session *s, uint64_t ip);
+/* Non-zero if addr lies in any injected region (or a leftover being removed). */
+int patch_in_region(const struct session *s, uint64_t addr);
+/* Resume and re-stop the threads until none is inside a region; 0 when
+ * quiet, -EBUSY (count in *busy) after the time limit. */
+int patch_wait_quiet(struct session *s, int *busy);
+/* Unmap a target range by a syscall in some stopped thread. 0 or -errno. */
+int patch_unmap_remote(struct session *s, uint64_t addr, size_t len);
+
+/* ---- recover.c ---- */
+/* Undo what a previous heapattach that died left in the target (jumps into
+ * memfd:heapattach mappings): restore bytes, wait, unmap. Threads stopped.
+ * 0 (nothing left or all undone) or -errno. */
+int recover_leftovers(struct session *s);
+
+/* ---- events.c ---- */
+/* Handle one waitpid status; resumes the thread unless tracee_stopping. */
+int events_dispatch(void *sess, pid_t tid, int status);
+
+/* ---- collect.c ---- */
+/* Handle a SIGTRAP at one of our traps for thread tid (stopped). 1 if it was
+ * ours, 0 if not (a genuine SIGTRAP to deliver), -errno on error. */
+int collect_trap(struct session *s, pid_t tid, int record);
+
+/* ---- fast.c ---- */
+/* Fill region 0's shared layout: header, counters, gaps, bloom; frame table. */
+void fast_init_data(struct session *s, uint64_t data_remote, uint64_t ring_size);
+void fast_refill_gaps(struct session *s);
+void fast_heartbeat(struct session *s);
+/* Handle every committed event in the ring; returns how many. */
+size_t fast_drain(struct session *s);
+/* Fold the agent's drop and nesting counters into the session. */
+void fast_sync_stats(struct session *s);
+
+/* ---- session.c ---- */
+/* Write a numbered dump (seq > 0) or the final one (seq == 0). */
+int session_dump(struct session *s, unsigned seq);
+
+#endif

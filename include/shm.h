@@ -1,0 +1,187 @@
+/* Layout of the memory shared by the tool and the in-target agent (trap-free mode). */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_SHM_H
+#define HEAPATTACH_SHM_H
+
+/*
+ * One memfd holds everything. The target maps it twice: the CODE view is
+ * r-x (trampolines and the agent blob), the DATA view is rw- (this layout);
+ * the tool maps it rw once. Offsets below are from the start of the DATA
+ * view. All fields are naturally aligned; x86-64 TSO is assumed (a store is
+ * seen after the stores before it), so publication needs only compiler
+ * barriers on the writer's side.
+ *
+ *   struct shm_hdr          one page: identity, settings, ring indices, patch records
+ *   counters[SHM_NCOUNTERS] one cache line each: bytes until the next sample
+ *   gaps[SHM_NGAPS]         exponential draws the agent takes to re-arm a counter
+ *   bloom[SHM_BLOOM_SIZE]   per-slot counts of live sampled pointers (u8)
+ *   live[SHM_BLOOM_SIZE][SHM_LIVE_WAYS]  those pointers (u64, 0 = empty)
+ *   frames[SHM_NFRAMES]     frame rules by return address (struct shm_frame)
+ *   ring[ring_size]         variable-size event records
+ *
+ * Sampling: a trampoline subtracts each requested size from the counter
+ * its rsp selects; when it drops to <= 0 the call is sampled and the agent
+ * adds gaps[] until it is positive again. Frees: the trampoline tests the
+ * pointer's bloom byte; on a hit the agent looks the pointer up in its
+ * live bucket, and reports the free only if it was there (removing it).
+ * The agent keeps bloom[s] == number of pointers in bucket s; 255 means
+ * the bucket overflowed (sticky): every free in that slot is reported and
+ * the tool ignores pointers it does not know.
+ *
+ * Exact mode (SHM_F_EXACT): the tool sets every counter to 0 and every
+ * gap to 0 (each call is sampled), and fills bloom with 1s (each free is
+ * reported); the agent then neither re-arms nor touches bloom/live. When
+ * the tool switches modes it must zero bloom and live first.
+ *
+ * Ring protocol: ring_head and ring_tail count bytes and never wrap. A
+ * writer reserves len bytes (a multiple of 8) with cmpxchg on ring_head
+ * when head + len - tail <= ring_size; a record that would straddle the
+ * end is preceded by a SHM_EV_PAD record filling the end. It then writes
+ * the body and stores `len` last. The consumer reads the record at
+ * tail & (ring_size - 1) once its len is non-zero, then zeroes all len
+ * bytes and only then advances ring_tail by len (writers rely on
+ * reserved space reading as 0 until they commit).
+ *
+ * Before writing any jump the tool fills the header (magic ... rate,
+ * ring_size a power of two >= 16 KiB, code_remote/code_size: calls whose
+ * return address lies there are nested and only counted; target_pid: the
+ * agent reads its own stack through process_vm_readv on it), the gaps, the
+ * counters and the heartbeat. A header left zero is safe but slow: every
+ * call is sampled and dropped.
+ *
+ * The agent never blocks, never traps and never calls into the target's
+ * libraries: with the tool gone (even SIGKILLed) the trampolines keep
+ * working, the ring fills and events are counted as drops.
+ */
+
+#include <stdint.h>
+
+#define SHM_MAGIC       0x3174746170616568ULL	/* "heapatt1" little-endian */
+#define SHM_VERSION     1
+
+#define SHM_NCOUNTERS   64
+#define SHM_COUNTER_STRIDE 64                   /* bytes: one cache line each */
+#define SHM_NGAPS       4096                    /* power of two */
+#define SHM_BLOOM_BITS  16
+#define SHM_BLOOM_SIZE  (1u << SHM_BLOOM_BITS)  /* bytes */
+#define SHM_LIVE_WAYS   4                       /* live pointers per bloom slot */
+#define SHM_NFRAMES     65536                   /* power of two */
+#define SHM_FRAME_PROBES 16
+#define SHM_MAX_PATCHES 64
+#define SHM_MAX_DEPTH   64                      /* frames the agent walks */
+#define SHM_STACK_COPY  8192                    /* bytes copied on a frame-table miss */
+
+#define SHM_OFF_COUNTERS 4096
+#define SHM_OFF_GAPS    (SHM_OFF_COUNTERS + SHM_NCOUNTERS * SHM_COUNTER_STRIDE)
+#define SHM_OFF_BLOOM   (SHM_OFF_GAPS + SHM_NGAPS * 8)
+#define SHM_OFF_LIVE    (SHM_OFF_BLOOM + SHM_BLOOM_SIZE)
+#define SHM_OFF_FRAMES  (SHM_OFF_LIVE + SHM_BLOOM_SIZE * SHM_LIVE_WAYS * 8)
+#define SHM_OFF_RING    (SHM_OFF_FRAMES + SHM_NFRAMES * 16)
+
+/* shm_hdr.flags */
+#define SHM_F_EXACT     1   /* record every call; writers wait for room while the tool lives */
+
+/* Hash of a return address into the frame table, and of a pointer into the bloom table. */
+#define SHM_HASH_MUL    0x9E3779B97F4A7C15ULL
+static inline uint32_t shm_frame_slot(uint64_t ip)
+{
+	return (uint32_t)((ip * SHM_HASH_MUL) >> 48) & (SHM_NFRAMES - 1);
+}
+/* Matches the trampoline's "shr rax,4; imul eax,eax,0x9E3779B1; shr eax,16". */
+static inline uint32_t shm_bloom_slot(uint64_t ptr)
+{
+	return ((uint32_t)(ptr >> 4) * 0x9E3779B1u) >> (32 - SHM_BLOOM_BITS);
+}
+
+/* Original bytes of one patched entry point, so that any later heapattach
+ * (this one killed) can restore the target. */
+struct shm_patch {
+	uint64_t addr;          /* where the jmp was written */
+	uint8_t orig[8];        /* the bytes it replaced (len of them) */
+	uint32_t len;
+	uint32_t pad;
+};
+
+struct shm_hdr {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t flags;         /* SHM_F_* */
+	uint64_t total_size;    /* bytes of the memfd */
+	uint64_t data_remote;   /* DATA view address in the target */
+	uint64_t code_remote;   /* CODE view address in the target */
+	uint64_t code_size;
+	int32_t tool_pid;
+	int32_t target_pid;
+	uint64_t ring_size;     /* power of two, bytes */
+	uint64_t rate;          /* --sample-rate */
+	uint32_t npatches;
+	uint32_t pad0;
+	struct shm_patch patches[SHM_MAX_PATCHES];
+
+	/* Written by the tool. */
+	volatile uint64_t heartbeat;    /* CLOCK_MONOTONIC ns, refreshed while it lives */
+	uint8_t pad1[56];
+	/* Written by writers (lock cmpxchg); read by the tool. */
+	volatile uint64_t ring_head;    /* bytes reserved so far (never wraps) */
+	uint8_t pad2[56];
+	/* Written by the tool; read by writers. */
+	volatile uint64_t ring_tail;    /* bytes consumed so far */
+	uint8_t pad3[56];
+	volatile uint64_t drops;        /* events lost: ring full (lock inc) */
+	volatile uint64_t gap_idx;      /* next gaps[] entry (lock xadd) */
+	volatile uint64_t nested;       /* calls made from inside a hooked call */
+	volatile uint64_t walks, walk_misses;  /* agent statistics */
+	volatile uint64_t no_stack_copy; /* set by the agent once process_vm_readv
+					 * is refused (seccomp): later misses send no copy */
+	volatile uint64_t wait_giveup;  /* CLOCK_MONOTONIC ns when an exact-mode writer
+					 * last gave up waiting for room (1 s cap) */
+};
+
+/* One frame rule: how to find the caller of a frame whose return address is ip. */
+#define SHM_BASE_RSP    1   /* CFA = rsp + cfa_off */
+#define SHM_BASE_RBP    2   /* CFA = rbp + cfa_off */
+#define SHM_BASE_END    3   /* outermost frame: the walk ends here */
+struct shm_frame {
+	uint64_t ip;            /* return address; 0 = empty slot; written last */
+	int32_t cfa_off;
+	uint8_t base;           /* SHM_BASE_* */
+	uint8_t rbp_saved;      /* caller's rbp is at CFA + rbp_off */
+	int16_t rbp_off;
+};
+
+/* Event records in the ring: 8-byte aligned, never straddling the end
+ * (a SHM_EV_PAD fills the tail). `len` is written last: 0 = not yet committed. */
+#define SHM_EV_ALLOC    1
+#define SHM_EV_FREE     2
+#define SHM_EV_PAD      3
+
+#define SHM_EVF_STACK   1   /* a stack copy (stack_len bytes) follows the frames */
+#define SHM_EVF_TRUNC   2   /* the walk stopped at SHM_MAX_DEPTH */
+#define SHM_EVF_MISS    4   /* the walk missed: the last frame has no usable rule */
+#define SHM_EVF_HOOK_SHIFT 16  /* bits 16-23: the hook's enum hook_kind */
+#define SHM_EVF_HOOK(flags) (((flags) >> SHM_EVF_HOOK_SHIFT) & 0xff)
+
+struct shm_ev_free {
+	uint32_t len;
+	uint16_t kind;          /* SHM_EV_FREE */
+	uint16_t pad;
+	uint64_t ptr;
+};
+
+struct shm_ev_alloc {
+	uint32_t len;           /* whole record */
+	uint16_t kind;          /* SHM_EV_ALLOC */
+	uint16_t nframes;       /* return addresses after the header, leaf first */
+	uint32_t flags;         /* SHM_EVF_* */
+	uint32_t stack_len;     /* bytes of stack copy after the frames */
+	uint64_t size;          /* requested */
+	uint64_t ptr;           /* result */
+	uint64_t tsc;
+	/* State right after the allocator returned to its caller: ip = the
+	 * caller's return address, sp = entry rsp + 8, callee-saved as they are.
+	 * A stack copy starts at address sp. */
+	uint64_t ip, sp, bp, bx, r12, r13, r14, r15;
+	uint64_t frames[];
+};
+
+#endif

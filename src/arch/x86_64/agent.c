@@ -1,0 +1,436 @@
+/* The in-target agent: records sampled allocations and frees into the shared ring (x86-64). */
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * Freestanding code, copied as a flat blob into the CODE view of the
+ * target and called by the fast trampolines (tramp_fast.h, ABI in
+ * agent.h). Rules: no libc, no data or bss (all state is in the DATA view
+ * passed in rsi), no jump tables, no absolute relocations, no trap, never
+ * block except in exact mode while the tool's heartbeat is fresh. The
+ * Makefile checks that the object has no undefined symbols and no
+ * absolute relocations.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shm.h"
+#include "agent.h"
+
+#define HIDDEN		__attribute__((visibility("hidden"), used))
+#define barrier()	__asm__ __volatile__("" ::: "memory")
+
+#define NR_SCHED_YIELD		24
+#define NR_CLOCK_GETTIME	228
+#define NR_PROCESS_VM_READV	310
+#define CLOCK_MONOTONIC		1
+#define EPERM			1
+#define ENOSYS			38
+#define EACCES			13
+
+#define SPIN_PAUSES		256
+#define MAX_WAIT_NS		1000000000LL	/* longest wait for room, exact mode */
+#define STALE_NS		500000000LL	/* heartbeat older than this: tool gone */
+#define STACK_REACH		(8ULL << 20)	/* CFA at most this far above entry sp */
+#define GAP_REARMS		64
+
+/* ---- syscalls and atomics ---- */
+
+static inline long sys6(long nr, long a, long b, long c, long d, long e, long f)
+{
+	register long r10 __asm__("r10") = d;
+	register long r8 __asm__("r8") = e;
+	register long r9 __asm__("r9") = f;
+	long ret;
+
+	__asm__ __volatile__("syscall"
+			     : "=a"(ret)
+			     : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+			     : "rcx", "r11", "memory");
+	return ret;
+}
+
+static inline void cpu_pause(void)
+{
+	__asm__ __volatile__("pause" ::: "memory");
+}
+
+static inline uint64_t rdtsc(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+	return (uint64_t)hi << 32 | lo;
+}
+
+static inline void lock_inc(volatile uint64_t *p)
+{
+	__atomic_fetch_add(p, 1, __ATOMIC_RELAXED);
+}
+
+static inline int64_t now_ns(void)
+{
+	struct {
+		int64_t sec, nsec;
+	} ts;
+
+	if (sys6(NR_CLOCK_GETTIME, CLOCK_MONOTONIC, (long)&ts, 0, 0, 0, 0))
+		return 0;
+	return ts.sec * 1000000000LL + ts.nsec;
+}
+
+/* ---- the ring ---- */
+
+struct waiting {
+	unsigned spins;
+	int64_t since;
+};
+
+/*
+ * Exact mode only, the ring being full: wait a little. Returns 1 to retry,
+ * 0 to give up: the heartbeat is missing or older than STALE_NS, or this
+ * event has waited MAX_WAIT_NS already, or another writer gave up so less
+ * than STALE_NS ago. The cap matters when the consumer is stuck behind a
+ * record that is reserved but never committed (its thread is stopped, or
+ * is the one waiting: a signal handler allocating in the middle of the
+ * agent); the latch keeps every other thread from waiting that long too.
+ * The clock is read only here: on the first call and after every spin phase.
+ */
+static int wait_room(struct shm_hdr *h, struct waiting *w)
+{
+	int64_t hb, now;
+
+	if (w->spins && w->spins < SPIN_PAUSES) {
+		w->spins++;
+		cpu_pause();
+		return 1;
+	}
+	hb = (int64_t)h->heartbeat;
+	now = now_ns();
+	if (!hb || !now || now - hb > STALE_NS)
+		return 0;
+	if (!w->since) {
+		if (now - (int64_t)h->wait_giveup < STALE_NS)
+			return 0;
+		w->since = now;
+	}
+	if (now - w->since > MAX_WAIT_NS) {
+		h->wait_giveup = (uint64_t)now;
+		return 0;
+	}
+	if (w->spins)
+		sys6(NR_SCHED_YIELD, 0, 0, 0, 0, 0, 0);
+	else
+		w->spins = 1;
+	return 1;
+}
+
+/*
+ * Reserve len bytes (a multiple of 8) in the ring, padding its end if the
+ * record would straddle it. Returns the record (len not yet written), or
+ * NULL after counting a drop.
+ */
+static char *ring_reserve(struct shm_hdr *h, uint32_t len)
+{
+	uint64_t size = h->ring_size, mask = size - 1;
+	char *ring = (char *)h + SHM_OFF_RING;
+	struct waiting w = { 0, 0 };
+
+	if (len > size)
+		goto drop;
+	for (;;) {
+		/* tail first: an older tail only underestimates the room,
+		 * a tail newer than head would wrap head - tail */
+		uint64_t tail = h->ring_tail;
+		uint64_t head = h->ring_head;
+		uint64_t off = head & mask, pad = 0;
+
+		if (off + len > size)
+			pad = size - off;
+		if (head + pad + len - tail <= size) {
+			if (!__atomic_compare_exchange_n(&h->ring_head, &head, head + pad + len,
+							 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+				continue;
+			if (pad) {
+				struct shm_ev_free *p = (struct shm_ev_free *)(ring + off);
+
+				p->kind = SHM_EV_PAD;
+				barrier();
+				*(volatile uint32_t *)&p->len = (uint32_t)pad;
+			}
+			return ring + ((head + pad) & mask);
+		}
+		if (!(h->flags & SHM_F_EXACT) || !wait_room(h, &w))
+			break;
+	}
+drop:
+	lock_inc(&h->drops);
+	return NULL;
+}
+
+static inline void commit(void *rec, uint32_t len)
+{
+	barrier();
+	*(volatile uint32_t *)rec = len;
+}
+
+/* ---- frame table walk ---- */
+
+static const struct shm_frame *frame_find(const struct shm_hdr *h, uint64_t ip)
+{
+	const struct shm_frame *t = (const void *)((const char *)h + SHM_OFF_FRAMES);
+	uint32_t slot = shm_frame_slot(ip);
+
+	for (int i = 0; i < SHM_FRAME_PROBES; i++) {
+		const struct shm_frame *f = &t[(slot + i) & (SHM_NFRAMES - 1)];
+		uint64_t fip = *(volatile const uint64_t *)&f->ip;
+
+		if (fip == ip) {
+			barrier();	/* the tool wrote ip last */
+			return f;
+		}
+		if (!fip)
+			return NULL;
+	}
+	return NULL;
+}
+
+/*
+ * Walk from the allocator's caller: out[] gets the return addresses, leaf
+ * first. Returns the count and ORs SHM_EVF_MISS (the last frame has no
+ * usable rule) or SHM_EVF_TRUNC into *flags.
+ */
+static unsigned walk(const struct shm_hdr *h, const struct agent_frame *f,
+		     uint64_t *out, uint32_t *flags)
+{
+	uint64_t entry_sp = (uint64_t)&f->ret;
+	uint64_t ip = f->ret, sp = entry_sp + 8, bp = f->rbp;
+	unsigned n = 0;
+
+	while (ip) {
+		const struct shm_frame *r;
+		uint64_t cfa;
+
+		if (n == SHM_MAX_DEPTH) {
+			*flags |= SHM_EVF_TRUNC;
+			break;
+		}
+		out[n++] = ip;
+		r = frame_find(h, ip);
+		if (!r) {
+			*flags |= SHM_EVF_MISS;
+			break;
+		}
+		if (r->base == SHM_BASE_END)
+			break;
+		if (r->base == SHM_BASE_RSP) {
+			cfa = sp + (int64_t)r->cfa_off;
+		} else if (r->base == SHM_BASE_RBP) {
+			cfa = bp + (int64_t)r->cfa_off;
+		} else {
+			*flags |= SHM_EVF_MISS;
+			break;
+		}
+		if (cfa <= sp || cfa > entry_sp + STACK_REACH || (cfa & 7)) {
+			*flags |= SHM_EVF_MISS;
+			break;
+		}
+		ip = *(const uint64_t *)(cfa - 8);
+		if (r->rbp_saved)
+			bp = *(const uint64_t *)(cfa + (int64_t)r->rbp_off);
+		sp = cfa;
+	}
+	return n;
+}
+
+/*
+ * Copy up to len bytes of our own stack from sp into dst. process_vm_readv
+ * stops at the end of the mapping instead of faulting. Returns the bytes
+ * copied; 0 if refused (then later misses skip the copy).
+ */
+static uint32_t stack_copy(struct shm_hdr *h, void *dst, uint64_t sp, uint32_t len)
+{
+	struct {
+		uint64_t base, len;
+	} local = { (uint64_t)dst, len }, remote = { sp, len };
+	long rc;
+
+	rc = sys6(NR_PROCESS_VM_READV, h->target_pid, (long)&local, 1, (long)&remote, 1, 0);
+	if (rc == -EPERM || rc == -ENOSYS || rc == -EACCES)
+		h->no_stack_copy = 1;
+	return rc > 0 ? (uint32_t)rc : 0;
+}
+
+/* ---- sampling ---- */
+
+static void rearm(struct shm_hdr *h, uint64_t entry_sp)
+{
+	volatile int64_t *ctr = (volatile int64_t *)((char *)h + SHM_OFF_COUNTERS +
+		((entry_sp >> 21) & (SHM_NCOUNTERS - 1)) * SHM_COUNTER_STRIDE);
+	const volatile int64_t *gaps = (const volatile int64_t *)((char *)h + SHM_OFF_GAPS);
+
+	for (int i = 0; i < GAP_REARMS; i++) {
+		uint64_t idx = __atomic_fetch_add(&h->gap_idx, 1, __ATOMIC_RELAXED);
+		int64_t g = gaps[idx & (SHM_NGAPS - 1)];
+
+		if (g <= 0)
+			break;
+		if (__atomic_add_fetch(ctr, g, __ATOMIC_RELAXED) > 0)
+			break;
+	}
+}
+
+/* ---- live sampled pointers: bloom[s] counts the entries of bucket s ---- */
+
+static uint8_t *bloom_at(struct shm_hdr *h, uint32_t slot)
+{
+	return (uint8_t *)h + SHM_OFF_BLOOM + slot;
+}
+
+static uint64_t *bucket_at(struct shm_hdr *h, uint32_t slot)
+{
+	return (uint64_t *)((char *)h + SHM_OFF_LIVE) + (size_t)slot * SHM_LIVE_WAYS;
+}
+
+/* Add d (+1 or -1) to a bloom count; 255 (overflowed) and 0 stay as they are. */
+static void bloom_add(uint8_t *b, int d)
+{
+	uint8_t v = *(volatile uint8_t *)b;
+
+	while (v != 255 && (d > 0 || v) &&
+	       !__atomic_compare_exchange_n(b, &v, (uint8_t)(v + d), 0,
+					    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		;
+}
+
+static void live_add(struct shm_hdr *h, uint64_t ptr)
+{
+	uint32_t slot = shm_bloom_slot(ptr);
+	uint64_t *w = bucket_at(h, slot);
+
+	for (int i = 0; i < SHM_LIVE_WAYS; i++) {
+		uint64_t z = 0;
+
+		if (!w[i] && __atomic_compare_exchange_n(&w[i], &z, ptr, 0,
+							 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+			bloom_add(bloom_at(h, slot), 1);
+			return;
+		}
+	}
+	__atomic_store_n(bloom_at(h, slot), 255, __ATOMIC_SEQ_CST);
+}
+
+/* Remove ptr from its bucket. Returns 1 if its free must be reported. */
+static int live_del(struct shm_hdr *h, uint64_t ptr)
+{
+	uint32_t slot = shm_bloom_slot(ptr);
+	uint64_t *w = bucket_at(h, slot);
+
+	for (int i = 0; i < SHM_LIVE_WAYS; i++) {
+		uint64_t v = ptr;
+
+		if (w[i] == ptr && __atomic_compare_exchange_n(&w[i], &v, 0, 0,
+							       __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+			bloom_add(bloom_at(h, slot), -1);
+			return 1;
+		}
+	}
+	return *(volatile uint8_t *)bloom_at(h, slot) == 255;
+}
+
+static inline int in_code(const struct shm_hdr *h, uint64_t ip)
+{
+	return ip - h->code_remote < h->code_size;
+}
+
+/* Called by the ALLOC/REALLOC trampolines after a sampled call returned. */
+HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
+{
+	uint64_t frames[SHM_MAX_DEPTH];
+	uint32_t info = (uint32_t)f->info, flags, len, stack_len = 0;
+	uint64_t size, ptr, sp = (uint64_t)&f->ret + 8;
+	struct shm_ev_alloc *ev;
+	unsigned n;
+
+	switch (AGENT_INFO_SZ(info)) {
+	case AGENT_SZ_MUL:
+		size = f->rdi * f->rsi;
+		ptr = f->rax;
+		break;
+	case AGENT_SZ_RSI:
+		size = f->rsi;
+		ptr = f->rax;
+		break;
+	case AGENT_SZ_PM:
+		size = f->rdx;
+		ptr = f->rax || !f->rdi ? 0 : *(const uint64_t *)f->rdi;
+		break;
+	default:
+		size = f->rdi;
+		ptr = f->rax;
+		break;
+	}
+	if (!ptr)
+		return;
+	if (in_code(h, f->ret)) {
+		lock_inc(&h->nested);
+		return;
+	}
+	if (!(h->flags & SHM_F_EXACT))
+		rearm(h, (uint64_t)&f->ret);
+
+	flags = AGENT_INFO_HOOK(info) << SHM_EVF_HOOK_SHIFT;
+	n = walk(h, f, frames, &flags);
+	lock_inc(&h->walks);
+	len = sizeof(*ev) + n * 8;
+	if (flags & SHM_EVF_MISS) {
+		lock_inc(&h->walk_misses);
+		if (!h->no_stack_copy)
+			len += SHM_STACK_COPY;
+	}
+	ev = (struct shm_ev_alloc *)ring_reserve(h, len);
+	if (!ev)
+		return;
+	ev->kind = SHM_EV_ALLOC;
+	ev->nframes = (uint16_t)n;
+	ev->size = size;
+	ev->ptr = ptr;
+	ev->tsc = rdtsc();
+	ev->ip = f->ret;
+	ev->sp = sp;
+	ev->bp = f->rbp;
+	ev->bx = f->rbx;
+	ev->r12 = f->r12;
+	ev->r13 = f->r13;
+	ev->r14 = f->r14;
+	ev->r15 = f->r15;
+	for (unsigned i = 0; i < n; i++)
+		ev->frames[i] = frames[i];
+	if (len > sizeof(*ev) + n * 8)
+		stack_len = stack_copy(h, &ev->frames[n], sp, SHM_STACK_COPY);
+	if (stack_len)
+		flags |= SHM_EVF_STACK;
+	ev->stack_len = stack_len;
+	ev->flags = flags;
+	commit(ev, len);
+	if (!(h->flags & SHM_F_EXACT))
+		live_add(h, ptr);
+}
+
+/*
+ * Called by the FREE/REALLOC trampolines on a bloom hit, before the real
+ * call: reports the free if ptr was sampled (always in exact mode).
+ */
+HIDDEN void agent_free(uint64_t ptr, struct shm_hdr *h)
+{
+	struct shm_ev_free *ev;
+
+	if (!(h->flags & SHM_F_EXACT) && !live_del(h, ptr))
+		return;
+	ev = (struct shm_ev_free *)ring_reserve(h, sizeof(*ev));
+	if (!ev)
+		return;
+	ev->kind = SHM_EV_FREE;
+	ev->pad = 0;
+	ev->ptr = ptr;
+	commit(ev, sizeof(*ev));
+}

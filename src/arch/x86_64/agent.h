@@ -1,0 +1,47 @@
+/* ABI between the fast trampolines and the in-target agent blob (x86-64). */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_ARCH_AGENT_H
+#define HEAPATTACH_ARCH_AGENT_H
+
+/*
+ * Freestanding: included by agent.c, which is built without libc.
+ *
+ * Both entry points are System V functions living in the CODE view; the
+ * trampolines reach them with call rel32 and pass the DATA view (the
+ * struct shm_hdr) in rsi, found by a rip-relative lea:
+ *
+ *	void agent_alloc(struct agent_frame *f, struct shm_hdr *h);
+ *	void agent_free(uint64_t ptr, struct shm_hdr *h);
+ *
+ * agent_alloc runs after the real allocator returned (f->rax is its
+ * result); agent_free runs before the real free/realloc.
+ */
+#include <stdint.h>
+
+/* How the requested size and the result pointer are found. */
+#define AGENT_SZ_RDI	0	/* size = rdi, ptr = rax: malloc, valloc, pvalloc, new */
+#define AGENT_SZ_MUL	1	/* size = rdi * rsi, ptr = rax: calloc */
+#define AGENT_SZ_RSI	2	/* size = rsi, ptr = rax: realloc, aligned_alloc, memalign */
+#define AGENT_SZ_PM	3	/* size = rdx, ptr = *rdi if rax == 0: posix_memalign */
+
+/* The word the trampoline pushes: size class and the hook's kind
+ * (enum hook_kind, reported in the event's flags, see SHM_EVF_HOOK). */
+#define AGENT_INFO(sz, hook)	((uint32_t)(sz) | (uint32_t)(hook) << 8)
+#define AGENT_INFO_SZ(info)	((uint32_t)(info) & 0xff)
+#define AGENT_INFO_HOOK(info)	(((uint32_t)(info) >> 8) & 0xff)
+
+/*
+ * The frame an ALLOC/REALLOC trampoline's slow path builds, lowest
+ * address first: &f->ret is the rsp the allocator was entered with,
+ * callee-saved registers are pushed after the real call returned, when
+ * they hold their entry values again.
+ */
+struct agent_frame {
+	uint64_t info;		/* AGENT_INFO(), pushed last */
+	uint64_t r15, r14, r13, r12, rbp, rbx;
+	uint64_t rax;		/* the allocator's result */
+	uint64_t rdx, rsi, rdi;	/* arguments at entry */
+	uint64_t ret;		/* the caller's return address */
+};
+
+#endif

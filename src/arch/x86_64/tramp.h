@@ -1,0 +1,88 @@
+/* Trap-mode trampolines: one per hook, around the relocated prologue (x86-64). */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_ARCH_TRAMP_H
+#define HEAPATTACH_ARCH_TRAMP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reloc.h"
+
+/*
+ * Layout (offsets in bytes from the trampoline's address T; RELOC is the
+ * relocated prologue from reloc_prologue(), encoded for T + reloc_off, which
+ * ends with a jmp back into the original function):
+ *
+ * TRAMP_ALLOC (malloc, calloc, posix_memalign, memalign/aligned_alloc,
+ * valloc, pvalloc, operator new):
+ *	 0  57		push %rdi
+ *	 1  56		push %rsi
+ *	 2  52		push %rdx
+ *	 3  e8 rel32	call RELOC
+ *	 8  5a		pop %rdx
+ *	 9  5e		pop %rsi
+ *	10  5f		pop %rdi
+ *	11  cc		int3		<- exit trap
+ *	12  c3		ret
+ *	13  RELOC
+ *   Entry rsp == 8 (mod 16); after three pushes and the call, the function
+ *   sees rsp == 8 (mod 16) as the ABI wants.  At the exit trap rsp equals
+ *   the entry rsp, [rsp] is the caller's return address, rax the result,
+ *   rdi/rsi/rdx the original arguments, callee-saved registers as at entry.
+ *
+ * TRAMP_REALLOC (realloc, reallocarray):
+ *	 0  cc		int3		<- entry trap (registers as at entry)
+ *	 1  the TRAMP_ALLOC sequence: exit trap at 12, RELOC at 14
+ *
+ * TRAMP_FREE (free, cfree, operator delete):
+ *	 0  cc		int3		<- entry trap (registers as at entry)
+ *	 1  e9 00000000	jmp RELOC	(a rel32 slot the tracer may retarget)
+ *	 6  RELOC
+ *
+ * A SIGTRAP from the trap at offset k reports rip == T + k + 1 (bkpt.h).
+ */
+enum tramp_class {
+	TRAMP_ALLOC,
+	TRAMP_REALLOC,
+	TRAMP_FREE,
+};
+
+enum tramp_trap {
+	TRAMP_TRAP_ENTRY,
+	TRAMP_TRAP_EXIT,
+};
+
+#define TRAMP_ALLOC_PREFIX	13
+#define TRAMP_MAX_SIZE		(TRAMP_ALLOC_PREFIX + 1 + RELOC_MAX_CODE)
+
+struct tramp_layout {
+	size_t size;		/* total bytes written */
+	size_t reloc_off;	/* where RELOC starts */
+	int entry_trap;		/* offset of the entry int3, or -1 */
+	int exit_trap;		/* offset of the exit int3, or -1 */
+};
+
+/*
+ * Offset of RELOC in a trampoline of class cls: relocate the prologue for
+ * T + tramp_reloc_offset(cls) before calling tramp_emit().  Returns the
+ * offset, or -EINVAL for an unknown class.
+ */
+int tramp_reloc_offset(enum tramp_class cls);
+
+/*
+ * Write the trampoline of class cls that will live at address `at` into
+ * buf (bufsz bytes, TRAMP_MAX_SIZE is always enough), around the
+ * relocated prologue r, which must have been encoded for at + reloc offset.
+ * Fills *lay.  Returns 0, -EINVAL (unknown class or r encoded for another
+ * address) or -ENOSPC.
+ */
+int tramp_emit(enum tramp_class cls, uint64_t at, const struct reloc_result *r,
+	       uint8_t *buf, size_t bufsz, struct tramp_layout *lay);
+
+/*
+ * Which trap of the trampoline at `at` a SIGTRAP stop at rip `ip` comes
+ * from: TRAMP_TRAP_ENTRY or TRAMP_TRAP_EXIT, or -ENOENT if neither.
+ */
+int tramp_trap_kind(const struct tramp_layout *lay, uint64_t at, uint64_t ip);
+
+#endif

@@ -1,0 +1,222 @@
+/* Emit the trap-free trampolines described in tramp_fast.h; install the agent blob (x86-64). */
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <string.h>
+
+#include "agent.h"
+#include "agent_syms.h"		/* generated: AGENT_OFF_ALLOC, AGENT_OFF_FREE */
+#include "hooks.h"
+#include "shm.h"
+#include "tramp_fast.h"
+
+_Static_assert(SHM_NCOUNTERS == 64 && SHM_COUNTER_STRIDE == 64,
+	       "the ALLOC sequence hard-codes shr $15 / and $0xfc0");
+_Static_assert(SHM_BLOOM_BITS == 16, "the FREE check hard-codes shr $16");
+_Static_assert(sizeof(struct agent_frame) == 12 * 8, "SLOW pushes 11 words");
+
+/* The blob, from the generated agent_blob.S. */
+extern const uint8_t agent_blob[], agent_blob_end[];
+
+struct emitter {
+	uint8_t *p;
+	size_t n;
+	uint64_t at;		/* target address of p[0] */
+	int err;
+};
+
+static void put(struct emitter *e, const void *bytes, size_t len)
+{
+	memcpy(e->p + e->n, bytes, len);
+	e->n += len;
+}
+
+#define PUT(e, ...) do { static const uint8_t b_[] = { __VA_ARGS__ }; \
+	put(e, b_, sizeof(b_)); } while (0)
+
+/* A rel32 field ending the instruction now being emitted, pointing to target. */
+static void put_rel32(struct emitter *e, uint64_t target)
+{
+	int64_t d = (int64_t)(target - (e->at + e->n + 4));
+	int32_t v = (int32_t)d;
+
+	if (d != v)
+		e->err = -ERANGE;
+	put(e, &v, 4);
+}
+
+static void put8(struct emitter *e, uint8_t v)
+{
+	e->p[e->n++] = v;
+}
+
+static void put_imm32(struct emitter *e, uint32_t v)
+{
+	put(e, &v, 4);
+}
+
+/* ---- sequences ---- */
+
+static void emit_free_check(struct emitter *e, const struct tramp_fast_env *env)
+{
+	size_t skip = e->n + TRAMP_FAST_FREE_LEN;	/* past the check */
+
+	PUT(e, 0x48, 0x85, 0xff);			/* test %rdi,%rdi */
+	PUT(e, 0x74);					/* jz skip */
+	put8(e, (uint8_t)(skip - (e->n + 1)));
+	PUT(e, 0x48, 0x89, 0xf8);			/* mov %rdi,%rax */
+	PUT(e, 0x48, 0xc1, 0xe8, 0x04);			/* shr $4,%rax */
+	PUT(e, 0x69, 0xc0, 0xb1, 0x79, 0x37, 0x9e);	/* imul $0x9e3779b1,%eax,%eax */
+	PUT(e, 0xc1, 0xe8, 32 - SHM_BLOOM_BITS);	/* shr $16,%eax */
+	PUT(e, 0x48, 0x8d, 0x0d);			/* lea BLOOM(%rip),%rcx */
+	put_rel32(e, env->data + SHM_OFF_BLOOM);
+	PUT(e, 0x80, 0x3c, 0x01, 0x00);			/* cmpb $0,(%rcx,%rax,1) */
+	PUT(e, 0x74);					/* je skip */
+	put8(e, (uint8_t)(skip - (e->n + 1)));
+	PUT(e, 0x57, 0x56, 0x52);			/* push %rdi, %rsi, %rdx */
+	PUT(e, 0x48, 0x8d, 0x35);			/* lea DATA(%rip),%rsi */
+	put_rel32(e, env->data);
+	PUT(e, 0xe8);					/* call agent_free */
+	put_rel32(e, env->agent_free);
+	PUT(e, 0x5a, 0x5e, 0x5f);			/* pop %rdx, %rsi, %rdi */
+}
+
+static void emit_alloc_check(struct emitter *e, int sz, uint64_t slow,
+			     const struct tramp_fast_env *env)
+{
+	switch (sz) {
+	case AGENT_SZ_RSI:
+		PUT(e, 0x49, 0x89, 0xf3);		/* mov %rsi,%r11 */
+		break;
+	case AGENT_SZ_PM:
+		PUT(e, 0x49, 0x89, 0xd3);		/* mov %rdx,%r11 */
+		break;
+	default:
+		PUT(e, 0x49, 0x89, 0xfb);		/* mov %rdi,%r11 */
+		break;
+	}
+	if (sz == AGENT_SZ_MUL)
+		PUT(e, 0x4c, 0x0f, 0xaf, 0xde);		/* imul %rsi,%r11 */
+	else
+		PUT(e, 0x0f, 0x1f, 0x40, 0x00);		/* nopl 0(%rax) */
+	PUT(e, 0x48, 0x89, 0xe0);			/* mov %rsp,%rax */
+	PUT(e, 0x48, 0xc1, 0xe8, 0x0f);			/* shr $15,%rax */
+	PUT(e, 0x25, 0xc0, 0x0f, 0x00, 0x00);		/* and $0xfc0,%eax */
+	PUT(e, 0x48, 0x8d, 0x0d);			/* lea COUNTERS(%rip),%rcx */
+	put_rel32(e, env->data + SHM_OFF_COUNTERS);
+	if (env->plain_sub)
+		PUT(e, 0x90);				/* nop */
+	else
+		PUT(e, 0xf0);				/* lock */
+	PUT(e, 0x4c, 0x29, 0x1c, 0x01);			/* sub %r11,(%rcx,%rax,1) */
+	PUT(e, 0x0f, 0x8e);				/* jle SLOW */
+	put_rel32(e, slow);
+}
+
+static void emit_slow(struct emitter *e, uint64_t reloc, uint32_t info,
+		      const struct tramp_fast_env *env)
+{
+	PUT(e, 0x57, 0x56, 0x52);			/* push %rdi, %rsi, %rdx */
+	PUT(e, 0xe8);					/* call RELOC */
+	put_rel32(e, reloc);
+	PUT(e, 0x50, 0x53, 0x55);			/* push %rax, %rbx, %rbp */
+	PUT(e, 0x41, 0x54, 0x41, 0x55, 0x41, 0x56, 0x41, 0x57); /* push %r12..%r15 */
+	PUT(e, 0x68);					/* push $info */
+	put_imm32(e, info);
+	PUT(e, 0x48, 0x89, 0xe7);			/* mov %rsp,%rdi */
+	PUT(e, 0x48, 0x8d, 0x35);			/* lea DATA(%rip),%rsi */
+	put_rel32(e, env->data);
+	PUT(e, 0xe8);					/* call agent_alloc */
+	put_rel32(e, env->agent_alloc);
+	PUT(e, 0x48, 0x8b, 0x44, 0x24, 0x38);		/* mov 0x38(%rsp),%rax */
+	PUT(e, 0x48, 0x83, 0xc4, 0x58);			/* add $0x58,%rsp */
+	PUT(e, 0xc3);					/* ret */
+}
+
+/* ---- API ---- */
+
+int tramp_fast_reloc_offset(enum tramp_class cls)
+{
+	switch (cls) {
+	case TRAMP_ALLOC:
+		return TRAMP_FAST_ALLOC_LEN;
+	case TRAMP_REALLOC:
+		return TRAMP_FAST_FREE_LEN + TRAMP_FAST_ALLOC_LEN;
+	case TRAMP_FREE:
+		return TRAMP_FAST_FREE_LEN;
+	}
+	return -EINVAL;
+}
+
+/* The size class of an allocating hook kind, or -EINVAL if cls does not fit it. */
+static int size_class(enum tramp_class cls, int hook_kind)
+{
+	switch (hook_kind) {
+	case HOOK_ALLOC:
+		return cls == TRAMP_ALLOC ? AGENT_SZ_RDI : -EINVAL;
+	case HOOK_CALLOC:
+		return cls == TRAMP_ALLOC ? AGENT_SZ_MUL : -EINVAL;
+	case HOOK_POSIX_MEMALIGN:
+		return cls == TRAMP_ALLOC ? AGENT_SZ_PM : -EINVAL;
+	case HOOK_ALIGNED:
+		return cls == TRAMP_ALLOC ? AGENT_SZ_RSI : -EINVAL;
+	case HOOK_REALLOC:
+		return cls == TRAMP_REALLOC ? AGENT_SZ_RSI : -EINVAL;
+	case HOOK_FREE:
+		return cls == TRAMP_FREE ? 0 : -EINVAL;
+	}
+	return -EINVAL;		/* HOOK_REALLOCARRAY: forwards to realloc */
+}
+
+int tramp_fast_emit(enum tramp_class cls, int hook_kind, uint64_t at,
+		    const struct reloc_result *r, const struct tramp_fast_env *env,
+		    uint8_t *buf, size_t bufsz, struct tramp_layout *lay)
+{
+	int reloc = tramp_fast_reloc_offset(cls);
+	int sz = size_class(cls, hook_kind);
+	struct emitter e = { .p = buf, .at = at };
+	size_t total;
+
+	if (reloc < 0 || sz < 0 || r->to != at + (uint64_t)reloc || !r->code_len)
+		return -EINVAL;
+	total = reloc + r->code_len + (cls == TRAMP_FREE ? 0 : TRAMP_FAST_SLOW_LEN);
+	if (total > bufsz)
+		return -ENOSPC;
+
+	if (cls != TRAMP_ALLOC)
+		emit_free_check(&e, env);
+	if (cls != TRAMP_FREE)
+		emit_alloc_check(&e, sz, at + reloc + r->code_len, env);
+	if (e.n != (size_t)reloc)
+		return -EINVAL;		/* cannot happen: layout constants out of date */
+	put(&e, r->code, r->code_len);
+	if (cls != TRAMP_FREE)
+		emit_slow(&e, at + reloc, AGENT_INFO(sz, hook_kind), env);
+	if (e.err)
+		return e.err;
+
+	lay->size = e.n;
+	lay->reloc_off = reloc;
+	lay->entry_trap = -1;
+	lay->exit_trap = -1;
+	return 0;
+}
+
+size_t tramp_fast_agent_size(void)
+{
+	return (size_t)(agent_blob_end - agent_blob);
+}
+
+int tramp_fast_agent_install(uint8_t *buf, size_t bufsz, uint64_t at,
+			     struct tramp_fast_env *env)
+{
+	size_t n = tramp_fast_agent_size();
+
+	if (at & 63)
+		return -EINVAL;
+	if (n > bufsz)
+		return -ENOSPC;
+	memcpy(buf, agent_blob, n);
+	env->agent_alloc = at + AGENT_OFF_ALLOC;
+	env->agent_free = at + AGENT_OFF_FREE;
+	return 0;
+}

@@ -1,0 +1,122 @@
+/* Trap-free trampolines: decide in the target whether to sample, call the agent (x86-64). */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_ARCH_TRAMP_FAST_H
+#define HEAPATTACH_ARCH_TRAMP_FAST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reloc.h"
+#include "tramp.h"
+
+/*
+ * Layout (offsets in bytes from the trampoline's address T; RELOC is the
+ * relocated prologue encoded for T + tramp_fast_reloc_offset(cls), ending
+ * with a jmp back into the function; COUNTERS, BLOOM and DATA are
+ * addresses in the DATA view, reached rip-relative (within +-2 GB);
+ * agent_alloc and agent_free are in the CODE view, see agent.h).
+ *
+ * ALLOC sequence, size register SZ = rdi (malloc, valloc, pvalloc, new),
+ * rsi (aligned_alloc, memalign, realloc), rdx (posix_memalign), rdi * rsi
+ * (calloc):
+ *	 0  49 89 fb|f3|d3	mov %rdi|%rsi|%rdx,%r11
+ *	 3  4c 0f af de		imul %rsi,%r11		(calloc; else nopl 0f 1f 40 00)
+ *	 7  48 89 e0		mov %rsp,%rax
+ *	10  48 c1 e8 0f		shr $15,%rax
+ *	14  25 c0 0f 00 00	and $0xfc0,%eax		counter (rsp >> 21) & 63, * 64
+ *	19  48 8d 0d rel32	lea COUNTERS(%rip),%rcx
+ *	26  f0|90		lock prefix | nop (env->plain_sub)
+ *	27  4c 29 1c 01		sub %r11,(%rcx,%rax,1)
+ *	31  0f 8e rel32		jle SLOW
+ *	37  RELOC		(code_len bytes; the fast path falls into it)
+ *   SLOW = 37 + code_len:
+ *	 +0  57 56 52		push %rdi; push %rsi; push %rdx
+ *	 +3  e8 rel32		call RELOC		(real call: shadow stack ok)
+ *	 +8  50 53 55		push %rax; push %rbx; push %rbp
+ *	+11  41 54 .. 41 57	push %r12; push %r13; push %r14; push %r15
+ *	+19  68 imm32		push $AGENT_INFO(size class, hook kind)
+ *	+24  48 89 e7		mov %rsp,%rdi		struct agent_frame *
+ *	+27  48 8d 35 rel32	lea DATA(%rip),%rsi
+ *	+34  e8 rel32		call agent_alloc
+ *	+39  48 8b 44 24 38	mov 0x38(%rsp),%rax	the result
+ *	+44  48 83 c4 58	add $0x58,%rsp
+ *	+48  c3			ret
+ *   Entry rsp E == 8 (mod 16): the function sees E - 32 (three pushes and
+ *   the call), the agent is called with rsp == E - 88 == 0 (mod 16).
+ *   Clobbers rax, rcx, r11 (free at an allocator's entry: at most three
+ *   arguments). The sub is locked by default: measured here (2 vCPUs, one
+ *   thread, uncontended line) it costs 0-1.5 ns over a plain sub, within
+ *   noise. env->plain_sub drops the lock: then a sub racing with another
+ *   thread whose stack maps to the same counter (or with the agent's
+ *   re-arm) can lose an update, which only shifts a sampling point (an
+ *   extra or a late sample), never a crash.
+ *
+ * TRAMP_ALLOC: the ALLOC sequence at 0; RELOC at 37.
+ *
+ * TRAMP_FREE (free, cfree, operator delete*), FREE check:
+ *	 0  48 85 ff		test %rdi,%rdi
+ *	 3  74 rel8		jz RELOC
+ *	 5  48 89 f8		mov %rdi,%rax
+ *	 8  48 c1 e8 04		shr $4,%rax
+ *	12  69 c0 b1 79 37 9e	imul $0x9e3779b1,%eax,%eax
+ *	18  c1 e8 10		shr $16,%eax		shm_bloom_slot()
+ *	21  48 8d 0d rel32	lea BLOOM(%rip),%rcx
+ *	28  80 3c 01 00		cmpb $0,(%rcx,%rax,1)
+ *	32  74 rel8		je RELOC
+ *	34  57 56 52		push %rdi; push %rsi; push %rdx	(sized/aligned delete)
+ *	37  48 8d 35 rel32	lea DATA(%rip),%rsi
+ *	44  e8 rel32		call agent_free		(rdi = ptr; rsp == 0 mod 16)
+ *	49  5a 5e 5f		pop %rdx; pop %rsi; pop %rdi
+ *	52  RELOC		(a tail: the caller's return address is untouched)
+ *
+ * TRAMP_REALLOC: the FREE check (its jz/je to 52) then the ALLOC sequence
+ * on rsi at 52; RELOC at 89.
+ *
+ * Exact mode needs no other code: the tool keeps counters <= 0 with zero
+ * gaps and fills the bloom table with 1s.
+ */
+
+#define TRAMP_FAST_ALLOC_LEN	37	/* ALLOC sequence up to RELOC */
+#define TRAMP_FAST_SLOW_LEN	49	/* SLOW tail after RELOC */
+#define TRAMP_FAST_FREE_LEN	52	/* FREE check */
+#define TRAMP_FAST_MAX_SIZE	(TRAMP_FAST_FREE_LEN + TRAMP_FAST_ALLOC_LEN + \
+				 RELOC_MAX_CODE + TRAMP_FAST_SLOW_LEN)
+
+/* Where a fast trampoline finds the shared data and the agent. */
+struct tramp_fast_env {
+	uint64_t data;		/* DATA view (struct shm_hdr) in the target */
+	uint64_t agent_alloc;	/* agent entry points in the CODE view */
+	uint64_t agent_free;
+	int plain_sub;		/* 1: sub without lock on the counter (see above) */
+};
+
+/*
+ * Offset of RELOC in a fast trampoline of class cls: relocate the
+ * prologue for T + tramp_fast_reloc_offset(cls). Returns it, or -EINVAL.
+ */
+int tramp_fast_reloc_offset(enum tramp_class cls);
+
+/*
+ * Write the fast trampoline for a hook of kind hook_kind (enum hook_kind;
+ * its class must be cls; HOOK_REALLOCARRAY is refused: it forwards to
+ * realloc) that will live at `at`, around r (encoded for at + reloc
+ * offset), into buf. Fills *lay (entry_trap = exit_trap = -1). Returns 0,
+ * -EINVAL (bad class/kind or r encoded elsewhere), -ENOSPC, or -ERANGE
+ * (DATA or the agent out of rel32 reach).
+ */
+int tramp_fast_emit(enum tramp_class cls, int hook_kind, uint64_t at,
+		    const struct reloc_result *r, const struct tramp_fast_env *env,
+		    uint8_t *buf, size_t bufsz, struct tramp_layout *lay);
+
+/* Bytes of the agent blob (tramp_fast_agent_install's buf must hold them). */
+size_t tramp_fast_agent_size(void);
+
+/*
+ * Copy the agent blob into buf, which the target will see at `at` (64-byte
+ * aligned, in the CODE view), and set env->agent_alloc/agent_free.
+ * Returns 0, -EINVAL (at misaligned) or -ENOSPC.
+ */
+int tramp_fast_agent_install(uint8_t *buf, size_t bufsz, uint64_t at,
+			     struct tramp_fast_env *env);
+
+#endif

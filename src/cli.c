@@ -1,0 +1,214 @@
+/* Command-line parsing for heapattach. */
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+
+enum { OPT_SAMPLE_RATE = 256, OPT_INTERVAL, OPT_EVERY, OPT_DURATION, OPT_FORMAT,
+       OPT_LIST_HOOKS, OPT_MODE, OPT_VERSION };
+
+static const struct option long_opts[] = {
+	{ "pid", required_argument, NULL, 'p' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "sample-rate", required_argument, NULL, OPT_SAMPLE_RATE },
+	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "every", required_argument, NULL, OPT_EVERY },
+	{ "duration", required_argument, NULL, OPT_DURATION },
+	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "list-hooks", no_argument, NULL, OPT_LIST_HOOKS },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+void cli_usage(FILE *f)
+{
+	fprintf(f,
+"usage: heapattach -p PID [-o FILE] [options]\n"
+"       heapattach --list-hooks -p PID\n"
+"\n"
+"Profile the heap of a running process; writes a pprof heap profile.\n"
+"\n"
+"  -p, --pid PID            process to attach to\n"
+"  -o, --output FILE        profile path (default heapattach.PID.heap)\n"
+"      --sample-rate SIZE   mean bytes between samples (default 512K;\n"
+"                           1 records every allocation)\n"
+"      --interval SIZE      also write FILE.0001.heap, ... every SIZE allocated\n"
+"      --every DURATION     also write numbered profiles every DURATION\n"
+"      --duration DURATION  detach after DURATION (default: until Ctrl-C,\n"
+"                           SIGTERM or the target's exit)\n"
+"      --format pprof|legacy  output format (default pprof)\n"
+"      --mode fast|trap     fast: sampled in the target, events through a\n"
+"                           shared ring (default); trap: every call stops\n"
+"                           in heapattach (slow, for cross-checks)\n"
+"      --list-hooks         print the allocator entry points calls bind to\n"
+"  -v, --verbose            debug messages\n"
+"  -h, --help               this help\n"
+"      --version            print the version\n"
+"\n"
+"SIZE: 512, 64K, 200M, 1G.  DURATION: 500ms, 30s, 5m, 1h.\n");
+}
+
+int cli_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	uint64_t mul = 1;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': mul = 1ULL << 10; end++; break;
+	case 'm': case 'M': mul = 1ULL << 20; end++; break;
+	case 'g': case 'G': mul = 1ULL << 30; end++; break;
+	case 't': case 'T': mul = 1ULL << 40; end++; break;
+	default: break;
+	}
+	if (mul > 1 && (!strcmp(end, "B") || !strcmp(end, "iB")))
+		end += strlen(end);
+	else if (mul == 1 && !strcmp(end, "B"))
+		end++;
+	if (*end)
+		return -EINVAL;
+	if (v > UINT64_MAX / mul)
+		return -EINVAL;
+	*out = v * mul;
+	return 0;
+}
+
+int cli_parse_duration(const char *s, uint64_t *out_ns)
+{
+	char *end;
+	double v;
+	double mul;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v != v)
+		return -EINVAL;
+	if (!*end || !strcmp(end, "s"))
+		mul = 1e9;
+	else if (!strcmp(end, "ms"))
+		mul = 1e6;
+	else if (!strcmp(end, "us"))
+		mul = 1e3;
+	else if (!strcmp(end, "m"))
+		mul = 60e9;
+	else if (!strcmp(end, "h"))
+		mul = 3600e9;
+	else
+		return -EINVAL;
+	if (v * mul > 1e18)
+		return -EINVAL;
+	*out_ns = (uint64_t)(v * mul);
+	return 0;
+}
+
+static int bad(const char *what, const char *val)
+{
+	fprintf(stderr, "heapattach: invalid %s '%s' (try --help)\n", what, val);
+	return -EINVAL;
+}
+
+int cli_parse(int argc, char **argv, struct options *o)
+{
+	int c;
+	char *end;
+	long pid;
+
+	memset(o, 0, sizeof(*o));
+	o->sample_rate = CLI_DEFAULT_RATE;
+	o->format = DUMP_PPROF;
+	o->mode = MODE_FAST;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":p:o:vh", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			errno = 0;
+			pid = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || pid <= 0 || pid > INT_MAX)
+				return bad("PID", optarg);
+			o->pid = (pid_t)pid;
+			break;
+		case 'o':
+			if (!*optarg)
+				return bad("output file", optarg);
+			o->output = optarg;
+			break;
+		case OPT_SAMPLE_RATE:
+			if (cli_parse_size(optarg, &o->sample_rate) || o->sample_rate == 0)
+				return bad("sample rate", optarg);
+			break;
+		case OPT_INTERVAL:
+			if (cli_parse_size(optarg, &o->interval) || o->interval == 0)
+				return bad("interval", optarg);
+			break;
+		case OPT_EVERY:
+			if (cli_parse_duration(optarg, &o->every_ns) || o->every_ns == 0)
+				return bad("duration for --every", optarg);
+			break;
+		case OPT_DURATION:
+			if (cli_parse_duration(optarg, &o->duration_ns) || o->duration_ns == 0)
+				return bad("duration", optarg);
+			break;
+		case OPT_FORMAT:
+			if (!strcmp(optarg, "pprof"))
+				o->format = DUMP_PPROF;
+			else if (!strcmp(optarg, "legacy"))
+				o->format = DUMP_LEGACY;
+			else
+				return bad("format (pprof or legacy)", optarg);
+			break;
+		case OPT_MODE:
+			if (!strcmp(optarg, "trap"))
+				o->mode = MODE_TRAP;
+			else if (!strcmp(optarg, "fast"))
+				o->mode = MODE_FAST;
+			else
+				return bad("mode (trap or fast)", optarg);
+			break;
+		case OPT_LIST_HOOKS:
+			o->list_hooks = 1;
+			break;
+		case 'v':
+			o->verbose++;
+			break;
+		case 'h':
+			cli_usage(stdout);
+			return 1;
+		case OPT_VERSION:
+			printf("heapattach %s\n", HEAPATTACH_VERSION);
+			return 1;
+		case ':':
+			fprintf(stderr, "heapattach: option '%s' needs a value (try --help)\n",
+				argv[optind - 1]);
+			return -EINVAL;
+		default:
+			fprintf(stderr, "heapattach: unknown option '%s' (try --help)\n",
+				argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "heapattach: unexpected argument '%s' (try --help)\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (!o->pid) {
+		fprintf(stderr, "heapattach: no target: give -p PID (try --help)\n");
+		return -EINVAL;
+	}
+	return 0;
+}

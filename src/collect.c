@@ -1,0 +1,124 @@
+/* Turning a trap in a trampoline into a profile event: arguments, result, stack. */
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <signal.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include "bkpt.h"
+#include "log.h"
+#include "session.h"
+#include "unwind.h"
+
+/* Read one 64-bit word of the target; 0 or -errno. */
+static int peek_u64(pid_t tid, uint64_t addr, uint64_t *out)
+{
+	struct iovec l = { out, sizeof(*out) }, r = { (void *)addr, sizeof(*out) };
+
+	if (process_vm_readv(tid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(*out))
+		return 0;
+	errno = 0;
+	*out = (uint64_t)ptrace(PTRACE_PEEKDATA, tid, (void *)addr, 0);
+	return errno ? -errno : 0;
+}
+
+/* Requested size of the call, from the registers at the exit trap. */
+static uint64_t call_size(enum hook_kind k, const struct user_regs_struct *r)
+{
+	switch (k) {
+	case HOOK_ALLOC:		return r->rdi;
+	case HOOK_CALLOC:		return r->rdi * r->rsi;
+	case HOOK_REALLOC:		return r->rsi;
+	case HOOK_REALLOCARRAY:		return r->rsi * r->rdx;
+	case HOOK_POSIX_MEMALIGN:	return r->rdx;
+	case HOOK_ALIGNED:		return r->rsi;
+	case HOOK_FREE:			return 0;
+	}
+	return 0;
+}
+
+/* The block an allocation call returned, 0 when it failed. */
+static uint64_t call_result(pid_t tid, enum hook_kind k, const struct user_regs_struct *r)
+{
+	uint64_t p = 0;
+
+	if (k != HOOK_POSIX_MEMALIGN)
+		return r->rax;
+	if (r->rax != 0 || peek_u64(tid, r->rdi, &p))
+		return 0;
+	return p;
+}
+
+/* Unwind from the caller of the allocator; -EDEADLK when the call was made
+ * from inside another hooked call (the outer one records it). */
+static int caller_stack(struct session *s, pid_t tid, const struct user_regs_struct *r,
+			uint64_t *pcs, size_t max)
+{
+	struct unwind_regs ur;
+	int n;
+
+	if (unwind_regs_from_user(tid, r, &ur))
+		return -EFAULT;
+	n = unwind_stack(s->unw, tid, &ur, pcs, max, 0, 0);
+	if (n < 0) {
+		/* Keep at least the immediate caller. */
+		pcs[0] = ur.ip;
+		n = 1;
+		s->unwind_errors++;
+	}
+	for (int i = 1; i < n; i++)
+		if (patch_in_region(s, pcs[i]))
+			return -EDEADLK;
+	return n;
+}
+
+int collect_trap(struct session *s, pid_t tid, int record)
+{
+	struct user_regs_struct r;
+	uint64_t pcs[PROFILE_MAX_FRAMES], size, ptr, ret;
+	siginfo_t si;
+	struct patch *p;
+	int kind, n;
+
+	if (ptrace(PTRACE_GETSIGINFO, tid, 0, &si) < 0)
+		return -errno;
+	if (si.si_code != SI_KERNEL)
+		return 0;
+	if (ptrace(PTRACE_GETREGS, tid, 0, &r) < 0)
+		return -errno;
+	p = patch_by_tramp_ip(s, r.rip);
+	if (!p)
+		return 0;
+	kind = tramp_trap_kind(&p->lay, p->tramp, r.rip);
+	if (kind < 0)
+		return 0;
+	if (!record)
+		return 1;
+	s->events++;
+	if (kind == TRAMP_TRAP_ENTRY) {
+		/* free, or realloc releasing its old block before the call. */
+		if (r.rdi)
+			profile_record_free(s->prof, r.rdi);
+		return 1;
+	}
+	size = call_size(p->hook->kind, &r);
+	ptr = call_result(tid, p->hook->kind, &r);
+	if (!ptr)
+		return 1;
+	if (peek_u64(tid, r.rsp, &ret) == 0 && patch_in_region(s, ret)) {
+		s->nested++;	/* e.g. realloc(NULL, n) calling malloc */
+		return 1;
+	}
+	s->bytes_since_dump += size;
+	if (!sampler_should_sample(&s->sampler, size))
+		return 1;
+	n = caller_stack(s, tid, &r, pcs, PROFILE_MAX_FRAMES);
+	if (n == -EDEADLK) {
+		s->nested++;
+		return 1;
+	}
+	if (n < 0)
+		return 1;
+	profile_record_alloc(s->prof, pcs, (size_t)n, size, ptr);
+	return 1;
+}

@@ -1,0 +1,174 @@
+/* Dispatch of ptrace stops: new threads, children, exec, exit, signals and our traps. */
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include "log.h"
+#include "proc.h"
+#include "remote.h"
+#include "session.h"
+
+/* Leave th stopped while the tracer is stopping everyone, else resume it. */
+static int settle(struct session *s, struct thread *th)
+{
+	if (tracee_stopping) {
+		th->state = TS_STOPPED;
+		return 0;
+	}
+	th->state = TS_STOPPED;
+	return tracee_resume(&s->tr, th) == -ESRCH ? 0 : 0;
+}
+
+/* A forked child is a copy of the target with our jumps in its private text:
+ * put the original bytes back before it runs, then let it go. */
+static void release_fork_child(struct session *s, pid_t child)
+{
+	int status;
+	pid_t w;
+
+	do
+		w = waitpid(child, &status, __WALL);
+	while (w < 0 && errno == EINTR);
+	if (w != child || !WIFSTOPPED(status))
+		return;
+	for (size_t i = 0; i < s->npatches; i++) {
+		struct patch *p = &s->patches[i];
+
+		if (p->installed &&
+		    remote_mem_write(child, p->reloc.patch_addr, p->orig, RELOC_JMP_LEN))
+			pr_warn("could not restore %s in forked child %d", p->hook->names[0], child);
+	}
+	ptrace(PTRACE_DETACH, child, 0, 0);
+	pr_debug("released forked child %d", child);
+}
+
+/* A tid we do not know yet: a new thread whose clone event has not been
+ * seen, or a vfork child; fork children are handled at their fork event. */
+static int unknown_tid(struct session *s, pid_t tid, int status)
+{
+	char val[32];
+	struct thread *th;
+
+	if (!WIFSTOPPED(status))
+		return 0;
+	if (proc_status_read(tid, "Tgid", val, sizeof(val)) == 0 && atoi(val) == s->pid) {
+		th = tracee_add(&s->tr, tid, TS_STOPPED);
+		return settle(s, th);
+	}
+	/* A child process that stopped before its parent's event: keep it until
+	 * that event says whether it shares our memory. */
+	th = tracee_add(&s->tr, tid, TS_STOPPED);
+	th->vfork_child = 2;	/* not yet classified */
+	return 0;
+}
+
+static int on_ptrace_event(struct session *s, struct thread *th, int status)
+{
+	unsigned long msg = 0;
+	int ev = status >> 16;
+	pid_t child;
+	struct thread *c;
+
+	ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &msg);
+	child = (pid_t)msg;
+	switch (ev) {
+	case PTRACE_EVENT_CLONE:
+		/* The child's own stops may all have come first, exit included. */
+		if (!tracee_find(&s->tr, child) && tracee_thread_alive(s->pid, child)) {
+			tracee_add(&s->tr, child, TS_RUNNING);
+			th = tracee_find(&s->tr, th->tid);
+		}
+		break;
+	case PTRACE_EVENT_FORK:
+		c = tracee_find(&s->tr, child);
+		if (c) {
+			/* Its first stop came earlier: it is stopped. */
+			tracee_remove(&s->tr, child);
+			th = tracee_find(&s->tr, th->tid);
+			for (size_t i = 0; i < s->npatches; i++)
+				if (s->patches[i].installed)
+					remote_mem_write(child, s->patches[i].reloc.patch_addr,
+							 s->patches[i].orig, RELOC_JMP_LEN);
+			ptrace(PTRACE_DETACH, child, 0, 0);
+		} else {
+			release_fork_child(s, child);
+		}
+		break;
+	case PTRACE_EVENT_VFORK:
+		c = tracee_find(&s->tr, child);
+		if (c) {
+			c->vfork_child = 1;
+			if (c->state == TS_STOPPED && !tracee_stopping)
+				tracee_resume(&s->tr, c);
+		} else {
+			c = tracee_add(&s->tr, child, TS_RUNNING);
+			c->vfork_child = 1;
+		}
+		th = tracee_find(&s->tr, th->tid);
+		break;
+	case PTRACE_EVENT_EXEC:
+		if (th->vfork_child) {
+			/* The vfork child now has its own image: let it go. */
+			ptrace(PTRACE_DETACH, th->tid, 0, 0);
+			tracee_remove(&s->tr, th->tid);
+			return 0;
+		}
+		s->exec_seen = 1;
+		th->state = TS_STOPPED;
+		return 0;
+	case PTRACE_EVENT_EXIT:
+	case PTRACE_EVENT_STOP:
+	default:
+		break;
+	}
+	return settle(s, th);
+}
+
+int events_dispatch(void *arg, pid_t tid, int status)
+{
+	struct session *s = arg;
+	struct thread *th = tracee_find(&s->tr, tid);
+	int sig, rc;
+
+	if (!th)
+		return unknown_tid(s, tid, status);
+	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		tracee_remove(&s->tr, tid);
+		if (!s->tr.n || tid == s->pid) {
+			int others = 0;
+
+			for (size_t i = 0; i < s->tr.n; i++)
+				others += !s->tr.t[i].vfork_child;
+			if (!others)
+				s->target_gone = 1;
+		}
+		return 0;
+	}
+	if (!WIFSTOPPED(status))
+		return 0;
+	sig = WSTOPSIG(status);
+	if (status >> 16) {
+		if ((status >> 16) == PTRACE_EVENT_STOP) {
+			th->interrupted = 0;
+			if (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)
+				th->pending_sig = -1;	/* group stop: PTRACE_LISTEN */
+		}
+		return on_ptrace_event(s, th, status);
+	}
+	if (sig == SIGTRAP) {
+		rc = collect_trap(s, tid, !th->vfork_child);
+		if (rc < 0 && rc != -ESRCH)
+			pr_debug("trap in %d: %d", tid, rc);
+		th = tracee_find(&s->tr, tid);
+		if (!th)
+			return 0;
+		th->pending_sig = rc == 1 ? 0 : SIGTRAP;
+	} else if (sig == (SIGTRAP | 0x80)) {
+		th->pending_sig = 0;
+	} else {
+		th->pending_sig = sig;	/* pass every signal on unchanged */
+	}
+	return settle(s, th);
+}

@@ -1,0 +1,168 @@
+/* Trap-free mode, tool side: shared data setup, draining the ring, teaching frame rules. */
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include "frametab.h"
+#include "log.h"
+#include "ring.h"
+#include "session.h"
+#include "symbolize.h"
+#include "unwind.h"
+
+#define DRAIN_BATCH 65536
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static uint8_t *data_of(struct session *s)
+{
+	return (uint8_t *)s->regions[0].hdr;
+}
+
+/* Fresh exponential gaps for the agent to re-arm counters with. */
+void fast_refill_gaps(struct session *s)
+{
+	uint64_t *gaps = (uint64_t *)(data_of(s) + SHM_OFF_GAPS);
+
+	if (s->exact)
+		return;
+	for (int i = 0; i < SHM_NGAPS; i++) {
+		uint64_t g = sampler_next_gap(&s->sampler);
+
+		__atomic_store_n(&gaps[i], g ? g : 1, __ATOMIC_RELAXED);
+	}
+}
+
+void fast_heartbeat(struct session *s)
+{
+	__atomic_store_n(&s->regions[0].hdr->heartbeat, mono_ns(), __ATOMIC_RELEASE);
+}
+
+/* Fill the shared layout of region 0 (already mapped, zeroed by ftruncate). */
+void fast_init_data(struct session *s, uint64_t data_remote, uint64_t ring_size)
+{
+	struct shm_hdr *h = s->regions[0].hdr;
+	uint8_t *d = data_of(s);
+
+	h->flags = s->exact ? SHM_F_EXACT : 0;
+	h->data_remote = data_remote;
+	h->ring_size = ring_size;
+	h->rate = s->opt->sample_rate;
+	for (int i = 0; i < SHM_NCOUNTERS; i++) {
+		int64_t *c = (int64_t *)(d + SHM_OFF_COUNTERS + i * SHM_COUNTER_STRIDE);
+
+		*c = s->exact ? 0 : (int64_t)sampler_next_gap(&s->sampler);
+	}
+	fast_refill_gaps(s);
+	memset(d + SHM_OFF_BLOOM, s->exact ? 1 : 0, SHM_BLOOM_SIZE);
+	fast_heartbeat(s);
+	s->ftab = frametab_new(s->pid, (struct shm_frame *)(d + SHM_OFF_FRAMES));
+}
+
+/* ---- events ---- */
+
+/* The agent keeps the bloom/live tables itself: only the profile to update. */
+static void on_free(struct session *s, const struct shm_ev_free *e)
+{
+	s->events++;
+	profile_record_free(s->prof, e->ptr);
+}
+
+static void warm_symbols(struct session *s, const uint64_t *pcs, int n)
+{
+	struct sym_info si;
+
+	if (!s->sym)
+		return;
+	for (int i = 0; i < n; i++)
+		symbolizer_lookup(s->sym, pcs[i] - 1, &si);
+}
+
+static void on_alloc(struct session *s, const struct shm_ev_alloc *e, uint32_t len)
+{
+	uint64_t pcs[PROFILE_MAX_FRAMES];
+	const uint64_t *stack_pcs = e->frames;
+	size_t nframes = e->nframes;
+	int n;
+
+	s->events++;
+	if (offsetof(struct shm_ev_alloc, frames) + (size_t)e->nframes * 8 + e->stack_len > len)
+		return;	/* malformed */
+	s->bytes_since_dump += e->size;
+	if (e->flags & SHM_EVF_STACK) {
+		struct unwind_regs ur = {
+			.ip = e->ip, .sp = e->sp, .bp = e->bp, .bx = e->bx,
+			.r12 = e->r12, .r13 = e->r13, .r14 = e->r14, .r15 = e->r15,
+		};
+		const uint8_t *copy = (const uint8_t *)(e->frames + e->nframes);
+
+		n = unwind_stack_copy(s->unw, &ur, copy, e->stack_len, pcs, PROFILE_MAX_FRAMES);
+		if (n > 0) {
+			frametab_learn_many(s->ftab, pcs, (size_t)n);
+			warm_symbols(s, pcs, n);
+			stack_pcs = pcs;
+			nframes = (size_t)n;
+		} else {
+			s->unwind_errors++;
+		}
+	} else if (e->flags & SHM_EVF_MISS) {
+		/* No copy (refused): teach what we can from the frames we have. */
+		frametab_learn_many(s->ftab, e->frames, e->nframes);
+	}
+	if (!nframes) {
+		pcs[0] = e->ip;
+		stack_pcs = pcs;
+		nframes = 1;
+	}
+	profile_record_alloc(s->prof, stack_pcs, nframes, e->size, e->ptr);
+}
+
+static int on_record(void *arg, const void *rec, uint32_t len)
+{
+	struct session *s = arg;
+	uint16_t kind = *(const uint16_t *)((const uint8_t *)rec + 4);
+
+	if (kind == SHM_EV_FREE && len >= sizeof(struct shm_ev_free))
+		on_free(s, rec);
+	else if (kind == SHM_EV_ALLOC && len >= sizeof(struct shm_ev_alloc))
+		on_alloc(s, rec, len);
+	return 0;
+}
+
+size_t fast_drain(struct session *s)
+{
+	struct shm_hdr *h;
+	size_t total = 0, n;
+
+	if (!s->nregions || !s->regions[0].hdr || !s->ftab)
+		return 0;
+	h = s->regions[0].hdr;
+	do {
+		n = ring_drain(h, data_of(s) + SHM_OFF_RING, DRAIN_BATCH, on_record, s);
+		total += n;
+	} while (n == DRAIN_BATCH);
+	return total;
+}
+
+/* Copy the agent's counters into the profile before a dump. */
+void fast_sync_stats(struct session *s)
+{
+	struct shm_hdr *h;
+	uint64_t drops;
+
+	if (!s->nregions || !s->regions[0].hdr || !s->ftab)
+		return;
+	h = s->regions[0].hdr;
+	drops = h->drops;
+	if (drops > s->drops_seen) {
+		profile_add_drops(s->prof, drops - s->drops_seen);
+		s->drops_seen = drops;
+	}
+	s->nested = h->nested;
+}

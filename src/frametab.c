@@ -1,0 +1,501 @@
+/* Frame-rule table: compiles DWARF CFI (libdw) into the shared frames[] the agent walks with. */
+/* SPDX-License-Identifier: MIT */
+#include <elfutils/libdw.h>
+#include <dwarf.h>
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "elfobj.h"
+#include "frametab.h"
+#include "proc.h"
+#include "xmalloc.h"
+
+/*
+ * The table is an open-addressing hash keyed by return address: the rule for
+ * ip lives in one of the SHM_FRAME_PROBES slots from shm_frame_slot(ip) on,
+ * at or before the first empty slot. Entries are never removed one by one,
+ * only all together by frametab_reset(). The tool is the only writer; the
+ * agent reads concurrently. A slot is published by storing its rule (one
+ * 8-byte store: cfa_off, base, rbp_saved, rbp_off) and then, after a compiler
+ * barrier, its ip; x86-64 keeps stores in order, so a reader that sees the ip
+ * sees the rule. A reader that also re-reads ip after the rule never mixes a
+ * rule with another slot occupant's ip.
+ *
+ * Rules come from the CFI row of the call instruction (ip - 1): the CFA must
+ * be rsp + K or rbp + K, the return address must be saved at CFA - 8, and the
+ * caller's rbp must be unchanged or saved at CFA + off. Anything else (CFA
+ * expressions as in signal trampolines and PLT stubs, CFA from another
+ * register as in stack-realigning functions) is left out: the agent falls
+ * back to a stack copy for that frame.
+ *
+ * Per mapping we keep the object it maps (opened once per file, through the
+ * target's view of it) and its load bias; the maps are re-read when an ip
+ * falls outside all known mappings. Ips that got -ENOENT are remembered in a
+ * small direct-mapped cache until frametab_reset(), so a frame the agent
+ * keeps missing on costs a hash probe, not a CFI search or a maps read.
+ */
+
+#define DWARF_REG_RBP 6
+#define DWARF_REG_RSP 7
+#define DWARF_REG_RA 16
+
+#define FT_NEG_SIZE 4096	/* direct-mapped cache of ips without a rule */
+
+/* ---- objects and mappings ---- */
+
+struct ft_obj {
+	char *path;		/* as in the maps ("[vdso]" for the vDSO) */
+	unsigned dev_major, dev_minor;
+	uint64_t inode;
+	int err;		/* 0, or -errno when the object could not be read */
+	struct elfobj *elf;
+	Dwarf_CFI *eh;		/* .eh_frame, or NULL */
+	Dwarf *dw;		/* for .debug_frame, opened on first need */
+	Dwarf_CFI *dbg;		/* .debug_frame, or NULL */
+	int dbg_tried;
+};
+
+struct ft_bind {
+	struct ft_obj *obj;	/* NULL until resolved */
+	uint64_t bias;
+	int err;		/* nonzero: the mapping has no usable object */
+};
+
+struct frametab {
+	pid_t pid;
+	struct shm_frame *table;
+	struct proc_maps maps;
+	struct ft_bind *binds;	/* parallel to maps.v */
+	int have_maps;
+	struct ft_obj **objs;
+	size_t nobjs, cap;
+	uint64_t neg[FT_NEG_SIZE];	/* key: ip * 2 + exact; 0 = empty */
+	struct frametab_stats st;
+};
+
+_Static_assert(sizeof(struct shm_frame) == 16, "shm_frame layout");
+_Static_assert(offsetof(struct shm_frame, cfa_off) == 8, "shm_frame rule word");
+
+typedef uint64_t __attribute__((may_alias)) ft_u64_alias;
+
+static void obj_free(struct ft_obj *o)
+{
+	if (o->dw)
+		dwarf_end(o->dw);
+	if (o->eh)
+		dwarf_cfi_end(o->eh);
+	elfobj_free(o->elf);
+	free(o->path);
+	free(o);
+}
+
+/* Copy the vDSO image out of the target. NULL on failure (err set). */
+static struct elfobj *open_vdso(pid_t pid, const struct proc_map *m, int *err)
+{
+	size_t len = m->end - m->start;
+	struct elfobj *e = NULL;
+	struct iovec local, remote;
+	char *buf;
+	ssize_t n;
+
+	if (len == 0 || len > (64u << 10)) {
+		*err = -ENOENT;
+		return NULL;
+	}
+	buf = xmalloc(len);
+	local = (struct iovec) { .iov_base = buf, .iov_len = len };
+	remote = (struct iovec) { .iov_base = (void *)(uintptr_t)m->start, .iov_len = len };
+	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (n < 0) {
+		*err = -errno;
+		goto out;
+	}
+	e = elfobj_open_mem(buf, (size_t)n);
+	if (!e)
+		*err = -ENOENT;
+out:
+	free(buf);
+	return e;
+}
+
+/* The cached object for mapping m, opened on first use; never NULL (a failed
+ * open is cached too, with o->err set). */
+static struct ft_obj *get_obj(struct frametab *ft, const struct proc_map *m)
+{
+	int vdso = m->path && !strcmp(m->path, "[vdso]");
+	struct ft_obj *o;
+	int fd;
+
+	for (size_t i = 0; i < ft->nobjs; i++) {
+		o = ft->objs[i];
+		if (o->dev_major == m->dev_major && o->dev_minor == m->dev_minor &&
+		    o->inode == m->inode && !strcmp(o->path, m->path))
+			return o;
+	}
+	o = xcalloc(1, sizeof(*o));
+	o->path = xstrdup(m->path);
+	o->dev_major = m->dev_major;
+	o->dev_minor = m->dev_minor;
+	o->inode = m->inode;
+	if (vdso) {
+		o->elf = open_vdso(ft->pid, m, &o->err);
+	} else {
+		fd = proc_open_mapped(ft->pid, m);
+		if (fd < 0)
+			o->err = fd;
+		else if (!(o->elf = elfobj_open_fd_flags(fd, ELFOBJ_OPEN_NO_SYMS)))
+			o->err = -ENOENT;
+	}
+	if (o->elf)
+		o->eh = dwarf_getcfi_elf(elfobj_elf(o->elf));
+	ft->st.objects++;
+	if (ft->nobjs == ft->cap) {
+		ft->cap = ft->cap ? ft->cap * 2 : 16;
+		ft->objs = xrealloc(ft->objs, ft->cap * sizeof(*ft->objs));
+	}
+	ft->objs[ft->nobjs++] = o;
+	return o;
+}
+
+static void drop_maps(struct frametab *ft)
+{
+	if (ft->have_maps)
+		proc_maps_free(&ft->maps);
+	free(ft->binds);
+	ft->binds = NULL;
+	ft->have_maps = 0;
+}
+
+/* Re-read the target's maps, forgetting every mapping's binding (objects
+ * stay cached). 0 or -errno. */
+static int read_maps(struct frametab *ft)
+{
+	int ret;
+
+	drop_maps(ft);
+	ret = proc_maps_read(ft->pid, &ft->maps);
+	if (ret)
+		return ret;
+	ft->have_maps = 1;
+	ft->binds = xcalloc(ft->maps.n ? ft->maps.n : 1, sizeof(*ft->binds));
+	ft->st.maps_reads++;
+	return 0;
+}
+
+/*
+ * The object holding code address pc and its load bias: 0, -ENOENT when pc
+ * is in no executable file mapping (or the vDSO), or another -errno.
+ */
+static int resolve(struct frametab *ft, uint64_t pc, struct ft_obj **obj, uint64_t *bias)
+{
+	const struct proc_map *m = ft->have_maps ? proc_maps_find(&ft->maps, pc) : NULL;
+	struct ft_bind *b;
+	int ret;
+
+	if (!m) {
+		ret = read_maps(ft);
+		if (ret)
+			return ret;
+		m = proc_maps_find(&ft->maps, pc);
+	}
+	if (!m || !(m->prot & PROC_MAP_X) || !m->path ||
+	    (m->path[0] != '/' && strcmp(m->path, "[vdso]")))
+		return -ENOENT;
+	b = &ft->binds[m - ft->maps.v];
+	if (!b->obj && !b->err) {
+		struct ft_obj *o = get_obj(ft, m);
+
+		b->err = o->err;
+		if (!b->err && elfobj_load_bias(o->elf, m, &b->bias))
+			b->err = -ENOENT;
+		if (!b->err)
+			b->obj = o;
+	}
+	if (b->err)
+		return b->err;
+	*obj = b->obj;
+	*bias = b->bias;
+	return 0;
+}
+
+/* ---- CFI to rule ---- */
+
+/* The CFI row for link-time address addr: .eh_frame first, then .debug_frame.
+ * 0 with *frame to free(), or -ENOENT. */
+static int find_frame(struct ft_obj *o, uint64_t addr, Dwarf_Frame **frame)
+{
+	if (o->eh && dwarf_cfi_addrframe(o->eh, addr, frame) == 0)
+		return 0;
+	if (!o->dbg_tried) {
+		o->dbg_tried = 1;
+		o->dw = dwarf_begin_elf(elfobj_elf(o->elf), DWARF_C_READ, NULL);
+		if (o->dw)
+			o->dbg = dwarf_getcfi(o->dw);
+	}
+	if (o->dbg && dwarf_cfi_addrframe(o->dbg, addr, frame) == 0)
+		return 0;
+	return -ENOENT;
+}
+
+/*
+ * Match a location "CFA + off" as libdw spells the offset(N) rule:
+ * [DW_OP_call_frame_cfa] or [DW_OP_call_frame_cfa, DW_OP_plus_uconst N]
+ * (N two's complement for negative offsets); also accepts
+ * [DW_OP_call_frame_cfa, DW_OP_consts N, DW_OP_plus]. 1 on a match.
+ */
+static int cfa_plus(const Dwarf_Op *ops, size_t nops, int64_t *off)
+{
+	if (nops < 1 || ops[0].atom != DW_OP_call_frame_cfa)
+		return 0;
+	if (nops == 1) {
+		*off = 0;
+		return 1;
+	}
+	if (nops == 2 && ops[1].atom == DW_OP_plus_uconst) {
+		*off = (int64_t)ops[1].number;
+		return 1;
+	}
+	if (nops == 3 && (ops[1].atom == DW_OP_consts || ops[1].atom == DW_OP_constu) &&
+	    ops[2].atom == DW_OP_plus) {
+		*off = (int64_t)ops[1].number;
+		return 1;
+	}
+	return 0;
+}
+
+/* CFA = register + off with register rsp or rbp: 0, or -ENOENT. */
+static int cfa_rule(Dwarf_Frame *fr, uint8_t *base, int64_t *off)
+{
+	Dwarf_Op *ops;
+	size_t nops;
+	unsigned reg;
+
+	if (dwarf_frame_cfa(fr, &ops, &nops) || nops != 1)
+		return -ENOENT;
+	if (ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
+		reg = ops[0].atom - DW_OP_breg0;
+		*off = (int64_t)ops[0].number;
+	} else if (ops[0].atom == DW_OP_bregx) {
+		reg = ops[0].number;
+		*off = (int64_t)ops[0].number2;
+	} else {
+		return -ENOENT;
+	}
+	if (reg == DWARF_REG_RSP)
+		*base = SHM_BASE_RSP;
+	else if (reg == DWARF_REG_RBP)
+		*base = SHM_BASE_RBP;
+	else
+		return -ENOENT;
+	return 0;
+}
+
+/* Translate one CFI row into *out (ip untouched): 0, or -ENOENT. */
+static int compile_rule(Dwarf_Frame *fr, struct shm_frame *out)
+{
+	Dwarf_Op mem[3], *ops;
+	size_t nops;
+	int64_t cfa_off, ra_off, rbp_off;
+	uint8_t base;
+	bool signal = false;
+
+	memset((char *)out + offsetof(struct shm_frame, cfa_off), 0,
+	       sizeof(*out) - offsetof(struct shm_frame, cfa_off));
+	/* The caller of a signal frame is interrupted code: its pc is exact,
+	 * which the agent cannot tell from a return address. */
+	if (dwarf_frame_info(fr, NULL, NULL, &signal) < 0 || signal)
+		return -ENOENT;
+	if (dwarf_frame_register(fr, DWARF_REG_RA, mem, &ops, &nops))
+		return -ENOENT;
+	if (nops == 0 && ops == mem) {
+		/* return address undefined: outermost frame */
+		out->base = SHM_BASE_END;
+		return 0;
+	}
+	if (!cfa_plus(ops, nops, &ra_off) || ra_off != -8)
+		return -ENOENT;
+	if (cfa_rule(fr, &base, &cfa_off) || cfa_off < INT32_MIN || cfa_off > INT32_MAX)
+		return -ENOENT;
+	out->base = base;
+	out->cfa_off = (int32_t)cfa_off;
+	if (dwarf_frame_register(fr, DWARF_REG_RBP, mem, &ops, &nops))
+		return -ENOENT;
+	/* "same value" (ops NULL) or "undefined" (ops == mem): rbp is left as is */
+	if (nops == 0)
+		return 0;
+	if (!cfa_plus(ops, nops, &rbp_off) || rbp_off < INT16_MIN || rbp_off > INT16_MAX)
+		return -ENOENT;
+	out->rbp_saved = 1;
+	out->rbp_off = (int16_t)rbp_off;
+	return 0;
+}
+
+int frametab_rule(struct frametab *ft, uint64_t ip, unsigned flags, struct shm_frame *out)
+{
+	uint64_t pc = (flags & FRAMETAB_IP_EXACT) ? ip : ip - 1;
+	Dwarf_Frame *fr = NULL;
+	struct ft_obj *o;
+	uint64_t bias;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (!ip)
+		return -ENOENT;
+	ret = resolve(ft, pc, &o, &bias);
+	if (ret)
+		return ret;
+	ret = find_frame(o, pc - bias, &fr);
+	if (ret)
+		return ret;
+	ret = compile_rule(fr, out);
+	free(fr);
+	return ret;
+}
+
+/* ---- the shared table ---- */
+
+static inline void compiler_barrier(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
+
+const struct shm_frame *frametab_lookup(const struct shm_frame *table, uint64_t ip)
+{
+	uint32_t h = shm_frame_slot(ip);
+
+	for (unsigned i = 0; i < SHM_FRAME_PROBES; i++) {
+		const struct shm_frame *s = &table[(h + i) & (SHM_NFRAMES - 1)];
+		uint64_t v = *(const volatile uint64_t *)&s->ip;
+
+		if (v == ip)
+			return s;
+		if (v == 0)
+			return NULL;
+	}
+	return NULL;
+}
+
+/* Publish rule r for ip in slot s: the rule word, a barrier, then ip. */
+static void publish(struct shm_frame *s, uint64_t ip, const struct shm_frame *r)
+{
+	uint64_t word;
+
+	memcpy(&word, &r->cfa_off, sizeof(word));
+	*(volatile ft_u64_alias *)&s->cfa_off = word;
+	compiler_barrier();
+	*(volatile uint64_t *)&s->ip = ip;
+}
+
+/* The negative-cache entry for key (ip * 2 + exact). */
+static uint64_t *neg_slot(struct frametab *ft, uint64_t key)
+{
+	return &ft->neg[(uint32_t)((key * SHM_HASH_MUL) >> 52) & (FT_NEG_SIZE - 1)];
+}
+
+int frametab_learn_flags(struct frametab *ft, uint64_t ip, unsigned flags)
+{
+	uint64_t key = ip * 2 + !!(flags & FRAMETAB_IP_EXACT);
+	uint32_t h = shm_frame_slot(ip);
+	struct shm_frame *slot = NULL, rule;
+	int ret;
+
+	if (!ip)
+		return -ENOENT;
+	for (unsigned i = 0; i < SHM_FRAME_PROBES; i++) {
+		struct shm_frame *s = &ft->table[(h + i) & (SHM_NFRAMES - 1)];
+		uint64_t v = *(volatile uint64_t *)&s->ip;
+
+		if (v == ip) {
+			ft->st.present++;
+			return 0;
+		}
+		if (v == 0) {
+			slot = s;
+			break;
+		}
+	}
+	if (!slot) {
+		ft->st.full++;
+		return -ENOSPC;
+	}
+	if (*neg_slot(ft, key) == key) {
+		ft->st.unrepresentable++;
+		return -ENOENT;
+	}
+	ret = frametab_rule(ft, ip, flags, &rule);
+	if (ret == -ENOENT) {
+		/* no rule, or no code there even in freshly read maps: until a reset */
+		*neg_slot(ft, key) = key;
+		ft->st.unrepresentable++;
+	}
+	if (ret)
+		return ret;
+	publish(slot, ip, &rule);
+	ft->st.learned++;
+	return 1;
+}
+
+int frametab_learn_many(struct frametab *ft, const uint64_t *pcs, size_t n)
+{
+	int added = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (frametab_learn(ft, pcs[i]) == 1)
+			added++;
+	return added;
+}
+
+/* ---- lifetime ---- */
+
+struct frametab *frametab_new(pid_t pid, struct shm_frame *table)
+{
+	struct frametab *ft;
+
+	if (pid <= 0 || !table) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ft = xcalloc(1, sizeof(*ft));
+	ft->pid = pid;
+	ft->table = table;
+	return ft;
+}
+
+static void drop_objects(struct frametab *ft)
+{
+	for (size_t i = 0; i < ft->nobjs; i++)
+		obj_free(ft->objs[i]);
+	free(ft->objs);
+	ft->objs = NULL;
+	ft->nobjs = ft->cap = 0;
+}
+
+void frametab_reset(struct frametab *ft)
+{
+	for (size_t i = 0; i < SHM_NFRAMES; i++)
+		if (ft->table[i].ip)
+			*(volatile uint64_t *)&ft->table[i].ip = 0;
+	compiler_barrier();
+	for (size_t i = 0; i < SHM_NFRAMES; i++)
+		*(volatile ft_u64_alias *)&ft->table[i].cfa_off = 0;
+	drop_maps(ft);
+	drop_objects(ft);
+	memset(ft->neg, 0, sizeof(ft->neg));
+}
+
+void frametab_free(struct frametab *ft)
+{
+	if (!ft)
+		return;
+	drop_maps(ft);
+	drop_objects(ft);
+	free(ft);
+}
+
+void frametab_get_stats(const struct frametab *ft, struct frametab_stats *st)
+{
+	*st = ft->st;
+}

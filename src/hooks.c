@@ -1,0 +1,662 @@
+/* Allocator entry points: which definitions the dynamic linker binds the target's calls to. */
+/* SPDX-License-Identifier: MIT */
+#include <capstone/capstone.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "elfobj.h"
+#include "hooks.h"
+#include "log.h"
+#include "xmalloc.h"
+
+/*
+ * Resolution models the dynamic linker's global scope: the executable, then
+ * LD_PRELOAD objects, then the libraries in load (breadth-first) order, which
+ * is exactly the order of the link_map list hanging off r_debug. The first
+ * object whose .dynsym defines a name wins. A static executable only has
+ * itself, and its .symtab is then the source of names.
+ */
+
+static const struct {
+	const char *name;
+	enum hook_kind kind;
+	int cxx;                /* C++ operator: only listed outside libstdc++ */
+} hook_names[] = {
+	{ "malloc", HOOK_ALLOC, 0 },
+	{ "free", HOOK_FREE, 0 },
+	{ "calloc", HOOK_CALLOC, 0 },
+	{ "realloc", HOOK_REALLOC, 0 },
+	{ "reallocarray", HOOK_REALLOCARRAY, 0 },
+	{ "posix_memalign", HOOK_POSIX_MEMALIGN, 0 },
+	{ "aligned_alloc", HOOK_ALIGNED, 0 },
+	{ "memalign", HOOK_ALIGNED, 0 },
+	{ "valloc", HOOK_ALLOC, 0 },
+	{ "pvalloc", HOOK_ALLOC, 0 },
+	{ "cfree", HOOK_FREE, 0 },
+	/* operator new / new[]: size in rdi whatever follows */
+	{ "_Znwm", HOOK_ALLOC, 1 },
+	{ "_Znam", HOOK_ALLOC, 1 },
+	{ "_ZnwmRKSt9nothrow_t", HOOK_ALLOC, 1 },
+	{ "_ZnamRKSt9nothrow_t", HOOK_ALLOC, 1 },
+	{ "_ZnwmSt11align_val_t", HOOK_ALLOC, 1 },
+	{ "_ZnamSt11align_val_t", HOOK_ALLOC, 1 },
+	{ "_ZnwmSt11align_val_tRKSt9nothrow_t", HOOK_ALLOC, 1 },
+	{ "_ZnamSt11align_val_tRKSt9nothrow_t", HOOK_ALLOC, 1 },
+	/* operator delete / delete[]: pointer in rdi whatever follows */
+	{ "_ZdlPv", HOOK_FREE, 1 },
+	{ "_ZdaPv", HOOK_FREE, 1 },
+	{ "_ZdlPvm", HOOK_FREE, 1 },
+	{ "_ZdaPvm", HOOK_FREE, 1 },
+	{ "_ZdlPvRKSt9nothrow_t", HOOK_FREE, 1 },
+	{ "_ZdaPvRKSt9nothrow_t", HOOK_FREE, 1 },
+	{ "_ZdlPvSt11align_val_t", HOOK_FREE, 1 },
+	{ "_ZdaPvSt11align_val_t", HOOK_FREE, 1 },
+	{ "_ZdlPvmSt11align_val_t", HOOK_FREE, 1 },
+	{ "_ZdaPvmSt11align_val_t", HOOK_FREE, 1 },
+	{ "_ZdlPvSt11align_val_tRKSt9nothrow_t", HOOK_FREE, 1 },
+	{ "_ZdaPvSt11align_val_tRKSt9nothrow_t", HOOK_FREE, 1 },
+};
+#define NHOOK_NAMES (sizeof(hook_names) / sizeof(hook_names[0]))
+
+int hooks_no_r_debug;
+
+/* One object in lookup order. */
+struct obj {
+	const struct proc_map *map;     /* its lowest mapping */
+	struct elfobj *elf;             /* NULL if it could not be opened */
+	uint64_t bias;
+	int have_bias;
+};
+
+struct objlist {
+	struct obj *v;
+	size_t n, cap;
+};
+
+const char *hook_kind_name(enum hook_kind kind)
+{
+	static const char *const names[] = {
+		[HOOK_ALLOC] = "alloc", [HOOK_CALLOC] = "calloc",
+		[HOOK_REALLOC] = "realloc", [HOOK_REALLOCARRAY] = "reallocarray",
+		[HOOK_POSIX_MEMALIGN] = "posix_memalign", [HOOK_ALIGNED] = "aligned",
+		[HOOK_FREE] = "free",
+	};
+
+	if ((unsigned)kind >= sizeof(names) / sizeof(names[0]))
+		return "?";
+	return names[kind];
+}
+
+int hook_kind_of(const char *name)
+{
+	for (size_t i = 0; i < NHOOK_NAMES; i++)
+		if (!strcmp(hook_names[i].name, name))
+			return hook_names[i].kind;
+	return -ENOENT;
+}
+
+/* ---- target memory ---- */
+
+/* Read len bytes at addr in pid: process_vm_readv, else /proc/PID/mem.
+ * 0 or -errno (-EFAULT on a short read). */
+static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+	char path[64];
+	ssize_t r;
+	int fd;
+
+	r = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	if (r == (ssize_t)len)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = pread(fd, buf, len, (off_t)addr);
+	close(fd);
+	if (r < 0)
+		return -errno;
+	return r == (ssize_t)len ? 0 : -EFAULT;
+}
+
+/* Value of auxv entry type in pid, or 0. */
+static uint64_t auxv_get(pid_t pid, uint64_t type)
+{
+	char path[64], *buf;
+	uint64_t val = 0;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	if (proc_read_file(path, &buf, &len))
+		return 0;
+	for (size_t i = 0; i + 16 <= len; i += 16) {
+		uint64_t t, v;
+
+		memcpy(&t, buf + i, 8);
+		memcpy(&v, buf + i + 8, 8);
+		if (t == type) {
+			val = v;
+			break;
+		}
+		if (t == AT_NULL)
+			break;
+	}
+	free(buf);
+	return val;
+}
+
+/* ---- the object list ---- */
+
+/* Lowest mapping of the file that holds addr's mapping (same path), or NULL. */
+static const struct proc_map *first_map_of(const struct proc_maps *maps, const struct proc_map *m)
+{
+	if (!m || !m->path || m->path[0] != '/')
+		return NULL;
+	for (size_t i = 0; i < maps->n; i++)
+		if (maps->v[i].path && maps->v[i].inode == m->inode &&
+		    !strcmp(maps->v[i].path, m->path))
+			return &maps->v[i];
+	return m;
+}
+
+static int objlist_has(const struct objlist *l, const struct proc_map *m)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].map == m || (l->v[i].map->inode == m->inode &&
+					 !strcmp(l->v[i].map->path, m->path)))
+			return 1;
+	return 0;
+}
+
+/* Append the object behind m (a mapping of it) unless listed already; open it
+ * through the target's view of the file system. */
+static void objlist_add(struct objlist *l, pid_t pid, const struct proc_maps *maps,
+			const struct proc_map *m)
+{
+	struct obj *o;
+	int fd;
+
+	m = first_map_of(maps, m);
+	if (!m || objlist_has(l, m))
+		return;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? l->cap * 2 : 16;
+		l->v = xrealloc(l->v, l->cap * sizeof(*l->v));
+	}
+	o = &l->v[l->n++];
+	memset(o, 0, sizeof(*o));
+	o->map = m;
+	fd = proc_open_mapped(pid, m);
+	if (fd < 0) {
+		pr_warn("cannot open %s of %d: %s", m->path, (int)pid, strerror(-fd));
+		return;
+	}
+	o->elf = elfobj_open_fd(fd);
+	if (o->elf && !elfobj_load_bias(o->elf, m, &o->bias))
+		o->have_bias = 1;
+}
+
+static void objlist_free(struct objlist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		elfobj_free(l->v[i].elf);
+	free(l->v);
+}
+
+/* Runtime address of the dynamic linker's r_debug, from the executable's
+ * DT_DEBUG or ld.so's _r_debug symbol; 0 if neither works. */
+static uint64_t find_r_debug(pid_t pid, const struct proc_maps *maps, const struct obj *exe)
+{
+	uint64_t vaddr, ptr = 0, base;
+	const struct proc_map *m;
+	struct objlist ld = { 0 };
+
+	if (exe->elf && exe->have_bias && !elfobj_dt_debug_vaddr(exe->elf, &vaddr) &&
+	    !read_mem(pid, exe->bias + vaddr, &ptr, sizeof(ptr)) && ptr)
+		return ptr;
+	base = auxv_get(pid, AT_BASE);
+	m = base ? proc_maps_find(maps, base) : NULL;
+	if (!m)
+		return 0;
+	objlist_add(&ld, pid, maps, m);
+	if (ld.n && ld.v[0].elf && ld.v[0].have_bias) {
+		const struct elfobj_sym *s = elfobj_lookup(ld.v[0].elf, "_r_debug", 0);
+
+		if (s)
+			ptr = ld.v[0].bias + s->value;
+	}
+	objlist_free(&ld);
+	return ptr;
+}
+
+/*
+ * Walk the link_map list (struct link_map: l_addr, l_name, l_ld, l_next, l_prev)
+ * and add each object, identified by the mapping that holds its l_ld.
+ * 0 if at least the list head was read, else -errno.
+ */
+static int add_link_map(struct objlist *l, pid_t pid, const struct proc_maps *maps,
+			uint64_t r_debug)
+{
+	uint64_t lm, words[4];
+	int32_t version;
+	int count = 0;
+
+	/* struct r_debug: int r_version; r_map at 8; r_brk at 16; r_state at 24 */
+	for (int tries = 0;; tries++) {
+		int32_t state;
+
+		if (read_mem(pid, r_debug, &version, sizeof(version)) || version < 1 ||
+		    read_mem(pid, r_debug + 8, &lm, sizeof(lm)) ||
+		    read_mem(pid, r_debug + 24, &state, sizeof(state)))
+			return -EFAULT;
+		/* RT_CONSISTENT; else a dlopen/dlclose is editing the list */
+		if (state == 0 || tries >= 100)
+			break;
+		usleep(1000);
+	}
+	if (!lm)
+		return -ENOENT;   /* ld.so has not filled it in yet */
+	while (lm && count++ < 65536) {
+		const struct proc_map *m;
+
+		if (read_mem(pid, lm, words, sizeof(words)))
+			return l->n ? 0 : -EFAULT;
+		/* words: l_addr, l_name, l_ld, l_next */
+		m = proc_maps_find(maps, words[2]);
+		if (m && m->path && m->path[0] == '/')
+			objlist_add(l, pid, maps, m);
+		lm = words[3];
+	}
+	return 0;
+}
+
+/*
+ * The mapping of the file that the LD_PRELOAD entry tok names, or NULL. A
+ * path is compared by inode through the target's root (it may be a symlink
+ * to the versioned file that maps shows); a bare name, which the dynamic
+ * linker searched for, by file name or its versioned form ("NAME.x.y").
+ */
+static const struct proc_map *preload_map(pid_t pid, const struct proc_maps *maps, const char *tok)
+{
+	size_t tlen = strlen(tok);
+	struct stat st;
+	char *path;
+	int have_st;
+
+	path = xmalloc(tlen + 32);
+	snprintf(path, tlen + 32, "/proc/%d/root%s%s", (int)pid, tok[0] == '/' ? "" : "/", tok);
+	have_st = strchr(tok, '/') && !stat(path, &st);
+	free(path);
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct proc_map *m = &maps->v[i];
+		const char *base;
+
+		if (!m->path || m->path[0] != '/')
+			continue;
+		if (have_st) {
+			if (m->inode == st.st_ino && m->dev_major == major(st.st_dev) &&
+			    m->dev_minor == minor(st.st_dev))
+				return m;
+			if (!strcmp(m->path, tok))
+				return m;
+			continue;
+		}
+		base = strrchr(m->path, '/') + 1;
+		if (!strchr(tok, '/') && !strncmp(base, tok, tlen) &&
+		    (base[tlen] == '\0' || base[tlen] == '.'))
+			return m;
+	}
+	return NULL;
+}
+
+/* Add the LD_PRELOAD objects named in the target's environment, in order. */
+static void add_preload(struct objlist *l, pid_t pid, const struct proc_maps *maps)
+{
+	char path[64], *env, *p;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	if (proc_read_file(path, &env, &len))
+		return;
+	for (p = env; p < env + len; p += strlen(p) + 1) {
+		char *save = NULL, *tok;
+
+		if (strncmp(p, "LD_PRELOAD=", 11))
+			continue;
+		for (tok = strtok_r(p + 11, ": \t", &save); tok; tok = strtok_r(NULL, ": \t", &save)) {
+			const struct proc_map *m = preload_map(pid, maps, tok);
+
+			if (m)
+				objlist_add(l, pid, maps, m);
+			else
+				pr_debug("LD_PRELOAD entry %s is not mapped", tok);
+		}
+		break;
+	}
+	free(env);
+}
+
+/* The executable's mapping: the one holding AT_ENTRY, else /proc/PID/exe's path. */
+static const struct proc_map *find_exe_map(pid_t pid, const struct proc_maps *maps)
+{
+	uint64_t entry = auxv_get(pid, AT_ENTRY);
+	const struct proc_map *m = entry ? proc_maps_find(maps, entry) : NULL;
+	char path[64], target[PATH_MAX];
+	ssize_t n;
+
+	if (m && m->path)
+		return m;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n <= 0)
+		return NULL;
+	target[n] = '\0';
+	if (n > 10 && !strcmp(target + n - 10, " (deleted)"))
+		target[n - 10] = '\0';
+	for (size_t i = 0; i < maps->n; i++)
+		if (maps->v[i].path && !strcmp(maps->v[i].path, target))
+			return &maps->v[i];
+	return NULL;
+}
+
+/* Build the lookup order into l. *is_static: the executable has no PT_INTERP. */
+static int build_order(struct objlist *l, pid_t pid, const struct proc_maps *maps, int *is_static)
+{
+	const struct proc_map *exe = find_exe_map(pid, maps);
+	uint64_t r_debug;
+
+	if (!exe)
+		return -ENOENT;
+	objlist_add(l, pid, maps, exe);
+	if (!l->n || !l->v[0].elf) {
+		pr_err("cannot read the executable %s of %d", exe->path, (int)pid);
+		return -ENOEXEC;
+	}
+	*is_static = !elfobj_has_interp(l->v[0].elf);
+	if (*is_static) {
+		const struct elfobj_sym *rd = elfobj_lookup(l->v[0].elf, "_r_debug", 1);
+		struct objlist run = { 0 };
+
+		/* "ld.so PROGRAM": the kernel ran the dynamic linker, whose
+		 * list starts with the real program */
+		if (!rd || !l->v[0].have_bias)
+			return 0;
+		if (add_link_map(&run, pid, maps, l->v[0].bias + rd->value) || !run.n) {
+			objlist_free(&run);
+			return 0;
+		}
+		objlist_free(l);
+		*l = run;
+		*is_static = 0;
+		return 0;
+	}
+	r_debug = hooks_no_r_debug ? 0 : find_r_debug(pid, maps, &l->v[0]);
+	if (r_debug && !add_link_map(l, pid, maps, r_debug))
+		return 0;
+	pr_debug("no r_debug list in %d, using LD_PRELOAD and maps order", (int)pid);
+	add_preload(l, pid, maps);
+	for (size_t i = 0; i < maps->n; i++)
+		if (maps->v[i].path && maps->v[i].path[0] == '/' && maps->v[i].offset == 0)
+			objlist_add(l, pid, maps, &maps->v[i]);
+	return 0;
+}
+
+/* ---- resolution ---- */
+
+static int is_libstdcxx(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	return !strncmp(b ? b + 1 : path, "libstdc++", 9);
+}
+
+/* Add name's definition to set, folding it into an entry at the same address. */
+static void set_add(struct hook_set *set, size_t *cap, const struct proc_maps *maps,
+		    const struct obj *o, const struct elfobj_sym *s, size_t ti)
+{
+	uint64_t addr = o->bias + s->value;
+	struct hook *h = NULL;
+
+	for (size_t i = 0; i < set->n; i++)
+		if (set->v[i].addr == addr)
+			h = &set->v[i];
+	if (h) {
+		if (h->kind != hook_names[ti].kind)
+			pr_warn("%s and %s share 0x%" PRIx64 " but differ in kind",
+				h->names[0], hook_names[ti].name, addr);
+		if (h->nnames < HOOK_MAX_NAMES)
+			h->names[h->nnames++] = hook_names[ti].name;
+		if (s->size > h->size)
+			h->size = s->size;
+		return;
+	}
+	if (set->n == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		set->v = xrealloc(set->v, *cap * sizeof(*set->v));
+	}
+	h = &set->v[set->n++];
+	memset(h, 0, sizeof(*h));
+	h->kind = hook_names[ti].kind;
+	h->addr = addr;
+	h->size = s->size;
+	h->names[h->nnames++] = hook_names[ti].name;
+	h->map = proc_maps_find(maps, addr);
+	h->path = xstrdup(o->map->path);
+	h->unsupported = s->type == STT_GNU_IFUNC;
+	if (h->unsupported)
+		pr_warn("%s in %s is an IFUNC: not supported", hook_names[ti].name, h->path);
+}
+
+/* ---- wrappers that only tail-call another entry point ---- */
+
+#define WRAPPER_MAX_SIZE 64         /* C entry points: tail-jump wrappers only */
+#define CXX_WRAPPER_MAX_SIZE 512    /* C++ operators: any call into the C entries */
+
+/* 1 if name is one of the C++ operators of hook_names. */
+static int is_cxx_name(const char *name)
+{
+	for (size_t i = 0; i < NHOOK_NAMES; i++)
+		if (!strcmp(hook_names[i].name, name))
+			return hook_names[i].cxx;
+	return 0;
+}
+
+/* The GOT slot (link-time address) that the PLT stub at vaddr jumps through:
+ * "[endbr64;] [bnd] jmp *disp(%rip)". 0 if the code there is not a stub. */
+static uint64_t plt_slot(csh cs, const struct elfobj *e, uint64_t vaddr)
+{
+	uint8_t code[16];
+	cs_insn *insn;
+	uint64_t slot = 0;
+	size_t n;
+
+	if (elfobj_read(e, vaddr, code, sizeof(code)))
+		return 0;
+	n = cs_disasm(cs, code, sizeof(code), vaddr, 2, &insn);
+	for (size_t i = 0; i < n; i++) {
+		cs_x86 *x = &insn[i].detail->x86;
+
+		if (insn[i].id == X86_INS_ENDBR64)
+			continue;
+		if (insn[i].id == X86_INS_JMP && x->op_count == 1 &&
+		    x->operands[0].type == X86_OP_MEM &&
+		    x->operands[0].mem.base == X86_REG_RIP)
+			slot = insn[i].address + insn[i].size + x->operands[0].mem.disp;
+		break;
+	}
+	if (n)
+		cs_free(insn, n);
+	return slot;
+}
+
+/* The entry of set other than h that is bound to name, or NULL. */
+static const struct hook *entry_named(const struct hook_set *set, const struct hook *h,
+				      const char *name)
+{
+	for (size_t k = 0; k < set->n; k++) {
+		const struct hook *o = &set->v[k];
+
+		if (o == h || o->unsupported)
+			continue;
+		for (size_t j = 0; j < o->nnames; j++)
+			if (!strcmp(o->names[j], name))
+				return o;
+	}
+	return NULL;
+}
+
+/*
+ * If h (defined in e, loaded at bias) is a wrapper of another entry of set,
+ * return that entry's name. A wrapper branches to the other entry directly
+ * (static executables) or through a PLT slot bound to its name. A C entry
+ * point counts only if it is at most WRAPPER_MAX_SIZE bytes and the branch
+ * is a tail "jmp", so that a real allocator that falls back to malloc on one
+ * path is never taken for a wrapper (glibc's reallocarray is "jmp
+ * realloc@plt"). A C++ operator counts if it calls a C entry point anywhere
+ * in its first CXX_WRAPPER_MAX_SIZE bytes: libstdc++'s operator new loops
+ * around "call malloc", and a statically linked libstdc++ is not called
+ * libstdc++.
+ */
+static const char *find_forward(csh cs, const struct elfobj *e, uint64_t bias,
+				const struct hook *h, const struct hook_set *set)
+{
+	uint8_t code[CXX_WRAPPER_MAX_SIZE];
+	uint64_t value = h->addr - bias, len = h->size;
+	int cxx = is_cxx_name(h->names[0]);
+	const char *fwd = NULL;
+	cs_insn *insn;
+	size_t n;
+
+	if (!len || (!cxx && len > WRAPPER_MAX_SIZE))
+		return NULL;
+	if (len > CXX_WRAPPER_MAX_SIZE)
+		len = CXX_WRAPPER_MAX_SIZE;
+	if (elfobj_read(e, value, code, len))
+		return NULL;
+	n = cs_disasm(cs, code, len, value, 0, &insn);
+	for (size_t i = 0; i < n && !fwd; i++) {
+		cs_x86 *x = &insn[i].detail->x86;
+		const struct hook *o = NULL;
+		uint64_t target, slot;
+		const char *name;
+
+		if ((insn[i].id != X86_INS_JMP && !(cxx && insn[i].id == X86_INS_CALL)) ||
+		    x->op_count != 1 || x->operands[0].type != X86_OP_IMM)
+			continue;
+		target = x->operands[0].imm;
+		if (target >= value && target < value + h->size)
+			continue;
+		for (size_t k = 0; k < set->n && !o; k++)
+			if (&set->v[k] != h && !set->v[k].unsupported && set->v[k].addr == target + bias)
+				o = &set->v[k];
+		if (!o) {
+			slot = plt_slot(cs, e, target);
+			name = slot ? elfobj_got_symbol(e, slot) : NULL;
+			o = name ? entry_named(set, h, name) : NULL;
+		}
+		/* a C++ operator calling another C++ operator is not enough */
+		if (o && !(cxx && insn[i].id == X86_INS_CALL && is_cxx_name(o->names[0])))
+			fwd = o->names[0];
+	}
+	if (n)
+		cs_free(insn, n);
+	return fwd;
+}
+
+/* Mark the entries of set that are wrappers of other entries. */
+static void mark_forwards(struct hook_set *set, const struct objlist *l)
+{
+	csh cs;
+
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+		return;
+	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
+	for (size_t i = 0; i < set->n; i++) {
+		struct hook *h = &set->v[i];
+
+		for (size_t k = 0; k < l->n && !h->unsupported; k++) {
+			const struct obj *o = &l->v[k];
+
+			if (o->elf && o->have_bias && !strcmp(o->map->path, h->path)) {
+				h->forwards = find_forward(cs, o->elf, o->bias, h, set);
+				break;
+			}
+		}
+		if (h->forwards)
+			pr_debug("%s in %s forwards to %s", h->names[0], h->path, h->forwards);
+	}
+	cs_close(&cs);
+}
+
+int hooks_resolve(pid_t pid, const struct proc_maps *maps, struct hook_set *set)
+{
+	struct objlist l = { 0 };
+	size_t cap = 0;
+	int is_static = 0, ret;
+
+	set->v = NULL;
+	set->n = 0;
+	ret = build_order(&l, pid, maps, &is_static);
+	if (ret)
+		goto out;
+	for (size_t ti = 0; ti < NHOOK_NAMES; ti++) {
+		for (size_t i = 0; i < l.n; i++) {
+			const struct obj *o = &l.v[i];
+			const struct elfobj_sym *s;
+
+			if (!o->elf || !o->have_bias)
+				continue;
+			s = elfobj_lookup(o->elf, hook_names[ti].name, !is_static);
+			if (!s || (s->type != STT_FUNC && s->type != STT_GNU_IFUNC))
+				continue;
+			/* libstdc++'s operators only forward to malloc/free */
+			if (!(hook_names[ti].cxx && is_libstdcxx(o->map->path)))
+				set_add(set, &cap, maps, o, s, ti);
+			break;
+		}
+	}
+	mark_forwards(set, &l);
+	ret = set->n ? 0 : -ENOENT;
+	if (ret && is_static)
+		pr_err("static executable %s has no symbol table (stripped?)", l.v[0].map->path);
+out:
+	objlist_free(&l);
+	if (ret)
+		hooks_free(set);
+	return ret;
+}
+
+void hooks_free(struct hook_set *set)
+{
+	for (size_t i = 0; i < set->n; i++)
+		free(set->v[i].path);
+	free(set->v);
+	set->v = NULL;
+	set->n = 0;
+}
+
+int hooks_print(FILE *f, const struct hook_set *set)
+{
+	for (size_t i = 0; i < set->n; i++) {
+		const struct hook *h = &set->v[i];
+
+		if (h->unsupported)
+			fputs("# unsupported ifunc ", f);
+		else if (h->forwards)
+			fprintf(f, "# forwards to %s ", h->forwards);
+		fprintf(f, "0x%" PRIx64 " ", h->addr);
+		for (size_t j = 0; j < h->nnames; j++)
+			fprintf(f, "%s%s", j ? "=" : "", h->names[j]);
+		fprintf(f, " %s\n", h->path);
+	}
+	return ferror(f) ? -EIO : 0;
+}

@@ -1,0 +1,97 @@
+/* gperftools legacy heap profile text writer (pprof-format.md §3). */
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <inttypes.h>
+#include "dump.h"
+
+struct totals {
+	uint64_t inuse_n, inuse_b, alloc_n, alloc_b;
+};
+
+static int add_totals(const struct profile_bucket *b, void *arg)
+{
+	struct totals *t = arg;
+
+	t->inuse_n += b->inuse_count;
+	t->inuse_b += b->inuse_bytes;
+	t->alloc_n += b->alloc_count;
+	t->alloc_b += b->alloc_bytes;
+	return 0;
+}
+
+/* A "# text" line; newlines inside text become spaces so the line stays one line. */
+static void put_comment(FILE *f, const char *text)
+{
+	fputs("# ", f);
+	for (; *text; text++)
+		fputc(*text == '\n' || *text == '\r' ? ' ' : *text, f);
+	fputc('\n', f);
+}
+
+/* One line per (stack, size) bucket: raw counts, raw return addresses. */
+static int put_bucket(const struct profile_bucket *b, void *arg)
+{
+	FILE *f = arg;
+
+	fprintf(f, "%6" PRIu64 ": %8" PRIu64 " [%6" PRIu64 ": %8" PRIu64 "] @",
+		b->inuse_count, b->inuse_bytes, b->alloc_count, b->alloc_bytes);
+	for (size_t i = 0; i < b->npcs; i++)
+		fprintf(f, " 0x%016" PRIx64, b->pcs[i]);
+	fputc('\n', f);
+	return ferror(f) ? -EIO : 0;
+}
+
+/* A /proc/PID/maps line rebuilt from m, path column at 73 as the kernel pads it. */
+static void put_map(FILE *f, const struct proc_map *m)
+{
+	int n;
+
+	n = fprintf(f, "%08" PRIx64 "-%08" PRIx64 " %c%c%c%c %08" PRIx64 " %02x:%02x %" PRIu64,
+		    m->start, m->end,
+		    m->prot & PROC_MAP_R ? 'r' : '-', m->prot & PROC_MAP_W ? 'w' : '-',
+		    m->prot & PROC_MAP_X ? 'x' : '-', m->prot & PROC_MAP_SHARED ? 's' : 'p',
+		    m->offset, m->dev_major, m->dev_minor, m->inode);
+	if (m->path && m->path[0])
+		fprintf(f, "%*s%s", n < 73 ? 73 - n : 1, "", m->path);
+	fputc('\n', f);
+}
+
+/*
+ * Header "heap profile: IN: IB [AN: AB] @ heap_v2/RATE" ("heapprofile" when
+ * every allocation was recorded). pprof reports alloc values only when the
+ * header's alloc figures differ from the in-use ones, so, as Go does, AB gets
+ * 1 added when they would be equal. Comment lines ("# ...") follow the header.
+ */
+int legacy_write(FILE *f, const struct profile *p, const struct dump_info *d)
+{
+	struct totals t = { 0 };
+	uint64_t rate = profile_rate(p);
+	int ret;
+
+	profile_foreach(p, add_totals, &t);
+	if (!((t.alloc_n != t.inuse_n && t.alloc_n) || (t.alloc_b != t.inuse_b && t.alloc_b)))
+		t.alloc_b++;
+	fprintf(f, "heap profile: %6" PRIu64 ": %8" PRIu64 " [%6" PRIu64 ": %8" PRIu64 "] @ ",
+		t.inuse_n, t.inuse_b, t.alloc_n, t.alloc_b);
+	if (rate <= 1)
+		fprintf(f, "heapprofile\n");
+	else
+		fprintf(f, "heap_v2/%" PRIu64 "\n", rate);
+	fprintf(f, "# heapattach pid=%d\n# rate=%" PRIu64 "\n", (int)d->pid, rate);
+	if (profile_drops(p))
+		fprintf(f, "# dropped events: %" PRIu64 "\n", profile_drops(p));
+	for (size_t i = 0; d->comments && i < d->ncomments; i++)
+		put_comment(f, d->comments[i]);
+	ret = profile_foreach(p, put_bucket, f);
+	if (ret)
+		return ret;
+	if (d->maps) {
+		fprintf(f, "\nMAPPED_LIBRARIES:\n");
+		for (size_t i = 0; i < d->maps->n; i++)
+			put_map(f, &d->maps->v[i]);
+	}
+	errno = 0;
+	if (fflush(f) || ferror(f))
+		return errno ? -errno : -EIO;
+	return 0;
+}

@@ -1,0 +1,55 @@
+/* heapattach: profile the heap of a running process. */
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "cli.h"
+#include "hooks.h"
+#include "log.h"
+#include "proc.h"
+#include "session.h"
+#include "tracee.h"
+
+/* --list-hooks: print where allocator calls bind; no ptrace stop needed. */
+static int list_hooks(pid_t pid)
+{
+	struct proc_maps maps = { 0 };
+	struct hook_set set = { 0 };
+	int rc;
+
+	rc = proc_maps_read(pid, &maps);
+	if (rc == -ENOENT || rc == -ESRCH) {
+		pr_err("no such process: %d", pid);
+		return 1;
+	}
+	if (rc) {
+		pr_err("cannot read the memory map of %d: %s", pid, strerror(-rc));
+		return 1;
+	}
+	if (!maps.n) {
+		pr_err("%d has no memory map (a kernel thread?)", pid);
+		proc_maps_free(&maps);
+		return 1;
+	}
+	rc = hooks_resolve(pid, &maps, &set);
+	if (rc) {
+		pr_err("no allocator found in %d: %s", pid, strerror(-rc));
+		proc_maps_free(&maps);
+		return 1;
+	}
+	rc = hooks_print(stdout, &set);
+	hooks_free(&set);
+	proc_maps_free(&maps);
+	return rc ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o;
+	int rc = cli_parse(argc, argv, &o);
+
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	log_verbose = o.verbose;
+	return o.list_hooks ? list_hooks(o.pid) : session_run(&o);
+}

@@ -1,0 +1,429 @@
+/* Installing and removing hooks: trampolines in injected regions, jumps over prologues. */
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
+#include <time.h>
+#include <unistd.h>
+#include "bkpt.h"
+#include "frametab.h"
+#include "inject.h"
+#include "log.h"
+#include "remote.h"
+#include "session.h"
+#include "unwind.h"
+#include "xmalloc.h"
+
+#define REGION_DATA_TRAP 4096
+#define FAST_RING_SIZE (8u << 20)
+#define REGION_DATA_FAST (SHM_OFF_RING + FAST_RING_SIZE)
+#define REACH ((int64_t)INJECT_REACH - REGION_CODE - REGION_DATA_TRAP)
+#define MAX_BODY 8192
+#define NOP_INSN 0x90
+#define INFLIGHT_WAIT_MS 3000
+
+static enum tramp_class class_of(enum hook_kind k)
+{
+	switch (k) {
+	case HOOK_FREE:
+		return TRAMP_FREE;
+	case HOOK_REALLOC:
+	case HOOK_REALLOCARRAY:
+		return TRAMP_REALLOC;
+	default:
+		return TRAMP_ALLOC;
+	}
+}
+
+/* Unmap one region, running munmap in the first stopped thread that can. */
+static int region_unmap(struct session *s, struct inject_region *inj)
+{
+	int rc = -ESRCH;
+
+	for (size_t i = 0; i < s->tr.n; i++) {
+		struct thread *th = &s->tr.t[i];
+		struct remote_ctx ctx;
+
+		if (th->state != TS_STOPPED || th->vfork_child)
+			continue;
+		remote_ctx_init(&ctx, s->pid, th->tid);
+		rc = inject_region_remove(&ctx, inj);
+		if (rc != -EINVAL && rc != -ESRCH)
+			break;
+	}
+	return rc;
+}
+
+static int64_t dist(uint64_t a, uint64_t b)
+{
+	return a > b ? (int64_t)(a - b) : (int64_t)(b - a);
+}
+
+/* A region within jump reach of addr with room for one more trampoline,
+ * injecting a new one if needed. Index, or -errno. */
+static int region_for(struct session *s, uint64_t addr)
+{
+	struct region *r;
+	struct thread *th;
+	int rc;
+
+	for (size_t i = 0; i < s->nregions; i++) {
+		r = &s->regions[i];
+		if (dist(r->remote, addr) < REACH && r->used + TRAMP_FAST_MAX_SIZE + 16 <= r->size)
+			return (int)i;
+	}
+	if (s->nregions == SESSION_MAX_REGIONS)
+		return -ENOSPC;
+	if (s->fast && s->nregions)
+		return -ERANGE;	/* one shared data area: everything must reach it */
+	r = &s->regions[s->nregions];
+	memset(r, 0, sizeof(*r));
+	r->inj = xcalloc(1, sizeof(*r->inj));
+	rc = -ESRCH;
+	for (size_t i = 0; i < s->tr.n && rc; i++) {
+		struct remote_ctx ctx;
+
+		th = &s->tr.t[i];
+		if (th->state != TS_STOPPED || th->vfork_child)
+			continue;
+		remote_ctx_init(&ctx, s->pid, th->tid);
+		rc = inject_region_near(&ctx, addr, REGION_CODE +
+					(s->fast ? REGION_DATA_FAST : REGION_DATA_TRAP), r->inj);
+		if (rc == 0 && s->fast) {
+			r->alias = xcalloc(1, sizeof(*r->alias));
+			rc = inject_region_alias(&ctx, r->inj, addr, PROT_READ | PROT_WRITE, r->alias);
+			if (rc) {
+				inject_region_remove(&ctx, r->inj);
+				free(r->alias);
+				r->alias = NULL;
+			}
+		}
+		if (rc != -EINVAL && rc != -ESRCH)
+			break;
+	}
+	if (rc) {
+		pr_err("cannot map trampolines into %d near %#lx: %s", s->pid,
+		       (unsigned long)addr, strerror(-rc));
+		free(r->inj);
+		r->inj = NULL;
+		return rc;
+	}
+	r->remote = r->inj->remote;
+	r->local = r->inj->local;
+	r->size = REGION_CODE;
+	r->used = INJECT_STUB_SIZE;
+	r->near = addr;
+	r->hdr = (struct shm_hdr *)(r->local + REGION_CODE);
+	r->hdr->version = SHM_VERSION;
+	r->hdr->total_size = r->inj->size;
+	r->hdr->code_remote = r->remote;
+	r->hdr->code_size = REGION_CODE;
+	r->hdr->tool_pid = getpid();
+	r->hdr->target_pid = s->pid;
+	__atomic_store_n(&r->hdr->magic, SHM_MAGIC, __ATOMIC_RELEASE);
+	s->nregions++;
+	if (s->fast) {
+		size_t at = (r->used + 63) & ~(size_t)63;
+
+		fast_init_data(s, r->alias->remote + REGION_CODE, FAST_RING_SIZE);
+		s->fenv.data = r->alias->remote + REGION_CODE;
+		rc = tramp_fast_agent_install(r->local + at, r->size - at, r->remote + at, &s->fenv);
+		if (rc)
+			return rc;	/* the region stays listed: patch_remove unmaps it */
+		r->used = at + tramp_fast_agent_size();
+	}
+	pr_debug("region %#lx (+%zu) near %#lx", (unsigned long)r->remote, r->size,
+		 (unsigned long)addr);
+	return (int)(s->nregions - 1);
+}
+
+/* Build the trampoline of one hook (not yet reachable: no jmp written). */
+static int prepare(struct session *s, const struct hook *h, struct patch *p)
+{
+	uint8_t body[MAX_BODY];
+	size_t avail = h->size ? h->size : 64;
+	struct region *r;
+	uint64_t at, where;
+	int ri, rc;
+
+	if (avail > MAX_BODY)
+		avail = MAX_BODY;
+	rc = remote_mem_read(s->pid, h->addr, body, avail);
+	if (rc)
+		return rc;
+	memset(p, 0, sizeof(*p));
+	p->hook = h;
+	p->cls = class_of(h->kind);
+	ri = region_for(s, h->addr);
+	if (ri < 0)
+		return ri;
+	r = &s->regions[ri];
+	at = r->remote + r->used;
+	rc = reloc_prologue(body, avail, h->addr, at + (s->fast ? tramp_fast_reloc_offset(p->cls) :
+							 tramp_reloc_offset(p->cls)), &p->reloc);
+	if (rc) {
+		pr_warn("not hooking %s at %#lx: %s", h->names[0], (unsigned long)h->addr,
+			p->reloc.why);
+		return rc;
+	}
+	if (h->size && reloc_branch_into(body, avail, h->addr, p->reloc.patch_addr,
+					 p->reloc.patch_addr + p->reloc.covered, &where) != 0) {
+		pr_warn("not hooking %s: a branch at %#lx leads into its first %zu bytes",
+			h->names[0], (unsigned long)where, p->reloc.covered);
+		return -EINVAL;
+	}
+	if (s->fast)
+		rc = tramp_fast_emit(p->cls, h->kind, at, &p->reloc, &s->fenv, r->local + r->used,
+				     r->size - r->used, &p->lay);
+	else
+		rc = tramp_emit(p->cls, at, &p->reloc, r->local + r->used, r->size - r->used,
+				&p->lay);
+	if (rc)
+		return rc;
+	p->tramp = at;
+	p->tramp_local = r->local + r->used;
+	p->region = ri;
+	r->used = (r->used + p->lay.size + 15) & ~(size_t)15;
+	memcpy(p->orig, body + (p->reloc.patch_addr - h->addr), RELOC_JMP_LEN);
+	return 0;
+}
+
+/* Move threads whose rip lies inside bytes we just overwrote. */
+static void move_threads(struct session *s, const struct patch *p)
+{
+	for (size_t i = 0; i < s->tr.n; i++) {
+		struct user_regs_struct regs;
+		uint64_t nip;
+
+		if (s->tr.t[i].state != TS_STOPPED ||
+		    ptrace(PTRACE_GETREGS, s->tr.t[i].tid, 0, &regs) < 0)
+			continue;
+		if (reloc_map_ip(&p->reloc, regs.rip, &nip) == 0) {
+			regs.rip = nip;
+			ptrace(PTRACE_SETREGS, s->tr.t[i].tid, 0, &regs);
+			pr_debug("moved thread %d into the relocated %s", s->tr.t[i].tid,
+				 p->hook->names[0]);
+		}
+	}
+}
+
+static int write_jump(struct session *s, struct patch *p)
+{
+	uint8_t jmp[RELOC_JMP_LEN];
+	int rc;
+
+	rc = reloc_encode_jmp(jmp, p->reloc.patch_addr, p->tramp);
+	if (rc)
+		return rc;
+	rc = remote_mem_write(s->pid, p->reloc.patch_addr, jmp, RELOC_JMP_LEN);
+	if (rc)
+		return rc;
+	p->installed = 1;
+	move_threads(s, p);
+	return 0;
+}
+
+/* Keep the original bytes in the region's header, for a successor. */
+static void record_patch(struct session *s, const struct patch *p)
+{
+	struct shm_hdr *h = s->regions[p->region].hdr;
+	struct shm_patch *rec;
+
+	if (h->npatches >= SHM_MAX_PATCHES)
+		return;
+	rec = &h->patches[h->npatches];
+	rec->addr = p->reloc.patch_addr;
+	rec->len = RELOC_JMP_LEN;
+	memcpy(rec->orig, p->orig, RELOC_JMP_LEN);
+	__atomic_store_n(&h->npatches, h->npatches + 1, __ATOMIC_RELEASE);
+}
+
+int patch_install(struct session *s)
+{
+	size_t n = 0;
+	int rc;
+
+	s->patches = xcalloc(s->hooks.n ? s->hooks.n : 1, sizeof(*s->patches));
+	for (size_t i = 0; i < s->hooks.n; i++) {
+		const struct hook *h = &s->hooks.v[i];
+
+		if (h->forwards)
+			continue;	/* a tail-jump into another hook: counted there */
+		if (h->unsupported) {
+			pr_warn("not hooking %s: it is an IFUNC", h->names[0]);
+			continue;
+		}
+		rc = prepare(s, h, &s->patches[n]);
+		if (rc == 0)
+			n++;
+		else if (rc != -EINVAL && rc != -ERANGE)
+			goto err;
+	}
+	s->npatches = n;
+	if (!n) {
+		pr_err("no allocator entry point of %d could be hooked", s->pid);
+		rc = -ENOENT;
+		goto err;
+	}
+	for (size_t i = 0; i < n; i++) {
+		record_patch(s, &s->patches[i]);
+		rc = write_jump(s, &s->patches[i]);
+		if (rc) {
+			pr_err("cannot patch %s: %s", s->patches[i].hook->names[0], strerror(-rc));
+			goto err;
+		}
+	}
+	return 0;
+err:
+	patch_remove(s);
+	return rc;
+}
+
+struct patch *patch_by_tramp_ip(struct session *s, uint64_t ip)
+{
+	for (size_t i = 0; i < s->npatches; i++) {
+		struct patch *p = &s->patches[i];
+
+		if (ip >= p->tramp && ip <= p->tramp + p->lay.size)
+			return p;
+	}
+	return NULL;
+}
+
+int patch_in_region(const struct session *s, uint64_t addr)
+{
+	for (size_t i = 0; i < s->nregions; i++)
+		if (addr >= s->regions[i].remote && addr < s->regions[i].remote + s->regions[i].size)
+			return 1;
+	for (size_t i = 0; i < s->nleftovers; i++)
+		if (addr >= s->leftover_lo[i] && addr < s->leftover_hi[i])
+			return 1;
+	return 0;
+}
+
+/* Non-zero if the stopped thread runs in, or will return into, a region. */
+static int in_flight(struct session *s, struct thread *th)
+{
+	struct user_regs_struct r;
+	struct unwind_regs ur;
+	uint64_t pcs[PROFILE_MAX_FRAMES];
+	int n;
+
+	if (ptrace(PTRACE_GETREGS, th->tid, 0, &r) < 0)
+		return 0;
+	if (patch_in_region(s, r.rip))
+		return 1;
+	unwind_regs_from_live(&r, &ur);
+	n = unwind_stack(s->unw, th->tid, &ur, pcs, PROFILE_MAX_FRAMES, 0, 0);
+	for (int i = 0; i < n; i++)
+		if (patch_in_region(s, pcs[i]))
+			return 1;
+	return 0;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { 0, ms * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+int patch_wait_quiet(struct session *s, int *busy)
+{
+	for (int waited = 0;; waited += 2) {
+		*busy = 0;
+		for (size_t i = 0; i < s->tr.n; i++)
+			if (!s->tr.t[i].vfork_child && in_flight(s, &s->tr.t[i]))
+				(*busy)++;
+		if (!*busy || s->target_gone)
+			return 0;
+		if (waited >= INFLIGHT_WAIT_MS)
+			return -EBUSY;
+		tracee_resume_all(&s->tr);
+		sleep_ms(2);
+		tracee_stop_all(&s->tr, events_dispatch, s);
+	}
+}
+
+int patch_unmap_remote(struct session *s, uint64_t addr, size_t len)
+{
+	int rc = -ESRCH;
+
+	for (size_t i = 0; i < s->tr.n; i++) {
+		struct thread *th = &s->tr.t[i];
+		struct remote_ctx ctx;
+
+		if (th->state != TS_STOPPED || th->vfork_child)
+			continue;
+		remote_ctx_init(&ctx, s->pid, th->tid);
+		rc = remote_munmap(&ctx, addr, len);
+		if (rc != -EINVAL && rc != -ESRCH)
+			break;
+	}
+	return rc;
+}
+
+void patch_remove(struct session *s)
+{
+	int busy = 0;
+
+	/* 1. No more traps: a trampoline now runs on its own, traced or not. */
+	for (size_t i = 0; i < s->npatches; i++) {
+		struct patch *p = &s->patches[i];
+
+		if (p->lay.entry_trap >= 0)
+			p->tramp_local[p->lay.entry_trap] = NOP_INSN;
+		if (p->lay.exit_trap >= 0)
+			p->tramp_local[p->lay.exit_trap] = NOP_INSN;
+	}
+	__sync_synchronize();
+	/* 2. The original bytes back. */
+	for (size_t i = 0; i < s->npatches; i++) {
+		struct patch *p = &s->patches[i];
+
+		if (!p->installed)
+			continue;
+		if (remote_mem_write(s->pid, p->reloc.patch_addr, p->orig, RELOC_JMP_LEN))
+			pr_warn("could not restore %s at %#lx", p->hook->names[0],
+				(unsigned long)p->reloc.patch_addr);
+		else
+			p->installed = 0;
+	}
+	/* 3. Let threads still inside a trampoline (or a call made through one)
+	 * leave it before the regions go. */
+	if (s->nregions && !s->target_gone)
+		patch_wait_quiet(s, &busy);
+	if (s->fast) {
+		fast_drain(s);
+		fast_sync_stats(s);
+		frametab_free(s->ftab);
+		s->ftab = NULL;
+	}
+	if (busy) {
+		pr_warn("%d thread(s) still inside a hooked call: leaving %zu trampoline "
+			"region(s) mapped (they work without heapattach)", busy, s->nregions);
+		goto out;
+	}
+	for (size_t i = 0; i < s->nregions && !s->target_gone; i++) {
+		int rc = s->regions[i].alias ? region_unmap(s, s->regions[i].alias) : 0;
+
+		if (rc)
+			pr_warn("could not unmap data view at %#lx: %s",
+				(unsigned long)s->regions[i].alias->remote, strerror(-rc));
+		rc = region_unmap(s, s->regions[i].inj);
+
+		if (rc)
+			pr_warn("could not unmap region at %#lx: %s",
+				(unsigned long)s->regions[i].remote, strerror(-rc));
+	}
+out:
+	for (size_t i = 0; i < s->nregions; i++) {
+		free(s->regions[i].inj);
+		free(s->regions[i].alias);
+	}
+	s->nregions = 0;
+	s->npatches = 0;
+}

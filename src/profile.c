@@ -1,0 +1,441 @@
+/* Heap profile model: deduplicated stacks, (stack, size) buckets, live pointers. */
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * The profile is three tables.
+ *
+ * The stack table holds every distinct call stack once: its frames live in one
+ * growing array of uint64_t (pcs), and a stack is (offset, length, hash). An
+ * open-addressing index (linear probing, power-of-two size) maps a stack's
+ * frames to its id, so recording the millionth allocation from the same place
+ * costs one hash of at most PROFILE_MAX_FRAMES words and one compare.
+ *
+ * The bucket table holds one row per (stack id, requested size): counts and
+ * bytes allocated since creation, and counts and bytes still live. Keying by
+ * size as well as by stack keeps every bucket's average size exact, which the
+ * unsampling formula needs (pprof-format.md, Gotcha 4). Rows are addressed by a
+ * 32-bit index that never changes, through a second open-addressing index.
+ *
+ * The live table maps each sampled pointer that has not been freed to its
+ * bucket index. It is open addressing with linear probing and backward-shift
+ * deletion (no tombstones), so it stays fast after millions of alloc/free
+ * pairs; pointer 0 marks an empty slot. All three indexes double when they are
+ * 70% (live: 75%) full, so record_alloc and record_free are O(1) amortized.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "profile.h"
+#include "xmalloc.h"
+
+#define EMPTY_IDX UINT32_MAX
+
+struct stack {
+	uint64_t hash;
+	size_t off;             /* into profile.pcs */
+	uint32_t n;
+};
+
+struct bucket {
+	uint32_t stack;
+	uint64_t size;
+	uint64_t alloc_count, alloc_bytes;
+	uint64_t inuse_count, inuse_bytes;
+};
+
+struct live {
+	uint64_t ptr;           /* 0: empty slot */
+	uint32_t bucket;
+};
+
+struct profile {
+	uint64_t rate;
+	uint64_t drops;
+	uint64_t total_alloc_bytes, total_alloc_count;
+
+	uint64_t *pcs;          /* frames of all stacks, back to back */
+	size_t npcs, pcs_cap;
+	struct stack *stacks;
+	size_t nstacks, stacks_cap;
+	uint32_t *stack_idx;    /* slot -> stack id or EMPTY_IDX */
+	size_t stack_idx_cap;   /* power of two */
+
+	struct bucket *buckets;
+	size_t nbuckets, buckets_cap;
+	uint32_t *bucket_idx;   /* slot -> bucket id or EMPTY_IDX */
+	size_t bucket_idx_cap;
+
+	struct live *live;
+	size_t nlive, live_cap; /* live_cap: power of two */
+};
+
+/* ---- hashing ---- */
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static uint64_t hash_pcs(const uint64_t *pcs, size_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
+
+	for (size_t i = 0; i < n; i++)
+		h = mix64(h ^ pcs[i]) + i;
+	return h;
+}
+
+static uint64_t hash_bucket_key(uint32_t stack, uint64_t size)
+{
+	return mix64(((uint64_t)stack << 1 | 1) ^ mix64(size));
+}
+
+static uint32_t *new_index(size_t cap)
+{
+	uint32_t *v = xmalloc(cap * sizeof(*v));
+
+	memset(v, 0xff, cap * sizeof(*v));
+	return v;
+}
+
+/* ---- stack table ---- */
+
+static void stack_index_grow(struct profile *p)
+{
+	size_t cap = p->stack_idx_cap * 2, mask = cap - 1;
+	uint32_t *v = new_index(cap);
+
+	for (size_t id = 0; id < p->nstacks; id++) {
+		size_t i = p->stacks[id].hash & mask;
+
+		while (v[i] != EMPTY_IDX)
+			i = (i + 1) & mask;
+		v[i] = id;
+	}
+	free(p->stack_idx);
+	p->stack_idx = v;
+	p->stack_idx_cap = cap;
+}
+
+/* Id of the stack pcs[0..n), added to the table if new. */
+static uint32_t stack_intern(struct profile *p, const uint64_t *pcs, size_t n)
+{
+	uint64_t h = hash_pcs(pcs, n);
+	size_t mask = p->stack_idx_cap - 1, i = h & mask;
+	struct stack *s;
+
+	for (; p->stack_idx[i] != EMPTY_IDX; i = (i + 1) & mask) {
+		s = &p->stacks[p->stack_idx[i]];
+		if (s->hash == h && s->n == n &&
+		    !memcmp(p->pcs + s->off, pcs, n * sizeof(*pcs)))
+			return p->stack_idx[i];
+	}
+	if (p->nstacks == p->stacks_cap) {
+		p->stacks_cap *= 2;
+		p->stacks = xrealloc(p->stacks, p->stacks_cap * sizeof(*p->stacks));
+	}
+	while (p->npcs + n > p->pcs_cap) {
+		p->pcs_cap *= 2;
+		p->pcs = xrealloc(p->pcs, p->pcs_cap * sizeof(*p->pcs));
+	}
+	s = &p->stacks[p->nstacks];
+	s->hash = h;
+	s->off = p->npcs;
+	s->n = n;
+	if (n)
+		memcpy(p->pcs + p->npcs, pcs, n * sizeof(*pcs));
+	p->npcs += n;
+	p->stack_idx[i] = p->nstacks;
+	if (++p->nstacks * 10 > p->stack_idx_cap * 7)
+		stack_index_grow(p);
+	return p->nstacks - 1;
+}
+
+/* ---- bucket table ---- */
+
+static void bucket_index_grow(struct profile *p)
+{
+	size_t cap = p->bucket_idx_cap * 2, mask = cap - 1;
+	uint32_t *v = new_index(cap);
+
+	for (size_t id = 0; id < p->nbuckets; id++) {
+		struct bucket *b = &p->buckets[id];
+		size_t i = hash_bucket_key(b->stack, b->size) & mask;
+
+		while (v[i] != EMPTY_IDX)
+			i = (i + 1) & mask;
+		v[i] = id;
+	}
+	free(p->bucket_idx);
+	p->bucket_idx = v;
+	p->bucket_idx_cap = cap;
+}
+
+/* Index of the bucket (stack, size), created empty if new. */
+static uint32_t bucket_intern(struct profile *p, uint32_t stack, uint64_t size)
+{
+	size_t mask = p->bucket_idx_cap - 1;
+	size_t i = hash_bucket_key(stack, size) & mask;
+	struct bucket *b;
+
+	for (; p->bucket_idx[i] != EMPTY_IDX; i = (i + 1) & mask) {
+		b = &p->buckets[p->bucket_idx[i]];
+		if (b->stack == stack && b->size == size)
+			return p->bucket_idx[i];
+	}
+	if (p->nbuckets == p->buckets_cap) {
+		p->buckets_cap *= 2;
+		p->buckets = xrealloc(p->buckets, p->buckets_cap * sizeof(*p->buckets));
+	}
+	b = &p->buckets[p->nbuckets];
+	memset(b, 0, sizeof(*b));
+	b->stack = stack;
+	b->size = size;
+	p->bucket_idx[i] = p->nbuckets;
+	if (++p->nbuckets * 10 > p->bucket_idx_cap * 7)
+		bucket_index_grow(p);
+	return p->nbuckets - 1;
+}
+
+/* ---- live table ---- */
+
+static size_t live_slot(const struct profile *p, uint64_t ptr)
+{
+	return mix64(ptr) & (p->live_cap - 1);
+}
+
+/* Slot holding ptr, or the empty slot where it would go. */
+static size_t live_find(const struct profile *p, uint64_t ptr)
+{
+	size_t mask = p->live_cap - 1, i = live_slot(p, ptr);
+
+	while (p->live[i].ptr && p->live[i].ptr != ptr)
+		i = (i + 1) & mask;
+	return i;
+}
+
+static void live_grow(struct profile *p)
+{
+	struct live *old = p->live;
+	size_t old_cap = p->live_cap;
+
+	p->live_cap *= 2;
+	p->live = xcalloc(p->live_cap, sizeof(*p->live));
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i].ptr)
+			p->live[live_find(p, old[i].ptr)] = old[i];
+	free(old);
+}
+
+/*
+ * Empty slot i and shift later members of its probe run back, so that every
+ * entry stays reachable from its home slot without tombstones.
+ */
+static void live_delete_slot(struct profile *p, size_t i)
+{
+	size_t mask = p->live_cap - 1, j = i, home;
+
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!p->live[j].ptr)
+			break;
+		home = live_slot(p, p->live[j].ptr);
+		/* Move j into the hole i unless its home lies in (i, j]. */
+		if (((j - home) & mask) >= ((j - i) & mask)) {
+			p->live[i] = p->live[j];
+			i = j;
+		}
+	}
+	p->live[i].ptr = 0;
+	p->nlive--;
+}
+
+/* Remove the live entry in slot i from its bucket's in-use figures. */
+static void live_release(struct profile *p, size_t i)
+{
+	struct bucket *b = &p->buckets[p->live[i].bucket];
+
+	b->inuse_count--;
+	b->inuse_bytes -= b->size;
+	live_delete_slot(p, i);
+}
+
+/* ---- public API ---- */
+
+struct profile *profile_new(uint64_t rate)
+{
+	struct profile *p = xcalloc(1, sizeof(*p));
+
+	p->rate = rate;
+	p->pcs_cap = 1024;
+	p->pcs = xmalloc(p->pcs_cap * sizeof(*p->pcs));
+	p->stacks_cap = 64;
+	p->stacks = xmalloc(p->stacks_cap * sizeof(*p->stacks));
+	p->stack_idx_cap = 128;
+	p->stack_idx = new_index(p->stack_idx_cap);
+	p->buckets_cap = 64;
+	p->buckets = xmalloc(p->buckets_cap * sizeof(*p->buckets));
+	p->bucket_idx_cap = 128;
+	p->bucket_idx = new_index(p->bucket_idx_cap);
+	p->live_cap = 1024;
+	p->live = xcalloc(p->live_cap, sizeof(*p->live));
+	return p;
+}
+
+void profile_free(struct profile *p)
+{
+	if (!p)
+		return;
+	free(p->pcs);
+	free(p->stacks);
+	free(p->stack_idx);
+	free(p->buckets);
+	free(p->bucket_idx);
+	free(p->live);
+	free(p);
+}
+
+uint64_t profile_rate(const struct profile *p)
+{
+	return p->rate;
+}
+
+/*
+ * Stacks deeper than PROFILE_MAX_FRAMES keep their innermost frames. ptr 0 (a
+ * failed allocation) allocated nothing and is ignored.
+ */
+void profile_record_alloc(struct profile *p, const uint64_t *pcs, size_t npcs,
+			  uint64_t size, uint64_t ptr)
+{
+	uint32_t bi;
+	struct bucket *b;
+	size_t i;
+
+	if (!ptr)
+		return;
+	if (npcs > PROFILE_MAX_FRAMES)
+		npcs = PROFILE_MAX_FRAMES;
+	bi = bucket_intern(p, stack_intern(p, pcs, npcs), size);
+	b = &p->buckets[bi];
+	b->alloc_count++;
+	b->alloc_bytes += size;
+	p->total_alloc_count++;
+	p->total_alloc_bytes += size;
+
+	i = live_find(p, ptr);
+	if (p->live[i].ptr) {
+		/* A free we missed: retire the old record first. */
+		live_release(p, i);
+		i = live_find(p, ptr);
+	}
+	p->live[i].ptr = ptr;
+	p->live[i].bucket = bi;
+	b->inuse_count++;
+	b->inuse_bytes += size;
+	if (++p->nlive * 4 > p->live_cap * 3)
+		live_grow(p);
+}
+
+int profile_record_free(struct profile *p, uint64_t ptr)
+{
+	size_t i;
+
+	if (!ptr)
+		return 0;
+	i = live_find(p, ptr);
+	if (!p->live[i].ptr)
+		return 0;
+	live_release(p, i);
+	return 1;
+}
+
+void profile_add_drops(struct profile *p, uint64_t n)
+{
+	p->drops += n;
+}
+
+uint64_t profile_drops(const struct profile *p)
+{
+	return p->drops;
+}
+
+uint64_t profile_total_alloc_bytes(const struct profile *p)
+{
+	return p->total_alloc_bytes;
+}
+
+uint64_t profile_total_alloc_count(const struct profile *p)
+{
+	return p->total_alloc_count;
+}
+
+size_t profile_nlive(const struct profile *p)
+{
+	return p->nlive;
+}
+
+size_t profile_nbuckets(const struct profile *p)
+{
+	return p->nbuckets;
+}
+
+size_t profile_nstacks(const struct profile *p)
+{
+	return p->nstacks;
+}
+
+/*
+ * Buckets are visited in creation order. b->pcs points into the profile and is
+ * valid only during the callback; cb must not record into p.
+ */
+int profile_foreach(const struct profile *p,
+		    int (*cb)(const struct profile_bucket *b, void *arg), void *arg)
+{
+	for (size_t i = 0; i < p->nbuckets; i++) {
+		const struct bucket *b = &p->buckets[i];
+		const struct stack *s = &p->stacks[b->stack];
+		struct profile_bucket pb = {
+			.pcs = p->pcs + s->off,
+			.npcs = s->n,
+			.size = b->size,
+			.alloc_count = b->alloc_count,
+			.alloc_bytes = b->alloc_bytes,
+			.inuse_count = b->inuse_count,
+			.inuse_bytes = b->inuse_bytes,
+		};
+		int ret;
+
+		if (!b->alloc_count)
+			continue;
+		ret = cb(&pb, arg);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+void profile_scale(uint64_t count, uint64_t bytes, uint64_t rate,
+		   int64_t *out_count, int64_t *out_bytes)
+{
+	double avg, scale;
+
+	if (count == 0 || bytes == 0) {
+		*out_count = 0;
+		*out_bytes = 0;
+		return;
+	}
+	if (rate <= 1) {
+		*out_count = (int64_t)count;
+		*out_bytes = (int64_t)bytes;
+		return;
+	}
+	avg = (double)bytes / (double)count;
+	scale = 1 / (1 - exp(-avg / (double)rate));
+	*out_count = (int64_t)((double)count * scale);
+	*out_bytes = (int64_t)((double)bytes * scale);
+}

@@ -1,0 +1,341 @@
+/* One profiling run: attach, collect until told to stop, dump, detach. */
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "dump.h"
+#include "log.h"
+#include "session.h"
+#include "symbolize.h"
+#include "unwind.h"
+#include "xmalloc.h"
+
+#define TICK_MS 50
+
+static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t ticked;
+static struct session *live_session;
+
+static void on_stop_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static void on_tick(int sig)
+{
+	(void)sig;
+	ticked = 1;
+}
+
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Handlers without SA_RESTART, so waitpid returns EINTR; a periodic tick
+ * bounds the time a flag set just before waitpid goes unseen. */
+static void install_signals(void)
+{
+	struct sigaction sa;
+	struct itimerval it = { { 0, TICK_MS * 1000 }, { 0, TICK_MS * 1000 } };
+
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on_stop_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = on_tick;
+	sigaction(SIGALRM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void stop_timer(void)
+{
+	struct itimerval it;
+
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+int session_dump(struct session *s, unsigned seq)
+{
+	struct proc_maps fresh = { 0 };
+	struct symbolizer *sym = s->sym;
+	const struct proc_maps *maps = &s->maps;
+	char comment[128];
+	const char *comments[1] = { comment };
+	struct dump_info d;
+	char *path;
+	int rc;
+
+	/* Objects loaded since attach: symbolize with a fresh view while we can. */
+	if (s->fast)
+		fast_sync_stats(s);
+	if (!s->target_gone && !s->exec_seen && proc_maps_read(s->pid, &fresh) == 0 &&
+	    fresh.n != s->maps.n) {
+		struct symbolizer *nsym = symbolizer_new(s->pid, &fresh);
+
+		if (nsym) {
+			sym = nsym;
+			maps = &fresh;
+		}
+	}
+	snprintf(comment, sizeof(comment), "events=%llu nested=%llu unwind_errors=%llu",
+		 (unsigned long long)s->events, (unsigned long long)s->nested,
+		 (unsigned long long)s->unwind_errors);
+	d = (struct dump_info){
+		.pid = s->pid,
+		.time_nanos = s->start_wall_ns,
+		.duration_nanos = now_ns(CLOCK_MONOTONIC) - s->start_ns,
+		.maps = maps,
+		.sym = sym,
+		.comments = comments,
+		.ncomments = 1,
+	};
+	path = seq ? dump_numbered_path(s->output, seq) : xstrdup(s->output);
+	rc = dump_write_file(path, s->opt->format, s->prof, &d);
+	if (rc)
+		pr_err("cannot write %s: %s", path, strerror(-rc));
+	else if (seq)
+		pr_debug("wrote %s", path);
+	free(path);
+	if (sym != s->sym)
+		symbolizer_free(sym);
+	proc_maps_free(&fresh);
+	return rc;
+}
+
+/* Periodic work between events: --duration, --every, --interval. 1 to stop. */
+static int housekeeping(struct session *s)
+{
+	const struct options *o = s->opt;
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+	if (o->duration_ns && now - s->start_ns >= o->duration_ns)
+		return 1;
+	if (o->every_ns && now >= s->next_every_ns) {
+		session_dump(s, ++s->dump_seq);
+		s->next_every_ns = now + o->every_ns;
+	}
+	if (o->interval && s->bytes_since_dump >= o->interval) {
+		s->bytes_since_dump %= o->interval;
+		session_dump(s, ++s->dump_seq);
+	}
+	return 0;
+}
+
+/* Trap-free mode: poll the ring and ptrace events; never block long. */
+static void fast_loop(struct session *s)
+{
+	struct timespec nap = { 0, 200 * 1000 };
+	int status;
+	pid_t tid;
+
+	while (!stop_signal && !s->target_gone && !s->exec_seen) {
+		size_t n;
+
+		if (ticked) {
+			ticked = 0;
+			fast_refill_gaps(s);
+			if (housekeeping(s))
+				break;
+		} else if (s->opt->interval && housekeeping(s)) {
+			break;
+		}
+		fast_heartbeat(s);
+		n = fast_drain(s);
+		tid = waitpid(-1, &status, __WALL | WNOHANG);
+		if (tid > 0) {
+			events_dispatch(s, tid, status);
+			continue;
+		}
+		if (tid < 0 && errno == ECHILD) {
+			s->target_gone = 1;
+			break;
+		}
+		if (!n)
+			nanosleep(&nap, NULL);
+	}
+	fast_drain(s);
+}
+
+static void collect_loop(struct session *s)
+{
+	int status;
+	pid_t tid;
+
+	while (!stop_signal && !s->target_gone && !s->exec_seen) {
+		if (ticked || s->opt->interval) {
+			ticked = 0;
+			if (housekeeping(s))
+				break;
+		}
+		tid = waitpid(-1, &status, __WALL);
+		if (tid < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == ECHILD)
+				s->target_gone = 1;
+			break;
+		}
+		events_dispatch(s, tid, status);
+	}
+}
+
+/* Detach after exec: the old image and our patches are gone with it. */
+static void detach_after_exec(struct session *s)
+{
+	for (size_t i = 0; i < s->tr.n; i++)
+		ptrace(PTRACE_DETACH, s->tr.t[i].tid, 0, 0);
+	s->tr.n = 0;
+}
+
+static int attach(struct session *s)
+{
+	int rc;
+
+	rc = tracee_seize(&s->tr, s->pid);
+	if (rc)
+		return rc;
+	rc = tracee_stop_all(&s->tr, events_dispatch, s);
+	if (rc || s->target_gone) {
+		pr_err("cannot attach to %d: it exited while attaching", s->pid);
+		tracee_detach_all(&s->tr);
+		return rc ? rc : -ESRCH;
+	}
+	rc = recover_leftovers(s);
+	if (rc) {
+		tracee_resume_all(&s->tr);
+		tracee_detach_all(&s->tr);
+		return rc;
+	}
+	if (s->maps_changed) {
+		if (s->sym)
+			symbolizer_free(s->sym);
+		s->sym = symbolizer_new(s->pid, &s->maps);
+		unwinder_flush(s->unw);
+		s->maps_changed = 0;
+	}
+	rc = patch_install(s);
+	if (rc) {
+		tracee_detach_all(&s->tr);
+		return rc;
+	}
+	s->attached = 1;
+	s->start_ns = now_ns(CLOCK_MONOTONIC);
+	s->start_wall_ns = now_ns(CLOCK_REALTIME);
+	s->next_every_ns = s->start_ns + s->opt->every_ns;
+	tracee_resume_all(&s->tr);
+	return 0;
+}
+
+static void detach(struct session *s)
+{
+	if (s->target_gone)
+		return;
+	if (s->exec_seen) {
+		detach_after_exec(s);
+		return;
+	}
+	tracee_stop_all(&s->tr, events_dispatch, s);
+	if (s->fast)
+		fast_drain(s);
+	patch_remove(s);
+	tracee_detach_all(&s->tr);
+}
+
+/* xmalloc's last word: never exit with our jumps in the target. */
+static void emergency_detach(void)
+{
+	if (live_session && live_session->attached) {
+		live_session->attached = 0;
+		detach(live_session);
+	}
+}
+
+int session_run(const struct options *opt)
+{
+	struct session s;
+	char defout[64];
+	int rc, code = 1;
+
+	memset(&s, 0, sizeof(s));
+	s.opt = opt;
+	s.pid = opt->pid;
+	s.fast = opt->mode == MODE_FAST;
+	s.exact = opt->sample_rate == 1;
+	if (tracee_check(s.pid))
+		return 1;
+	snprintf(defout, sizeof(defout), "heapattach.%d.heap", s.pid);
+	s.output = opt->output ? opt->output : defout;
+	rc = proc_maps_read(s.pid, &s.maps);
+	if (rc) {
+		pr_err("cannot read the memory map of %d: %s", s.pid, strerror(-rc));
+		return 1;
+	}
+	rc = hooks_resolve(s.pid, &s.maps, &s.hooks);
+	if (rc) {
+		pr_err("no allocator found in %d: %s", s.pid, strerror(-rc));
+		goto out_maps;
+	}
+	s.prof = profile_new(opt->sample_rate);
+	sampler_init(&s.sampler, opt->sample_rate, now_ns(CLOCK_REALTIME) ^ (uint64_t)getpid());
+	s.unw = unwinder_new(s.pid);
+	s.sym = symbolizer_new(s.pid, &s.maps);
+	if (!s.unw || !s.prof) {
+		pr_err("cannot set up the unwinder for %d", s.pid);
+		goto out;
+	}
+	install_signals();
+	live_session = &s;
+	xmalloc_oom_hook = emergency_detach;
+	if (attach(&s))
+		goto out;
+	fprintf(stderr, "heapattach: attached to %d (%zu threads, %zu hooks, sample rate %llu, %s mode)\n",
+		s.pid, s.tr.n, s.npatches, (unsigned long long)opt->sample_rate,
+		s.fast ? "fast" : "trap");
+	if (s.fast)
+		fast_loop(&s);
+	else
+		collect_loop(&s);
+	if (s.target_gone)
+		fprintf(stderr, "heapattach: %d exited\n", s.pid);
+	else if (s.exec_seen)
+		fprintf(stderr, "heapattach: %d called exec; profile of the old image ends here\n",
+			s.pid);
+	detach(&s);
+	s.attached = 0;
+	stop_timer();
+	if (profile_drops(s.prof))
+		pr_warn("%llu events dropped", (unsigned long long)profile_drops(s.prof));
+	if (session_dump(&s, 0) == 0) {
+		fprintf(stderr, "heapattach: wrote %s (%llu events)\n", s.output,
+			(unsigned long long)s.events);
+		code = 0;
+	}
+out:
+	live_session = NULL;
+	if (s.sym)
+		symbolizer_free(s.sym);
+	if (s.unw)
+		unwinder_free(s.unw);
+	if (s.prof)
+		profile_free(s.prof);
+	hooks_free(&s.hooks);
+out_maps:
+	proc_maps_free(&s.maps);
+	tracee_release(&s.tr);
+	return code;
+}

@@ -1,0 +1,371 @@
+/* The traced thread set: seize, interrupt, resume and detach every thread of a target. */
+/* SPDX-License-Identifier: MIT */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "log.h"
+#include "proc.h"
+#include "tracee.h"
+#include "xmalloc.h"
+
+#define TRACE_OPTIONS (PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | \
+		       PTRACE_O_TRACEEXEC | PTRACE_O_TRACEEXIT | PTRACE_O_TRACESYSGOOD)
+#define PF_KTHREAD 0x00200000
+
+int tracee_stopping;
+
+/* ---- the thread set ---- */
+
+struct thread *tracee_find(struct tracee *tr, pid_t tid)
+{
+	for (size_t i = 0; i < tr->n; i++)
+		if (tr->t[i].tid == tid)
+			return &tr->t[i];
+	return NULL;
+}
+
+/* Add tid (or return the existing entry). Pointers into the set are invalidated. */
+struct thread *tracee_add(struct tracee *tr, pid_t tid, enum thread_state st)
+{
+	struct thread *th = tracee_find(tr, tid);
+
+	if (th)
+		return th;
+	if (tr->n == tr->cap) {
+		tr->cap = tr->cap ? tr->cap * 2 : 16;
+		tr->t = xrealloc(tr->t, tr->cap * sizeof(*tr->t));
+	}
+	th = &tr->t[tr->n++];
+	memset(th, 0, sizeof(*th));
+	th->tid = tid;
+	th->state = st;
+	return th;
+}
+
+void tracee_remove(struct tracee *tr, pid_t tid)
+{
+	struct thread *th = tracee_find(tr, tid);
+
+	if (th)
+		*th = tr->t[--tr->n];
+}
+
+void tracee_release(struct tracee *tr)
+{
+	free(tr->t);
+	tr->t = NULL;
+	tr->n = tr->cap = 0;
+}
+
+/* ---- checks before attaching ---- */
+
+static int read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t r;
+
+	if (fd < 0)
+		return -errno;
+	r = read(fd, buf, len - 1);
+	close(fd);
+	if (r < 0)
+		return -errno;
+	buf[r] = 0;
+	return 0;
+}
+
+/* Flags word (field 9) of /proc/PID/stat, or 0 if unreadable. */
+static unsigned long stat_flags(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long flags = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (read_file(path, buf, sizeof(buf)))
+		return 0;
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+		return 0;
+	return flags;
+}
+
+static void comm_of(pid_t pid, char *out, size_t len)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	if (read_file(path, out, len)) {
+		snprintf(out, len, "?");
+		return;
+	}
+	out[strcspn(out, "\n")] = 0;
+}
+
+/* Explain an EPERM from PTRACE_SEIZE: another tracer, another owner, Yama. */
+static void diagnose_eperm(pid_t pid)
+{
+	char val[256], comm[64], scope[16] = "";
+	long tracer;
+
+	if (!proc_status_read(pid, "TracerPid", val, sizeof(val)) &&
+	    (tracer = atol(val)) != 0) {
+		comm_of((pid_t)tracer, comm, sizeof(comm));
+		pr_err("cannot attach to %d: it is already traced by process %ld (%s)",
+		       pid, tracer, comm);
+		return;
+	}
+	read_file("/proc/sys/kernel/yama/ptrace_scope", scope, sizeof(scope));
+	scope[strcspn(scope, "\n")] = 0;
+	if (!proc_status_read(pid, "Uid", val, sizeof(val))) {
+		unsigned ruid, euid;
+
+		if (sscanf(val, "%u %u", &ruid, &euid) == 2 && geteuid() != 0 &&
+		    (euid != geteuid() || ruid != getuid())) {
+			pr_err("cannot attach to %d: permission denied: it belongs to uid %u "
+			       "and we run as uid %u without CAP_SYS_PTRACE", pid, euid, geteuid());
+			return;
+		}
+	}
+	if (scope[0] && scope[0] != '0') {
+		pr_err("cannot attach to %d: permission denied by Yama "
+		       "(kernel.yama.ptrace_scope=%s: only a parent or a process with "
+		       "CAP_SYS_PTRACE may attach; try as root or set the sysctl to 0)", pid, scope);
+		return;
+	}
+	pr_err("cannot attach to %d: permission denied (missing CAP_SYS_PTRACE? "
+	       "a seccomp or LSM policy?)", pid);
+}
+
+int tracee_check(pid_t pid)
+{
+	char path[64], val[64], comm[64];
+	struct stat st;
+
+	if (pid == getpid()) {
+		pr_err("cannot attach to %d: that is heapattach itself", pid);
+		return -EINVAL;
+	}
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	if (stat(path, &st) || (kill(pid, 0) && errno == ESRCH)) {
+		pr_err("cannot attach to %d: no such process", pid);
+		return -ESRCH;
+	}
+	if (!proc_status_read(pid, "Tgid", val, sizeof(val)) && atol(val) != pid) {
+		pr_err("cannot attach to %d: it is a thread of process %s; give the process id",
+		       pid, val);
+		return -EINVAL;
+	}
+	if (stat_flags(pid) & PF_KTHREAD) {
+		comm_of(pid, comm, sizeof(comm));
+		pr_err("cannot attach to %d (%s): it is a kernel thread, it has no heap",
+		       pid, comm);
+		return -EINVAL;
+	}
+	if (!proc_status_read(pid, "State", val, sizeof(val)) && val[0] == 'Z') {
+		pr_err("cannot attach to %d: it is a zombie (exited, not yet reaped)", pid);
+		return -ESRCH;
+	}
+	if (!proc_status_read(pid, "TracerPid", val, sizeof(val)) && atol(val) != 0) {
+		diagnose_eperm(pid);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/* ---- stopping and resuming ---- */
+
+static int is_group_stop(int status)
+{
+	int sig = WSTOPSIG(status);
+
+	return (status >> 16) == PTRACE_EVENT_STOP &&
+	       (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU);
+}
+
+static int interrupt_one(struct thread *th)
+{
+	if (th->state == TS_STOPPED || th->interrupted)
+		return 0;
+	if (ptrace(PTRACE_INTERRUPT, th->tid, 0, 0) < 0)
+		return -errno;
+	th->interrupted = 1;
+	return 0;
+}
+
+/* Wait for every thread to be TS_STOPPED, feeding other stops to fn. */
+static int wait_all_stopped(struct tracee *tr, tracee_event_fn fn, void *arg)
+{
+	int status, rc = 0;
+	pid_t tid;
+
+	tracee_stopping++;
+	for (;;) {
+		struct thread *th;
+		size_t i;
+
+		for (i = 0; i < tr->n; i++)
+			if (tr->t[i].state != TS_STOPPED)
+				break;
+		if (i == tr->n)
+			break;
+		tid = waitpid(-1, &status, __WALL);
+		if (tid < 0) {
+			if (errno == EINTR)
+				continue;
+			rc = -errno;
+			break;
+		}
+		th = tracee_find(tr, tid);
+		if (th && WIFSTOPPED(status) && (status >> 16) == PTRACE_EVENT_STOP &&
+		    th->interrupted && !is_group_stop(status)) {
+			th->interrupted = 0;
+			th->state = TS_STOPPED;
+			continue;
+		}
+		if (th && WIFSTOPPED(status) && is_group_stop(status)) {
+			/* A group stop counts as stopped; it also consumes our interrupt. */
+			th->interrupted = 0;
+			th->state = TS_STOPPED;
+			th->pending_sig = -1;	/* resume with PTRACE_LISTEN */
+			continue;
+		}
+		rc = fn(arg, tid, status);
+		if (rc)
+			break;
+	}
+	tracee_stopping--;
+	return rc;
+}
+
+int tracee_thread_alive(pid_t pid, pid_t tid)
+{
+	return syscall(SYS_tgkill, pid, tid, 0) == 0 || errno != ESRCH;
+}
+
+int tracee_stop_all(struct tracee *tr, tracee_event_fn fn, void *arg)
+{
+	for (size_t i = 0; i < tr->n;) {
+		int rc = interrupt_one(&tr->t[i]);
+
+		if (rc == -ESRCH && !tracee_thread_alive(tr->pid, tr->t[i].tid)) {
+			tracee_remove(tr, tr->t[i].tid);	/* gone and reaped */
+			continue;
+		}
+		i++;
+		if (rc && rc != -ESRCH)
+			return rc;	/* -ESRCH: exiting, its exit status will arrive */
+	}
+	return wait_all_stopped(tr, fn, arg);
+}
+
+int tracee_resume(struct tracee *tr, struct thread *th)
+{
+	long rc;
+
+	(void)tr;
+	if (th->pending_sig == -1) {
+		rc = ptrace(PTRACE_LISTEN, th->tid, 0, 0);
+		th->pending_sig = 0;
+		th->state = TS_LISTENING;
+	} else {
+		rc = ptrace(PTRACE_CONT, th->tid, 0, (void *)(long)th->pending_sig);
+		th->pending_sig = 0;
+		th->state = TS_RUNNING;
+	}
+	return rc < 0 ? -errno : 0;
+}
+
+int tracee_resume_all(struct tracee *tr)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < tr->n; i++)
+		if (tr->t[i].state == TS_STOPPED) {
+			int r = tracee_resume(tr, &tr->t[i]);
+
+			if (r && r != -ESRCH)
+				rc = r;
+		}
+	return rc;
+}
+
+void tracee_detach_all(struct tracee *tr)
+{
+	for (size_t i = 0; i < tr->n; i++) {
+		struct thread *th = &tr->t[i];
+		int sig = th->pending_sig > 0 ? th->pending_sig : 0;
+
+		ptrace(PTRACE_DETACH, th->tid, 0, (void *)(long)sig);
+	}
+	tr->n = 0;
+}
+
+/* ---- seizing ---- */
+
+static int seize_new_threads(struct tracee *tr, int *added)
+{
+	pid_t *tids = NULL;
+	size_t n = 0;
+	int rc;
+
+	*added = 0;
+	rc = proc_tasks_read(tr->pid, &tids, &n);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		struct thread *th;
+
+		if (tracee_find(tr, tids[i]))
+			continue;
+		if (ptrace(PTRACE_SEIZE, tids[i], 0, (void *)(long)TRACE_OPTIONS) < 0) {
+			if (errno == ESRCH)
+				continue;	/* exited meanwhile */
+			rc = -errno;
+			goto out;
+		}
+		th = tracee_add(tr, tids[i], TS_RUNNING);
+		interrupt_one(th);
+		(*added)++;
+	}
+out:
+	free(tids);
+	return rc;
+}
+
+int tracee_seize(struct tracee *tr, pid_t pid)
+{
+	int added, rc;
+
+	memset(tr, 0, sizeof(*tr));
+	tr->pid = pid;
+	do {
+		rc = seize_new_threads(tr, &added);
+		if (rc)
+			goto err;
+	} while (added);
+	if (!tr->n) {
+		pr_err("cannot attach to %d: it exited", pid);
+		return -ESRCH;
+	}
+	return 0;
+err:
+	if (rc == -EPERM && !tr->n)
+		diagnose_eperm(pid);
+	else if (rc == -ESRCH)
+		pr_err("cannot attach to %d: no such process", pid);
+	else
+		pr_err("cannot attach to %d: %s", pid, strerror(-rc));
+	for (size_t i = 0; i < tr->n; i++)
+		ptrace(PTRACE_DETACH, tr->t[i].tid, 0, 0);
+	tracee_release(tr);
+	return rc;
+}

@@ -1,0 +1,484 @@
+/* Test tool: seize a process, run remote syscalls, inject and remove a region, detach. */
+/* SPDX-License-Identifier: MIT */
+/*
+ * Usage: injtest [-a] [-v] [-m MODE] PID
+ *   -a   use the shared-anonymous fallback instead of memfd
+ *   -m sigdeliver: also run a syscall in a signal-delivery-stop (we send
+ *        SIGWINCH, default-ignored, and run from the stop it causes)
+ *   -m pendstop: queue a SIGSTOP for the main thread first; remote syscalls
+ *        must hold it back and re-send it, so PID is stopped after detach
+ *   -m groupstop: PID is already group-stopped (kill -STOP); it must still
+ *        be after detach
+ *   -b N time N remote getpid calls, with the swapped and the permanent stub
+ *   -o   seize with the options heapattach uses (TRACECLONE|TRACEFORK|
+ *        TRACEVFORK|TRACEEXEC|TRACEEXIT) plus TRACESYSGOOD, instead of 0
+ * Exits 0 when every check passes, 1 otherwise (after detaching).
+ *
+ * The seize/interrupt/detach code here is a minimal local stand-in for the
+ * real thread set (tracee.c).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "inject.h"
+#include "log.h"
+#include "remote.h"
+#include "sys_compat.h"
+
+#define MAX_THREADS 256
+
+static int failures;
+
+#define check(cond, ...) do { if (!(cond)) { \
+	fprintf(stderr, "injtest:%d: check failed: %s: ", __LINE__, #cond); \
+	fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); failures++; } } while (0)
+
+static pid_t tids[MAX_THREADS];
+static int ntids;
+static int expect_stopsig;	/* groupstop mode: SIGSTOP */
+static unsigned requeued;	/* signals remote_syscall had to re-send */
+static int nbench;		/* -b N */
+static long seize_opts;		/* -o */
+
+/* ---- minimal thread set ---- */
+
+static int seized(pid_t tid)
+{
+	for (int i = 0; i < ntids; i++)
+		if (tids[i] == tid)
+			return 1;
+	return 0;
+}
+
+/* Wait for tid's PTRACE_EVENT_STOP, delivering any signal that comes first. */
+static int wait_event_stop(pid_t tid)
+{
+	for (;;) {
+		int st;
+
+		if (waitpid(tid, &st, __WALL) < 0)
+			return -errno;
+		if (!WIFSTOPPED(st))
+			return -ESRCH;
+		if (st >> 16 == PTRACE_EVENT_STOP)
+			return 0;
+		if (ptrace(PTRACE_CONT, tid, NULL,
+			   (void *)(long)((st >> 16) ? 0 : WSTOPSIG(st))) < 0)
+			return -errno;
+	}
+}
+
+/* Seize and interrupt every thread, until a pass over task/ finds no new one. */
+static int seize_all(pid_t pid)
+{
+	char path[64];
+	int added;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	do {
+		struct dirent *d;
+		DIR *dir = opendir(path);
+
+		if (!dir)
+			return -errno;
+		added = 0;
+		while ((d = readdir(dir))) {
+			pid_t tid = atoi(d->d_name);
+
+			if (tid <= 0 || seized(tid) || ntids == MAX_THREADS)
+				continue;
+			if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)seize_opts) < 0) {
+				if (errno == ESRCH)
+					continue;
+				closedir(dir);
+				return -errno;
+			}
+			if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0) {
+				closedir(dir);
+				return -errno;
+			}
+			tids[ntids++] = tid;
+			added = 1;
+		}
+		closedir(dir);
+	} while (added);
+	for (int i = 0; i < ntids; i++) {
+		int err = wait_event_stop(tids[i]);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static void detach_all(void)
+{
+	for (int i = 0; i < ntids; i++)
+		if (ptrace(PTRACE_DETACH, tids[i], NULL, NULL) < 0)
+			fprintf(stderr, "injtest: detach %d: %s\n", (int)tids[i],
+				strerror(errno));
+}
+
+/* ---- /proc helpers ---- */
+
+/* Start of the first r-x mapping of libc, or 0. */
+static uint64_t find_libc(pid_t pid)
+{
+	char path[64], line[4096], perms[8];
+	unsigned long long s, e;
+	uint64_t found = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx-%llx %7s", &s, &e, perms) == 3 &&
+		    perms[2] == 'x' && (strstr(line, "/libc.so") ||
+					strstr(line, "/libc-"))) {
+			found = s;
+			break;
+		}
+	fclose(f);
+	return found;
+}
+
+/* The maps line that starts at addr, copied into out; 0 if none. */
+static int maps_line_at(pid_t pid, uint64_t addr, char *out, size_t outlen)
+{
+	char path[64], line[4096];
+	unsigned long long s;
+	FILE *f;
+	int found = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx-", &s) == 1 && s == addr) {
+			snprintf(out, outlen, "%s", line);
+			found = 1;
+			break;
+		}
+	fclose(f);
+	return found;
+}
+
+/* Number of entries in /proc/PID/fd and a signature of their names. */
+static int fd_list(pid_t pid, char *sig, size_t siglen)
+{
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+	int n = 0;
+	size_t used = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	sig[0] = '\0';
+	dir = opendir(path);
+	if (!dir)
+		return -1;
+	while ((d = readdir(dir)))
+		if (d->d_name[0] != '.') {
+			n++;
+			used += (size_t)snprintf(sig + used, used < siglen ? siglen - used : 0,
+						 "%s,", d->d_name);
+		}
+	closedir(dir);
+	return n;
+}
+
+/* ---- checks ---- */
+
+static void check_ids(pid_t pid, uint64_t stub, const char *how)
+{
+	for (int i = 0; i < ntids; i++) {
+		struct remote_ctx ctx;
+		long ret = -1;
+		int err;
+
+		siginfo_t a, b;
+
+		remote_ctx_init(&ctx, pid, tids[i]);
+		ctx.stub = stub;
+		memset(&a, 0, sizeof(a));
+		memset(&b, 0, sizeof(b));
+		ptrace(PTRACE_GETSIGINFO, tids[i], NULL, &a);
+		if (log_verbose) {
+			struct user_regs_struct r;
+
+			if (ptrace(PTRACE_GETREGS, tids[i], NULL, &r) == 0)
+				fprintf(stderr, "injtest: %s %d rip %llx orig_rax %lld rax %lld\n",
+					how, (int)tids[i], r.rip,
+					(long long)r.orig_rax, (long long)r.rax);
+		}
+		err = remote_syscall(&ctx, SYS_gettid, 0, 0, 0, 0, 0, 0, &ret);
+		check(!err && ret == tids[i], "%s gettid in %d: err %d ret %ld",
+		      how, (int)tids[i], err, ret);
+		err = remote_syscall(&ctx, SYS_getpid, 0, 0, 0, 0, 0, 0, &ret);
+		check(!err && ret == pid, "%s getpid in %d: err %d ret %ld",
+		      how, (int)tids[i], err, ret);
+		ptrace(PTRACE_GETSIGINFO, tids[i], NULL, &b);
+		check(a.si_signo == b.si_signo && a.si_code == b.si_code,
+		      "%s: stop of %d changed: signo %d code 0x%x -> %d 0x%x",
+		      how, (int)tids[i], a.si_signo, a.si_code, b.si_signo,
+		      b.si_code);
+		if (expect_stopsig)
+			check(b.si_signo == expect_stopsig &&
+			      b.si_code >> 8 == PTRACE_EVENT_STOP,
+			      "%s: %d not in a group-stop: signo %d code 0x%x",
+			      how, (int)tids[i], b.si_signo, b.si_code);
+		requeued += ctx.requeued;
+	}
+}
+
+/* Read and write back odd-sized pieces of libc text, both ways. */
+static void check_mem(pid_t pid, uint64_t libc)
+{
+	unsigned char a[37], b[37];
+	int err;
+
+	for (int mode = 0; mode < 2; mode++) {
+		remote_mem_ptrace_only = mode;
+		err = remote_mem_read(pid, libc + 5, a, sizeof(a));
+		check(!err, "read libc text (ptrace only %d): %d", mode, err);
+		err = remote_mem_write(pid, libc + 5, a, sizeof(a));
+		check(!err, "write libc text (ptrace only %d): %d", mode, err);
+		err = remote_mem_read(pid, libc + 5, b, sizeof(b));
+		check(!err && !memcmp(a, b, sizeof(a)),
+		      "libc text round trip (ptrace only %d): %d", mode, err);
+	}
+	remote_mem_ptrace_only = 0;
+}
+
+/* Run getpid from a signal-delivery-stop of SIGWINCH and resume with it. */
+static void check_sigdeliver(pid_t pid)
+{
+	struct remote_ctx ctx;
+	siginfo_t si;
+	long ret = -1;
+	int st, err;
+
+	/* Let the main thread pick up a SIGWINCH sent to it alone. */
+	syscall(SYS_tgkill, pid, pid, SIGWINCH);
+	if (ptrace(PTRACE_CONT, pid, NULL, NULL) < 0 ||
+	    waitpid(pid, &st, __WALL) < 0) {
+		check(0, "resume main thread: %s", strerror(errno));
+		return;
+	}
+	check(WIFSTOPPED(st) && WSTOPSIG(st) == SIGWINCH && !(st >> 16),
+	      "expected a SIGWINCH stop, status 0x%x", st);
+	remote_ctx_init(&ctx, pid, pid);
+	err = remote_syscall(&ctx, SYS_getpid, 0, 0, 0, 0, 0, 0, &ret);
+	check(!err && ret == pid, "getpid in sigdeliver stop: %d %ld", err, ret);
+	check(ptrace(PTRACE_GETSIGINFO, pid, NULL, &si) == 0 &&
+	      si.si_signo == SIGWINCH, "siginfo restored: signo %d",
+	      si.si_signo);
+	/* Deliver it (ignored by default) and go back to an event stop. */
+	ptrace(PTRACE_INTERRUPT, pid, NULL, NULL);
+	if (ptrace(PTRACE_CONT, pid, NULL, (void *)(long)SIGWINCH) < 0)
+		check(0, "resume with SIGWINCH: %s", strerror(errno));
+	check(wait_event_stop(pid) == 0, "event stop after SIGWINCH");
+}
+
+/* Is SIGSTOP pending for thread tid (its own queue)? */
+static int sigstop_pending(pid_t pid, pid_t tid)
+{
+	char path[96], line[256];
+	unsigned long long m = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)pid,
+		 (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "SigPnd: %llx", &m) == 1)
+			break;
+	fclose(f);
+	return !!(m & (1ULL << (SIGSTOP - 1)));
+}
+
+static double now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+/* Print the mean cost of n remote getpid calls in the main thread. */
+static void bench(pid_t pid, uint64_t stub, int n, const char *how)
+{
+	struct remote_ctx ctx;
+	double t0 = now_us();
+	long ret;
+
+	remote_ctx_init(&ctx, pid, pid);
+	ctx.stub = stub;
+	for (int i = 0; i < n; i++)
+		if (remote_syscall(&ctx, SYS_getpid, 0, 0, 0, 0, 0, 0, &ret) ||
+		    ret != pid) {
+			check(0, "bench getpid %d", i);
+			return;
+		}
+	printf("injtest: %s stub: %.1f us per remote syscall\n", how,
+	       (now_us() - t0) / n);
+}
+
+static void check_region(pid_t pid, uint64_t libc, unsigned flags)
+{
+	static const char marker[] = "heapattach-marker-0123456789";
+	struct inject_region reg, alias;
+	struct remote_ctx ctx;
+	char line[4096], fds_before[4096], fds_after[4096], got[64];
+	struct iovec lv = { got, sizeof(marker) }, rv;
+	int err, nfd;
+	int64_t dist;
+	uint64_t where;
+
+	remote_ctx_init(&ctx, pid, pid);
+	nfd = fd_list(pid, fds_before, sizeof(fds_before));
+	err = inject_region_near_flags(&ctx, libc, 8192, flags, &reg);
+	check(!err, "inject_region_near: %s", strerror(-err));
+	if (err)
+		return;
+	dist = (int64_t)(reg.remote - libc);
+	check(dist > -(int64_t)INJECT_REACH && dist < (int64_t)INJECT_REACH,
+	      "region 0x%" PRIx64 " too far from libc 0x%" PRIx64, reg.remote,
+	      libc);
+	check(ctx.stub == reg.remote, "ctx.stub set");
+
+	memcpy((char *)reg.local + 64, marker, sizeof(marker));
+	rv.iov_base = (void *)(reg.remote + 64);
+	rv.iov_len = sizeof(marker);
+	check(process_vm_readv(pid, &lv, 1, &rv, 1, 0) == sizeof(marker) &&
+	      !memcmp(got, marker, sizeof(marker)), "marker visible in target");
+
+	check(maps_line_at(pid, reg.remote, line, sizeof(line)), "mapping listed");
+	check(strstr(line, " r-xs ") != NULL, "mapping is r-xs: %s", line);
+	if (flags & INJECT_F_ANON)
+		check(strstr(line, "/dev/zero") || strstr(line, "SYSV"),
+		      "anonymous shared mapping: %s", line);
+	else
+		check(strstr(line, "memfd:heapattach") != NULL,
+		      "memfd mapping: %s", line);
+	check(fd_list(pid, fds_after, sizeof(fds_after)) == nfd &&
+	      !strcmp(fds_before, fds_after), "no fd left in target: %s / %s",
+	      fds_before, fds_after);
+
+	/* Syscalls from the permanent stub, in every thread. */
+	check_ids(pid, ctx.stub, "stub");
+	if (nbench) {
+		bench(pid, 0, nbench, "swapped");
+		bench(pid, ctx.stub, nbench, "permanent");
+	}
+
+	/* A second, RW view of the same pages. */
+	err = inject_region_alias(&ctx, &reg, libc, PROT_READ | PROT_WRITE,
+				  &alias);
+	check(!err, "inject_region_alias: %s", strerror(-err));
+	if (!err) {
+		check(maps_line_at(pid, alias.remote, line, sizeof(line)) &&
+		      strstr(line, " rw-s "), "alias is rw-s: %s", line);
+		err = remote_mem_write(pid, alias.remote + 200, "xyz", 4);
+		check(!err && !memcmp((char *)reg.local + 200, "xyz", 4),
+		      "write through alias seen locally: %d", err);
+		err = remote_mem_read(pid, alias.remote + 64, got, sizeof(marker));
+		check(!err && !memcmp(got, marker, sizeof(marker)),
+		      "marker through alias");
+		err = inject_region_remove(&ctx, &alias);
+		check(!err, "remove alias: %s", strerror(-err));
+	}
+
+	where = reg.remote;
+	err = inject_region_remove(&ctx, &reg);
+	check(!err, "inject_region_remove: %s", strerror(-err));
+	check(ctx.stub == 0, "ctx.stub reset");
+	check(!maps_line_at(pid, where, line, sizeof(line)), "mapping gone: %s",
+	      line);
+	check(fd_list(pid, fds_after, sizeof(fds_after)) == nfd,
+	      "fd count unchanged at the end");
+}
+
+int main(int argc, char **argv)
+{
+	unsigned flags = 0;
+	int sigdeliver = 0, pendstop = 0, opt, err;
+	uint64_t libc;
+	pid_t pid;
+
+	while ((opt = getopt(argc, argv, "ab:ovm:")) != -1) {
+		switch (opt) {
+		case 'o':
+			seize_opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK |
+				     PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC |
+				     PTRACE_O_TRACEEXIT | PTRACE_O_TRACESYSGOOD;
+			break;
+		case 'b':
+			nbench = atoi(optarg);
+			break;
+		case 'a':
+			flags |= INJECT_F_ANON;
+			break;
+		case 'v':
+			log_verbose = 1;
+			break;
+		case 'm':
+			sigdeliver = !strcmp(optarg, "sigdeliver");
+			pendstop = !strcmp(optarg, "pendstop");
+			if (!strcmp(optarg, "groupstop"))
+				expect_stopsig = SIGSTOP;
+			break;
+		default:
+			goto usage;
+		}
+	}
+	if (optind != argc - 1)
+		goto usage;
+	pid = atoi(argv[optind]);
+	err = seize_all(pid);
+	if (err) {
+		fprintf(stderr, "injtest: seize %d: %s\n", (int)pid, strerror(-err));
+		detach_all();
+		return 1;
+	}
+	libc = find_libc(pid);
+	check(libc != 0, "libc found in maps");
+	if (sigdeliver)
+		check_sigdeliver(pid);
+	if (pendstop)
+		syscall(SYS_tgkill, pid, pid, SIGSTOP);
+	check_ids(pid, 0, "swap");
+	if (pendstop) {
+		check(requeued > 0, "the pending SIGSTOP was held and re-sent");
+		check(sigstop_pending(pid, pid), "SIGSTOP pending again");
+	}
+	if (libc) {
+		check_mem(pid, libc);
+		check_region(pid, libc, flags);
+	}
+	detach_all();
+	printf("injtest: %d threads, %u signals re-sent, %d failures\n", ntids,
+	       requeued, failures);
+	return failures ? 1 : 0;
+usage:
+	fprintf(stderr, "usage: injtest [-a] [-o] [-v] [-b N] [-m sigdeliver|pendstop|groupstop] PID\n");
+	return 2;
+}

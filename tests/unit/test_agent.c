@@ -1,0 +1,1234 @@
+/* Unit tests for the fast trampolines and the agent, executed in this process around libc. */
+/* SPDX-License-Identifier: MIT */
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "near_page.h"
+#include "agent.h"
+#include "hooks.h"
+#include "shm.h"
+#include "tramp_fast.h"
+
+/*
+ * One memfd as the tool will build it: DATA_SIZE bytes of shm layout, then
+ * CODE_SIZE bytes of code (agent blob, trampolines). It is mapped twice
+ * near libc: rw (DATA view, also used to write code) and r-x (CODE view).
+ */
+#define RING_SIZE	(1u << 20)
+#define DATA_SIZE	(SHM_OFF_RING + RING_SIZE)
+#define CODE_SIZE	(64u << 10)
+#define TOTAL_SIZE	(DATA_SIZE + CODE_SIZE)
+#define HCALL_RBX	0x1122334455667788ull
+#define CHAIN_R12	0x0badc0ffee0ddf00ull
+
+static uint8_t *data_view, *code_view;
+static struct shm_hdr *hdr;
+static struct tramp_fast_env env;
+static size_t code_used;
+static void *(*lmalloc)(size_t);
+static void (*lfree)(void *);
+
+/* Trampolines under test (CODE view addresses). */
+struct hook_t {
+	const char *name;
+	int kind;
+	enum tramp_class cls;
+	void *fn;
+};
+static struct hook_t hooks[] = {
+	{ "malloc", HOOK_ALLOC, TRAMP_ALLOC, NULL },
+	{ "free", HOOK_FREE, TRAMP_FREE, NULL },
+	{ "calloc", HOOK_CALLOC, TRAMP_ALLOC, NULL },
+	{ "realloc", HOOK_REALLOC, TRAMP_REALLOC, NULL },
+	{ "posix_memalign", HOOK_POSIX_MEMALIGN, TRAMP_ALLOC, NULL },
+	{ "memalign", HOOK_ALIGNED, TRAMP_ALLOC, NULL },
+};
+enum { H_MALLOC, H_FREE, H_CALLOC, H_REALLOC, H_PM, H_MEMALIGN, H_N };
+/* The same hooks with a plain (unplain) sub on the counter, for the benchmark. */
+static void *plain_malloc, *plain_free;
+static uint8_t *nested_stub;
+
+/* ---- calling code with a known return address ---- */
+
+/*
+ * hcall(fn, a0, a1, a2, a3): fn(a0, a1, a2, a3) with rbx = HCALL_RBX and
+ * rsp == 8 (mod 16) at fn's entry; fn returns to hcall_ret.
+ */
+uint64_t hcall(const void *fn, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3);
+extern const char hcall_ret[];
+/*
+ * chain_f0(fn, a0, a1, a2) -> chain_f1 -> chain_f2 -> fn(a0, a1, a2).
+ * f0 and f2 keep frame pointers (CFA = rbp + 16, rbp saved at CFA - 16),
+ * f1 does not (CFA = rsp + 16). chain_sp is rsp just before f2 calls fn
+ * (the event's sp), chain_bp f2's rbp.
+ */
+extern const char chain_f0[], chain_r0[], chain_r1[], chain_r2[];
+/* chain_rec(depth, fn, a0): recurses depth times (frame pointers), then fn(a0). */
+extern const char chain_rec[], chain_rec_ret[], chain_rec_leaf[];
+uint64_t chain_sp, chain_bp;
+__asm__(".text\n"
+	".globl hcall\n"
+	".type hcall, @function\n"
+	"hcall:\n"
+	"	push %rbx\n"
+	"	movabs $0x1122334455667788, %rbx\n"
+	"	mov %rdi, %rax\n"
+	"	mov %rsi, %rdi\n"
+	"	mov %rdx, %rsi\n"
+	"	mov %rcx, %rdx\n"
+	"	mov %r8, %rcx\n"
+	"	call *%rax\n"
+	".globl hcall_ret\n"
+	"hcall_ret:\n"
+	"	pop %rbx\n"
+	"	ret\n"
+	".size hcall, .-hcall\n"
+	".globl chain_f0, chain_r0, chain_r1, chain_r2\n"
+	"chain_f0:\n"
+	"	push %rbp\n"
+	"	mov %rsp, %rbp\n"
+	"	push %rbx\n"
+	"	push %r12\n"
+	"	movabs $0x0badc0ffee0ddf00, %r12\n"
+	"	call chain_f1\n"
+	"chain_r0:\n"
+	"	pop %r12\n"
+	"	pop %rbx\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	"chain_f1:\n"
+	"	sub $8, %rsp\n"
+	"	call chain_f2\n"
+	"chain_r1:\n"
+	"	add $8, %rsp\n"
+	"	ret\n"
+	"chain_f2:\n"
+	"	push %rbp\n"
+	"	mov %rsp, %rbp\n"
+	"	mov %rbp, chain_bp(%rip)\n"
+	"	mov %rdi, %rax\n"
+	"	mov %rsi, %rdi\n"
+	"	mov %rdx, %rsi\n"
+	"	mov %rcx, %rdx\n"
+	"	mov %rsp, chain_sp(%rip)\n"
+	"	call *%rax\n"
+	"chain_r2:\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	".globl chain_rec, chain_rec_ret, chain_rec_leaf\n"
+	"chain_rec:\n"
+	"	push %rbp\n"
+	"	mov %rsp, %rbp\n"
+	"	test %rdi, %rdi\n"
+	"	jz 1f\n"
+	"	dec %rdi\n"
+	"	call chain_rec\n"
+	"chain_rec_ret:\n"
+	"	pop %rbp\n"
+	"	ret\n"
+	"1:	mov %rdx, %rdi\n"
+	"	call *%rsi\n"
+	"chain_rec_leaf:\n"
+	"	pop %rbp\n"
+	"	ret\n");
+
+#define CALL1(h, a)		hcall(hooks[h].fn, (uint64_t)(a), 0, 0, 0)
+#define CALL2(h, a, b)		hcall(hooks[h].fn, (uint64_t)(a), (uint64_t)(b), 0, 0)
+#define CALL3(h, a, b, c)	hcall(hooks[h].fn, (uint64_t)(a), (uint64_t)(b), (uint64_t)(c), 0)
+
+/* ---- the tool's side: settings, frame table, ring ---- */
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t *counter(int i)
+{
+	return (int64_t *)(data_view + SHM_OFF_COUNTERS + i * SHM_COUNTER_STRIDE);
+}
+
+static int64_t *gaps(void)
+{
+	return (int64_t *)(data_view + SHM_OFF_GAPS);
+}
+
+static uint8_t *bloom(void)
+{
+	return data_view + SHM_OFF_BLOOM;
+}
+
+static struct shm_frame *frames_tab(void)
+{
+	return (struct shm_frame *)(data_view + SHM_OFF_FRAMES);
+}
+
+static uint8_t *ring(void)
+{
+	return data_view + SHM_OFF_RING;
+}
+
+static void frame_put(const void *ip, int base, int cfa_off, int rbp_saved, int rbp_off)
+{
+	struct shm_frame *t = frames_tab();
+	uint32_t slot = shm_frame_slot((uintptr_t)ip);
+
+	for (int i = 0; i < SHM_FRAME_PROBES; i++) {
+		struct shm_frame *f = &t[(slot + i) & (SHM_NFRAMES - 1)];
+
+		if (f->ip && f->ip != (uintptr_t)ip)
+			continue;
+		f->cfa_off = cfa_off;
+		f->base = base;
+		f->rbp_saved = rbp_saved;
+		f->rbp_off = rbp_off;
+		atomic_thread_fence(memory_order_release);
+		f->ip = (uintptr_t)ip;
+		return;
+	}
+}
+
+static void frames_reset(void)
+{
+	memset(frames_tab(), 0, SHM_NFRAMES * sizeof(struct shm_frame));
+	frame_put(hcall_ret, SHM_BASE_END, 0, 0, 0);
+}
+
+static void ring_reset(uint64_t size)
+{
+	memset(ring(), 0, RING_SIZE);
+	hdr->ring_size = size;
+	hdr->ring_head = 0;
+	hdr->ring_tail = 0;
+	hdr->drops = 0;
+	hdr->nested = 0;
+	hdr->walks = 0;
+	hdr->walk_misses = 0;
+}
+
+/* Exact mode: every call sampled (counters <= 0, zero gaps), every free reported. */
+static void mode_exact(void)
+{
+	hdr->flags = SHM_F_EXACT;
+	for (int i = 0; i < SHM_NCOUNTERS; i++)
+		*counter(i) = 0;
+	memset(gaps(), 0, SHM_NGAPS * 8);
+	memset(bloom(), 1, SHM_BLOOM_SIZE);
+	ring_reset(RING_SIZE);
+}
+
+/* Sampling mode with exponential gaps of mean rate (0: every call sampled). */
+static void mode_sampled(uint64_t rate, int64_t first)
+{
+	hdr->flags = 0;
+	hdr->rate = rate;
+	for (int i = 0; i < SHM_NGAPS; i++)
+		gaps()[i] = rate ? (int64_t)(-log(1.0 - drand48()) * rate) + 1 : 0;
+	for (int i = 0; i < SHM_NCOUNTERS; i++)
+		*counter(i) = first;
+	memset(bloom(), 0, SHM_BLOOM_SIZE);
+	ring_reset(RING_SIZE);
+}
+
+/* A copy of one event, as a consumer sees it. */
+struct ev {
+	int kind, nframes;
+	uint32_t flags, stack_len;
+	uint64_t size, ptr, ip, sp, bp, bx, r12;
+	uint64_t frames[8];
+	uint64_t stack[4];
+};
+
+/* Pop the next committed record at the tail, zeroing it; 1 if one was read. */
+static int ring_pop(struct ev *out, int *bad)
+{
+	uint64_t tail = hdr->ring_tail, mask = hdr->ring_size - 1;
+	uint8_t *rec = ring() + (tail & mask);
+	uint32_t len = __atomic_load_n((uint32_t *)rec, __ATOMIC_ACQUIRE);
+	uint16_t kind;
+
+	if (tail == __atomic_load_n(&hdr->ring_head, __ATOMIC_ACQUIRE) || !len)
+		return 0;
+	memcpy(&kind, rec + 4, 2);
+	memset(out, 0, sizeof(*out));
+	out->kind = kind;
+	if (kind == SHM_EV_FREE) {
+		const struct shm_ev_free *f = (const void *)rec;
+
+		out->ptr = f->ptr;
+		if (len != sizeof(*f))
+			(*bad)++;
+	} else if (kind == SHM_EV_ALLOC) {
+		const struct shm_ev_alloc *a = (const void *)rec;
+		uint64_t want = sizeof(*a) + a->nframes * 8;
+
+		out->nframes = a->nframes;
+		out->flags = a->flags;
+		out->stack_len = a->stack_len;
+		out->size = a->size;
+		out->ptr = a->ptr;
+		out->ip = a->ip;
+		out->sp = a->sp;
+		out->bp = a->bp;
+		out->bx = a->bx;
+		out->r12 = a->r12;
+		for (int i = 0; i < a->nframes && i < 8; i++)
+			out->frames[i] = a->frames[i];
+		if (a->stack_len)
+			memcpy(out->stack, &a->frames[a->nframes], a->stack_len < sizeof(out->stack) ?
+			       a->stack_len : sizeof(out->stack));
+		if (a->nframes > SHM_MAX_DEPTH || a->stack_len > SHM_STACK_COPY ||
+		    (len != want && len != want + SHM_STACK_COPY) || (len & 7))
+			(*bad)++;
+	} else if (kind != SHM_EV_PAD || len > hdr->ring_size) {
+		(*bad)++;
+	}
+	memset(rec, 0, len);
+	__atomic_store_n(&hdr->ring_tail, tail + len, __ATOMIC_RELEASE);
+	return 1;
+}
+
+static int pads_seen;
+
+/* Read all committed events (pads skipped) into ev[0..max); returns the count. */
+static int drain(struct ev *ev, int max)
+{
+	struct ev e;
+	int n = 0, bad = 0;
+
+	while (ring_pop(&e, &bad)) {
+		if (e.kind == SHM_EV_PAD) {
+			pads_seen++;
+			continue;
+		}
+		if (n < max)
+			ev[n] = e;
+		n++;
+	}
+	expect_int_eq(bad, 0);
+	return n;
+}
+
+/* ---- setup ---- */
+
+/* Map TOTAL_SIZE of fd with prot, MAP_FIXED_NOREPLACE within 1 GB of libc. */
+static uint8_t *map_near(int fd, int prot)
+{
+	const uint8_t *m;
+	size_t sz;
+	uintptr_t base;
+
+	if (libc_func("malloc", &m, &sz))
+		return NULL;
+	base = (uintptr_t)m & ~(uintptr_t)0x1fffff;
+	for (long k = 1; k < 512; k++) {
+		for (int dir = -1; dir <= 1; dir += 2) {
+			uintptr_t hint = base + dir * k * (uintptr_t)(2 << 20);
+			void *p = mmap((void *)hint, TOTAL_SIZE, prot,
+				       MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
+
+			if (p == MAP_FAILED)
+				continue;
+			if ((uintptr_t)p == hint)
+				return p;
+			munmap(p, TOTAL_SIZE);
+		}
+	}
+	return NULL;
+}
+
+/* Emit one trampoline at the next free spot of the CODE area; its address or NULL. */
+static void *build(const char *name, int kind, enum tramp_class cls, const struct tramp_fast_env *e)
+{
+	uint8_t buf[TRAMP_FAST_MAX_SIZE];
+	struct reloc_result r;
+	struct tramp_layout lay;
+	const uint8_t *f;
+	size_t size, off = (code_used + 63) & ~(size_t)63;
+	uint64_t at = (uintptr_t)code_view + DATA_SIZE + off;
+	int rc;
+
+	if (libc_func(name, &f, &size))
+		return NULL;
+	if (reloc_prologue(f, size, (uintptr_t)f, at + tramp_fast_reloc_offset(cls), &r)) {
+		fprintf(stderr, "%s: %s\n", name, r.why);
+		return NULL;
+	}
+	rc = tramp_fast_emit(cls, kind, at, &r, e, buf, sizeof(buf), &lay);
+	if (rc) {
+		fprintf(stderr, "%s: tramp_fast_emit %d\n", name, rc);
+		return NULL;
+	}
+	memcpy(data_view + DATA_SIZE + off, buf, lay.size);
+	code_used = off + lay.size;
+	return (void *)(uintptr_t)at;
+}
+
+static int ready;
+
+static void test_setup(void)
+{
+	static const uint8_t stub[] = {
+		0x48, 0x89, 0xf8, 0x48, 0x89, 0xf7, 0x48, 0x89, 0xd6, 0x48, 0x89, 0xca,
+		0x48, 0x83, 0xec, 0x08, 0xff, 0xd0, 0x48, 0x83, 0xc4, 0x08, 0xc3 };
+	struct tramp_fast_env plain;
+	int fd;
+
+	lmalloc = libc_sym("malloc");
+	lfree = libc_sym("free");
+	fd = memfd_create("heapattach-test", MFD_CLOEXEC);
+	expect_true(fd >= 0);
+	if (fd < 0 || ftruncate(fd, TOTAL_SIZE))
+		return;
+	data_view = map_near(fd, PROT_READ | PROT_WRITE);
+	code_view = map_near(fd, PROT_READ | PROT_EXEC);
+	close(fd);
+	if (!data_view || !code_view) {
+		printf("note: no room near libc, execution tests skipped\n");
+		return;
+	}
+	hdr = (struct shm_hdr *)data_view;
+	hdr->magic = SHM_MAGIC;
+	hdr->version = SHM_VERSION;
+	hdr->total_size = TOTAL_SIZE;
+	hdr->data_remote = (uintptr_t)data_view;
+	hdr->code_remote = (uintptr_t)code_view;
+	hdr->code_size = TOTAL_SIZE;
+	hdr->tool_pid = getpid();
+	hdr->target_pid = getpid();
+	hdr->heartbeat = mono_ns();
+
+	env.data = (uintptr_t)data_view;
+	expect_int_eq(tramp_fast_agent_install(data_view + DATA_SIZE + 1, CODE_SIZE,
+					       (uintptr_t)code_view + DATA_SIZE + 1, &env), -EINVAL);
+	expect_int_eq(tramp_fast_agent_install(data_view + DATA_SIZE, 16,
+					       (uintptr_t)code_view + DATA_SIZE, &env), -ENOSPC);
+	expect_int_eq(tramp_fast_agent_install(data_view + DATA_SIZE, CODE_SIZE,
+					       (uintptr_t)code_view + DATA_SIZE, &env), 0);
+	code_used = tramp_fast_agent_size();
+	memcpy(data_view + DATA_SIZE + code_used, stub, sizeof(stub));
+	nested_stub = code_view + DATA_SIZE + code_used;
+	code_used += sizeof(stub);
+	for (int i = 0; i < H_N; i++) {
+		hooks[i].fn = build(hooks[i].name, hooks[i].kind, hooks[i].cls, &env);
+		expect_true(hooks[i].fn != NULL);
+		if (!hooks[i].fn)
+			return;
+	}
+	plain = env;
+	plain.plain_sub = 1;
+	plain_malloc = build("malloc", HOOK_ALLOC, TRAMP_ALLOC, &plain);
+	plain_free = build("free", HOOK_FREE, TRAMP_FREE, &plain);
+	frames_reset();
+	ready = lmalloc && lfree && plain_malloc && plain_free;
+}
+
+/* ---- emitter ---- */
+
+static void test_layouts(void)
+{
+	static const uint8_t body[] = { 0x41, 0x54, 0x55, 0x53, 0x48, 0x89, 0xfb };
+	static const uint8_t alloc_head[] = { 0x49, 0x89, 0xfb, 0x0f, 0x1f, 0x40, 0x00,
+		0x48, 0x89, 0xe0, 0x48, 0xc1, 0xe8, 0x0f, 0x25, 0xc0, 0x0f, 0, 0,
+		0x48, 0x8d, 0x0d };
+	static const uint8_t free_head[] = { 0x48, 0x85, 0xff, 0x74, 0x2f, 0x48, 0x89, 0xf8,
+		0x48, 0xc1, 0xe8, 0x04, 0x69, 0xc0, 0xb1, 0x79, 0x37, 0x9e, 0xc1, 0xe8, 0x10 };
+	const uint64_t from = 0x7f0000400000ull, at = from + 0x100000;
+	struct tramp_fast_env e = { .data = at + 0x10000, .agent_alloc = at - 0x1000,
+				    .agent_free = at - 0x800 };
+#define EMIT(cls, kind, at) tramp_fast_emit(cls, kind, at, &r, &e, buf, sizeof(buf), &lay)
+	uint8_t buf[TRAMP_FAST_MAX_SIZE];
+	struct reloc_result r;
+	struct tramp_layout lay;
+	int32_t rel;
+
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC), 37);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE), 52);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_REALLOC), 89);
+	expect_int_eq(tramp_fast_reloc_offset((enum tramp_class)9), -EINVAL);
+
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 37, &r), 0);
+	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at), 0);
+	expect_true(!memcmp(buf, alloc_head, sizeof(alloc_head)));
+	memcpy(&rel, buf + 22, 4);
+	expect_u64_eq(at + 26 + rel, e.data + SHM_OFF_COUNTERS);
+	expect_int_eq(buf[26], 0xf0);
+	memcpy(&rel, buf + 33, 4);
+	expect_u64_eq(at + 37 + rel, at + 37 + r.code_len);	/* jle SLOW */
+	expect_int_eq(lay.size, 37 + r.code_len + TRAMP_FAST_SLOW_LEN);
+	expect_int_eq(lay.reloc_off, 37);
+	expect_int_eq(lay.entry_trap, -1);
+	expect_int_eq(lay.exit_trap, -1);
+	expect_int_eq(buf[lay.size - 1], 0xc3);
+	/* slow: push $info */
+	expect_int_eq(buf[37 + r.code_len + 19], 0x68);
+	memcpy(&rel, buf + 37 + r.code_len + 20, 4);
+	expect_int_eq(rel, AGENT_INFO(AGENT_SZ_RDI, HOOK_ALLOC));
+	memcpy(&rel, buf + 37 + r.code_len + 35, 4);
+	expect_u64_eq(at + 37 + r.code_len + 39 + rel, e.agent_alloc);
+
+	/* wrong class for the kind; reallocarray refused; r for another address */
+	expect_int_eq(EMIT(TRAMP_FREE, HOOK_ALLOC, at), -EINVAL);
+	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_REALLOCARRAY, at), -EINVAL);
+	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at + 1), -EINVAL);
+	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, HOOK_ALLOC, at, &r, &e, buf, 40, &lay), -ENOSPC);
+	e.data = at + (3ull << 30);
+	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at), -ERANGE);
+	e.data = at + 0x10000;
+
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 52, &r), 0);
+	expect_int_eq(EMIT(TRAMP_FREE, HOOK_FREE, at), 0);
+	expect_true(!memcmp(buf, free_head, sizeof(free_head)));
+	expect_int_eq(buf[33], 52 - 34);		/* je RELOC */
+	expect_int_eq(lay.size, 52 + r.code_len);
+	memcpy(&rel, buf + 24, 4);
+	expect_u64_eq(at + 28 + rel, e.data + SHM_OFF_BLOOM);
+	memcpy(&rel, buf + 45, 4);
+	expect_u64_eq(at + 49 + rel, e.agent_free);
+
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 89, &r), 0);
+	expect_int_eq(EMIT(TRAMP_REALLOC, HOOK_REALLOC, at), 0);
+	expect_true(!memcmp(buf, free_head, sizeof(free_head)));
+	expect_int_eq(buf[52], 0x49);
+	expect_int_eq(buf[54], 0xf3);		/* mov %rsi,%r11 */
+	expect_int_eq(lay.size, 89 + r.code_len + TRAMP_FAST_SLOW_LEN);
+	expect_true(tramp_fast_agent_size() > 64);
+#undef EMIT
+}
+
+/* ---- (a) a large rate: no events, allocations work ---- */
+
+static void test_rate_large(void)
+{
+	void *p, *q, *r, *m, *pm = NULL;
+
+	if (!ready)
+		return;
+	mode_sampled(1ull << 40, 1ll << 40);
+	for (int i = 0; i < 1000; i++) {
+		p = (void *)CALL1(H_MALLOC, 100 + i);
+		q = (void *)CALL2(H_CALLOC, 3, 50);
+		expect_true(p && q);
+		memset(p, 0x5a, 100 + i);
+		for (int k = 0; k < 150; k++)
+			if (((char *)q)[k])
+				expect_true(0);
+		r = (void *)CALL2(H_REALLOC, p, 4000);
+		expect_true(r && ((char *)r)[99] == 0x5a);
+		expect_int_eq(CALL3(H_PM, &pm, 64, 300), 0);
+		expect_true(pm && (uintptr_t)pm % 64 == 0);
+		m = (void *)CALL2(H_MEMALIGN, 256, 77);
+		expect_true(m && (uintptr_t)m % 256 == 0);
+		CALL1(H_FREE, r);
+		CALL1(H_FREE, q);
+		CALL1(H_FREE, pm);
+		CALL1(H_FREE, m);
+		CALL1(H_FREE, NULL);
+	}
+	expect_u64_eq(hdr->ring_head, 0);
+	expect_u64_eq(hdr->drops, 0);
+	expect_u64_eq(hdr->walks, 0);
+}
+
+/* ---- (b) exact mode: one correct event per call; frame walks ---- */
+
+static void expect_alloc(const struct ev *e, int hook, uint64_t size, uint64_t ptr)
+{
+	expect_int_eq(e->kind, SHM_EV_ALLOC);
+	expect_int_eq(SHM_EVF_HOOK(e->flags), hook);
+	expect_u64_eq(e->size, size);
+	expect_u64_eq(e->ptr, ptr);
+	expect_int_eq(e->nframes, 1);
+	expect_u64_eq(e->frames[0], (uintptr_t)hcall_ret);
+	expect_u64_eq(e->ip, (uintptr_t)hcall_ret);
+	expect_u64_eq(e->bx, HCALL_RBX);
+	expect_int_eq(e->flags & (SHM_EVF_STACK | SHM_EVF_MISS | SHM_EVF_TRUNC), 0);
+}
+
+static void expect_free(const struct ev *e, uint64_t ptr)
+{
+	expect_int_eq(e->kind, SHM_EV_FREE);
+	expect_u64_eq(e->ptr, ptr);
+}
+
+static void test_exact_events(void)
+{
+	struct ev ev[16];
+	uint64_t p, q, r, m, n0;
+	void *pm = NULL;
+
+	if (!ready)
+		return;
+	mode_exact();
+	p = CALL1(H_MALLOC, 100);
+	expect_int_eq(drain(ev, 16), 1);
+	expect_alloc(&ev[0], HOOK_ALLOC, 100, p);
+
+	q = CALL2(H_CALLOC, 10, 20);
+	expect_int_eq(drain(ev, 16), 1);
+	expect_alloc(&ev[0], HOOK_CALLOC, 200, q);
+
+	r = CALL2(H_REALLOC, p, 3000);
+	expect_int_eq(drain(ev, 16), 2);
+	expect_free(&ev[0], p);
+	expect_alloc(&ev[1], HOOK_REALLOC, 3000, r);
+
+	n0 = CALL2(H_REALLOC, 0, 40);		/* realloc(NULL, n): no free */
+	expect_int_eq(drain(ev, 16), 1);
+	expect_alloc(&ev[0], HOOK_REALLOC, 40, n0);
+
+	expect_int_eq(CALL3(H_PM, &pm, 64, 500), 0);
+	expect_int_eq(drain(ev, 16), 1);
+	expect_alloc(&ev[0], HOOK_POSIX_MEMALIGN, 500, (uintptr_t)pm);
+
+	m = CALL2(H_MEMALIGN, 128, 700);
+	expect_true(m % 128 == 0);
+	expect_int_eq(drain(ev, 16), 1);
+	expect_alloc(&ev[0], HOOK_ALIGNED, 700, m);
+
+	CALL1(H_FREE, r);
+	CALL1(H_FREE, q);
+	CALL1(H_FREE, pm);
+	CALL1(H_FREE, m);
+	CALL1(H_FREE, n0);
+	CALL1(H_FREE, NULL);			/* no event */
+	expect_int_eq(drain(ev, 16), 5);
+	expect_free(&ev[0], r);
+	expect_free(&ev[1], q);
+	expect_free(&ev[2], (uintptr_t)pm);
+	expect_free(&ev[3], m);
+	expect_free(&ev[4], n0);
+
+	/* failures produce nothing */
+	expect_u64_eq(CALL1(H_MALLOC, -64ll), 0);
+	expect_u64_eq(CALL2(H_CALLOC, 1ull << 62, 16), 0);
+	expect_int_eq(CALL3(H_PM, &pm, 3, 16), EINVAL);
+	expect_int_eq(drain(ev, 16), 0);
+	expect_u64_eq(hdr->drops, 0);
+	expect_u64_eq(hdr->walk_misses, 0);
+}
+
+static void test_exact_walk(void)
+{
+	struct ev ev[4];
+	uint64_t p, head;
+
+	if (!ready)
+		return;
+	mode_exact();
+	frame_put(chain_r2, SHM_BASE_RBP, 16, 1, -16);
+	frame_put(chain_r1, SHM_BASE_RSP, 16, 0, 0);
+	frame_put(chain_r0, SHM_BASE_RBP, 16, 1, -16);
+
+	/* known frames all the way to hcall_ret (an END rule) */
+	p = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 33, 0, 0);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_int_eq(ev[0].kind, SHM_EV_ALLOC);
+	expect_u64_eq(ev[0].ptr, p);
+	expect_int_eq(ev[0].nframes, 4);
+	expect_u64_eq(ev[0].frames[0], (uintptr_t)chain_r2);
+	expect_u64_eq(ev[0].frames[1], (uintptr_t)chain_r1);
+	expect_u64_eq(ev[0].frames[2], (uintptr_t)chain_r0);
+	expect_u64_eq(ev[0].frames[3], (uintptr_t)hcall_ret);
+	expect_int_eq(ev[0].flags & (SHM_EVF_STACK | SHM_EVF_MISS | SHM_EVF_TRUNC), 0);
+	expect_u64_eq(ev[0].sp, chain_sp);
+	expect_u64_eq(ev[0].bp, chain_bp);
+	expect_u64_eq(ev[0].bx, HCALL_RBX);
+	expect_u64_eq(ev[0].r12, CHAIN_R12);
+	expect_int_eq(ev[0].stack_len, 0);
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 4), 1);
+
+	/* chain_r1 unknown: a miss after two frames, with a stack copy from sp */
+	memset(frames_tab(), 0, SHM_NFRAMES * sizeof(struct shm_frame));
+	frame_put(chain_r2, SHM_BASE_RBP, 16, 1, -16);
+	p = hcall(chain_f0, (uintptr_t)hooks[H_CALLOC].fn, 3, 11, 0);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_int_eq(ev[0].nframes, 2);
+	expect_u64_eq(ev[0].frames[0], (uintptr_t)chain_r2);
+	expect_u64_eq(ev[0].frames[1], (uintptr_t)chain_r1);
+	expect_u64_eq(ev[0].size, 33);
+	expect_int_eq(ev[0].flags & (SHM_EVF_STACK | SHM_EVF_MISS), SHM_EVF_STACK | SHM_EVF_MISS);
+	expect_true(ev[0].stack_len >= 64 && ev[0].stack_len <= SHM_STACK_COPY);
+	expect_u64_eq(ev[0].sp, chain_sp);
+	expect_u64_eq(chain_bp, chain_sp);
+	expect_u64_eq(ev[0].stack[0], chain_sp + 48);		/* f2's saved rbp: f0's */
+	expect_u64_eq(ev[0].stack[1], (uintptr_t)chain_r1);	/* f2's return address */
+	expect_u64_eq(hdr->walk_misses, 1);
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 4), 1);
+
+	/* an unknown first frame: one frame, copy */
+	memset(frames_tab(), 0, SHM_NFRAMES * sizeof(struct shm_frame));
+	p = CALL1(H_MALLOC, 5);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_int_eq(ev[0].nframes, 1);
+	expect_u64_eq(ev[0].frames[0], (uintptr_t)hcall_ret);
+	expect_true(ev[0].flags & SHM_EVF_STACK);
+	expect_true(ev[0].stack_len > 0);
+	CALL1(H_FREE, p);
+	drain(ev, 4);
+
+	/* deep stacks: complete up to SHM_MAX_DEPTH, then truncated */
+	frames_reset();
+	frame_put(chain_rec_ret, SHM_BASE_RBP, 16, 1, -16);
+	frame_put(chain_rec_leaf, SHM_BASE_RBP, 16, 1, -16);
+	p = hcall(chain_rec, 10, (uintptr_t)hooks[H_MALLOC].fn, 17, 0);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_int_eq(ev[0].nframes, 12);
+	expect_u64_eq(ev[0].frames[0], (uintptr_t)chain_rec_leaf);
+	expect_u64_eq(ev[0].frames[1], (uintptr_t)chain_rec_ret);
+	expect_int_eq(ev[0].flags & (SHM_EVF_STACK | SHM_EVF_MISS | SHM_EVF_TRUNC), 0);
+	CALL1(H_FREE, p);
+	drain(ev, 4);
+	p = hcall(chain_rec, SHM_MAX_DEPTH + 5, (uintptr_t)hooks[H_MALLOC].fn, 17, 0);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_int_eq(ev[0].nframes, SHM_MAX_DEPTH);
+	expect_int_eq(ev[0].flags & (SHM_EVF_STACK | SHM_EVF_MISS | SHM_EVF_TRUNC), SHM_EVF_TRUNC);
+	CALL1(H_FREE, p);
+	drain(ev, 4);
+
+	/* a refused copy: the miss is flagged, no copy (record keeps its room) */
+	memset(frames_tab(), 0, SHM_NFRAMES * sizeof(struct shm_frame));
+	frame_put(chain_rec_ret, SHM_BASE_RBP, 16, 1, -16);
+	frame_put(chain_rec_leaf, SHM_BASE_RBP, 16, 1, -16);
+	hdr->target_pid = 0x7ffffff0;		/* above any pid_max: ESRCH */
+	p = hcall(chain_rec, 1, (uintptr_t)hooks[H_MALLOC].fn, 17, 0);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_int_eq(ev[0].nframes, 3);	/* leaf, rec_ret, hcall_ret: no END rule */
+	expect_int_eq(ev[0].flags & (SHM_EVF_STACK | SHM_EVF_MISS), SHM_EVF_MISS);
+	expect_int_eq(ev[0].stack_len, 0);
+	expect_int_eq(hdr->no_stack_copy, 0);	/* ESRCH does not latch */
+	CALL1(H_FREE, p);
+	drain(ev, 4);
+	hdr->target_pid = getpid();
+	hdr->no_stack_copy = 1;			/* as after EPERM: no room reserved */
+	head = hdr->ring_head;
+	p = hcall(chain_rec, 1, (uintptr_t)hooks[H_MALLOC].fn, 17, 0);
+	expect_u64_eq(hdr->ring_head - head, sizeof(struct shm_ev_alloc) + 3 * 8);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_int_eq(ev[0].flags & (SHM_EVF_STACK | SHM_EVF_MISS), SHM_EVF_MISS);
+	CALL1(H_FREE, p);
+	drain(ev, 4);
+	hdr->no_stack_copy = 0;
+
+	/* a rule making the CFA shrink is a miss, not a crash */
+	frame_put(chain_r2, SHM_BASE_RSP, -64, 0, 0);
+	p = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 8, 0, 0);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_int_eq(ev[0].nframes, 1);
+	expect_true(ev[0].flags & SHM_EVF_MISS);
+	CALL1(H_FREE, p);
+	drain(ev, 4);
+	frames_reset();
+}
+
+/* ---- (c) sampled mode: bloom, re-arm, frees ---- */
+
+static uint64_t *bucket(uint64_t ptr)
+{
+	return (uint64_t *)(data_view + SHM_OFF_LIVE) + (size_t)shm_bloom_slot(ptr) * SHM_LIVE_WAYS;
+}
+
+static void test_sampled_free(void)
+{
+	struct ev ev[4];
+	uint64_t p, q;
+
+	if (!ready)
+		return;
+	mode_sampled(1ull << 40, 0);		/* the next allocation is sampled */
+	p = CALL1(H_MALLOC, 48);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_alloc(&ev[0], HOOK_ALLOC, 48, p);
+	expect_int_eq(bloom()[shm_bloom_slot(p)], 1);
+	expect_u64_eq(bucket(p)[0], p);
+	expect_u64_eq(hdr->gap_idx, 1);
+	for (int i = 0; i < SHM_NCOUNTERS; i++)	/* exactly one counter re-armed */
+		if (*counter(i) > 0)
+			expect_int_eq(*counter(i), gaps()[0] - 48);
+	q = CALL1(H_MALLOC, 48);		/* not sampled */
+	expect_int_eq(drain(ev, 4), 0);
+	CALL1(H_FREE, q);
+	expect_int_eq(drain(ev, 4), 0);
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_free(&ev[0], p);
+	expect_int_eq(bloom()[shm_bloom_slot(p)], 0);
+	expect_u64_eq(bucket(p)[0], 0);
+
+	/* the address comes back unsampled: its free is not reported */
+	q = CALL1(H_MALLOC, 48);
+	CALL1(H_FREE, q);
+	expect_int_eq(drain(ev, 4), 0);
+
+	/* realloc of a sampled pointer reports its free first */
+	mode_sampled(1ull << 40, 0);
+	p = CALL1(H_MALLOC, 24);
+	q = CALL2(H_REALLOC, p, 200);
+	expect_int_eq(drain(ev, 4), 2);
+	expect_alloc(&ev[0], HOOK_ALLOC, 24, p);
+	expect_free(&ev[1], p);
+	CALL1(H_FREE, q);
+	expect_int_eq(drain(ev, 4), 0);
+
+	/* false hits (slot taken by others) report nothing; a full bucket
+	 * overflows to 255 and then reports every free in the slot */
+	mode_sampled(1ull << 40, 1ll << 40);
+	for (uint32_t s = 0; s < SHM_BLOOM_SIZE * SHM_LIVE_WAYS; s++)
+		((uint64_t *)(data_view + SHM_OFF_LIVE))[s] = 8;
+	memset(bloom(), SHM_LIVE_WAYS, SHM_BLOOM_SIZE);
+	q = CALL1(H_MALLOC, 40);
+	CALL1(H_FREE, q);
+	expect_int_eq(drain(ev, 4), 0);
+	*counter(((uintptr_t)&ev >> 21) & (SHM_NCOUNTERS - 1)) = 0;
+	for (int i = 0; i < SHM_NCOUNTERS; i++)
+		*counter(i) = 0;
+	p = CALL1(H_MALLOC, 40);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_int_eq(bloom()[shm_bloom_slot(p)], 255);
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_free(&ev[0], p);
+	expect_int_eq(bloom()[shm_bloom_slot(p)], 255);
+	memset(data_view + SHM_OFF_LIVE, 0, SHM_BLOOM_SIZE * SHM_LIVE_WAYS * 8);
+	mode_sampled(1ull << 40, 1ll << 40);
+}
+
+/* ---- (d) ring full ---- */
+
+struct waiter {
+	int64_t delay_ns;
+	int done;
+};
+
+static void *late_consumer(void *arg)
+{
+	struct waiter *w = arg;
+	struct ev ev[64];
+	int64_t t0 = mono_ns();
+
+	while (mono_ns() - t0 < w->delay_ns)
+		usleep(1000);
+	hdr->heartbeat = mono_ns();
+	w->done = drain(ev, 64);
+	return NULL;
+}
+
+static void test_ring_full(void)
+{
+	struct ev ev[64];
+	struct waiter w = { .delay_ns = 50000000 };
+	pthread_t th;
+	uint64_t p[200], t0;
+	int n;
+
+	if (!ready)
+		return;
+	mode_sampled(0, 0);
+	ring_reset(4096);
+	for (int i = 0; i < 100; i++)
+		p[i] = CALL1(H_MALLOC, 64);
+	n = 4096 / (sizeof(struct shm_ev_alloc) + 8);
+	expect_int_eq(hdr->drops, 100 - n);
+	expect_true(hdr->ring_head <= 4096);
+	expect_int_eq(drain(ev, 64), n);
+	for (int i = 0; i < 100; i++)
+		CALL1(H_FREE, p[i]);
+	drain(ev, 64);
+
+	/* wrap-around: pads keep records whole (136- and 16-byte records) */
+	ring_reset(4096);
+	pads_seen = 0;
+	frame_put(chain_r2, SHM_BASE_RBP, 16, 1, -16);
+	frame_put(chain_r1, SHM_BASE_RSP, 16, 0, 0);
+	frame_put(chain_r0, SHM_BASE_RBP, 16, 1, -16);
+	for (int i = 0; i < 300; i++) {
+		p[0] = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 64, 0, 0);
+		expect_int_eq(drain(ev, 64), 1);
+		expect_int_eq(ev[0].nframes, 4);
+		expect_u64_eq(ev[0].ptr, p[0]);
+		CALL1(H_FREE, p[0]);
+		expect_int_eq(drain(ev, 64), 1);
+		expect_int_eq(ev[0].kind, SHM_EV_FREE);
+		expect_u64_eq(ev[0].ptr, p[0]);
+	}
+	expect_int_eq(hdr->drops, 0);
+	expect_true(hdr->ring_head > 3 * 4096);
+	expect_true(pads_seen > 0);
+	frames_reset();
+
+	/* exact mode, stale heartbeat: give up and drop, do not hang */
+	mode_exact();
+	ring_reset(4096);
+	for (int i = 0; i < n; i++)
+		p[i] = CALL1(H_MALLOC, 64);
+	expect_int_eq(hdr->drops, 0);
+	hdr->heartbeat = mono_ns() - 2000000000LL;
+	t0 = mono_ns();
+	p[n] = CALL1(H_MALLOC, 64);
+	expect_true(mono_ns() - t0 < 100000000LL);
+	expect_int_eq(hdr->drops, 1);
+	hdr->heartbeat = 0;			/* no tool yet: same */
+	p[n + 1] = CALL1(H_MALLOC, 64);
+	expect_int_eq(hdr->drops, 2);
+
+	/* exact mode, fresh heartbeat: wait until the consumer makes room */
+	hdr->heartbeat = mono_ns();
+	hdr->drops = 0;
+	pthread_create(&th, NULL, late_consumer, &w);
+	t0 = mono_ns();
+	p[n + 2] = CALL1(H_MALLOC, 64);
+	expect_true(mono_ns() - t0 >= 40000000LL);
+	pthread_join(th, NULL);
+	expect_int_eq(w.done + drain(ev, 64), n + 1);	/* the waiter's may be in either */
+	expect_int_eq(hdr->drops, 0);
+
+	/* exact mode, fresh heartbeat but a consumer that never frees room:
+	 * give up after about a second, and let the next writers drop at once */
+	for (int i = 0; i < n; i++)
+		p[n + 3 + i] = CALL1(H_MALLOC, 64);
+	expect_int_eq(hdr->drops, 0);
+	hdr->heartbeat = mono_ns() + 10000000000LL;	/* fresh for 10 s */
+	t0 = mono_ns();
+	p[2 * n + 3] = CALL1(H_MALLOC, 64);
+	expect_true(mono_ns() - t0 >= 900000000LL);
+	expect_true(mono_ns() - t0 < 3000000000LL);
+	expect_int_eq(hdr->drops, 1);
+	t0 = mono_ns();
+	p[2 * n + 4] = CALL1(H_MALLOC, 64);
+	expect_true(mono_ns() - t0 < 100000000LL);
+	expect_int_eq(hdr->drops, 2);
+	hdr->wait_giveup = 0;
+	hdr->heartbeat = mono_ns();
+	drain(ev, 64);
+	for (int i = n + 3; i < 2 * n + 5; i++)
+		CALL1(H_FREE, p[i]);
+	drain(ev, 64);
+	for (int i = 0; i < n + 3; i++)
+		CALL1(H_FREE, p[i]);
+	expect_int_eq(drain(ev, 64), n + 3);
+	mode_exact();
+}
+
+/* ---- (e) nested calls ---- */
+
+static void test_nested(void)
+{
+	struct ev ev[4];
+	uint64_t p;
+
+	if (!ready)
+		return;
+	mode_exact();
+	p = hcall(nested_stub, (uintptr_t)hooks[H_MALLOC].fn, 64, 0, 0);
+	expect_true(p != 0);
+	expect_int_eq(hdr->nested, 1);
+	expect_int_eq(drain(ev, 4), 0);
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 4), 1);
+}
+
+/*
+ * End to end with a real patch: a fake allocator "mov %rdi,%rax; nop; nop;
+ * ret" in the CODE area gets a jmp to its fast trampoline over its first
+ * 5 bytes; calling it through hcall yields its result and one event.
+ */
+static void test_patched_fake(void)
+{
+	static const uint8_t body[] = { 0x48, 0x89, 0xf8, 0x90, 0x90, 0xc3 };
+	size_t off = (code_used + 63) & ~(size_t)63;
+	uint8_t *fake_rw = data_view + DATA_SIZE + off;
+	uint64_t fake = (uintptr_t)code_view + DATA_SIZE + off, at = fake + 64;
+	uint8_t buf[TRAMP_FAST_MAX_SIZE];
+	struct reloc_result r;
+	struct tramp_layout lay;
+	struct ev ev[4];
+
+	if (!ready)
+		return;
+	memcpy(fake_rw, body, sizeof(body));
+	expect_int_eq(reloc_prologue(body, sizeof(body), fake,
+				     at + tramp_fast_reloc_offset(TRAMP_ALLOC), &r), 0);
+	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, HOOK_ALLOC, at, &r, &env, buf, sizeof(buf),
+				      &lay), 0);
+	memcpy(fake_rw + 64, buf, lay.size);
+	code_used = off + 64 + lay.size;
+	expect_int_eq(reloc_encode_jmp(fake_rw, fake, at), 0);
+
+	mode_exact();
+	expect_u64_eq(hcall((void *)(uintptr_t)fake, 1234, 0, 0, 0), 1234);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_alloc(&ev[0], HOOK_ALLOC, 1234, 1234);
+	mode_sampled(1ull << 40, 1ll << 40);
+	expect_u64_eq(hcall((void *)(uintptr_t)fake, 99, 0, 0, 0), 99);
+	expect_int_eq(drain(ev, 4), 0);
+	mode_exact();
+}
+
+/* ---- (f) threads in exact mode, one consumer ---- */
+
+#define NTHREADS	4
+#define ITERS		20000
+#define PSET_BITS	20
+
+/* Live pointers as the consumer sees them: linear probing, backward-shift delete. */
+static uint64_t pset[1u << PSET_BITS];
+
+static uint32_t pset_slot(uint64_t p)
+{
+	return (uint32_t)((p * SHM_HASH_MUL) >> (64 - PSET_BITS));
+}
+
+static int pset_add(uint64_t p)
+{
+	uint32_t i = pset_slot(p), mask = (1u << PSET_BITS) - 1;
+
+	for (; pset[i]; i = (i + 1) & mask)
+		if (pset[i] == p)
+			return -1;
+	pset[i] = p;
+	return 0;
+}
+
+static int pset_del(uint64_t p)
+{
+	uint32_t i = pset_slot(p), mask = (1u << PSET_BITS) - 1, j;
+
+	for (; pset[i] != p; i = (i + 1) & mask)
+		if (!pset[i])
+			return -1;
+	pset[i] = 0;
+	for (j = (i + 1) & mask; pset[j]; j = (j + 1) & mask) {
+		uint32_t h = pset_slot(pset[j]);
+
+		if (((j - h) & mask) >= ((j - i) & mask)) {
+			pset[i] = pset[j];
+			pset[j] = 0;
+			i = j;
+		}
+	}
+	return 0;
+}
+
+struct tally {
+	uint64_t n[8], bytes[8];
+};
+
+static struct tally want[NTHREADS], got;
+static atomic_int workers_left;
+static int consumer_errors, consumer_bad;
+static int consumer_lax;	/* benchmark: sampled mode, no checks */
+static volatile int consumer_stop;
+
+static void *consumer(void *arg)
+{
+	struct ev e;
+
+	(void)arg;
+	for (;;) {
+		int any = 0;
+
+		hdr->heartbeat = mono_ns();
+		while (ring_pop(&e, &consumer_bad)) {
+			any = 1;
+			if (e.kind == SHM_EV_ALLOC) {
+				int h = SHM_EVF_HOOK(e.flags);
+
+				got.n[h]++;
+				got.bytes[h] += e.size;
+				if (pset_add(e.ptr) || (!consumer_lax &&
+				    (e.nframes != 1 || e.frames[0] != (uintptr_t)hcall_ret)))
+					consumer_errors++;
+			} else if (e.kind == SHM_EV_FREE) {
+				got.n[HOOK_FREE]++;
+				if (pset_del(e.ptr))
+					consumer_errors++;
+			}
+		}
+		if (!any && consumer_stop && hdr->ring_tail == hdr->ring_head)
+			break;
+		if (!any) {
+			if (consumer_lax)
+				usleep(1000);
+			else
+				sched_yield();
+		}
+	}
+	return NULL;
+}
+
+static void *worker(void *arg)
+{
+	struct tally *t = arg;
+	int id = (int)(t - want);
+
+	for (uint64_t i = 0; i < ITERS; i++) {
+		uint64_t sz = 1 + (i * 7 + id) % 1500;
+		uint64_t p, q, r, m;
+		void *pm;
+
+		p = CALL1(H_MALLOC, sz);
+		q = CALL2(H_CALLOC, 2, sz);
+		r = CALL2(H_REALLOC, p, sz * 2);
+		CALL3(H_PM, &pm, 32, sz + 1);
+		m = CALL2(H_MEMALIGN, 64, sz + 2);
+		CALL1(H_FREE, r);
+		CALL1(H_FREE, q);
+		CALL1(H_FREE, pm);
+		CALL1(H_FREE, m);
+		t->n[HOOK_ALLOC]++;
+		t->bytes[HOOK_ALLOC] += sz;
+		t->n[HOOK_CALLOC]++;
+		t->bytes[HOOK_CALLOC] += 2 * sz;
+		t->n[HOOK_REALLOC]++;
+		t->bytes[HOOK_REALLOC] += 2 * sz;
+		t->n[HOOK_POSIX_MEMALIGN]++;
+		t->bytes[HOOK_POSIX_MEMALIGN] += sz + 1;
+		t->n[HOOK_ALIGNED]++;
+		t->bytes[HOOK_ALIGNED] += sz + 2;
+		t->n[HOOK_FREE] += 5;		/* realloc's old pointer too */
+	}
+	atomic_fetch_sub(&workers_left, 1);
+	return NULL;
+}
+
+static void test_threads_exact(void)
+{
+	pthread_t w[NTHREADS], c;
+	struct tally total;
+
+	if (!ready)
+		return;
+	mode_exact();
+	memset(pset, 0, sizeof(pset));
+	memset(&got, 0, sizeof(got));
+	memset(want, 0, sizeof(want));
+	consumer_stop = 0;
+	consumer_lax = 0;
+	atomic_store(&workers_left, NTHREADS);
+	pthread_create(&c, NULL, consumer, NULL);
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_create(&w[i], NULL, worker, &want[i]);
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(w[i], NULL);
+	consumer_stop = 1;
+	pthread_join(c, NULL);
+
+	memset(&total, 0, sizeof(total));
+	for (int i = 0; i < NTHREADS; i++)
+		for (int k = 0; k < 8; k++) {
+			total.n[k] += want[i].n[k];
+			total.bytes[k] += want[i].bytes[k];
+		}
+	for (int k = 0; k < 8; k++) {
+		expect_u64_eq(got.n[k], total.n[k]);
+		expect_u64_eq(got.bytes[k], total.bytes[k]);
+	}
+	expect_int_eq(consumer_errors, 0);
+	expect_int_eq(consumer_bad, 0);
+	expect_u64_eq(hdr->drops, 0);
+	for (uint32_t i = 0; i < (1u << PSET_BITS); i++)
+		if (pset[i])
+			expect_true(!"pointer left live");
+	printf("threads: %d x %d iterations, %" PRIu64 " frees, ring wrapped %" PRIu64 " times\n",
+	       NTHREADS, ITERS, got.n[HOOK_FREE], hdr->ring_head / RING_SIZE);
+}
+
+/* ---- (g) benchmark ---- */
+
+/* ns per malloc(64)+free pair through m and f, both called by hcall. */
+static double bench_pairs(void *m, void *f, long n)
+{
+	int64_t t0 = mono_ns();
+
+	for (long i = 0; i < n; i++)
+		hcall(f, hcall(m, 64, 0, 0, 0), 0, 0, 0);
+	return (double)(mono_ns() - t0) / n;
+}
+
+/* Best of rounds: direct libc, fast trampolines, fast with a plain sub. */
+static void bench_three(long n, int rounds, double out[3])
+{
+	out[0] = out[1] = out[2] = 1e9;
+	for (int r = 0; r < rounds; r++) {
+		double d = bench_pairs(lmalloc, lfree, n);
+		double t = bench_pairs(hooks[H_MALLOC].fn, hooks[H_FREE].fn, n);
+		double l = bench_pairs(plain_malloc, plain_free, n);
+
+		out[0] = d < out[0] ? d : out[0];
+		out[1] = t < out[1] ? t : out[1];
+		out[2] = l < out[2] ? l : out[2];
+	}
+}
+
+static void test_bench(void)
+{
+	const long n = 1000000;
+	double never[3], rate[3], exact;
+	pthread_t c;
+
+	if (!ready)
+		return;
+	/* the trampolines alone: nothing is ever sampled */
+	mode_sampled(1ull << 40, 1ll << 40);
+	bench_three(n, 7, never);
+
+	/* rate 512K, warm frame table (hcall_ret has a rule), tool draining */
+	mode_sampled(512 << 10, 512 << 10);
+	memset(pset, 0, sizeof(pset));
+	memset(&got, 0, sizeof(got));
+	consumer_errors = 0;
+	consumer_stop = 0;
+	consumer_lax = 1;
+	pthread_create(&c, NULL, consumer, NULL);
+	bench_three(n, 7, rate);
+	consumer_stop = 1;
+	pthread_join(c, NULL);
+	printf("bench: ns per malloc(64)+free pair (best of 7 x %ld, calls through an asm thunk):\n"
+	       "  never sampled: direct %.2f, fast %.2f (+%.2f ns), fast+plain sub %.2f (+%.2f ns)\n"
+	       "  rate 512K:     direct %.2f, fast %.2f (+%.2f ns, +%.1f%%), fast+plain sub %.2f\n"
+	       "  rate 512K: %" PRIu64 " samples, %" PRIu64 " frees reported, %" PRIu64 " drops\n",
+	       n, never[0], never[1], never[1] - never[0], never[2], never[2] - never[0],
+	       rate[0], rate[1], rate[1] - rate[0], 100.0 * (rate[1] - rate[0]) / rate[0], rate[2],
+	       hdr->walks, got.n[HOOK_FREE], hdr->drops);
+	expect_int_eq(consumer_errors, 0);
+
+	/* exact mode, warm frame table: every call is an event */
+	mode_exact();
+	memset(pset, 0, sizeof(pset));
+	memset(&got, 0, sizeof(got));
+	consumer_stop = 0;
+	consumer_lax = 0;
+	pthread_create(&c, NULL, consumer, NULL);
+	exact = bench_pairs(hooks[H_MALLOC].fn, hooks[H_FREE].fn, n);
+	consumer_stop = 1;
+	pthread_join(c, NULL);
+	printf("  exact mode:    %.1f ns per pair (2 events), %" PRIu64 " drops\n", exact, hdr->drops);
+	expect_int_eq(consumer_errors, 0);
+	expect_u64_eq(got.n[HOOK_FREE], n);
+	expect_u64_eq(got.n[HOOK_ALLOC], n);
+	mode_exact();
+}
+
+static void test_teardown(void)
+{
+	if (data_view)
+		munmap(data_view, TOTAL_SIZE);
+	if (code_view)
+		munmap(code_view, TOTAL_SIZE);
+}
+
+HARNESS_MAIN("agent",
+	T(test_setup), T(test_layouts), T(test_rate_large), T(test_exact_events),
+	T(test_exact_walk), T(test_sampled_free), T(test_ring_full), T(test_nested),
+	T(test_patched_fake), T(test_threads_exact), T(test_bench), T(test_teardown))

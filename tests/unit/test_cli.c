@@ -1,0 +1,83 @@
+/* Unit tests for option, size and duration parsing. */
+/* SPDX-License-Identifier: MIT */
+#include "harness.h"
+#include "cli.h"
+
+static void sizes(void)
+{
+	uint64_t v = 0;
+
+	expect_int_eq(cli_parse_size("512", &v), 0); expect_u64_eq(v, 512);
+	expect_int_eq(cli_parse_size("64K", &v), 0); expect_u64_eq(v, 65536);
+	expect_int_eq(cli_parse_size("200M", &v), 0); expect_u64_eq(v, 200ULL << 20);
+	expect_int_eq(cli_parse_size("1G", &v), 0); expect_u64_eq(v, 1ULL << 30);
+	expect_int_eq(cli_parse_size("4KiB", &v), 0); expect_u64_eq(v, 4096);
+	expect_int_eq(cli_parse_size("", &v), -EINVAL);
+	expect_int_eq(cli_parse_size("-1", &v), -EINVAL);
+	expect_int_eq(cli_parse_size("12X", &v), -EINVAL);
+	expect_int_eq(cli_parse_size("K", &v), -EINVAL);
+	expect_int_eq(cli_parse_size("99999999999999999999", &v), -EINVAL);
+	expect_int_eq(cli_parse_size("20000000000000G", &v), -EINVAL);
+}
+
+static void durations(void)
+{
+	uint64_t ns = 0;
+
+	expect_int_eq(cli_parse_duration("500ms", &ns), 0); expect_u64_eq(ns, 500000000ULL);
+	expect_int_eq(cli_parse_duration("30s", &ns), 0); expect_u64_eq(ns, 30000000000ULL);
+	expect_int_eq(cli_parse_duration("5m", &ns), 0); expect_u64_eq(ns, 300000000000ULL);
+	expect_int_eq(cli_parse_duration("2", &ns), 0); expect_u64_eq(ns, 2000000000ULL);
+	expect_int_eq(cli_parse_duration("1.5s", &ns), 0); expect_u64_eq(ns, 1500000000ULL);
+	expect_int_eq(cli_parse_duration("5x", &ns), -EINVAL);
+	expect_int_eq(cli_parse_duration("-5s", &ns), -EINVAL);
+	expect_int_eq(cli_parse_duration("", &ns), -EINVAL);
+}
+
+static int parse(struct options *o, int argc, char **argv)
+{
+	FILE *saved = stderr;
+	int rc;
+
+	stderr = fopen("/dev/null", "w");
+	rc = cli_parse(argc, argv, o);
+	fclose(stderr);
+	stderr = saved;
+	return rc;
+}
+
+static void options(void)
+{
+	struct options o;
+	char *a1[] = { "heapattach", "-p", "123", "-o", "x.heap", "--sample-rate", "64K",
+		       "--interval", "200M", "--every", "30s", "--duration", "5m",
+		       "--format", "legacy", NULL };
+	char *a2[] = { "heapattach", "-p", "12a", NULL };
+	char *a3[] = { "heapattach", "--sample-rate", "0", "-p", "1", NULL };
+	char *a4[] = { "heapattach", "-o", "x", NULL };
+	char *a5[] = { "heapattach", "--list-hooks", "-p", "7", NULL };
+	char *a6[] = { "heapattach", "-p", "7", "--format", "json", NULL };
+	char *a7[] = { "heapattach", "-p", NULL };
+	char *a8[] = { "heapattach", "--bogus", "-p", "7", NULL };
+
+	expect_int_eq(parse(&o, 15, a1), 0);
+	expect_int_eq(o.pid, 123);
+	expect_str_eq(o.output, "x.heap");
+	expect_u64_eq(o.sample_rate, 65536);
+	expect_u64_eq(o.interval, 200ULL << 20);
+	expect_u64_eq(o.every_ns, 30000000000ULL);
+	expect_u64_eq(o.duration_ns, 300000000000ULL);
+	expect_int_eq(o.format, DUMP_LEGACY);
+	expect_int_eq(parse(&o, 3, a2), -EINVAL);
+	expect_int_eq(parse(&o, 5, a3), -EINVAL);
+	expect_int_eq(parse(&o, 3, a4), -EINVAL);
+	expect_int_eq(parse(&o, 4, a5), 0);
+	expect_int_eq(o.list_hooks, 1);
+	expect_u64_eq(o.sample_rate, CLI_DEFAULT_RATE);
+	expect_int_eq(o.format, DUMP_PPROF);
+	expect_int_eq(parse(&o, 5, a6), -EINVAL);
+	expect_int_eq(parse(&o, 2, a7), -EINVAL);
+	expect_int_eq(parse(&o, 4, a8), -EINVAL);
+}
+
+HARNESS_MAIN("cli", T(sizes), T(durations), T(options))

@@ -1,0 +1,82 @@
+/* Unit tests for hook resolution: kinds, the printed format, and resolving this very process. */
+/* SPDX-License-Identifier: MIT */
+#include <dlfcn.h>
+#include <errno.h>
+#include <unistd.h>
+#include "harness.h"
+#include "hooks.h"
+
+static void test_kinds(void)
+{
+	expect_int_eq(hook_kind_of("malloc"), HOOK_ALLOC);
+	expect_int_eq(hook_kind_of("valloc"), HOOK_ALLOC);
+	expect_int_eq(hook_kind_of("pvalloc"), HOOK_ALLOC);
+	expect_int_eq(hook_kind_of("calloc"), HOOK_CALLOC);
+	expect_int_eq(hook_kind_of("realloc"), HOOK_REALLOC);
+	expect_int_eq(hook_kind_of("reallocarray"), HOOK_REALLOCARRAY);
+	expect_int_eq(hook_kind_of("posix_memalign"), HOOK_POSIX_MEMALIGN);
+	expect_int_eq(hook_kind_of("aligned_alloc"), HOOK_ALIGNED);
+	expect_int_eq(hook_kind_of("memalign"), HOOK_ALIGNED);
+	expect_int_eq(hook_kind_of("free"), HOOK_FREE);
+	expect_int_eq(hook_kind_of("cfree"), HOOK_FREE);
+	expect_int_eq(hook_kind_of("_Znwm"), HOOK_ALLOC);
+	expect_int_eq(hook_kind_of("_ZnamSt11align_val_tRKSt9nothrow_t"), HOOK_ALLOC);
+	expect_int_eq(hook_kind_of("_ZdlPvm"), HOOK_FREE);
+	expect_int_eq(hook_kind_of("_ZdaPvSt11align_val_tRKSt9nothrow_t"), HOOK_FREE);
+	expect_int_eq(hook_kind_of("strdup"), -ENOENT);
+	expect_str_eq(hook_kind_name(HOOK_POSIX_MEMALIGN), "posix_memalign");
+	expect_str_eq(hook_kind_name((enum hook_kind)99), "?");
+}
+
+static void test_print(void)
+{
+	struct hook v[2] = {
+		{ .kind = HOOK_ALIGNED, .addr = 0x7f12a4c9e3a0, .names = { "aligned_alloc", "memalign" },
+		  .nnames = 2, .path = "/usr/lib/x86_64-linux-gnu/libc.so.6" },
+		{ .kind = HOOK_ALLOC, .addr = 0x1000, .names = { "pvalloc" }, .nnames = 1,
+		  .path = "/srv/a b", .unsupported = 1 },
+	};
+	struct hook_set set = { v, 2 };
+	char buf[512] = "";
+	FILE *f = fmemopen(buf, sizeof(buf), "w");
+
+	expect_int_eq(hooks_print(f, &set), 0);
+	fclose(f);
+	expect_str_eq(buf, "0x7f12a4c9e3a0 aligned_alloc=memalign /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+			   "# unsupported ifunc 0x1000 pvalloc /srv/a b\n");
+}
+
+/* Our own process: what our calls bind to is what dlsym(RTLD_NEXT) finds. */
+static void test_self(void)
+{
+	struct proc_maps m;
+	struct hook_set set;
+	int found = 0;
+
+	expect_int_eq(proc_maps_read(getpid(), &m), 0);
+	expect_int_eq(hooks_resolve(getpid(), &m, &set), 0);
+	for (size_t i = 0; i < set.n; i++) {
+		struct hook *h = &set.v[i];
+
+		expect_true(h->map != NULL && h->size > 0 && !h->unsupported);
+		expect_true(h->map && h->addr >= h->map->start && h->addr < h->map->end);
+		expect_true(h->map && (h->map->prot & PROC_MAP_X));
+		for (size_t j = 0; j < h->nnames; j++) {
+			void *p = dlsym(RTLD_NEXT, h->names[j]);
+
+			/* cfree is a compat-only version that dlsym does not return */
+			if (p || strcmp(h->names[j], "cfree"))
+				expect_u64_eq(h->addr, (uint64_t)(uintptr_t)p);
+			expect_int_eq(h->kind, hook_kind_of(h->names[j]));
+			found += !strcmp(h->names[j], "malloc") || !strcmp(h->names[j], "free");
+		}
+	}
+	expect_int_eq(found, 2);
+	hooks_free(&set);
+	expect_int_eq(set.n, 0);
+	/* no such process */
+	expect_true(hooks_resolve(0x7ffffff0, &m, &set) < 0);
+	proc_maps_free(&m);
+}
+
+HARNESS_MAIN("hooks", T(test_kinds), T(test_print), T(test_self))

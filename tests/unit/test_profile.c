@@ -1,0 +1,245 @@
+/* Unit tests for the profile model: stack dedup, buckets, live table, scaling. */
+/* SPDX-License-Identifier: MIT */
+#include "harness.h"
+#include "profile.h"
+
+struct sum {
+	size_t nbuckets;
+	uint64_t alloc_count, alloc_bytes, inuse_count, inuse_bytes;
+	const struct profile_bucket *last;
+	struct profile_bucket copy[16];
+	uint64_t pcs[16][PROFILE_MAX_FRAMES];
+};
+
+static int sum_cb(const struct profile_bucket *b, void *arg)
+{
+	struct sum *s = arg;
+
+	if (s->nbuckets < 16) {
+		s->copy[s->nbuckets] = *b;
+		memcpy(s->pcs[s->nbuckets], b->pcs, b->npcs * sizeof(*b->pcs));
+		s->copy[s->nbuckets].pcs = s->pcs[s->nbuckets];
+	}
+	s->nbuckets++;
+	s->alloc_count += b->alloc_count;
+	s->alloc_bytes += b->alloc_bytes;
+	s->inuse_count += b->inuse_count;
+	s->inuse_bytes += b->inuse_bytes;
+	return 0;
+}
+
+static struct sum sum_of(const struct profile *p)
+{
+	struct sum s;
+
+	memset(&s, 0, sizeof(s));
+	expect_int_eq(profile_foreach(p, sum_cb, &s), 0);
+	return s;
+}
+
+static void test_dedup_and_buckets(void)
+{
+	const uint64_t a[] = { 0x401124, 0x401457, 0x401500 };
+	const uint64_t b[] = { 0x401200, 0x401457 };
+	struct profile *p = profile_new(524288);
+	struct sum s;
+
+	profile_record_alloc(p, a, 3, 1024, 0x1000);
+	profile_record_alloc(p, a, 3, 1024, 0x2000);
+	profile_record_alloc(p, a, 3, 1024, 0x3000);
+	profile_record_alloc(p, a, 3, 64, 0x4000);      /* same stack, other size */
+	profile_record_alloc(p, b, 2, 512, 0x5000);
+	profile_record_alloc(p, b, 2, 512, 0x6000);
+	expect_int_eq(profile_nstacks(p), 2);
+	expect_int_eq(profile_nbuckets(p), 3);
+	expect_int_eq(profile_nlive(p), 6);
+	expect_int_eq(profile_rate(p), 524288);
+
+	expect_int_eq(profile_record_free(p, 0x2000), 1);
+	expect_int_eq(profile_record_free(p, 0x3000), 1);
+	expect_int_eq(profile_record_free(p, 0x6000), 1);
+	expect_int_eq(profile_record_free(p, 0x6000), 0);      /* double free */
+	expect_int_eq(profile_record_free(p, 0x7777), 0);      /* unknown */
+	expect_int_eq(profile_record_free(p, 0), 0);
+
+	s = sum_of(p);
+	expect_int_eq(s.nbuckets, 3);
+	/* creation order: (a,1024), (a,64), (b,512) */
+	expect_int_eq(s.copy[0].size, 1024);
+	expect_int_eq(s.copy[0].npcs, 3);
+	expect_u64_eq(s.copy[0].pcs[0], 0x401124);
+	expect_u64_eq(s.copy[0].pcs[2], 0x401500);
+	expect_int_eq(s.copy[0].alloc_count, 3);
+	expect_int_eq(s.copy[0].alloc_bytes, 3072);
+	expect_int_eq(s.copy[0].inuse_count, 1);
+	expect_int_eq(s.copy[0].inuse_bytes, 1024);
+	expect_int_eq(s.copy[1].size, 64);
+	expect_int_eq(s.copy[1].inuse_count, 1);
+	expect_int_eq(s.copy[2].size, 512);
+	expect_int_eq(s.copy[2].alloc_count, 2);
+	expect_int_eq(s.copy[2].alloc_bytes, 1024);
+	expect_int_eq(s.copy[2].inuse_count, 1);
+	expect_int_eq(s.copy[2].inuse_bytes, 512);
+	expect_int_eq(profile_total_alloc_bytes(p), 3 * 1024 + 64 + 2 * 512);
+	expect_int_eq(profile_total_alloc_count(p), 6);
+	profile_free(p);
+}
+
+static void test_missed_free_and_null(void)
+{
+	const uint64_t a[] = { 0x10, 0x20 };
+	const uint64_t b[] = { 0x30 };
+	struct profile *p = profile_new(1);
+	struct sum s;
+
+	profile_record_alloc(p, a, 2, 100, 0xabc0);
+	profile_record_alloc(p, b, 1, 200, 0xabc0);     /* same ptr again */
+	expect_int_eq(profile_nlive(p), 1);
+	s = sum_of(p);
+	expect_int_eq(s.copy[0].inuse_count, 0);
+	expect_int_eq(s.copy[0].inuse_bytes, 0);
+	expect_int_eq(s.copy[0].alloc_count, 1);        /* still an alloc sample */
+	expect_int_eq(s.copy[1].inuse_bytes, 200);
+
+	profile_record_alloc(p, a, 2, 100, 0);          /* failed malloc */
+	expect_int_eq(profile_total_alloc_count(p), 2);
+	expect_int_eq(profile_record_free(p, 0xabc0), 1);
+	expect_int_eq(profile_nlive(p), 0);
+
+	profile_add_drops(p, 5);
+	profile_add_drops(p, 2);
+	expect_int_eq(profile_drops(p), 7);
+	profile_free(p);
+	profile_free(NULL);
+}
+
+static void test_empty_and_deep_stacks(void)
+{
+	uint64_t deep[PROFILE_MAX_FRAMES + 10];
+	struct profile *p = profile_new(4096);
+	struct sum s;
+
+	for (size_t i = 0; i < PROFILE_MAX_FRAMES + 10; i++)
+		deep[i] = 0x1000 + i;
+	profile_record_alloc(p, NULL, 0, 8, 0x100);
+	profile_record_alloc(p, deep, PROFILE_MAX_FRAMES + 10, 8, 0x200);
+	profile_record_alloc(p, deep, PROFILE_MAX_FRAMES + 5, 8, 0x300);
+	s = sum_of(p);
+	expect_int_eq(s.nbuckets, 2);
+	expect_int_eq(s.copy[0].npcs, 0);
+	expect_int_eq(s.copy[1].npcs, PROFILE_MAX_FRAMES);
+	expect_int_eq(s.copy[1].alloc_count, 2);
+	expect_u64_eq(s.copy[1].pcs[PROFILE_MAX_FRAMES - 1], 0x1000 + PROFILE_MAX_FRAMES - 1);
+	profile_free(p);
+}
+
+static int stop_cb(const struct profile_bucket *b, void *arg)
+{
+	int *n = arg;
+
+	(void)b;
+	return ++*n == 2 ? 42 : 0;
+}
+
+static void test_foreach_stops(void)
+{
+	struct profile *p = profile_new(1);
+	int n = 0;
+
+	for (uint64_t i = 1; i <= 5; i++)
+		profile_record_alloc(p, &i, 1, 16, i * 16);
+	expect_int_eq(profile_foreach(p, stop_cb, &n), 42);
+	expect_int_eq(n, 2);
+	profile_free(p);
+}
+
+static uint64_t xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Millions of live pointers, freed in random order, with many stacks. */
+static void test_live_table_scale(void)
+{
+	const size_t n = 2000000;
+	struct profile *p = profile_new(524288);
+	uint64_t *ptrs = malloc(n * sizeof(*ptrs));
+	uint64_t seed = 12345, pc[2];
+	struct sum s;
+	size_t bad = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		ptrs[i] = 0x7f0000000000ULL + i * 16;   /* dense, like a heap */
+		pc[0] = 0x400000 + (i % 1000) * 8;
+		pc[1] = 0x500000;
+		profile_record_alloc(p, pc, 2, 32 + (i % 3) * 16, ptrs[i]);
+	}
+	expect_int_eq(profile_nlive(p), n);
+	expect_int_eq(profile_nstacks(p), 1000);
+	expect_int_eq(profile_nbuckets(p), 3000);
+	/* shuffle, free the first half */
+	for (size_t i = n - 1; i > 0; i--) {
+		size_t j = xorshift(&seed) % (i + 1);
+		uint64_t t = ptrs[i];
+
+		ptrs[i] = ptrs[j];
+		ptrs[j] = t;
+	}
+	for (size_t i = 0; i < n / 2; i++)
+		bad += profile_record_free(p, ptrs[i]) != 1;
+	expect_int_eq(bad, 0);
+	expect_int_eq(profile_nlive(p), n / 2);
+	for (size_t i = 0; i < n / 2; i++)
+		bad += profile_record_free(p, ptrs[i]) != 0;
+	expect_int_eq(bad, 0);
+	s = sum_of(p);
+	expect_int_eq(s.alloc_count, n);
+	expect_int_eq(s.inuse_count, n / 2);
+	for (size_t i = n / 2; i < n; i++)
+		bad += profile_record_free(p, ptrs[i]) != 1;
+	expect_int_eq(bad, 0);
+	expect_int_eq(profile_nlive(p), 0);
+	s = sum_of(p);
+	expect_int_eq(s.inuse_count, 0);
+	expect_int_eq(s.inuse_bytes, 0);
+	free(ptrs);
+	profile_free(p);
+}
+
+static void test_scale(void)
+{
+	int64_t c, b;
+
+	profile_scale(3, 3072, 524288, &c, &b);          /* pprof-format.md §2 */
+	expect_int_eq(c, 1537);
+	expect_int_eq(b, 1574400);
+	profile_scale(1, 1024, 524288, &c, &b);
+	expect_int_eq(c, 512);
+	expect_int_eq(b, 524800);
+	profile_scale(5, 4608, 1, &c, &b);
+	expect_int_eq(c, 5);
+	expect_int_eq(b, 4608);
+	profile_scale(5, 4608, 0, &c, &b);
+	expect_int_eq(c, 5);
+	expect_int_eq(b, 4608);
+	profile_scale(0, 0, 524288, &c, &b);
+	expect_int_eq(c, 0);
+	expect_int_eq(b, 0);
+	profile_scale(4, 0, 1, &c, &b);                  /* malloc(0): pprof gives 0,0 */
+	expect_int_eq(c, 0);
+	expect_int_eq(b, 0);
+	profile_scale(2, 16 << 20, 524288, &c, &b);      /* big blocks: ~unscaled */
+	expect_int_eq(c, 2);
+	expect_int_eq(b, (16 << 20) + 1);
+}
+
+HARNESS_MAIN("profile",
+	T(test_dedup_and_buckets),
+	T(test_missed_free_and_null),
+	T(test_empty_and_deep_stacks),
+	T(test_foreach_stops),
+	T(test_live_table_scale),
+	T(test_scale))

@@ -1,0 +1,157 @@
+/* Unit tests for the symbolizer: own functions with DWARF lines, libc, C++ demangling in another process, speed. */
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "harness.h"
+#include "symbolize.h"
+
+/* Not static and never inlined, so that it has a symbol of its own. */
+__attribute__((noinline)) int symbolize_probe(int x)
+{
+	return x * 3 + 1;
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+	size_t a = s ? strlen(s) : 0, b = strlen(suffix);
+
+	return s && a >= b && !strcmp(s + a - b, suffix);
+}
+
+static void test_self(void)
+{
+	struct proc_maps m;
+	struct symbolizer *s;
+	struct sym_info si;
+	uint64_t a = (uint64_t)(uintptr_t)&symbolize_probe;
+
+	expect_int_eq(proc_maps_read(getpid(), &m), 0);
+	s = symbolizer_new(getpid(), &m);
+	expect_true(s != NULL);
+	if (!s)
+		goto out;
+	expect_int_eq(symbolizer_lookup(s, a + 2, &si), 0);
+	expect_str_eq(si.function, "symbolize_probe");
+	expect_str_eq(si.system_name, "symbolize_probe");
+	expect_u64_eq(si.offset, 2);
+	expect_true(ends_with(si.file, "test_symbolize.c"));
+	expect_true(si.line >= 12 && si.line <= 15);
+	expect_true(si.map && si.map->path);
+	expect_true(symbolizer_build_id(s, si.map) != NULL);
+
+	/* a libc function, through the same cache */
+	expect_int_eq(symbolizer_lookup(s, (uint64_t)(uintptr_t)&getpid + 1, &si), 0);
+	expect_true(si.function && strstr(si.function, "getpid"));
+
+	/* unmapped, anonymous and special mappings */
+	expect_int_eq(symbolizer_lookup(s, 1, &si), -ENOENT);
+	expect_true(si.map == NULL);
+	{
+		void *heap = malloc(16);
+		const struct proc_map *hm;
+
+		/* the map list is a snapshot: only test if the block is in it */
+		hm = proc_maps_find(&m, (uint64_t)(uintptr_t)heap);
+		if (hm)
+			expect_int_eq(symbolizer_lookup(s, (uint64_t)(uintptr_t)heap, &si), -ENOENT);
+		free(heap);
+	}
+	symbolizer_free(s);
+out:
+	proc_maps_free(&m);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Repeated lookups must hit the caches: 300k of them well under a second. */
+static void test_speed(void)
+{
+	struct proc_maps m;
+	struct symbolizer *s;
+	struct sym_info si;
+	uint64_t a[3] = {
+		(uint64_t)(uintptr_t)&symbolize_probe + 1,
+		(uint64_t)(uintptr_t)&getpid + 1,
+		(uint64_t)(uintptr_t)&test_speed + 5,
+	};
+	double t;
+	int ok = 0;
+
+	expect_int_eq(proc_maps_read(getpid(), &m), 0);
+	s = symbolizer_new(getpid(), &m);
+	symbolizer_lookup(s, a[0], &si);
+	t = now();
+	for (int i = 0; i < 300000; i++)
+		ok += !symbolizer_lookup(s, a[i % 3], &si);
+	t = now() - t;
+	expect_int_eq(ok, 300000);
+	if (t > 1.0)
+		fprintf(stderr, "300k lookups took %.2fs\n", t);
+	expect_true(t < 1.0);
+	symbolizer_free(s);
+	proc_maps_free(&m);
+}
+
+/* Another process (a C++ fixture): libstdc++'s operator new, demangled. */
+static void test_other_process_cxx(void)
+{
+	const char *b = getenv("BUILD") ? getenv("BUILD") : "build";
+	char path[4096], line[256];
+	unsigned long addr = 0;
+	struct proc_maps m;
+	struct symbolizer *s;
+	struct sym_info si;
+	int fds[2];
+	pid_t pid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/fixtures/printaddrs_cxx", b);
+	if (access(path, X_OK)) {
+		fprintf(stderr, "no %s (run make fixtures)\n", path);
+		expect_true(0);
+		return;
+	}
+	if (pipe(fds))
+		return;
+	pid = fork();
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		close(fds[0]);
+		execl(path, path, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	f = fdopen(fds[0], "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		sscanf(line, "_Znwm %lx", &addr);
+		if (!strncmp(line, "ready", 5))
+			break;
+	}
+	expect_true(addr != 0);
+	expect_int_eq(proc_maps_read(pid, &m), 0);
+	s = symbolizer_new(pid, &m);
+	expect_int_eq(symbolizer_lookup(s, addr, &si), 0);
+	expect_str_eq(si.system_name, "_Znwm");
+	/* demangled when libstdc++'s __cxa_demangle is loadable */
+	expect_true(si.function && (!strcmp(si.function, "operator new(unsigned long)") ||
+				    !strcmp(si.function, "_Znwm")));
+	expect_true(si.map && strstr(si.map->path, "libstdc++"));
+	symbolizer_free(s);
+	proc_maps_free(&m);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	if (f)
+		fclose(f);
+}
+
+HARNESS_MAIN("symbolize", T(test_self), T(test_speed), T(test_other_process_cxx))
