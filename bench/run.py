@@ -86,6 +86,32 @@ def heaptrack(tmp):
     return attach
 
 
+def attach_times(rounds, threads):
+    """Attach/detach times on a busy THREADS-thread target, as heapattach prints them."""
+    tmp = tempfile.mkdtemp(prefix="ha-times.")
+    out = os.path.join(tmp, "t.out")
+    with open(out, "w") as f:
+        t = subprocess.Popen([BENCH, str(threads), "600"], stdout=f, stderr=subprocess.STDOUT)
+    wait_line(out, r"^ready", 10, t)
+    att, det = [], []
+    try:
+        for _ in range(rounds):
+            r = subprocess.run([HA, "-p", str(t.pid), "-o", os.path.join(tmp, "x.heap"),
+                                "--duration", "200ms"], stderr=subprocess.PIPE, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(r.stderr)
+            att.append(float(re.search(r"attached to \d+ in ([\d.]+) ms", r.stderr).group(1)))
+            det.append(float(re.search(r"detached from \d+ in ([\d.]+) ms", r.stderr).group(1)))
+    finally:
+        t.kill()
+        t.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("attach on a %d-thread busy target: median %.1f ms, max %.1f ms (%d rounds)" %
+          (threads, statistics.median(att), max(att), rounds))
+    print("detach on a %d-thread busy target: median %.1f ms, max %.1f ms (%d rounds)" %
+          (threads, statistics.median(det), max(det), rounds))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pairs", type=int, default=3)
@@ -93,7 +119,12 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--tools", default="default,exact,heaptrack,gperftools")
     ap.add_argument("--extra", default="", help="extra heapattach arguments")
+    ap.add_argument("--attach-times", type=int, default=0, metavar="ROUNDS",
+                    help="only measure attach/detach times on a 16-thread target")
     a = ap.parse_args()
+    if a.attach_times:
+        attach_times(a.attach_times, 16)
+        return
     tmp = tempfile.mkdtemp(prefix="ha-bench.")
     extra = a.extra.split()
     rows = []

@@ -18,6 +18,7 @@ struct thread {
 	int pending_sig;        /* signal to deliver when resumed (0: none) */
 	int interrupted;        /* a PTRACE_INTERRUPT is outstanding */
 	int vfork_child;        /* a CLONE_VM child sharing the target's memory */
+	int mark;               /* scratch flag for one pass over the set */
 };
 
 struct tracee {

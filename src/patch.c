@@ -324,26 +324,49 @@ static int in_flight(struct session *s, struct thread *th)
 	return 0;
 }
 
-static void sleep_ms(long ms)
+static void sleep_us(long us)
 {
-	struct timespec ts = { 0, ms * 1000000L };
+	struct timespec ts = { 0, us * 1000L };
 
 	nanosleep(&ts, NULL);
 }
 
+/*
+ * Once the original bytes are back no thread can enter a trampoline again,
+ * so only the threads still inside one need to run: resume just those for
+ * a moment, re-stop them, look again. Every eighth round everyone runs, in
+ * case a thread inside waits for a lock that a stopped one holds.
+ */
 int patch_wait_quiet(struct session *s, int *busy)
 {
-	for (int waited = 0;; waited += 2) {
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int round = 1;; round++) {
+		long ms;
+
 		*busy = 0;
-		for (size_t i = 0; i < s->tr.n; i++)
-			if (!s->tr.t[i].vfork_child && in_flight(s, &s->tr.t[i]))
-				(*busy)++;
+		for (size_t i = 0; i < s->tr.n; i++) {
+			struct thread *th = &s->tr.t[i];
+
+			th->mark = !th->vfork_child && th->state == TS_STOPPED && in_flight(s, th);
+			*busy += th->mark;
+		}
 		if (!*busy || s->target_gone)
 			return 0;
-		if (waited >= INFLIGHT_WAIT_MS)
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+		if (ms >= INFLIGHT_WAIT_MS)
 			return -EBUSY;
-		tracee_resume_all(&s->tr);
-		sleep_ms(2);
+		if (round % 8 == 0) {
+			tracee_resume_all(&s->tr);
+			sleep_us(1000);
+		} else {
+			for (size_t i = 0; i < s->tr.n; i++)
+				if (s->tr.t[i].mark)
+					tracee_resume(&s->tr, &s->tr.t[i]);
+			sleep_us(round < 4 ? 50 : 300);
+		}
 		tracee_stop_all(&s->tr, events_dispatch, s);
 	}
 }
