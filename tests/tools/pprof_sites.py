@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # Sums a heap profile per allocation site (innermost site_* frame) via `go tool pprof -raw`, and compares with a truth file.
 # SPDX-License-Identifier: MIT
-"""usage: pprof_sites.py [--raw] PROFILE [--compare TRUTHFILE [--tolerance PCT] [--min-bytes N]]
+"""usage: pprof_sites.py [--raw] PROFILE [--compare TRUTHFILE [--tolerance PCT]
+                                          [--sites S,..] [--metrics M,..]]
        pprof_sites.py --self-test
 
 Runs `go tool pprof -raw PROFILE` (with --raw, PROFILE is already that text;
@@ -18,9 +19,11 @@ alloc_bytes" (fixtures/gtruth*.c). Compares alloc_objects, alloc_bytes,
 inuse_objects (vs live_objects) and inuse_bytes (vs live_bytes) of every
 truth site, and requires every other site_* in the profile to be all zero.
 "(other)" is reported but not judged. --tolerance PCT allows a relative
-error of PCT percent (default 0: exact). --min-bytes N (sampled profiles):
-judge only alloc_space where the truth allocated >= N bytes and
-inuse_space where it holds >= N live. Prints a table expected vs got.
+error of PCT percent (default 0: exact). --sites and --metrics restrict
+the judged sites (then other sites are not judged) and metrics
+(alloc_objects, alloc_space, inuse_objects, inuse_space), e.g. to judge a
+sampled profile only where the sample is large. Prints a table expected
+vs got.
 
 Exit: 0 match (or plain listing), 1 mismatch, 2 usage/parse/pprof error.
 Environment: GO (default "go") is the go command used to run pprof.
@@ -187,16 +190,18 @@ def fmt(v):
     return "-" if v is None else str(v)
 
 
-def compare(sums, truth, tol, types, min_bytes=0):
+def compare(sums, truth, tol, types, only_sites=None, only_metrics=None, min_bytes=0):
     """Print expected vs got; return the number of mismatches. A site with
     no samples counts as 0 for every metric the profile has (types).
-    min_bytes > 0 (a sampled profile): judge only alloc_space of sites that
-    allocated at least min_bytes and inuse_space of sites holding at least
-    min_bytes live; everything else is listed as not judged."""
+    only_sites/only_metrics: judge just these (None: all). min_bytes > 0
+    (sampled profiles): judge only alloc_space where the truth allocated at
+    least min_bytes and inuse_space where it holds at least min_bytes."""
     rows = []
     bad = 0
     names = sorted(truth) + sorted(s for s in sums
                                    if s != OTHER and s not in truth)
+    if only_sites is not None:
+        names = [s for s in names if s in only_sites]
     for site in names:
         live_o, live_b, alloc_o, alloc_b = truth.get(site, (0, 0, 0, 0))
         got = sums.get(site, {})
@@ -204,6 +209,8 @@ def compare(sums, truth, tol, types, min_bytes=0):
                              ("alloc_space", alloc_b),
                              ("inuse_objects", live_o),
                              ("inuse_space", live_b)):
+            if only_metrics is not None and metric not in only_metrics:
+                continue
             have = got.get(metric)
             if have is None and metric in types:
                 have = 0
@@ -214,7 +221,7 @@ def compare(sums, truth, tol, types, min_bytes=0):
             if have is None:
                 note = " (metric missing)"
             if min_bytes and (metric.endswith("_objects") or want < min_bytes):
-                rows.append((site, metric, fmt(want), fmt(have), "not judged (sampled)"))
+                rows.append((site, metric, fmt(want), fmt(have), "not judged (small)"))
                 continue
             if have is not None and want:
                 note += " (%+.1f%%)" % (100.0 * (have - want) / want)
@@ -237,7 +244,8 @@ def compare(sums, truth, tol, types, min_bytes=0):
     if bad:
         print("pprof_sites: %d mismatches (%s)" % (bad, tolstr))
     else:
-        print("pprof_sites: all %d sites match (%s)" % (len(truth), tolstr))
+        print("pprof_sites: all %d sites match (%s)"
+              % (len(set(names) & set(truth)), tolstr))
     return bad
 
 
@@ -314,8 +322,9 @@ def main(argv):
     raw = False
     truth_path = None
     tol = 0.0
-    min_bytes = 0
     prof = None
+    only_sites = only_metrics = None
+    min_bytes = 0
     args = list(argv)
     while args:
         a = args.pop(0)
@@ -341,6 +350,16 @@ def main(argv):
                 min_bytes = int(args.pop(0))
             except ValueError:
                 usage("bad --min-bytes")
+        elif a in ("--sites", "--metrics"):
+            if not args:
+                usage("%s needs a list" % a)
+            items = set(x for x in args.pop(0).split(",") if x)
+            if a == "--sites":
+                only_sites = items
+            elif items - set(METRICS):
+                usage("unknown metric in %s" % ",".join(sorted(items)))
+            else:
+                only_metrics = items
         elif a == "--self-test":
             return self_test()
         elif a in ("-h", "--help"):
@@ -366,7 +385,8 @@ def main(argv):
         sys.stderr.write("pprof_sites: %s\n" % e)
         return 2
     if truth is not None:
-        return 1 if compare(sums, truth, tol, types, min_bytes) else 0
+        return 1 if compare(sums, truth, tol, types,
+                            only_sites, only_metrics, min_bytes) else 0
     for site in sorted(s for s in sums if s != OTHER) + \
             ([OTHER] if OTHER in sums else []):
         print(site, " ".join(fmt(sums[site].get(m)) for m in METRICS))
