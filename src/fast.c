@@ -84,6 +84,50 @@ static void warm_symbols(struct session *s, const uint64_t *pcs, int n)
 		symbolizer_lookup(s->sym, pcs[i] - 1, &si);
 }
 
+/* Read a word of a stack copy taken at sp; 0 or -ERANGE outside it. */
+static int copy_word(const uint8_t *copy, uint64_t sp, uint32_t len, uint64_t addr, uint64_t *v)
+{
+	if (addr < sp || addr + 8 > sp + len)
+		return -ERANGE;
+	memcpy(v, copy + (addr - sp), 8);
+	return 0;
+}
+
+/*
+ * Walk a stack copy with the frame table, as the agent would have: most
+ * misses in a burst are for frames learnt a moment later, and this is
+ * much cheaper than libunwind. Frames, or -ENOENT on a miss.
+ */
+static int table_walk(struct session *s, const struct shm_ev_alloc *e, const uint8_t *copy,
+		      uint64_t *pcs)
+{
+	const struct shm_frame *table = (const struct shm_frame *)(data_of(s) + SHM_OFF_FRAMES);
+	uint64_t ip = e->ip, sp = e->sp, bp = e->bp;
+	int n = 0;
+
+	while (ip && n < PROFILE_MAX_FRAMES) {
+		const struct shm_frame *r;
+		uint64_t cfa;
+
+		pcs[n++] = ip;
+		r = frametab_lookup(table, ip);
+		if (!r)
+			return -ENOENT;
+		if (r->base == SHM_BASE_END)
+			break;
+		cfa = (r->base == SHM_BASE_RSP ? sp : bp) + (int64_t)r->cfa_off;
+		if (r->base != SHM_BASE_RSP && r->base != SHM_BASE_RBP)
+			return -ENOENT;
+		if (cfa <= sp || copy_word(copy, e->sp, e->stack_len, cfa - 8, &ip))
+			return -ENOENT;
+		if (r->rbp_saved && copy_word(copy, e->sp, e->stack_len,
+					      cfa + (int64_t)r->rbp_off, &bp))
+			return -ENOENT;
+		sp = cfa;
+	}
+	return n;
+}
+
 static void on_alloc(struct session *s, const struct shm_ev_alloc *e, uint32_t len)
 {
 	uint64_t pcs[PROFILE_MAX_FRAMES];
@@ -102,6 +146,12 @@ static void on_alloc(struct session *s, const struct shm_ev_alloc *e, uint32_t l
 		};
 		const uint8_t *copy = (const uint8_t *)(e->frames + e->nframes);
 
+		n = table_walk(s, e, copy, pcs);
+		if (n > 0) {
+			stack_pcs = pcs;
+			nframes = (size_t)n;
+			goto record;
+		}
 		n = unwind_stack_copy(s->unw, &ur, copy, e->stack_len, pcs, PROFILE_MAX_FRAMES);
 		if (n > 0) {
 			frametab_learn_many(s->ftab, pcs, (size_t)n);
@@ -115,6 +165,7 @@ static void on_alloc(struct session *s, const struct shm_ev_alloc *e, uint32_t l
 		/* No copy (refused): teach what we can from the frames we have. */
 		frametab_learn_many(s->ftab, e->frames, e->nframes);
 	}
+record:
 	if (!nframes) {
 		pcs[0] = e->ip;
 		stack_pcs = pcs;

@@ -18,7 +18,7 @@
 #include "xmalloc.h"
 
 #define REGION_DATA_TRAP 4096
-#define FAST_RING_SIZE (8u << 20)
+#define FAST_RING_SIZE (32u << 20)
 #define REGION_DATA_FAST (SHM_OFF_RING + FAST_RING_SIZE)
 #define REACH ((int64_t)INJECT_REACH - REGION_CODE - REGION_DATA_TRAP)
 #define MAX_BODY 8192

@@ -140,7 +140,7 @@ static int housekeeping(struct session *s)
 /* Trap-free mode: poll the ring and ptrace events; never block long. */
 static void fast_loop(struct session *s)
 {
-	struct timespec nap = { 0, 200 * 1000 };
+	struct timespec nap = { 0, 100 * 1000 };
 	int status;
 	pid_t tid;
 

@@ -31,7 +31,6 @@
 #define MAX_WAIT_NS		1000000000LL	/* longest wait for room, exact mode */
 #define STALE_NS		500000000LL	/* heartbeat older than this: tool gone */
 #define STACK_REACH		(8ULL << 20)	/* CFA at most this far above entry sp */
-#define GAP_REARMS		64
 
 /* ---- syscalls and atomics ---- */
 
@@ -260,23 +259,24 @@ static uint32_t stack_copy(struct shm_hdr *h, void *dst, uint64_t sp, uint32_t l
 	return rc > 0 ? (uint32_t)rc : 0;
 }
 
-/* ---- sampling ---- */
-
+/*
+ * Re-arm the counter of this stack after a sampled call: the distance from
+ * the end of this allocation to the next marked byte is a fresh
+ * exponential draw (the marks form a Poisson process, which is memoryless),
+ * so the counter is set to one gap, whatever it had run down to. Adding
+ * gaps until it turns positive would be the same in law, but a huge
+ * allocation would need hundreds of them.
+ */
 static void rearm(struct shm_hdr *h, uint64_t entry_sp)
 {
 	volatile int64_t *ctr = (volatile int64_t *)((char *)h + SHM_OFF_COUNTERS +
 		((entry_sp >> 21) & (SHM_NCOUNTERS - 1)) * SHM_COUNTER_STRIDE);
 	const volatile int64_t *gaps = (const volatile int64_t *)((char *)h + SHM_OFF_GAPS);
+	uint64_t idx = __atomic_fetch_add(&h->gap_idx, 1, __ATOMIC_RELAXED);
+	int64_t g = gaps[idx & (SHM_NGAPS - 1)];
 
-	for (int i = 0; i < GAP_REARMS; i++) {
-		uint64_t idx = __atomic_fetch_add(&h->gap_idx, 1, __ATOMIC_RELAXED);
-		int64_t g = gaps[idx & (SHM_NGAPS - 1)];
-
-		if (g <= 0)
-			break;
-		if (__atomic_add_fetch(ctr, g, __ATOMIC_RELAXED) > 0)
-			break;
-	}
+	if (g > 0)
+		__atomic_store_n(ctr, g, __ATOMIC_RELAXED);
 }
 
 /* ---- live sampled pointers: bloom[s] counts the entries of bucket s ---- */
