@@ -138,6 +138,8 @@ void fast_refill_gaps(struct session *s);
 void fast_heartbeat(struct session *s);
 /* Handle every committed event in the ring; returns how many. */
 size_t fast_drain(struct session *s);
+/* Non-zero while the ring is more than a quarter full: drain without a nap. */
+int fast_ring_busy(struct session *s);
 /* Fold the agent's drop and nesting counters into the session. */
 void fast_sync_stats(struct session *s);
 

@@ -201,6 +201,16 @@ size_t fast_drain(struct session *s)
 	return total;
 }
 
+int fast_ring_busy(struct session *s)
+{
+	struct shm_hdr *h;
+
+	if (!s->nregions || !s->regions[0].hdr)
+		return 0;
+	h = s->regions[0].hdr;
+	return ring_pending(h) > h->ring_size / 4;
+}
+
 /* Copy the agent's counters into the profile before a dump. */
 void fast_sync_stats(struct session *s)
 {
