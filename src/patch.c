@@ -38,8 +38,12 @@ static enum tramp_class class_of(enum hook_kind k)
 	}
 }
 
-/* Unmap one region, running munmap in the first stopped thread that can. */
-static int region_unmap(struct session *s, struct inject_region *inj)
+/*
+ * Run op in the first stopped thread that can do remote syscalls (one in
+ * an exit or clone event stop answers -EINVAL, an exiting one -ESRCH:
+ * try the next). Returns op's result, or -ESRCH if no thread could.
+ */
+static int run_remote(struct session *s, int (*op)(struct remote_ctx *ctx, void *arg), void *arg)
 {
 	int rc = -ESRCH;
 
@@ -50,11 +54,39 @@ static int region_unmap(struct session *s, struct inject_region *inj)
 		if (th->state != TS_STOPPED || th->vfork_child)
 			continue;
 		remote_ctx_init(&ctx, s->pid, th->tid);
-		rc = inject_region_remove(&ctx, inj);
+		rc = op(&ctx, arg);
 		if (rc != -EINVAL && rc != -ESRCH)
 			break;
 	}
 	return rc;
+}
+
+static int op_region_remove(struct remote_ctx *ctx, void *arg)
+{
+	return inject_region_remove(ctx, arg);
+}
+
+/* Map the next region (code view; in fast mode also the data view) near r->near. */
+static int op_region_map(struct remote_ctx *ctx, void *arg)
+{
+	struct session *s = arg;
+	struct region *r = &s->regions[s->nregions];
+	int rc;
+
+	rc = inject_region_near(ctx, r->near, REGION_CODE +
+				(s->fast ? REGION_DATA_FAST : REGION_DATA_TRAP), r->inj);
+	if (rc || !s->fast)
+		return rc;
+	rc = inject_region_alias(ctx, r->inj, r->near, PROT_READ | PROT_WRITE, r->alias);
+	if (rc)
+		inject_region_remove(ctx, r->inj);
+	return rc;
+}
+
+/* Unmap one region, running munmap in the first stopped thread that can. */
+static int region_unmap(struct session *s, struct inject_region *inj)
+{
+	return run_remote(s, op_region_remove, inj);
 }
 
 static int64_t dist(uint64_t a, uint64_t b)
@@ -64,10 +96,43 @@ static int64_t dist(uint64_t a, uint64_t b)
 
 /* A region within jump reach of addr with room for one more trampoline,
  * injecting a new one if needed. Index, or -errno. */
+/* Identity and settings a successor needs to undo us (see recover.c). */
+static void region_header(struct session *s, struct region *r)
+{
+	r->hdr = (struct shm_hdr *)(r->local + REGION_CODE);
+	r->hdr->version = SHM_VERSION;
+	r->hdr->total_size = r->inj->size;
+	r->hdr->code_remote = r->remote;
+	r->hdr->code_size = REGION_CODE;
+	r->hdr->tool_pid = getpid();
+	r->hdr->target_pid = s->pid;
+	r->hdr->nest_lo = s->nest_lo;
+	r->hdr->nest_hi = s->nest_hi;
+	__atomic_store_n(&r->hdr->magic, SHM_MAGIC, __ATOMIC_RELEASE);
+}
+
+/* Fast mode: shared data, the agent blob, and where trampolines find them. */
+static int region_fast_setup(struct session *s, struct region *r)
+{
+	size_t at = (r->used + 63) & ~(size_t)63;
+	int rc;
+
+	fast_init_data(s, r->alias->remote + REGION_CODE, FAST_RING_SIZE);
+	s->fenv.data = r->alias->remote + REGION_CODE;
+	s->fenv.code_lo = r->remote;
+	s->fenv.code_size = REGION_CODE;
+	s->fenv.nest_lo = s->nest_lo;
+	s->fenv.nest_size = s->nest_hi - s->nest_lo;
+	rc = tramp_fast_agent_install(r->local + at, r->size - at, r->remote + at, &s->fenv);
+	if (rc)
+		return rc;
+	r->used = at + tramp_fast_agent_size();
+	return 0;
+}
+
 static int region_for(struct session *s, uint64_t addr)
 {
 	struct region *r;
-	struct thread *th;
 	int rc;
 
 	for (size_t i = 0; i < s->nregions; i++) {
@@ -82,29 +147,13 @@ static int region_for(struct session *s, uint64_t addr)
 	r = &s->regions[s->nregions];
 	memset(r, 0, sizeof(*r));
 	r->inj = xcalloc(1, sizeof(*r->inj));
-	rc = -ESRCH;
-	for (size_t i = 0; i < s->tr.n && rc; i++) {
-		struct remote_ctx ctx;
-
-		th = &s->tr.t[i];
-		if (th->state != TS_STOPPED || th->vfork_child)
-			continue;
-		remote_ctx_init(&ctx, s->pid, th->tid);
-		rc = inject_region_near(&ctx, addr, REGION_CODE +
-					(s->fast ? REGION_DATA_FAST : REGION_DATA_TRAP), r->inj);
-		if (rc == 0 && s->fast) {
-			r->alias = xcalloc(1, sizeof(*r->alias));
-			rc = inject_region_alias(&ctx, r->inj, addr, PROT_READ | PROT_WRITE, r->alias);
-			if (rc) {
-				inject_region_remove(&ctx, r->inj);
-				free(r->alias);
-				r->alias = NULL;
-			}
-		}
-		if (rc != -EINVAL && rc != -ESRCH)
-			break;
-	}
+	if (s->fast)
+		r->alias = xcalloc(1, sizeof(*r->alias));
+	r->near = addr;
+	rc = run_remote(s, op_region_map, s);
 	if (rc) {
+		free(r->alias);
+		r->alias = NULL;
 		pr_err("cannot map trampolines into %d near %#lx: %s", s->pid,
 		       (unsigned long)addr, strerror(-rc));
 		free(r->inj);
@@ -115,31 +164,12 @@ static int region_for(struct session *s, uint64_t addr)
 	r->local = r->inj->local;
 	r->size = REGION_CODE;
 	r->used = INJECT_STUB_SIZE;
-	r->near = addr;
-	r->hdr = (struct shm_hdr *)(r->local + REGION_CODE);
-	r->hdr->version = SHM_VERSION;
-	r->hdr->total_size = r->inj->size;
-	r->hdr->code_remote = r->remote;
-	r->hdr->code_size = REGION_CODE;
-	r->hdr->tool_pid = getpid();
-	r->hdr->target_pid = s->pid;
-	__atomic_store_n(&r->hdr->magic, SHM_MAGIC, __ATOMIC_RELEASE);
+	region_header(s, r);
 	s->nregions++;
 	if (s->fast) {
-		size_t at = (r->used + 63) & ~(size_t)63;
-
-		fast_init_data(s, r->alias->remote + REGION_CODE, FAST_RING_SIZE);
-		s->fenv.data = r->alias->remote + REGION_CODE;
-		s->fenv.code_lo = r->remote;
-		s->fenv.code_size = REGION_CODE;
-		s->fenv.nest_lo = s->nest_lo;
-		s->fenv.nest_size = s->nest_hi - s->nest_lo;
-		r->hdr->nest_lo = s->nest_lo;
-		r->hdr->nest_hi = s->nest_hi;
-		rc = tramp_fast_agent_install(r->local + at, r->size - at, r->remote + at, &s->fenv);
+		rc = region_fast_setup(s, r);
 		if (rc)
 			return rc;	/* the region stays listed: patch_remove unmaps it */
-		r->used = at + tramp_fast_agent_size();
 	}
 	pr_debug("region %#lx (+%zu) near %#lx", (unsigned long)r->remote, r->size,
 		 (unsigned long)addr);
@@ -403,22 +433,23 @@ int patch_wait_quiet(struct session *s, int *busy)
 	}
 }
 
+struct unmap_args {
+	uint64_t addr;
+	size_t len;
+};
+
+static int op_munmap(struct remote_ctx *ctx, void *arg)
+{
+	struct unmap_args *a = arg;
+
+	return remote_munmap(ctx, a->addr, a->len);
+}
+
 int patch_unmap_remote(struct session *s, uint64_t addr, size_t len)
 {
-	int rc = -ESRCH;
+	struct unmap_args a = { addr, len };
 
-	for (size_t i = 0; i < s->tr.n; i++) {
-		struct thread *th = &s->tr.t[i];
-		struct remote_ctx ctx;
-
-		if (th->state != TS_STOPPED || th->vfork_child)
-			continue;
-		remote_ctx_init(&ctx, s->pid, th->tid);
-		rc = remote_munmap(&ctx, addr, len);
-		if (rc != -EINVAL && rc != -ESRCH)
-			break;
-	}
-	return rc;
+	return run_remote(s, op_munmap, &a);
 }
 
 void patch_remove(struct session *s)

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include "hash.h"
 #include "dump.h"
 #include "xmalloc.h"
 
@@ -120,16 +121,6 @@ static void pb_packed(struct pb *p, unsigned field, const uint64_t *v, size_t n)
 }
 
 /* ---- small hash tables ---- */
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
 
 /* Map from a key of three u64 to a nonzero id; open addressing, grows at 50%. */
 struct idmap {

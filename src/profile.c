@@ -25,6 +25,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "hash.h"
 #include "profile.h"
 #include "xmalloc.h"
 
@@ -70,16 +71,6 @@ struct profile {
 };
 
 /* ---- hashing ---- */
-
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
 
 static uint64_t hash_pcs(const uint64_t *pcs, size_t n)
 {
