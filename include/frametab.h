@@ -62,6 +62,15 @@ static inline int frametab_learn(struct frametab *ft, uint64_t ip)
 int frametab_learn_many(struct frametab *ft, const uint64_t *pcs, size_t n);
 
 /*
+ * Make ip an outermost frame (SHM_BASE_END), replacing any rule it has:
+ * for the last frame of a stack that the unwinder took no further (in a
+ * static binary it stops at __libc_start_call_main, whose caller has no
+ * usable CFI), so that the agent's walk ends where the unwinder's does
+ * instead of missing every time. 1 set, 0 already END, -ENOSPC, -ENOENT.
+ */
+int frametab_set_end(struct frametab *ft, uint64_t ip);
+
+/*
  * Compile the rule for ip as frametab_learn_flags() would, without touching
  * the table (ip is left 0 in *out). 0, -ENOENT or -errno.
  */

@@ -155,6 +155,8 @@ static void on_alloc(struct session *s, const struct shm_ev_alloc *e, uint32_t l
 		n = unwind_stack_copy(s->unw, &ur, copy, e->stack_len, pcs, PROFILE_MAX_FRAMES);
 		if (n > 0) {
 			frametab_learn_many(s->ftab, pcs, (size_t)n);
+			if (n < PROFILE_MAX_FRAMES)
+				frametab_set_end(s->ftab, pcs[n - 1]);
 			warm_symbols(s, pcs, n);
 			stack_pcs = pcs;
 			nframes = (size_t)n;

@@ -499,3 +499,30 @@ void frametab_get_stats(const struct frametab *ft, struct frametab_stats *st)
 {
 	*st = ft->st;
 }
+
+int frametab_set_end(struct frametab *ft, uint64_t ip)
+{
+	uint32_t h = shm_frame_slot(ip);
+	struct shm_frame end = { .base = SHM_BASE_END };
+
+	if (!ip)
+		return -ENOENT;
+	for (unsigned i = 0; i < SHM_FRAME_PROBES; i++) {
+		struct shm_frame *s = &ft->table[(h + i) & (SHM_NFRAMES - 1)];
+		uint64_t v = *(volatile uint64_t *)&s->ip;
+
+		if (v == ip) {
+			if (s->base == SHM_BASE_END)
+				return 0;
+			publish(s, ip, &end);	/* one 8-byte store: old or new, both valid */
+			return 1;
+		}
+		if (v == 0) {
+			publish(s, ip, &end);
+			ft->st.learned++;
+			return 1;
+		}
+	}
+	ft->st.full++;
+	return -ENOSPC;
+}
