@@ -2,8 +2,10 @@
 # Side-by-side slowdown of a malloc-heavy target: unattached vs heapattach, heaptrack -p, gperftools.
 # SPDX-License-Identifier: MIT
 """Prints, per tool and thread count, the median over PAIRS interleaved pairs
-of (unattached rate / attached rate): 1.00 means no slowdown. Also prints
-heapattach's attach and detach times when asked (--attach-times)."""
+of (unattached rate / attached rate): 1.00 means no slowdown; and the same
+ratio for operations per CPU-second of the target, which does not depend on
+how many CPUs the (virtual) machine happened to give the target in a run.
+Also prints heapattach's attach and detach times (--attach-times)."""
 import argparse, os, re, shutil, signal, statistics, subprocess, sys, tempfile, time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -11,6 +13,7 @@ BUILD = os.environ.get("BUILD", os.path.join(TOP, "build"))
 HA = os.environ.get("HA", os.path.join(TOP, "heapattach"))
 BENCH = os.path.join(BUILD, "bench", "mallocbench")
 TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4"
+TOOL_CPU = []   # CPU seconds heapattach used, per attached run
 
 
 def wait_line(path, pattern, timeout, proc=None):
@@ -47,8 +50,8 @@ def run_target(tmp, threads, secs, env=None, attach=None):
         raise RuntimeError("target failed: " + open(out).read())
     if tool:
         tool()
-    m = re.search(r"rate (\d+)", open(out).read())
-    return float(m.group(1))
+    m = re.search(r"ops (\d+) secs \S+ rate (\d+) cpu ([\d.]+)", open(out).read())
+    return float(m.group(2)), float(m.group(1)) / max(float(m.group(3)), 1e-9)
 
 
 def heapattach(tmp, args):
@@ -61,7 +64,10 @@ def heapattach(tmp, args):
             raise RuntimeError("heapattach did not attach: " + open(err).read())
 
         def finish():
-            if p.wait(timeout=60) != 0:
+            _, status, ru = os.wait4(p.pid, 0)
+            p.returncode = os.waitstatus_to_exitcode(status)
+            TOOL_CPU.append(ru.ru_utime + ru.ru_stime)
+            if p.returncode != 0:
                 raise RuntimeError("heapattach failed: " + open(err).read())
             ef.close()
             if re.search(r"dropped", open(err).read()):
@@ -134,9 +140,9 @@ def main():
                 continue
             if tool == "gperftools" and not os.path.exists(TCMALLOC):
                 continue
-            ratios = []
+            ratios, cpu_ratios = [], []
             for _ in range(a.pairs):
-                base = run_target(tmp, threads, a.secs)
+                base, base_cpu = run_target(tmp, threads, a.secs)
                 if tool == "default":
                     r = run_target(tmp, threads, a.secs, attach=heapattach(tmp, extra))
                 elif tool == "exact":
@@ -148,20 +154,23 @@ def main():
                     env = dict(os.environ, LD_PRELOAD=TCMALLOC,
                                HEAPPROFILE=os.path.join(tmp, "gp"))
                     r = run_target(tmp, threads, a.secs, env=env)
+                r, r_cpu = r
                 ratios.append(base / r)
+                cpu_ratios.append(base_cpu / r_cpu)
             label = {"default": "heapattach (default rate 512K)",
                      "exact": "heapattach --sample-rate 1",
                      "heaptrack": "heaptrack -p",
                      "gperftools": "gperftools HEAPPROFILE (LD_PRELOAD)"}[tool]
-            rows.append((label, threads, statistics.median(ratios), ratios))
-            print("%-38s threads=%d slowdown %.2fx  (pairs: %s)" %
-                  (label, threads, rows[-1][2], " ".join("%.2f" % x for x in ratios)),
-                  flush=True)
+            rows.append((label, threads, statistics.median(ratios),
+                         statistics.median(cpu_ratios)))
+            print("%-38s threads=%d slowdown %.2fx  per-CPU-second %.2fx  (pairs: %s)" %
+                  (label, threads, rows[-1][2], rows[-1][3],
+                   " ".join("%.2f/%.2f" % x for x in zip(ratios, cpu_ratios))), flush=True)
     print()
-    print("| tool | threads | slowdown (median of %d pairs) |" % a.pairs)
-    print("|---|---|---|")
-    for label, threads, med, _ in rows:
-        print("| %s | %d | %.2fx |" % (label, threads, med))
+    print("| tool | threads | throughput slowdown | work per CPU-second slowdown |")
+    print("|---|---|---|---|")
+    for label, threads, med, cmed in rows:
+        print("| %s | %d | %.2fx | %.2fx |" % (label, threads, med, cmed))
     shutil.rmtree(tmp, ignore_errors=True)
 
 

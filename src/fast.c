@@ -1,6 +1,7 @@
 /* Trap-free mode, tool side: shared data setup, draining the ring, teaching frame rules. */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 #include <time.h>
 #include "frametab.h"
@@ -128,6 +129,16 @@ static int table_walk(struct session *s, const struct shm_ev_alloc *e, const uin
 	return n;
 }
 
+/* The bytes one sample of size bytes stands for (for --interval). */
+static uint64_t unsampled_bytes(const struct session *s, uint64_t size)
+{
+	double rate = (double)s->opt->sample_rate;
+
+	if (s->exact || !size)
+		return size;
+	return (uint64_t)((double)size / -expm1(-(double)size / rate));
+}
+
 static void on_alloc(struct session *s, const struct shm_ev_alloc *e, uint32_t len)
 {
 	uint64_t pcs[PROFILE_MAX_FRAMES];
@@ -138,7 +149,7 @@ static void on_alloc(struct session *s, const struct shm_ev_alloc *e, uint32_t l
 	s->events++;
 	if (offsetof(struct shm_ev_alloc, frames) + (size_t)e->nframes * 8 + e->stack_len > len)
 		return;	/* malformed */
-	s->bytes_since_dump += e->size;
+	s->bytes_since_dump += unsampled_bytes(s, e->size);
 	if (e->flags & SHM_EVF_STACK) {
 		struct unwind_regs ur = {
 			.ip = e->ip, .sp = e->sp, .bp = e->bp, .bx = e->bx,

@@ -72,13 +72,15 @@ struct profile {
 
 /* ---- hashing ---- */
 
+/* One multiply per frame (this runs for every recorded allocation), one
+ * full mix at the end. */
 static uint64_t hash_pcs(const uint64_t *pcs, size_t n)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
 
 	for (size_t i = 0; i < n; i++)
-		h = mix64(h ^ pcs[i]) + i;
-	return h;
+		h = (h ^ pcs[i]) * 0x100000001b3ULL + (h >> 29);
+	return mix64(h);
 }
 
 static uint64_t hash_bucket_key(uint32_t stack, uint64_t size)
