@@ -16,6 +16,9 @@
  *   gaps[SHM_NGAPS]         exponential draws the agent takes to re-arm a counter
  *   bloom[SHM_BLOOM_SIZE]   per-slot counts of live sampled pointers (u8)
  *   live[SHM_BLOOM_SIZE][SHM_LIVE_WAYS]  those pointers (u64, 0 = empty)
+ *   bits[SHM_BLOOM_SIZE/8]  bit s set iff bloom[s] != 0: what the FREE
+ *                           trampolines test (8 KiB stays in L1; the
+ *                           64 KiB byte table would not)
  *   frames[SHM_NFRAMES]     frame rules by return address (struct shm_frame)
  *   ring[ring_size]         variable-size event records
  *
@@ -29,8 +32,8 @@
  * the tool ignores pointers it does not know.
  *
  * Exact mode (SHM_F_EXACT): the tool sets every counter to 0 and every
- * gap to 0 (each call is sampled), and fills bloom with 1s (each free is
- * reported); the agent then neither re-arms nor touches bloom/live. When
+ * gap to 0 (each call is sampled), and fills bloom with 1s and bits with
+ * 0xff (each free is reported); the agent then neither re-arms nor touches bloom/live. When
  * the tool switches modes it must zero bloom and live first.
  *
  * Ring protocol: ring_head and ring_tail count bytes and never wrap. A
@@ -75,8 +78,23 @@
 #define SHM_OFF_GAPS    (SHM_OFF_COUNTERS + SHM_NCOUNTERS * SHM_COUNTER_STRIDE)
 #define SHM_OFF_BLOOM   (SHM_OFF_GAPS + SHM_NGAPS * 8)
 #define SHM_OFF_LIVE    (SHM_OFF_BLOOM + SHM_BLOOM_SIZE)
-#define SHM_OFF_FRAMES  (SHM_OFF_LIVE + SHM_BLOOM_SIZE * SHM_LIVE_WAYS * 8)
+#define SHM_OFF_BITS    (SHM_OFF_LIVE + SHM_BLOOM_SIZE * SHM_LIVE_WAYS * 8)
+#define SHM_OFF_FRAMES  (SHM_OFF_BITS + SHM_BLOOM_SIZE / 8)
 #define SHM_OFF_RING    (SHM_OFF_FRAMES + SHM_NFRAMES * 16)
+
+/*
+ * One counter's cache line. The trampoline touches only `left`; the agent
+ * keeps its per-stack state here too, so two threads never write the same
+ * line on a sample (a shared index or statistics word would bounce between
+ * their cores on every sampled call).
+ */
+struct shm_counter {
+	int64_t left;           /* bytes until the next sample */
+	uint64_t gap_idx;       /* next gaps[] entry this counter takes */
+	uint64_t walks;         /* sampled calls walked from this counter */
+	uint64_t walk_misses;   /* of which missed the frame table */
+	uint64_t pad[4];
+};
 
 /* shm_hdr.flags */
 #define SHM_F_EXACT     1   /* record every call; writers wait for room while the tool lives */
@@ -128,9 +146,9 @@ struct shm_hdr {
 	volatile uint64_t ring_tail;    /* bytes consumed so far */
 	uint8_t pad3[56];
 	volatile uint64_t drops;        /* events lost: ring full (lock inc) */
-	volatile uint64_t gap_idx;      /* next gaps[] entry (lock xadd) */
+	volatile uint64_t gap_idx;      /* unused (per counter now: struct shm_counter) */
 	volatile uint64_t nested;       /* calls made from inside a hooked call */
-	volatile uint64_t walks, walk_misses;  /* agent statistics */
+	volatile uint64_t walks, walk_misses;  /* unused: summed from struct shm_counter */
 	volatile uint64_t no_stack_copy; /* set by the agent once process_vm_readv
 					 * is refused (seccomp): later misses send no copy */
 	uint64_t nest_lo, nest_hi;      /* the hooked allocator's own text: a call made from

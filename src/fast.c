@@ -62,6 +62,7 @@ void fast_init_data(struct session *s, uint64_t data_remote, uint64_t ring_size)
 	}
 	fast_refill_gaps(s);
 	memset(d + SHM_OFF_BLOOM, s->exact ? 1 : 0, SHM_BLOOM_SIZE);
+	memset(d + SHM_OFF_BITS, s->exact ? 0xff : 0, SHM_BLOOM_SIZE / 8);
 	fast_heartbeat(s);
 	s->ftab = frametab_new(s->pid, (struct shm_frame *)(d + SHM_OFF_FRAMES));
 }
@@ -239,6 +240,12 @@ void fast_sync_stats(struct session *s)
 		s->drops_seen = drops;
 	}
 	s->nested = h->nested;
-	s->regions_stats[0] = h->walks;
-	s->regions_stats[1] = h->walk_misses;
+	s->regions_stats[0] = s->regions_stats[1] = 0;
+	for (int i = 0; i < SHM_NCOUNTERS; i++) {
+		const struct shm_counter *c = (const struct shm_counter *)(data_of(s) +
+			SHM_OFF_COUNTERS + i * SHM_COUNTER_STRIDE);
+
+		s->regions_stats[0] += c->walks;
+		s->regions_stats[1] += c->walk_misses;
+	}
 }

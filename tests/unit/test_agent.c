@@ -157,6 +157,19 @@ static int64_t *counter(int i)
 	return (int64_t *)(data_view + SHM_OFF_COUNTERS + i * SHM_COUNTER_STRIDE);
 }
 
+/* Agent statistics summed over the counter lines (walks, or misses). */
+static uint64_t stat_sum(int misses)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < SHM_NCOUNTERS; i++) {
+		const struct shm_counter *c = (const struct shm_counter *)counter(i);
+
+		n += misses ? c->walk_misses : c->walks;
+	}
+	return n;
+}
+
 static int64_t *gaps(void)
 {
 	return (int64_t *)(data_view + SHM_OFF_GAPS);
@@ -211,8 +224,10 @@ static void ring_reset(uint64_t size)
 	hdr->ring_tail = 0;
 	hdr->drops = 0;
 	hdr->nested = 0;
-	hdr->walks = 0;
-	hdr->walk_misses = 0;
+	for (int i = 0; i < SHM_NCOUNTERS; i++) {
+		((struct shm_counter *)counter(i))->walks = 0;
+		((struct shm_counter *)counter(i))->walk_misses = 0;
+	}
 }
 
 /* Exact mode: every call sampled (counters <= 0, zero gaps), every free reported. */
@@ -223,6 +238,7 @@ static void mode_exact(void)
 		*counter(i) = 0;
 	memset(gaps(), 0, SHM_NGAPS * 8);
 	memset(bloom(), 1, SHM_BLOOM_SIZE);
+	memset(data_view + SHM_OFF_BITS, 0xff, SHM_BLOOM_SIZE / 8);
 	ring_reset(RING_SIZE);
 }
 
@@ -236,6 +252,7 @@ static void mode_sampled(uint64_t rate, int64_t first)
 	for (int i = 0; i < SHM_NCOUNTERS; i++)
 		*counter(i) = first;
 	memset(bloom(), 0, SHM_BLOOM_SIZE);
+	memset(data_view + SHM_OFF_BITS, 0, SHM_BLOOM_SIZE / 8);
 	ring_reset(RING_SIZE);
 }
 
@@ -440,7 +457,7 @@ static void test_layouts(void)
 	static const uint8_t alloc_head[] = { 0x49, 0x89, 0xfb, 0x0f, 0x1f, 0x40, 0x00,
 		0x48, 0x89, 0xe0, 0x48, 0xc1, 0xe8, 0x0f, 0x25, 0xc0, 0x0f, 0, 0,
 		0x48, 0x8d, 0x0d };
-	static const uint8_t free_head[] = { 0x48, 0x85, 0xff, 0x74, 0x2f, 0x48, 0x89, 0xf8,
+	static const uint8_t free_head[] = { 0x48, 0x85, 0xff, 0x74, 0x3b, 0x48, 0x89, 0xf8,
 		0x48, 0xc1, 0xe8, 0x04, 0x69, 0xc0, 0xb1, 0x79, 0x37, 0x9e, 0xc1, 0xe8, 0x10 };
 	const uint64_t from = 0x7f0000400000ull, at = from + 0x100000;
 	struct tramp_fast_env e = { .data = at + 0x10000, .agent_alloc = at - 0x1000,
@@ -453,8 +470,8 @@ static void test_layouts(void)
 
 	expect_int_eq(TRAMP_FAST_NEST_LEN, 58);
 	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC), 100);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE), 52);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_REALLOC), 152);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE), 64);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_REALLOC), 164);
 	expect_int_eq(tramp_fast_reloc_offset((enum tramp_class)9), -EINVAL);
 
 	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 100, &r), 0);
@@ -500,23 +517,24 @@ static void test_layouts(void)
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at), -ERANGE);
 	e.data = at + 0x10000;
 
-	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 52, &r), 0);
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 64, &r), 0);
 	expect_int_eq(EMIT(TRAMP_FREE, HOOK_FREE, at), 0);
 	expect_true(!memcmp(buf, free_head, sizeof(free_head)));
-	expect_int_eq(buf[33], 52 - 34);		/* je RELOC */
-	expect_int_eq(lay.size, 52 + r.code_len);
-	memcpy(&rel, buf + 24, 4);
-	expect_u64_eq(at + 28 + rel, e.data + SHM_OFF_BLOOM);
-	memcpy(&rel, buf + 45, 4);
-	expect_u64_eq(at + 49 + rel, e.agent_free);
+	expect_int_eq(buf[44], 0x73);			/* jnc RELOC */
+	expect_int_eq(buf[45], 64 - 46);
+	expect_int_eq(lay.size, 64 + r.code_len);
+	memcpy(&rel, buf + 32, 4);
+	expect_u64_eq(at + 36 + rel, e.data + SHM_OFF_BITS);
+	memcpy(&rel, buf + 57, 4);
+	expect_u64_eq(at + 61 + rel, e.agent_free);
 
-	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 152, &r), 0);
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 164, &r), 0);
 	expect_int_eq(EMIT(TRAMP_REALLOC, HOOK_REALLOC, at), 0);
 	expect_true(!memcmp(buf, free_head, sizeof(free_head)));
-	expect_int_eq(buf[52 + 58], 0x49);
-	expect_int_eq(buf[52 + 60], 0xf3);	/* mov %rsi,%r11 */
-	expect_int_eq(buf[52 + 95], 0xe9);	/* jmp CALLTHRU */
-	expect_int_eq(lay.size, 152 + r.code_len + TRAMP_FAST_SLOW_LEN);
+	expect_int_eq(buf[64 + 58], 0x49);
+	expect_int_eq(buf[64 + 60], 0xf3);	/* mov %rsi,%r11 */
+	expect_int_eq(buf[64 + 95], 0xe9);	/* jmp CALLTHRU */
+	expect_int_eq(lay.size, 164 + r.code_len + TRAMP_FAST_SLOW_LEN);
 	expect_true(tramp_fast_agent_size() > 64);
 #undef EMIT
 }
@@ -552,7 +570,7 @@ static void test_rate_large(void)
 	}
 	expect_u64_eq(hdr->ring_head, 0);
 	expect_u64_eq(hdr->drops, 0);
-	expect_u64_eq(hdr->walks, 0);
+	expect_u64_eq(stat_sum(0), 0);
 }
 
 /* ---- (b) exact mode: one correct event per call; frame walks ---- */
@@ -630,7 +648,7 @@ static void test_exact_events(void)
 	expect_int_eq(CALL3(H_PM, &pm, 3, 16), EINVAL);
 	expect_int_eq(drain(ev, 16), 0);
 	expect_u64_eq(hdr->drops, 0);
-	expect_u64_eq(hdr->walk_misses, 0);
+	expect_u64_eq(stat_sum(1), 0);
 }
 
 static void test_exact_walk(void)
@@ -679,7 +697,7 @@ static void test_exact_walk(void)
 	expect_u64_eq(chain_bp, chain_sp);
 	expect_u64_eq(ev[0].stack[0], chain_sp + 48);		/* f2's saved rbp: f0's */
 	expect_u64_eq(ev[0].stack[1], (uintptr_t)chain_r1);	/* f2's return address */
-	expect_u64_eq(hdr->walk_misses, 1);
+	expect_u64_eq(stat_sum(1), 1);
 	CALL1(H_FREE, p);
 	expect_int_eq(drain(ev, 4), 1);
 
@@ -768,10 +786,11 @@ static void test_sampled_free(void)
 	expect_alloc(&ev[0], HOOK_ALLOC, 48, p);
 	expect_int_eq(bloom()[shm_bloom_slot(p)], 1);
 	expect_u64_eq(bucket(p)[0], p);
-	expect_u64_eq(hdr->gap_idx, 1);
-	for (int i = 0; i < SHM_NCOUNTERS; i++)	/* exactly one counter re-armed: set to a gap */
-		if (*counter(i) > 0)
-			expect_int_eq(*counter(i), gaps()[0]);
+	for (int i = 0; i < SHM_NCOUNTERS; i++)	/* exactly one counter re-armed: set to */
+		if (*counter(i) > 0) {		/* the first gap of its stretch */
+			expect_int_eq(*counter(i), gaps()[i * (SHM_NGAPS / SHM_NCOUNTERS)]);
+			expect_u64_eq(((struct shm_counter *)counter(i))->gap_idx, 1);
+		}
 	q = CALL1(H_MALLOC, 48);		/* not sampled */
 	expect_int_eq(drain(ev, 4), 0);
 	CALL1(H_FREE, q);
@@ -1216,7 +1235,7 @@ static void test_bench(void)
 	       "  rate 512K: %" PRIu64 " samples, %" PRIu64 " frees reported, %" PRIu64 " drops\n",
 	       n, never[0], never[1], never[1] - never[0], never[2], never[2] - never[0],
 	       rate[0], rate[1], rate[1] - rate[0], 100.0 * (rate[1] - rate[0]) / rate[0], rate[2],
-	       hdr->walks, got.n[HOOK_FREE], hdr->drops);
+	       stat_sum(0), got.n[HOOK_FREE], hdr->drops);
 	expect_int_eq(consumer_errors, 0);
 
 	/* exact mode, warm frame table: every call is an event */

@@ -267,16 +267,25 @@ static uint32_t stack_copy(struct shm_hdr *h, void *dst, uint64_t sp, uint32_t l
  * gaps until it turns positive would be the same in law, but a huge
  * allocation would need hundreds of them.
  */
+static struct shm_counter *counter_of(struct shm_hdr *h, uint64_t entry_sp)
+{
+	unsigned slot = (entry_sp >> 21) & (SHM_NCOUNTERS - 1);
+
+	return (struct shm_counter *)((char *)h + SHM_OFF_COUNTERS + slot * SHM_COUNTER_STRIDE);
+}
+
+/* Each counter takes the gaps of its own stretch of gaps[] in turn (the
+ * tool redraws the whole table every 50 ms). */
 static void rearm(struct shm_hdr *h, uint64_t entry_sp)
 {
-	volatile int64_t *ctr = (volatile int64_t *)((char *)h + SHM_OFF_COUNTERS +
-		((entry_sp >> 21) & (SHM_NCOUNTERS - 1)) * SHM_COUNTER_STRIDE);
+	struct shm_counter *c = counter_of(h, entry_sp);
+	unsigned slot = (entry_sp >> 21) & (SHM_NCOUNTERS - 1);
 	const volatile int64_t *gaps = (const volatile int64_t *)((char *)h + SHM_OFF_GAPS);
-	uint64_t idx = __atomic_fetch_add(&h->gap_idx, 1, __ATOMIC_RELAXED);
-	int64_t g = gaps[idx & (SHM_NGAPS - 1)];
+	uint64_t idx = c->gap_idx++;
+	int64_t g = gaps[(slot * (SHM_NGAPS / SHM_NCOUNTERS) + idx) & (SHM_NGAPS - 1)];
 
 	if (g > 0)
-		__atomic_store_n(ctr, g, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->left, g, __ATOMIC_RELAXED);
 }
 
 /* ---- live sampled pointers: bloom[s] counts the entries of bucket s ---- */
@@ -302,6 +311,26 @@ static void bloom_add(uint8_t *b, int d)
 		;
 }
 
+/*
+ * Make bit slot of the trampolines' bitmap say whether bloom[slot] is
+ * non-zero. Re-checked after the write, so that a thread that cleared the
+ * bit while another raised the count from 0 cannot leave it clear.
+ */
+static void bits_sync(struct shm_hdr *h, uint32_t slot)
+{
+	uint8_t *byte = (uint8_t *)h + SHM_OFF_BITS + (slot >> 3);
+	uint8_t mask = (uint8_t)(1u << (slot & 7));
+	uint8_t c;
+
+	do {
+		c = *(volatile uint8_t *)bloom_at(h, slot);
+		if (c)
+			__atomic_fetch_or(byte, mask, __ATOMIC_SEQ_CST);
+		else
+			__atomic_fetch_and(byte, (uint8_t)~mask, __ATOMIC_SEQ_CST);
+	} while (*(volatile uint8_t *)bloom_at(h, slot) != c);
+}
+
 static void live_add(struct shm_hdr *h, uint64_t ptr)
 {
 	uint32_t slot = shm_bloom_slot(ptr);
@@ -313,10 +342,12 @@ static void live_add(struct shm_hdr *h, uint64_t ptr)
 		if (!w[i] && __atomic_compare_exchange_n(&w[i], &z, ptr, 0,
 							 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
 			bloom_add(bloom_at(h, slot), 1);
+			bits_sync(h, slot);
 			return;
 		}
 	}
 	__atomic_store_n(bloom_at(h, slot), 255, __ATOMIC_SEQ_CST);
+	bits_sync(h, slot);
 }
 
 /* Remove ptr from its bucket. Returns 1 if its free must be reported. */
@@ -331,6 +362,7 @@ static int live_del(struct shm_hdr *h, uint64_t ptr)
 		if (w[i] == ptr && __atomic_compare_exchange_n(&w[i], &v, 0, 0,
 							       __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
 			bloom_add(bloom_at(h, slot), -1);
+			bits_sync(h, slot);
 			return 1;
 		}
 	}
@@ -381,10 +413,10 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 
 	flags = AGENT_INFO_HOOK(info) << SHM_EVF_HOOK_SHIFT;
 	n = walk(h, f, frames, &flags);
-	lock_inc(&h->walks);
+	counter_of(h, (uint64_t)&f->ret)->walks++;
 	len = sizeof(*ev) + n * 8;
 	if (flags & SHM_EVF_MISS) {
-		lock_inc(&h->walk_misses);
+		counter_of(h, (uint64_t)&f->ret)->walk_misses++;
 		if (!h->no_stack_copy)
 			len += SHM_STACK_COPY;
 	}

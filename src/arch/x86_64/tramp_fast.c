@@ -9,6 +9,7 @@
 #include "shm.h"
 #include "tramp_fast.h"
 
+_Static_assert(sizeof(struct shm_counter) == SHM_COUNTER_STRIDE, "one line per counter");
 _Static_assert(SHM_NCOUNTERS == 64 && SHM_COUNTER_STRIDE == 64,
 	       "the ALLOC sequence hard-codes shr $15 / and $0xfc0");
 _Static_assert(SHM_BLOOM_BITS == 16, "the FREE check hard-codes shr $16");
@@ -67,10 +68,14 @@ static void emit_free_check(struct emitter *e, const struct tramp_fast_env *env)
 	PUT(e, 0x48, 0xc1, 0xe8, 0x04);			/* shr $4,%rax */
 	PUT(e, 0x69, 0xc0, 0xb1, 0x79, 0x37, 0x9e);	/* imul $0x9e3779b1,%eax,%eax */
 	PUT(e, 0xc1, 0xe8, 32 - SHM_BLOOM_BITS);	/* shr $16,%eax */
-	PUT(e, 0x48, 0x8d, 0x0d);			/* lea BLOOM(%rip),%rcx */
-	put_rel32(e, env->data + SHM_OFF_BLOOM);
-	PUT(e, 0x80, 0x3c, 0x01, 0x00);			/* cmpb $0,(%rcx,%rax,1) */
-	PUT(e, 0x74);					/* je skip */
+	PUT(e, 0x89, 0xc1);				/* mov %eax,%ecx */
+	PUT(e, 0xc1, 0xe8, 0x03);			/* shr $3,%eax */
+	PUT(e, 0x83, 0xe1, 0x07);			/* and $7,%ecx */
+	PUT(e, 0x4c, 0x8d, 0x1d);			/* lea BITS(%rip),%r11 */
+	put_rel32(e, env->data + SHM_OFF_BITS);
+	PUT(e, 0x41, 0x0f, 0xb6, 0x04, 0x03);		/* movzbl (%r11,%rax,1),%eax */
+	PUT(e, 0x0f, 0xa3, 0xc8);			/* bt %ecx,%eax */
+	PUT(e, 0x73);					/* jnc skip */
 	put8(e, (uint8_t)(skip - (e->n + 1)));
 	PUT(e, 0x57, 0x56, 0x52);			/* push %rdi, %rsi, %rdx */
 	PUT(e, 0x48, 0x8d, 0x35);			/* lea DATA(%rip),%rsi */

@@ -51,7 +51,8 @@
  *   re-arm) can lose an update, which only shifts a sampling point (an
  *   extra or a late sample), never a crash.
  *
- * TRAMP_ALLOC: the ALLOC sequence at 0; RELOC at 37.
+ * TRAMP_ALLOC: the ALLOC sequence (NEST check, counter, 5 bytes of jmp
+ * CALLTHRU or nop) at 0; RELOC at 100.
  *
  * TRAMP_FREE (free, cfree, operator delete*), FREE check:
  *	 0  48 85 ff		test %rdi,%rdi
@@ -60,17 +61,22 @@
  *	 8  48 c1 e8 04		shr $4,%rax
  *	12  69 c0 b1 79 37 9e	imul $0x9e3779b1,%eax,%eax
  *	18  c1 e8 10		shr $16,%eax		shm_bloom_slot()
- *	21  48 8d 0d rel32	lea BLOOM(%rip),%rcx
- *	28  80 3c 01 00		cmpb $0,(%rcx,%rax,1)
- *	32  74 rel8		je RELOC
- *	34  57 56 52		push %rdi; push %rsi; push %rdx	(sized/aligned delete)
- *	37  48 8d 35 rel32	lea DATA(%rip),%rsi
- *	44  e8 rel32		call agent_free		(rdi = ptr; rsp == 0 mod 16)
- *	49  5a 5e 5f		pop %rdx; pop %rsi; pop %rdi
- *	52  RELOC		(a tail: the caller's return address is untouched)
+ *	21  89 c1		mov %eax,%ecx
+ *	23  c1 e8 03		shr $3,%eax
+ *	26  83 e1 07		and $7,%ecx
+ *	29  4c 8d 1d rel32	lea BITS(%rip),%r11	(8 KiB: stays in L1)
+ *	36  41 0f b6 04 03	movzbl (%r11,%rax,1),%eax
+ *	41  0f a3 c8		bt %ecx,%eax
+ *	44  73 rel8		jnc RELOC
+ *	46  57 56 52		push %rdi; push %rsi; push %rdx	(sized/aligned delete)
+ *	49  48 8d 35 rel32	lea DATA(%rip),%rsi
+ *	56  e8 rel32		call agent_free		(rdi = ptr; rsp == 0 mod 16)
+ *	61  5a 5e 5f		pop %rdx; pop %rsi; pop %rdi
+ *	64  RELOC		(a tail: the caller's return address is untouched)
+ * rcx (a fourth argument no hooked free has) and r11 are clobbered.
  *
- * TRAMP_REALLOC: the FREE check (its jz/je to 52) then the ALLOC sequence
- * on rsi at 52; RELOC at 89.
+ * TRAMP_REALLOC: the FREE check (its jz/jnc to 64) then the ALLOC sequence
+ * on rsi at 64; RELOC at 164.
  *
  * NEST check (first in the ALLOC sequence): a call whose return address
  * lies in the CODE view or in the hooked allocator's own text (realloc or
@@ -86,13 +92,13 @@
  * hooks have a 5-byte nop there and fall into RELOC.
  *
  * Exact mode needs no other code: the tool keeps counters <= 0 with zero
- * gaps and fills the bloom table with 1s.
+ * gaps and fills the bloom table with 1s and the bitmap with 0xff.
  */
 
 #define TRAMP_FAST_NEST_LEN	58	/* NEST check at the head of the ALLOC sequence */
 #define TRAMP_FAST_ALLOC_LEN	(TRAMP_FAST_NEST_LEN + 37 + 5)	/* ALLOC sequence up to RELOC */
 #define TRAMP_FAST_SLOW_LEN	(49 + 14)	/* SLOW and CALLTHRU after RELOC */
-#define TRAMP_FAST_FREE_LEN	52	/* FREE check */
+#define TRAMP_FAST_FREE_LEN	64	/* FREE check */
 #define TRAMP_FAST_MAX_SIZE	(TRAMP_FAST_FREE_LEN + TRAMP_FAST_ALLOC_LEN + \
 				 RELOC_MAX_CODE + TRAMP_FAST_SLOW_LEN)
 
