@@ -119,6 +119,9 @@ static int region_fast_setup(struct session *s, struct region *r)
 
 	fast_init_data(s, r->alias->remote + REGION_CODE, FAST_RING_SIZE);
 	s->fenv.data = r->alias->remote + REGION_CODE;
+	/* A locked sub measured ~3% slower with two busy threads; a rare lost
+	 * update between two threads sharing a counter only shifts a sample. */
+	s->fenv.plain_sub = 1;
 	s->fenv.code_lo = r->remote;
 	s->fenv.code_size = REGION_CODE;
 	s->fenv.nest_lo = s->nest_lo;
