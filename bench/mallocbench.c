@@ -7,6 +7,9 @@
  * all threads; C = CPU seconds the process used meanwhile), then exits 0. Each operation is one malloc, calloc, realloc or
  * free on a per-thread pool of 1024 slots; every block is written and its
  * pattern checked before it is freed, so a broken allocator is noticed.
+ * With MALLOCBENCH_WINDOWS set it also prints "w T OPS" every 10 ms
+ * (CLOCK_MONOTONIC seconds, operations so far), for measuring attached and
+ * detached stretches of one long run.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -21,6 +24,7 @@
 
 static volatile int running = 1;
 static int bad;
+static uint64_t total_ops;	/* all threads, updated every 256 operations */
 
 struct worker {
 	pthread_t t;
@@ -95,6 +99,7 @@ static void *work(void *arg)
 			len[i] = n;
 			ops++;
 		}
+		__atomic_fetch_add(&total_ops, 256, __ATOMIC_RELAXED);
 	}
 	for (int i = 0; i < SLOTS; i++) {
 		check(slot[i], (unsigned char)(i | 1));
@@ -109,6 +114,7 @@ int main(int argc, char **argv)
 	int nthreads = argc > 1 ? atoi(argv[1]) : 1;
 	double secs = argc > 2 ? atof(argv[2]) : 2;
 	struct worker w[64];
+	int windows = getenv("MALLOCBENCH_WINDOWS") != NULL;
 	uint64_t total = 0;
 	double t0, t1, c0, c1;
 
@@ -126,8 +132,14 @@ int main(int argc, char **argv)
 		w[i].seed = 0x9E3779B97F4A7C15ULL * (i + 1);
 		pthread_create(&w[i].t, NULL, work, &w[i]);
 	}
-	while (now() - t0 < secs)
+	while (now() - t0 < secs) {
 		usleep(10000);
+		if (windows) {
+			printf("w %.6f %llu\n", now(),
+			       (unsigned long long)__atomic_load_n(&total_ops, __ATOMIC_RELAXED));
+			fflush(stdout);
+		}
+	}
 	running = 0;
 	for (int i = 0; i < nthreads; i++) {
 		pthread_join(w[i].t, NULL);

@@ -118,6 +118,57 @@ def attach_times(rounds, threads):
           (threads, statistics.median(det), max(det), rounds))
 
 
+def interleaved(threads, total, cycle, extra):
+    """One long run of the target; heapattach attaches for `cycle` seconds,
+    stays away for `cycle` seconds, and so on. The target prints its
+    operation count every 10 ms, so each stretch's rate comes from the same
+    process (same memory layout, same CPUs): only the machine's own drift
+    remains, and consecutive stretches see nearly the same. Returns the
+    per-pair ratios (detached rate / attached rate)."""
+    tmp = tempfile.mkdtemp(prefix="ha-inter.")
+    out = os.path.join(tmp, "t.out")
+    env = dict(os.environ, MALLOCBENCH_WINDOWS="1")
+    with open(out, "w") as f:
+        t = subprocess.Popen([BENCH, str(threads), str(total + 2)], stdout=f,
+                             stderr=subprocess.STDOUT, env=env)
+    wait_line(out, r"^ready", 10, t)
+    time.sleep(0.5)
+    spans = []      # (start, end, attached)
+    end = time.monotonic() + total
+    while time.monotonic() + 2 * cycle + 0.5 < end:
+        a = time.monotonic()
+        time.sleep(cycle)
+        spans.append((a + 0.05, time.monotonic(), False))
+        err = os.path.join(tmp, "ha.err")
+        ef = open(err, "w")
+        p = subprocess.Popen([HA, "-p", str(t.pid), "-o", os.path.join(tmp, "x.heap"),
+                              "--duration", "%gs" % cycle] + extra, stderr=ef)
+        if not wait_line(err, r"attached to", 30, p):
+            raise RuntimeError("no attach: " + open(err).read())
+        a = time.monotonic()
+        if p.wait(timeout=60) != 0:
+            raise RuntimeError("heapattach failed: " + open(err).read())
+        ef.close()
+        spans.append((a + 0.02, a + cycle - 0.05, True))
+        time.sleep(0.05)
+    t.wait()
+    samples = [(float(m.group(1)), int(m.group(2)))
+               for m in re.finditer(r"^w (\S+) (\d+)$", open(out).read(), re.M)]
+    shutil.rmtree(tmp, ignore_errors=True)
+
+    def rate(a, b):
+        w = [x for x in samples if a <= x[0] <= b]
+        if len(w) < 5:
+            return None
+        return (w[-1][1] - w[0][1]) / (w[-1][0] - w[0][0])
+    ratios = []
+    for i in range(0, len(spans) - 1, 2):
+        d, at = rate(*spans[i][:2]), rate(*spans[i + 1][:2])
+        if d and at:
+            ratios.append(d / at)
+    return ratios
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pairs", type=int, default=3)
@@ -125,11 +176,24 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--tools", default="default,exact,heaptrack,gperftools")
     ap.add_argument("--extra", default="", help="extra heapattach arguments")
+    ap.add_argument("--interleaved", type=float, default=0, metavar="SECONDS",
+                    help="one long run per thread count, heapattach attached and "
+                         "detached in turn every --cycle seconds")
+    ap.add_argument("--cycle", type=float, default=1.0)
     ap.add_argument("--attach-times", type=int, default=0, metavar="ROUNDS",
                     help="only measure attach/detach times on a 16-thread target")
     a = ap.parse_args()
     if a.attach_times:
         attach_times(a.attach_times, 16)
+        return
+    if a.interleaved:
+        extra = a.extra.split()
+        for threads in [int(x) for x in a.threads.split(",")]:
+            r = interleaved(threads, a.interleaved, a.cycle, extra)
+            print("heapattach %s threads=%d, interleaved in one run: slowdown %.3fx "
+                  "(median of %d pairs; quartiles %.3f..%.3f)" %
+                  (" ".join(extra) or "(default)", threads, statistics.median(r), len(r),
+                   statistics.quantiles(r)[0], statistics.quantiles(r)[2]), flush=True)
         return
     tmp = tempfile.mkdtemp(prefix="ha-bench.")
     extra = a.extra.split()
