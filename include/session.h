@@ -70,6 +70,7 @@ struct session {
 	struct tramp_fast_env fenv;     /* fast mode: where trampolines find data and agent */
 	struct frametab *ftab;          /* fast mode: frame rules the agent walks with */
 	uint64_t drops_seen;
+	size_t warm_next;               /* next map whose symbols fast_warm_step loads */
 	uint64_t regions_stats[2];      /* fast mode: agent walks, walk misses */
 	uint64_t nest_lo, nest_hi;      /* hooked allocator text: calls from there are nested */
 
@@ -138,6 +139,8 @@ void fast_refill_gaps(struct session *s);
 void fast_heartbeat(struct session *s);
 /* Handle every committed event in the ring; returns how many. */
 size_t fast_drain(struct session *s);
+/* Load one more object's symbols while the target lives (between drains). */
+void fast_warm_step(struct session *s);
 /* Non-zero while the ring is more than a quarter full: drain without a nap. */
 int fast_ring_busy(struct session *s);
 /* Fold the agent's drop and nesting counters into the session. */

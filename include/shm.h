@@ -90,7 +90,7 @@
  */
 struct shm_counter {
 	int64_t left;           /* bytes until the next sample */
-	uint64_t gap_idx;       /* next gaps[] entry this counter takes */
+	uint64_t gap_idx;       /* xorshift64 state choosing its next gaps[] entry */
 	uint64_t walks;         /* sampled calls walked from this counter */
 	uint64_t walk_misses;   /* of which missed the frame table */
 	uint64_t pad[4];

@@ -56,9 +56,11 @@ void fast_init_data(struct session *s, uint64_t data_remote, uint64_t ring_size)
 	h->ring_size = ring_size;
 	h->rate = s->opt->sample_rate;
 	for (int i = 0; i < SHM_NCOUNTERS; i++) {
-		int64_t *c = (int64_t *)(d + SHM_OFF_COUNTERS + i * SHM_COUNTER_STRIDE);
+		struct shm_counter *c = (struct shm_counter *)(d + SHM_OFF_COUNTERS +
+							       i * SHM_COUNTER_STRIDE);
 
-		*c = s->exact ? 0 : (int64_t)sampler_next_gap(&s->sampler);
+		c->left = s->exact ? 0 : (int64_t)sampler_next_gap(&s->sampler);
+		c->gap_idx = sampler_rand(&s->sampler) | 1;	/* xorshift seed, non-zero */
 	}
 	fast_refill_gaps(s);
 	memset(d + SHM_OFF_BLOOM, s->exact ? 1 : 0, SHM_BLOOM_SIZE);
@@ -76,14 +78,23 @@ static void on_free(struct session *s, const struct shm_ev_free *e)
 	profile_record_free(s->prof, e->ptr);
 }
 
-static void warm_symbols(struct session *s, const uint64_t *pcs, int n)
+/*
+ * Load the symbols of one more mapped object, so that names are there even
+ * if the target exits before the dump. Called between drains, one object at
+ * a time: loading a big object's DWARF must not hold up the ring.
+ */
+void fast_warm_step(struct session *s)
 {
 	struct sym_info si;
 
-	if (!s->sym)
-		return;
-	for (int i = 0; i < n; i++)
-		symbolizer_lookup(s->sym, pcs[i] - 1, &si);
+	while (s->sym && s->warm_next < s->maps.n) {
+		const struct proc_map *m = &s->maps.v[s->warm_next++];
+
+		if ((m->prot & PROC_MAP_X) && m->path && m->path[0] == '/') {
+			symbolizer_lookup(s->sym, m->start, &si);
+			return;
+		}
+	}
 }
 
 /* Read a word of a stack copy taken at sp; 0 or -ERANGE outside it. */
@@ -169,7 +180,6 @@ static void on_alloc(struct session *s, const struct shm_ev_alloc *e, uint32_t l
 			frametab_learn_many(s->ftab, pcs, (size_t)n);
 			if (n < PROFILE_MAX_FRAMES)
 				frametab_set_end(s->ftab, pcs[n - 1]);
-			warm_symbols(s, pcs, n);
 			stack_pcs = pcs;
 			nframes = (size_t)n;
 		} else {

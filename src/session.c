@@ -188,6 +188,7 @@ static void fast_loop(struct session *s)
 		}
 		if (fast_ring_busy(s))
 			continue;
+		fast_warm_step(s);
 		nanosleep(&nap, NULL);
 	}
 	fast_drain(s);
@@ -362,10 +363,13 @@ int session_run(const struct options *opt)
 	fprintf(stderr, "heapattach: attached to %d in %.1f ms (%zu threads, %zu hooks, "
 		"sample rate %llu, %s mode)\n", s.pid, (now_ns(CLOCK_MONOTONIC) - t0) / 1e6,
 		s.tr.n, s.npatches, (unsigned long long)opt->sample_rate, s.fast ? "fast" : "trap");
-	if (s.fast)
+	if (s.fast) {
 		fast_loop(&s);
-	else
+	} else {
+		while (s.warm_next < s.maps.n)	/* trap mode is slow anyway */
+			fast_warm_step(&s);
 		collect_loop(&s);
+	}
 	if (s.target_gone)
 		fprintf(stderr, "heapattach: %d exited\n", s.pid);
 	else if (s.exec_seen)

@@ -274,16 +274,25 @@ static struct shm_counter *counter_of(struct shm_hdr *h, uint64_t entry_sp)
 	return (struct shm_counter *)((char *)h + SHM_OFF_COUNTERS + slot * SHM_COUNTER_STRIDE);
 }
 
-/* Each counter takes the gaps of its own stretch of gaps[] in turn (the
- * tool redraws the whole table every 50 ms). */
+/*
+ * Each counter draws its gaps from gaps[] at indexes given by its own
+ * xorshift generator (state in its line, seeded by the tool): a fixed order
+ * would replay the same gap sequence against a program's fixed sequence of
+ * sizes and correlate the samples (the tool also redraws the table every
+ * 50 ms).
+ */
 static void rearm(struct shm_hdr *h, uint64_t entry_sp)
 {
 	struct shm_counter *c = counter_of(h, entry_sp);
-	unsigned slot = (entry_sp >> 21) & (SHM_NCOUNTERS - 1);
 	const volatile int64_t *gaps = (const volatile int64_t *)((char *)h + SHM_OFF_GAPS);
-	uint64_t idx = c->gap_idx++;
-	int64_t g = gaps[(slot * (SHM_NGAPS / SHM_NCOUNTERS) + idx) & (SHM_NGAPS - 1)];
+	uint64_t x = c->gap_idx ? c->gap_idx : 0x9e3779b97f4a7c15ULL;
+	int64_t g;
 
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	c->gap_idx = x;
+	g = gaps[(x >> 20) & (SHM_NGAPS - 1)];
 	if (g > 0)
 		__atomic_store_n(&c->left, g, __ATOMIC_RELAXED);
 }
