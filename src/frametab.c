@@ -395,31 +395,41 @@ static uint64_t *neg_slot(struct frametab *ft, uint64_t key)
 	return &ft->neg[(uint32_t)((key * SHM_HASH_MUL) >> 52) & (FT_NEG_SIZE - 1)];
 }
 
-int frametab_learn_flags(struct frametab *ft, uint64_t ip, unsigned flags)
+/*
+ * The slot of ip within its probe window: *slot is ip's own slot (returns
+ * 1) or the first free one (returns 0); -ENOSPC when the window is full.
+ */
+static int probe(struct frametab *ft, uint64_t ip, struct shm_frame **slot)
 {
-	uint64_t key = ip * 2 + !!(flags & FRAMETAB_IP_EXACT);
 	uint32_t h = shm_frame_slot(ip);
-	struct shm_frame *slot = NULL, rule;
-	int ret;
 
-	if (!ip)
-		return -ENOENT;
 	for (unsigned i = 0; i < SHM_FRAME_PROBES; i++) {
 		struct shm_frame *s = &ft->table[(h + i) & (SHM_NFRAMES - 1)];
 		uint64_t v = *(volatile uint64_t *)&s->ip;
 
-		if (v == ip) {
-			ft->st.present++;
-			return 0;
-		}
-		if (v == 0) {
-			slot = s;
-			break;
+		if (v == ip || v == 0) {
+			*slot = s;
+			return v == ip;
 		}
 	}
-	if (!slot) {
-		ft->st.full++;
-		return -ENOSPC;
+	ft->st.full++;
+	return -ENOSPC;
+}
+
+int frametab_learn_flags(struct frametab *ft, uint64_t ip, unsigned flags)
+{
+	uint64_t key = ip * 2 + !!(flags & FRAMETAB_IP_EXACT);
+	struct shm_frame *slot, rule;
+	int ret;
+
+	if (!ip)
+		return -ENOENT;
+	ret = probe(ft, ip, &slot);
+	if (ret < 0)
+		return ret;
+	if (ret == 1) {
+		ft->st.present++;
+		return 0;
 	}
 	if (*neg_slot(ft, key) == key) {
 		ft->st.unrepresentable++;
@@ -502,27 +512,18 @@ void frametab_get_stats(const struct frametab *ft, struct frametab_stats *st)
 
 int frametab_set_end(struct frametab *ft, uint64_t ip)
 {
-	uint32_t h = shm_frame_slot(ip);
-	struct shm_frame end = { .base = SHM_BASE_END };
+	struct shm_frame end = { .base = SHM_BASE_END }, *slot;
+	int ret;
 
 	if (!ip)
 		return -ENOENT;
-	for (unsigned i = 0; i < SHM_FRAME_PROBES; i++) {
-		struct shm_frame *s = &ft->table[(h + i) & (SHM_NFRAMES - 1)];
-		uint64_t v = *(volatile uint64_t *)&s->ip;
-
-		if (v == ip) {
-			if (s->base == SHM_BASE_END)
-				return 0;
-			publish(s, ip, &end);	/* one 8-byte store: old or new, both valid */
-			return 1;
-		}
-		if (v == 0) {
-			publish(s, ip, &end);
-			ft->st.learned++;
-			return 1;
-		}
-	}
-	ft->st.full++;
-	return -ENOSPC;
+	ret = probe(ft, ip, &slot);
+	if (ret < 0)
+		return ret;
+	if (ret == 1 && slot->base == SHM_BASE_END)
+		return 0;
+	if (ret == 0)
+		ft->st.learned++;
+	publish(slot, ip, &end);	/* one 8-byte store: old or new rule, both valid */
+	return 1;
 }
