@@ -3,24 +3,12 @@
 #include <errno.h>
 #include <signal.h>
 #include <sys/ptrace.h>
-#include <sys/uio.h>
 #include <sys/user.h>
 #include "bkpt.h"
 #include "log.h"
+#include "remote.h"
 #include "session.h"
 #include "unwind.h"
-
-/* Read one 64-bit word of the target; 0 or -errno. */
-static int peek_u64(pid_t tid, uint64_t addr, uint64_t *out)
-{
-	struct iovec l = { out, sizeof(*out) }, r = { (void *)addr, sizeof(*out) };
-
-	if (process_vm_readv(tid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(*out))
-		return 0;
-	errno = 0;
-	*out = (uint64_t)ptrace(PTRACE_PEEKDATA, tid, (void *)addr, 0);
-	return errno ? -errno : 0;
-}
 
 /* Requested size of the call, from the registers at the exit trap. */
 static uint64_t call_size(enum hook_kind k, const struct user_regs_struct *r)
@@ -44,25 +32,22 @@ static uint64_t call_result(pid_t tid, enum hook_kind k, const struct user_regs_
 
 	if (k != HOOK_POSIX_MEMALIGN)
 		return r->rax;
-	if (r->rax != 0 || peek_u64(tid, r->rdi, &p))
+	if (r->rax != 0 || remote_mem_read(tid, r->rdi, &p, sizeof(p)))
 		return 0;
 	return p;
 }
 
-/* Unwind from the caller of the allocator; -EDEADLK when the call was made
- * from inside another hooked call (the outer one records it). */
-static int caller_stack(struct session *s, pid_t tid, const struct user_regs_struct *r,
+/* Unwind from the caller of the allocator (state ur); -EDEADLK when the
+ * call was made from inside another hooked call (the outer one records it). */
+static int caller_stack(struct session *s, pid_t tid, const struct unwind_regs *ur,
 			uint64_t *pcs, size_t max)
 {
-	struct unwind_regs ur;
 	int n;
 
-	if (unwind_regs_from_user(tid, r, &ur))
-		return -EFAULT;
-	n = unwind_stack(s->unw, tid, &ur, pcs, max, 0, 0);
+	n = unwind_stack(s->unw, tid, ur, pcs, max, 0, 0);
 	if (n < 0) {
 		/* Keep at least the immediate caller. */
-		pcs[0] = ur.ip;
+		pcs[0] = ur->ip;
 		n = 1;
 		s->unwind_errors++;
 	}
@@ -75,10 +60,11 @@ static int caller_stack(struct session *s, pid_t tid, const struct user_regs_str
 int collect_trap(struct session *s, pid_t tid, int record)
 {
 	struct user_regs_struct r;
-	uint64_t pcs[PROFILE_MAX_FRAMES], size, ptr, ret;
+	uint64_t pcs[PROFILE_MAX_FRAMES], size, ptr;
+	struct unwind_regs ur;
 	siginfo_t si;
 	struct patch *p;
-	int kind, n;
+	int kind, n, stack_ok;
 
 	if (ptrace(PTRACE_GETSIGINFO, tid, 0, &si) < 0)
 		return -errno;
@@ -105,15 +91,16 @@ int collect_trap(struct session *s, pid_t tid, int record)
 	ptr = call_result(tid, p->hook->kind, &r);
 	if (!ptr)
 		return 1;
-	if (peek_u64(tid, r.rsp, &ret) == 0 &&
-	    (patch_in_region(s, ret) || (ret >= s->nest_lo && ret < s->nest_hi))) {
+	stack_ok = unwind_regs_from_user(tid, &r, &ur) == 0;
+	if (stack_ok &&
+	    (patch_in_region(s, ur.ip) || (ur.ip >= s->nest_lo && ur.ip < s->nest_hi))) {
 		s->nested++;	/* e.g. realloc(NULL, n) calling malloc */
 		return 1;
 	}
 	s->bytes_since_dump += size;
-	if (!sampler_should_sample(&s->sampler, size))
+	if (!sampler_should_sample(&s->sampler, size) || !stack_ok)
 		return 1;
-	n = caller_stack(s, tid, &r, pcs, PROFILE_MAX_FRAMES);
+	n = caller_stack(s, tid, &ur, pcs, PROFILE_MAX_FRAMES);
 	if (n == -EDEADLK) {
 		s->nested++;
 		return 1;

@@ -13,26 +13,16 @@
 /* Leave th stopped while the tracer is stopping everyone, else resume it. */
 static int settle(struct session *s, struct thread *th)
 {
-	if (tracee_stopping) {
-		th->state = TS_STOPPED;
-		return 0;
-	}
 	th->state = TS_STOPPED;
-	return tracee_resume(&s->tr, th) == -ESRCH ? 0 : 0;
+	if (!tracee_stopping)
+		tracee_resume(&s->tr, th);	/* -ESRCH: its exit will be reported */
+	return 0;
 }
 
-/* A forked child is a copy of the target with our jumps in its private text:
- * put the original bytes back before it runs, then let it go. */
+/* A forked child, stopped before running, is a copy of the target with our
+ * jumps in its private text: put the original bytes back, then let it go. */
 static void release_fork_child(struct session *s, pid_t child)
 {
-	int status;
-	pid_t w;
-
-	do
-		w = waitpid(child, &status, __WALL);
-	while (w < 0 && errno == EINTR);
-	if (w != child || !WIFSTOPPED(status))
-		return;
 	for (size_t i = 0; i < s->npatches; i++) {
 		struct patch *p = &s->patches[i];
 
@@ -42,6 +32,18 @@ static void release_fork_child(struct session *s, pid_t child)
 	}
 	ptrace(PTRACE_DETACH, child, 0, 0);
 	pr_debug("released forked child %d", child);
+}
+
+/* Wait for a new child's first stop. 0, or -1 if it did not stop. */
+static int wait_first_stop(pid_t child)
+{
+	int status;
+	pid_t w;
+
+	do
+		w = waitpid(child, &status, __WALL);
+	while (w < 0 && errno == EINTR);
+	return w == child && WIFSTOPPED(status) ? 0 : -1;
 }
 
 /* A tid we do not know yet: a new thread whose clone event has not been
@@ -82,17 +84,12 @@ static int on_ptrace_event(struct session *s, struct thread *th, int status)
 		}
 		break;
 	case PTRACE_EVENT_FORK:
-		c = tracee_find(&s->tr, child);
-		if (c) {
+		if (tracee_find(&s->tr, child)) {
 			/* Its first stop came earlier: it is stopped. */
 			tracee_remove(&s->tr, child);
 			th = tracee_find(&s->tr, th->tid);
-			for (size_t i = 0; i < s->npatches; i++)
-				if (s->patches[i].installed)
-					remote_mem_write(child, s->patches[i].reloc.patch_addr,
-							 s->patches[i].orig, RELOC_JMP_LEN);
-			ptrace(PTRACE_DETACH, child, 0, 0);
-		} else {
+			release_fork_child(s, child);
+		} else if (wait_first_stop(child) == 0) {
 			release_fork_child(s, child);
 		}
 		break;

@@ -68,18 +68,17 @@ void tracee_release(struct tracee *tr)
 
 /* ---- checks before attaching ---- */
 
-static int read_file(const char *path, char *buf, size_t len)
+/* A small file's text into out (truncated to len - 1 bytes); 0 or -errno. */
+static int read_file(const char *path, char *out, size_t len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t r;
+	char *buf;
+	size_t n;
+	int rc = proc_read_file(path, &buf, &n);
 
-	if (fd < 0)
-		return -errno;
-	r = read(fd, buf, len - 1);
-	close(fd);
-	if (r < 0)
-		return -errno;
-	buf[r] = 0;
+	if (rc)
+		return rc;
+	snprintf(out, len, "%s", buf);
+	free(buf);
 	return 0;
 }
 
