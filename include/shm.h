@@ -93,7 +93,8 @@ struct shm_counter {
 	uint64_t gap_idx;       /* xorshift64 state choosing its next gaps[] entry */
 	uint64_t walks;         /* sampled calls walked from this counter */
 	uint64_t walk_misses;   /* of which missed the frame table */
-	uint64_t pad[4];
+	uint64_t nested;        /* slow-path calls made from inside a hooked call */
+	uint64_t pad[3];
 };
 
 /* shm_hdr.flags */
@@ -147,7 +148,7 @@ struct shm_hdr {
 	uint8_t pad3[56];
 	volatile uint64_t drops;        /* events lost: ring full (lock inc) */
 	volatile uint64_t gap_idx;      /* unused (per counter now: struct shm_counter) */
-	volatile uint64_t nested;       /* calls made from inside a hooked call */
+	volatile uint64_t nested;       /* unused: summed from struct shm_counter */
 	volatile uint64_t walks, walk_misses;  /* unused: summed from struct shm_counter */
 	volatile uint64_t no_stack_copy; /* set by the agent once process_vm_readv
 					 * is refused (seccomp): later misses send no copy */

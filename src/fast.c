@@ -249,7 +249,7 @@ void fast_sync_stats(struct session *s)
 		profile_add_drops(s->prof, drops - s->drops_seen);
 		s->drops_seen = drops;
 	}
-	s->nested = h->nested;
+	s->nested = 0;
 	s->regions_stats[0] = s->regions_stats[1] = 0;
 	for (int i = 0; i < SHM_NCOUNTERS; i++) {
 		const struct shm_counter *c = (const struct shm_counter *)(data_of(s) +
@@ -257,5 +257,6 @@ void fast_sync_stats(struct session *s)
 
 		s->regions_stats[0] += c->walks;
 		s->regions_stats[1] += c->walk_misses;
+		s->nested += c->nested;
 	}
 }

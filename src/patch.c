@@ -122,14 +122,11 @@ static int region_fast_setup(struct session *s, struct region *r)
 	/* A locked sub measured ~3% slower with two busy threads; a rare lost
 	 * update between two threads sharing a counter only shifts a sample. */
 	s->fenv.plain_sub = 1;
-	s->fenv.code_lo = r->remote;
-	s->fenv.code_size = REGION_CODE;
-	s->fenv.nest_lo = s->nest_lo;
-	s->fenv.nest_size = s->nest_hi - s->nest_lo;
 	rc = tramp_fast_agent_install(r->local + at, r->size - at, r->remote + at, &s->fenv);
 	if (rc)
 		return rc;
 	r->used = at + tramp_fast_agent_size();
+	pr_debug("agent at +%#zx, trampolines below", at);
 	return 0;
 }
 
@@ -186,7 +183,7 @@ static int prepare(struct session *s, const struct hook *h, struct patch *p)
 	size_t avail = h->size ? h->size : 64;
 	struct region *r;
 	uint64_t at, where;
-	int ri, rc;
+	int ri, rc, off;
 
 	if (avail > MAX_BODY)
 		avail = MAX_BODY;
@@ -201,8 +198,11 @@ static int prepare(struct session *s, const struct hook *h, struct patch *p)
 		return ri;
 	r = &s->regions[ri];
 	at = r->remote + r->used;
-	rc = reloc_prologue(body, avail, h->addr, at + (s->fast ? tramp_fast_reloc_offset(p->cls) :
-							 tramp_reloc_offset(p->cls)), &p->reloc);
+	off = s->fast ? tramp_fast_reloc_offset(p->cls, h->kind, &s->fenv) :
+			tramp_reloc_offset(p->cls);
+	if (off < 0)
+		return off;
+	rc = reloc_prologue(body, avail, h->addr, at + (uint64_t)off, &p->reloc);
 	if (rc) {
 		pr_warn("not hooking %s at %#lx: %s", h->names[0], (unsigned long)h->addr,
 			p->reloc.why);

@@ -157,15 +157,18 @@ static int64_t *counter(int i)
 	return (int64_t *)(data_view + SHM_OFF_COUNTERS + i * SHM_COUNTER_STRIDE);
 }
 
-/* Agent statistics summed over the counter lines (walks, or misses). */
-static uint64_t stat_sum(int misses)
+enum { STAT_WALKS, STAT_MISSES, STAT_NESTED };
+
+/* Agent statistics summed over the counter lines. */
+static uint64_t stat_sum(int which)
 {
 	uint64_t n = 0;
 
 	for (int i = 0; i < SHM_NCOUNTERS; i++) {
 		const struct shm_counter *c = (const struct shm_counter *)counter(i);
 
-		n += misses ? c->walk_misses : c->walks;
+		n += which == STAT_NESTED ? c->nested : which == STAT_MISSES ? c->walk_misses :
+			c->walks;
 	}
 	return n;
 }
@@ -223,10 +226,10 @@ static void ring_reset(uint64_t size)
 	hdr->ring_head = 0;
 	hdr->ring_tail = 0;
 	hdr->drops = 0;
-	hdr->nested = 0;
 	for (int i = 0; i < SHM_NCOUNTERS; i++) {
 		((struct shm_counter *)counter(i))->walks = 0;
 		((struct shm_counter *)counter(i))->walk_misses = 0;
+		((struct shm_counter *)counter(i))->nested = 0;
 	}
 }
 
@@ -376,7 +379,7 @@ static void *build(const char *name, int kind, enum tramp_class cls, const struc
 
 	if (libc_func(name, &f, &size))
 		return NULL;
-	if (reloc_prologue(f, size, (uintptr_t)f, at + tramp_fast_reloc_offset(cls), &r)) {
+	if (reloc_prologue(f, size, (uintptr_t)f, at + tramp_fast_reloc_offset(cls, kind, e), &r)) {
 		fprintf(stderr, "%s: %s\n", name, r.why);
 		return NULL;
 	}
@@ -454,7 +457,7 @@ static void test_setup(void)
 static void test_layouts(void)
 {
 	static const uint8_t body[] = { 0x41, 0x54, 0x55, 0x53, 0x48, 0x89, 0xfb };
-	static const uint8_t alloc_head[] = { 0x49, 0x89, 0xfb, 0x0f, 0x1f, 0x40, 0x00,
+	static const uint8_t alloc_head[] = { 0x49, 0x89, 0xfb,
 		0x48, 0x89, 0xe0, 0x48, 0xc1, 0xe8, 0x0f, 0x25, 0xc0, 0x0f, 0, 0,
 		0x48, 0x8d, 0x0d };
 	static const uint8_t free_head[] = { 0x48, 0x85, 0xff, 0x74, 0x3b, 0x48, 0x89, 0xf8,
@@ -468,51 +471,62 @@ static void test_layouts(void)
 	struct tramp_layout lay;
 	int32_t rel;
 
-	expect_int_eq(TRAMP_FAST_NEST_LEN, 58);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC), 100);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE), 64);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_REALLOC), 164);
-	expect_int_eq(tramp_fast_reloc_offset((enum tramp_class)9), -EINVAL);
+	/* malloc: mov, counter, lock sub, jle SLOW; calloc adds the imul;
+	 * memalign (may nest) a jmp CALLTHRU; plain_sub drops the lock */
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALLOC, &e), 33);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_CALLOC, &e), 37);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALIGNED, &e), 38);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE, HOOK_FREE, &e), 64);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_REALLOC, HOOK_REALLOC, &e), 64 + 38);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE, HOOK_ALLOC, &e), -EINVAL);
+	expect_int_eq(tramp_fast_reloc_offset((enum tramp_class)9, HOOK_ALLOC, &e), -EINVAL);
+	e.plain_sub = 1;
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALLOC, &e), 32);
+	e.plain_sub = 0;
 
-	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 100, &r), 0);
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 33, &r), 0);
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at), 0);
-	/* NEST: mov (%rsp),%rax; movabs CODE_LO; ...; jb RELOC (twice) */
-	expect_int_eq(buf[0], 0x48);
-	expect_int_eq(buf[3], 0x24);
+	expect_true(!memcmp(buf, alloc_head, sizeof(alloc_head)));
+	memcpy(&rel, buf + 18, 4);
+	expect_u64_eq(at + 22 + rel, e.data + SHM_OFF_COUNTERS);
+	expect_int_eq(buf[22], 0xf0);		/* lock */
+	expect_int_eq(buf[23], 0x4c);		/* sub %r11,(%rcx,%rax,1) */
 	memcpy(&rel, buf + 29, 4);
-	expect_u64_eq(at + 33 + rel, at + 100);
-	memcpy(&rel, buf + 54, 4);
-	expect_u64_eq(at + 58 + rel, at + 100);
-	expect_true(!memcmp(buf + 58, alloc_head, sizeof(alloc_head)));
-	memcpy(&rel, buf + 58 + 22, 4);
-	expect_u64_eq(at + 58 + 26 + rel, e.data + SHM_OFF_COUNTERS);
-	expect_int_eq(buf[58 + 26], 0xf0);
-	memcpy(&rel, buf + 58 + 33, 4);
-	expect_u64_eq(at + 58 + 37 + rel, at + 100 + r.code_len);	/* jle SLOW */
-	expect_int_eq(buf[95], 0x0f);		/* malloc: a 5-byte nop into RELOC */
-	expect_int_eq(lay.size, 100 + r.code_len + TRAMP_FAST_SLOW_LEN);
-	expect_int_eq(lay.reloc_off, 100);
+	expect_u64_eq(at + 33 + rel, at + 33 + r.code_len);	/* jle SLOW */
+	expect_true(!memcmp(buf + 33, r.code, r.code_len));	/* falls into RELOC */
+	expect_int_eq(lay.size, 33 + r.code_len + TRAMP_FAST_SLOW_LEN);
+	expect_int_eq(lay.reloc_off, 33);
 	expect_int_eq(lay.entry_trap, -1);
 	expect_int_eq(lay.exit_trap, -1);
 	expect_int_eq(buf[lay.size - 1], 0xc3);
-	/* slow: push $info */
-	expect_int_eq(buf[100 + r.code_len + 19], 0x68);
-	memcpy(&rel, buf + 100 + r.code_len + 20, 4);
+	/* slow: call RELOC, push $info, call agent_alloc */
+	memcpy(&rel, buf + 33 + r.code_len + 4, 4);
+	expect_u64_eq(at + 33 + r.code_len + 8 + rel, at + 33);
+	expect_int_eq(buf[33 + r.code_len + 19], 0x68);
+	memcpy(&rel, buf + 33 + r.code_len + 20, 4);
 	expect_int_eq(rel, AGENT_INFO(AGENT_SZ_RDI, HOOK_ALLOC));
-	memcpy(&rel, buf + 100 + r.code_len + 35, 4);
-	expect_u64_eq(at + 100 + r.code_len + 39 + rel, e.agent_alloc);
+	memcpy(&rel, buf + 33 + r.code_len + 35, 4);
+	expect_u64_eq(at + 33 + r.code_len + 39 + rel, e.agent_alloc);
+
 	/* memalign may call malloc: its fast path goes through CALLTHRU */
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 38, &r), 0);
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALIGNED, at), 0);
-	expect_int_eq(buf[95], 0xe9);
-	memcpy(&rel, buf + 96, 4);
-	expect_u64_eq(at + 100 + rel, at + 100 + r.code_len + TRAMP_FAST_SLOW_LEN - 14);
-	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at), 0);
+	expect_int_eq(buf[1], 0x89);
+	expect_int_eq(buf[2], 0xf3);		/* mov %rsi,%r11 */
+	expect_int_eq(buf[33], 0xe9);		/* jmp CALLTHRU */
+	memcpy(&rel, buf + 34, 4);
+	expect_u64_eq(at + 38 + rel, at + 38 + r.code_len + TRAMP_FAST_SLOW_LEN);
+	expect_int_eq(lay.size, 38 + r.code_len + TRAMP_FAST_SLOW_LEN + TRAMP_FAST_CALLTHRU_LEN);
+	memcpy(&rel, buf + 38 + r.code_len + TRAMP_FAST_SLOW_LEN + 19, 4);	/* call RELOC */
+	expect_u64_eq(at + 38 + r.code_len + TRAMP_FAST_SLOW_LEN + 23 + rel, at + 38);
+	expect_int_eq(buf[lay.size - 1], 0xc3);
 
 	/* wrong class for the kind; reallocarray refused; r for another address */
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 33, &r), 0);
 	expect_int_eq(EMIT(TRAMP_FREE, HOOK_ALLOC, at), -EINVAL);
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_REALLOCARRAY, at), -EINVAL);
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at + 1), -EINVAL);
-	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, HOOK_ALLOC, at, &r, &e, buf, 100, &lay), -ENOSPC);
+	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, HOOK_ALLOC, at, &r, &e, buf, 40, &lay), -ENOSPC);
 	e.data = at + (3ull << 30);
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at), -ERANGE);
 	e.data = at + 0x10000;
@@ -528,13 +542,13 @@ static void test_layouts(void)
 	memcpy(&rel, buf + 57, 4);
 	expect_u64_eq(at + 61 + rel, e.agent_free);
 
-	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 164, &r), 0);
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 102, &r), 0);
 	expect_int_eq(EMIT(TRAMP_REALLOC, HOOK_REALLOC, at), 0);
 	expect_true(!memcmp(buf, free_head, sizeof(free_head)));
-	expect_int_eq(buf[64 + 58], 0x49);
-	expect_int_eq(buf[64 + 60], 0xf3);	/* mov %rsi,%r11 */
-	expect_int_eq(buf[64 + 95], 0xe9);	/* jmp CALLTHRU */
-	expect_int_eq(lay.size, 164 + r.code_len + TRAMP_FAST_SLOW_LEN);
+	expect_int_eq(buf[64 + 0], 0x49);
+	expect_int_eq(buf[64 + 2], 0xf3);	/* mov %rsi,%r11 */
+	expect_int_eq(buf[64 + 33], 0xe9);	/* jmp CALLTHRU */
+	expect_int_eq(lay.size, 102 + r.code_len + TRAMP_FAST_SLOW_LEN + TRAMP_FAST_CALLTHRU_LEN);
 	expect_true(tramp_fast_agent_size() > 64);
 #undef EMIT
 }
@@ -570,7 +584,7 @@ static void test_rate_large(void)
 	}
 	expect_u64_eq(hdr->ring_head, 0);
 	expect_u64_eq(hdr->drops, 0);
-	expect_u64_eq(stat_sum(0), 0);
+	expect_u64_eq(stat_sum(STAT_WALKS), 0);
 }
 
 /* ---- (b) exact mode: one correct event per call; frame walks ---- */
@@ -648,7 +662,7 @@ static void test_exact_events(void)
 	expect_int_eq(CALL3(H_PM, &pm, 3, 16), EINVAL);
 	expect_int_eq(drain(ev, 16), 0);
 	expect_u64_eq(hdr->drops, 0);
-	expect_u64_eq(stat_sum(1), 0);
+	expect_u64_eq(stat_sum(STAT_MISSES), 0);
 }
 
 static void test_exact_walk(void)
@@ -697,7 +711,7 @@ static void test_exact_walk(void)
 	expect_u64_eq(chain_bp, chain_sp);
 	expect_u64_eq(ev[0].stack[0], chain_sp + 48);		/* f2's saved rbp: f0's */
 	expect_u64_eq(ev[0].stack[1], (uintptr_t)chain_r1);	/* f2's return address */
-	expect_u64_eq(stat_sum(1), 1);
+	expect_u64_eq(stat_sum(STAT_MISSES), 1);
 	CALL1(H_FREE, p);
 	expect_int_eq(drain(ev, 4), 1);
 
@@ -969,10 +983,65 @@ static void test_nested(void)
 	mode_exact();
 	p = hcall(nested_stub, (uintptr_t)hooks[H_MALLOC].fn, 64, 0, 0);
 	expect_true(p != 0);
-	expect_int_eq(hdr->nested, 1);
+	expect_int_eq(stat_sum(STAT_NESTED), 1);
 	expect_int_eq(drain(ev, 4), 0);
 	CALL1(H_FREE, p);
 	expect_int_eq(drain(ev, 4), 1);
+}
+
+/*
+ * CALLTHRU: a fake aligned_alloc in the CODE area whose body tail-jumps
+ * into the malloc trampoline, as glibc's does for small alignments. An
+ * unsampled call takes its size off the counter once, not twice, and its
+ * inner malloc is not sampled even where the counter would have run out;
+ * a sampled one is recorded once, its inner call counted as nested.
+ */
+static void test_callthru(void)
+{
+	uint8_t body[10] = { 0x48, 0x89, 0xf7, 0x90, 0x90, 0xe9 };	/* mov %rsi,%rdi; nop; nop; jmp */
+	size_t off = (code_used + 63) & ~(size_t)63;
+	uint8_t *fake_rw = data_view + DATA_SIZE + off;
+	uint64_t fake = (uintptr_t)code_view + DATA_SIZE + off, at = fake + 64, p;
+	int32_t rel = (int32_t)((uintptr_t)hooks[H_MALLOC].fn - (fake + 10));
+	uint8_t buf[TRAMP_FAST_MAX_SIZE];
+	struct reloc_result r;
+	struct tramp_layout lay;
+	struct ev ev[4];
+	int at50 = 0, at150 = 0;
+
+	if (!ready)
+		return;
+	memcpy(body + 6, &rel, 4);
+	memcpy(fake_rw, body, sizeof(body));
+	expect_int_eq(reloc_prologue(body, sizeof(body), fake,
+				     at + tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALIGNED, &env),
+				     &r), 0);
+	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, HOOK_ALIGNED, at, &r, &env, buf, sizeof(buf),
+				      &lay), 0);
+	memcpy(fake_rw + 64, buf, lay.size);
+	code_used = off + 64 + lay.size;
+
+	mode_sampled(1ull << 40, 150);
+	p = hcall((void *)(uintptr_t)at, 16, 100, 0, 0);
+	expect_true(p != 0);
+	expect_int_eq(drain(ev, 4), 0);
+	expect_u64_eq(stat_sum(STAT_NESTED), 0);
+	for (int i = 0; i < SHM_NCOUNTERS; i++) {
+		at50 += *counter(i) == 50;
+		at150 += *counter(i) == 150;
+	}
+	expect_int_eq(at50, 1);
+	expect_int_eq(at150, SHM_NCOUNTERS - 1);
+	lfree((void *)p);
+
+	mode_sampled(1ull << 40, 50);
+	p = hcall((void *)(uintptr_t)at, 16, 100, 0, 0);
+	expect_true(p != 0);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_alloc(&ev[0], HOOK_ALIGNED, 100, p);
+	expect_u64_eq(stat_sum(STAT_NESTED), 1);
+	lfree((void *)p);
+	mode_exact();
 }
 
 /*
@@ -995,7 +1064,8 @@ static void test_patched_fake(void)
 		return;
 	memcpy(fake_rw, body, sizeof(body));
 	expect_int_eq(reloc_prologue(body, sizeof(body), fake,
-				     at + tramp_fast_reloc_offset(TRAMP_ALLOC), &r), 0);
+				     at + tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALLOC, &env),
+				     &r), 0);
 	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, HOOK_ALLOC, at, &r, &env, buf, sizeof(buf),
 				      &lay), 0);
 	memcpy(fake_rw + 64, buf, lay.size);
@@ -1237,7 +1307,7 @@ static void test_bench(void)
 	       "  rate 512K: %" PRIu64 " samples, %" PRIu64 " frees reported, %" PRIu64 " drops\n",
 	       n, never[0], never[1], never[1] - never[0], never[2], never[2] - never[0],
 	       rate[0], rate[1], rate[1] - rate[0], 100.0 * (rate[1] - rate[0]) / rate[0], rate[2],
-	       stat_sum(0), got.n[HOOK_FREE], hdr->drops);
+	       stat_sum(STAT_WALKS), got.n[HOOK_FREE], hdr->drops);
 	expect_int_eq(consumer_errors, 0);
 
 	/* exact mode, warm frame table: every call is an event */
@@ -1267,5 +1337,5 @@ static void test_teardown(void)
 
 HARNESS_MAIN("agent",
 	T(test_setup), T(test_layouts), T(test_rate_large), T(test_exact_events),
-	T(test_exact_walk), T(test_sampled_free), T(test_ring_full), T(test_nested),
+	T(test_exact_walk), T(test_sampled_free), T(test_ring_full), T(test_nested), T(test_callthru),
 	T(test_patched_fake), T(test_threads_exact), T(test_bench), T(test_teardown))

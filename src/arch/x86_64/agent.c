@@ -414,7 +414,7 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 	if (!ptr)
 		return;
 	if (nested_call(h, f->ret)) {
-		lock_inc(&h->nested);
+		counter_of(h, (uint64_t)&f->ret)->nested++;
 		return;
 	}
 	if (!(h->flags & SHM_F_EXACT))

@@ -85,34 +85,14 @@ static void emit_free_check(struct emitter *e, const struct tramp_fast_env *env)
 	PUT(e, 0x5a, 0x5e, 0x5f);			/* pop %rdx, %rsi, %rdi */
 }
 
-static void put_imm64(struct emitter *e, uint64_t v)
-{
-	put(e, &v, 8);
-}
-
-/* Nested call (return address in CODE or in the allocator): to RELOC. */
-static void emit_nest_check(struct emitter *e, uint64_t reloc, const struct tramp_fast_env *env)
-{
-	PUT(e, 0x48, 0x8b, 0x04, 0x24);			/* mov (%rsp),%rax */
-	PUT(e, 0x48, 0xb9);				/* movabs $CODE_LO,%rcx */
-	put_imm64(e, env->code_lo);
-	PUT(e, 0x49, 0x89, 0xc3);			/* mov %rax,%r11 */
-	PUT(e, 0x49, 0x29, 0xcb);			/* sub %rcx,%r11 */
-	PUT(e, 0x49, 0x81, 0xfb);			/* cmp $CODE_SIZE,%r11 */
-	put_imm32(e, (uint32_t)env->code_size);
-	PUT(e, 0x0f, 0x82);				/* jb RELOC */
-	put_rel32(e, reloc);
-	PUT(e, 0x48, 0xb9);				/* movabs $NEST_LO,%rcx */
-	put_imm64(e, env->nest_lo);
-	PUT(e, 0x48, 0x29, 0xc8);			/* sub %rcx,%rax */
-	PUT(e, 0x48, 0x3d);				/* cmp $NEST_SIZE,%rax */
-	put_imm32(e, (uint32_t)env->nest_size);
-	PUT(e, 0x0f, 0x82);				/* jb RELOC */
-	put_rel32(e, reloc);
-}
-
-static void emit_alloc_check(struct emitter *e, int sz, uint64_t slow,
-			     const struct tramp_fast_env *env)
+/*
+ * The ALLOC sequence: subtract the requested size from the counter this
+ * stack maps to; SLOW when it runs out. Hooks that may call another hook
+ * then take CALLTHRU, others fall into RELOC. No padding: its length
+ * depends on sz, env->plain_sub and may_nest (tramp_fast_reloc_offset).
+ */
+static void emit_alloc_check(struct emitter *e, int sz, int nest, uint64_t slow,
+			     uint64_t callthru, const struct tramp_fast_env *env)
 {
 	switch (sz) {
 	case AGENT_SZ_RSI:
@@ -127,20 +107,20 @@ static void emit_alloc_check(struct emitter *e, int sz, uint64_t slow,
 	}
 	if (sz == AGENT_SZ_MUL)
 		PUT(e, 0x4c, 0x0f, 0xaf, 0xde);		/* imul %rsi,%r11 */
-	else
-		PUT(e, 0x0f, 0x1f, 0x40, 0x00);		/* nopl 0(%rax) */
 	PUT(e, 0x48, 0x89, 0xe0);			/* mov %rsp,%rax */
 	PUT(e, 0x48, 0xc1, 0xe8, 0x0f);			/* shr $15,%rax */
 	PUT(e, 0x25, 0xc0, 0x0f, 0x00, 0x00);		/* and $0xfc0,%eax */
 	PUT(e, 0x48, 0x8d, 0x0d);			/* lea COUNTERS(%rip),%rcx */
 	put_rel32(e, env->data + SHM_OFF_COUNTERS);
-	if (env->plain_sub)
-		PUT(e, 0x90);				/* nop */
-	else
+	if (!env->plain_sub)
 		PUT(e, 0xf0);				/* lock */
 	PUT(e, 0x4c, 0x29, 0x1c, 0x01);			/* sub %r11,(%rcx,%rax,1) */
 	PUT(e, 0x0f, 0x8e);				/* jle SLOW */
 	put_rel32(e, slow);
+	if (nest) {
+		PUT(e, 0xe9);				/* jmp CALLTHRU */
+		put_rel32(e, callthru);
+	}
 }
 
 static void emit_slow(struct emitter *e, uint64_t reloc, uint32_t info,
@@ -161,11 +141,26 @@ static void emit_slow(struct emitter *e, uint64_t reloc, uint32_t info,
 	PUT(e, 0x48, 0x8b, 0x44, 0x24, 0x38);		/* mov 0x38(%rsp),%rax */
 	PUT(e, 0x48, 0x83, 0xc4, 0x58);			/* add $0x58,%rsp */
 	PUT(e, 0xc3);					/* ret */
-	/* CALLTHRU: an unsampled call that keeps our return address on the stack. */
-	PUT(e, 0x48, 0x83, 0xec, 0x08);			/* sub $8,%rsp */
+}
+
+/*
+ * CALLTHRU, for an unsampled call of a hook that may call another one:
+ * the counter (rcx + rax) is set out of reach for the duration of the
+ * call, so that the inner call is not counted a second time, then given
+ * back the value the outer call left.
+ */
+static void emit_callthru(struct emitter *e, uint64_t reloc)
+{
+	PUT(e, 0x4c, 0x8d, 0x1c, 0x01);			/* lea (%rcx,%rax,1),%r11 */
+	PUT(e, 0x41, 0x53);				/* push %r11 */
+	PUT(e, 0x41, 0xff, 0x33);			/* push (%r11) */
+	PUT(e, 0x49, 0xc7, 0x03, 0xff, 0xff, 0xff, 0x7f); /* movq $0x7fffffff,(%r11) */
+	PUT(e, 0x41, 0x53);				/* push %r11 (alignment) */
 	PUT(e, 0xe8);					/* call RELOC */
 	put_rel32(e, reloc);
-	PUT(e, 0x48, 0x83, 0xc4, 0x08);			/* add $8,%rsp */
+	PUT(e, 0x59, 0x59);				/* pop %rcx (twice) */
+	PUT(e, 0x41, 0x5b);				/* pop %r11 */
+	PUT(e, 0x49, 0x89, 0x0b);			/* mov %rcx,(%r11) */
 	PUT(e, 0xc3);					/* ret */
 }
 
@@ -178,19 +173,6 @@ static int may_nest(int hook_kind)
 }
 
 /* ---- API ---- */
-
-int tramp_fast_reloc_offset(enum tramp_class cls)
-{
-	switch (cls) {
-	case TRAMP_ALLOC:
-		return TRAMP_FAST_ALLOC_LEN;
-	case TRAMP_REALLOC:
-		return TRAMP_FAST_FREE_LEN + TRAMP_FAST_ALLOC_LEN;
-	case TRAMP_FREE:
-		return TRAMP_FAST_FREE_LEN;
-	}
-	return -EINVAL;
-}
 
 /* The size class of an allocating hook kind, or -EINVAL if cls does not fit it. */
 static int size_class(enum tramp_class cls, int hook_kind)
@@ -212,42 +194,60 @@ static int size_class(enum tramp_class cls, int hook_kind)
 	return -EINVAL;		/* HOOK_REALLOCARRAY: forwards to realloc */
 }
 
+/* Emit the checks before RELOC (emitter without a buffer: only count). */
+static void emit_checks(struct emitter *e, enum tramp_class cls, int hook_kind, int sz,
+			uint64_t slow, const struct tramp_fast_env *env)
+{
+	if (cls != TRAMP_ALLOC)
+		emit_free_check(e, env);
+	if (cls != TRAMP_FREE)
+		emit_alloc_check(e, sz, may_nest(hook_kind), slow, slow + TRAMP_FAST_SLOW_LEN,
+				 env);
+}
+
+int tramp_fast_reloc_offset(enum tramp_class cls, int hook_kind,
+			    const struct tramp_fast_env *env)
+{
+	uint8_t scratch[TRAMP_FAST_FREE_LEN + TRAMP_FAST_ALLOC_MAX];
+	struct emitter e = { .p = scratch, .at = env->data };
+	int sz = size_class(cls, hook_kind);
+
+	if (sz < 0)
+		return -EINVAL;
+	emit_checks(&e, cls, hook_kind, sz, env->data, env);
+	return (int)e.n;
+}
+
 int tramp_fast_emit(enum tramp_class cls, int hook_kind, uint64_t at,
 		    const struct reloc_result *r, const struct tramp_fast_env *env,
 		    uint8_t *buf, size_t bufsz, struct tramp_layout *lay)
 {
-	int reloc = tramp_fast_reloc_offset(cls);
+	int reloc = tramp_fast_reloc_offset(cls, hook_kind, env);
 	int sz = size_class(cls, hook_kind);
 	struct emitter e = { .p = buf, .at = at };
+	uint64_t slow;
 	size_t total;
 
 	if (reloc < 0 || sz < 0 || r->to != at + (uint64_t)reloc || !r->code_len)
 		return -EINVAL;
-	total = reloc + r->code_len + (cls == TRAMP_FREE ? 0 : TRAMP_FAST_SLOW_LEN);
+	slow = at + reloc + r->code_len;
+	total = reloc + r->code_len;
+	if (cls != TRAMP_FREE)
+		total += TRAMP_FAST_SLOW_LEN + (may_nest(hook_kind) ? TRAMP_FAST_CALLTHRU_LEN : 0);
 	if (total > bufsz)
 		return -ENOSPC;
 
-	if (cls != TRAMP_ALLOC)
-		emit_free_check(&e, env);
-	if (cls != TRAMP_FREE) {
-		uint64_t slow = at + reloc + r->code_len;
-
-		emit_nest_check(&e, at + reloc, env);
-		emit_alloc_check(&e, sz, slow, env);
-		if (may_nest(hook_kind)) {
-			PUT(&e, 0xe9);			/* jmp CALLTHRU */
-			put_rel32(&e, slow + TRAMP_FAST_SLOW_LEN - 14);
-		} else {
-			PUT(&e, 0x0f, 0x1f, 0x44, 0x00, 0x00);	/* nopl 0(%rax,%rax) */
-		}
-	}
-	if (e.n != (size_t)reloc)
-		return -EINVAL;		/* cannot happen: layout constants out of date */
+	emit_checks(&e, cls, hook_kind, sz, slow, env);
 	put(&e, r->code, r->code_len);
-	if (cls != TRAMP_FREE)
+	if (cls != TRAMP_FREE) {
 		emit_slow(&e, at + reloc, AGENT_INFO(sz, hook_kind), env);
+		if (may_nest(hook_kind))
+			emit_callthru(&e, at + reloc);
+	}
 	if (e.err)
 		return e.err;
+	if (e.n != total)
+		return -EINVAL;		/* cannot happen: length constants out of date */
 
 	lay->size = e.n;
 	lay->reloc_off = reloc;

@@ -11,25 +11,26 @@
 
 /*
  * Layout (offsets in bytes from the trampoline's address T; RELOC is the
- * relocated prologue encoded for T + tramp_fast_reloc_offset(cls), ending
+ * relocated prologue encoded for T + tramp_fast_reloc_offset(), ending
  * with a jmp back into the function; COUNTERS, BLOOM and DATA are
  * addresses in the DATA view, reached rip-relative (within +-2 GB);
  * agent_alloc and agent_free are in the CODE view, see agent.h).
  *
  * ALLOC sequence, size register SZ = rdi (malloc, valloc, pvalloc, new),
  * rsi (aligned_alloc, memalign, realloc), rdx (posix_memalign), rdi * rsi
- * (calloc):
- *	 0  49 89 fb|f3|d3	mov %rdi|%rsi|%rdx,%r11
- *	 3  4c 0f af de		imul %rsi,%r11		(calloc; else nopl 0f 1f 40 00)
- *	 7  48 89 e0		mov %rsp,%rax
- *	10  48 c1 e8 0f		shr $15,%rax
- *	14  25 c0 0f 00 00	and $0xfc0,%eax		counter (rsp >> 21) & 63, * 64
- *	19  48 8d 0d rel32	lea COUNTERS(%rip),%rcx
- *	26  f0|90		lock prefix | nop (env->plain_sub)
- *	27  4c 29 1c 01		sub %r11,(%rcx,%rax,1)
- *	31  0f 8e rel32		jle SLOW
- *	37  RELOC		(code_len bytes; the fast path falls into it)
- *   SLOW = 37 + code_len:
+ * (calloc); nothing is padded, so its length depends on the hook:
+ *	49 89 fb|f3|d3		mov %rdi|%rsi|%rdx,%r11
+ *	4c 0f af de		imul %rsi,%r11		(calloc only)
+ *	48 89 e0		mov %rsp,%rax
+ *	48 c1 e8 0f		shr $15,%rax
+ *	25 c0 0f 00 00		and $0xfc0,%eax		counter (rsp >> 21) & 63, * 64
+ *	48 8d 0d rel32		lea COUNTERS(%rip),%rcx
+ *	f0			lock			(only without env->plain_sub)
+ *	4c 29 1c 01		sub %r11,(%rcx,%rax,1)
+ *	0f 8e rel32		jle SLOW
+ *	e9 rel32		jmp CALLTHRU		(only hooks that may nest)
+ *	RELOC			(code_len bytes; the fast path falls into it)
+ *   SLOW = RELOC + code_len:
  *	 +0  57 56 52		push %rdi; push %rsi; push %rdx
  *	 +3  e8 rel32		call RELOC		(real call: shadow stack ok)
  *	 +8  50 53 55		push %rax; push %rbx; push %rbp
@@ -41,18 +42,33 @@
  *	+39  48 8b 44 24 38	mov 0x38(%rsp),%rax	the result
  *	+44  48 83 c4 58	add $0x58,%rsp
  *	+48  c3			ret
+ *   CALLTHRU = SLOW + 49 (hooks that may nest: realloc, memalign and
+ *   aligned_alloc, posix_memalign), with rcx + rax the counter:
+ *	 +0  4c 8d 1c 01	lea (%rcx,%rax,1),%r11
+ *	 +4  41 53		push %r11
+ *	 +6  41 ff 33		push (%r11)		the value the outer call left
+ *	 +9  49 c7 03 imm32	movq $0x7fffffff,(%r11)	inner calls never reach 0
+ *	+16  41 53		push %r11		(alignment)
+ *	+18  e8 rel32		call RELOC
+ *	+23  59 59		pop %rcx; pop %rcx
+ *	+25  41 5b		pop %r11
+ *	+27  49 89 0b		mov %rcx,(%r11)		the inner calls' sizes forgotten
+ *	+30  c3			ret
  *   Entry rsp E == 8 (mod 16): the function sees E - 32 (three pushes and
  *   the call), the agent is called with rsp == E - 88 == 0 (mod 16).
  *   Clobbers rax, rcx, r11 (free at an allocator's entry: at most three
- *   arguments). The sub is locked by default: measured here (2 vCPUs, one
- *   thread, uncontended line) it costs 0-1.5 ns over a plain sub, within
- *   noise. env->plain_sub drops the lock: then a sub racing with another
- *   thread whose stack maps to the same counter (or with the agent's
- *   re-arm) can lose an update, which only shifts a sampling point (an
- *   extra or a late sample), never a crash.
+ *   arguments). env->plain_sub drops the lock (what patch.c does: a locked
+ *   sub measured ~3% slower with two busy threads): then a sub racing with
+ *   another thread whose stack maps to the same counter (or with the
+ *   agent's re-arm, or CALLTHRU's restore) can lose an update, which only
+ *   shifts a sampling point (an extra or a late sample), never a crash.
  *
- * TRAMP_ALLOC: the ALLOC sequence (NEST check, counter, 5 bytes of jmp
- * CALLTHRU or nop) at 0; RELOC at 100.
+ * Nested calls (realloc(NULL, n) calling malloc, aligned_alloc tail-jumping
+ * into malloc) cost nothing on the fast path: CALLTHRU keeps them from
+ * counting, and on a slow path the agent sees the return address in the
+ * CODE view or in the allocator's own text and only counts them. A
+ * relocated prologue never holds a call (reloc.c refuses one), so a
+ * return address in the CODE view is always ours.
  *
  * TRAMP_FREE (free, cfree, operator delete*), FREE check:
  *	 0  48 85 ff		test %rdi,%rdi
@@ -76,47 +92,34 @@
  * rcx (a fourth argument no hooked free has) and r11 are clobbered.
  *
  * TRAMP_REALLOC: the FREE check (its jz/jnc to 64) then the ALLOC sequence
- * on rsi at 64; RELOC at 164.
- *
- * NEST check (first in the ALLOC sequence): a call whose return address
- * lies in the CODE view or in the hooked allocator's own text (realloc or
- * memalign calling malloc, by a tail jump out of our CALLTHRU or by a
- * plain call) is part of a call already being counted: straight to RELOC.
- *	mov (%rsp),%rax; movabs $CODE_LO,%rcx; mov %rax,%r11; sub %rcx,%r11;
- *	cmp $CODE_SIZE,%r11; jb RELOC; movabs $NEST_LO,%rcx; sub %rcx,%rax;
- *	cmp $NEST_SIZE,%rax; jb RELOC
- * After the counter's jle SLOW, hooks that may call another hook (realloc,
- * memalign/aligned_alloc, posix_memalign) take "jmp CALLTHRU", where
- * "sub $8,%rsp; call RELOC; add $8,%rsp; ret" runs the function with our
- * return address on the stack, so the inner call is seen as nested; other
- * hooks have a 5-byte nop there and fall into RELOC.
+ * on rsi at 64.
  *
  * Exact mode needs no other code: the tool keeps counters <= 0 with zero
  * gaps and fills the bloom table with 1s and the bitmap with 0xff.
  */
 
-#define TRAMP_FAST_NEST_LEN	58	/* NEST check at the head of the ALLOC sequence */
-#define TRAMP_FAST_ALLOC_LEN	(TRAMP_FAST_NEST_LEN + 37 + 5)	/* ALLOC sequence up to RELOC */
-#define TRAMP_FAST_SLOW_LEN	(49 + 14)	/* SLOW and CALLTHRU after RELOC */
+#define TRAMP_FAST_ALLOC_MAX	38	/* longest ALLOC sequence */
+#define TRAMP_FAST_SLOW_LEN	49	/* SLOW, after RELOC */
+#define TRAMP_FAST_CALLTHRU_LEN	31	/* CALLTHRU, after SLOW */
 #define TRAMP_FAST_FREE_LEN	64	/* FREE check */
-#define TRAMP_FAST_MAX_SIZE	(TRAMP_FAST_FREE_LEN + TRAMP_FAST_ALLOC_LEN + \
-				 RELOC_MAX_CODE + TRAMP_FAST_SLOW_LEN)
+#define TRAMP_FAST_MAX_SIZE	(TRAMP_FAST_FREE_LEN + TRAMP_FAST_ALLOC_MAX + \
+				 RELOC_MAX_CODE + TRAMP_FAST_SLOW_LEN + TRAMP_FAST_CALLTHRU_LEN)
 
 /* Where a fast trampoline finds the shared data and the agent. */
 struct tramp_fast_env {
 	uint64_t data;		/* DATA view (struct shm_hdr) in the target */
-	uint64_t code_lo, code_size;	/* CODE view: a return address there is nested */
-	uint64_t nest_lo, nest_size;	/* the hooked allocator's text: likewise */
 	uint64_t agent_alloc;	/* agent entry points in the CODE view */
 	uint64_t agent_free;
 	int plain_sub;		/* 1: sub without lock on the counter (see above) */
 };
 
 /*
- * Offset of RELOC in a fast trampoline of class cls: relocate the
- * prologue for T + tramp_fast_reloc_offset(cls). Returns it, or -EINVAL.
+ * Offset of RELOC in the fast trampoline of a hook of kind hook_kind and
+ * class cls built with env: relocate the prologue for T + this. Returns
+ * it, or -EINVAL if cls does not fit hook_kind.
  */
-int tramp_fast_reloc_offset(enum tramp_class cls);
+int tramp_fast_reloc_offset(enum tramp_class cls, int hook_kind,
+			    const struct tramp_fast_env *env);
 
 /*
  * Write the fast trampoline for a hook of kind hook_kind (enum hook_kind;
