@@ -71,6 +71,7 @@ struct session {
 	struct frametab *ftab;          /* fast mode: frame rules the agent walks with */
 	uint64_t drops_seen;
 	size_t warm_next;               /* next map whose symbols fast_warm_step loads */
+	uint64_t nap_head, nap_ns;      /* ring_head and time at the last fast_nap_ns */
 	uint64_t regions_stats[2];      /* fast mode: agent walks, walk misses */
 	uint64_t nest_lo, nest_hi;      /* hooked allocator text: calls from there are nested */
 
@@ -135,12 +136,15 @@ int collect_trap(struct session *s, pid_t tid, int record);
 /* ---- fast.c ---- */
 /* Fill region 0's shared layout: header, counters, gaps, bloom; frame table. */
 void fast_init_data(struct session *s, uint64_t data_remote, uint64_t ring_size);
+/* Redraw the agent's gap table (once per tick). */
 void fast_refill_gaps(struct session *s);
 void fast_heartbeat(struct session *s);
 /* Handle every committed event in the ring; returns how many. */
 size_t fast_drain(struct session *s);
 /* Load one more object's symbols while the target lives (between drains). */
 void fast_warm_step(struct session *s);
+/* Nanoseconds to sleep before the next drain, from the ring's fill rate. */
+long fast_nap_ns(struct session *s);
 /* Non-zero while the ring is more than a quarter full: drain without a nap. */
 int fast_ring_busy(struct session *s);
 /* Fold the agent's drop and nesting counters into the session. */

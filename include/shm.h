@@ -100,16 +100,29 @@ struct shm_counter {
 /* shm_hdr.flags */
 #define SHM_F_EXACT     1   /* record every call; writers wait for room while the tool lives */
 
-/* Hash of a return address into the frame table, and of a pointer into the bloom table. */
+/* Hash of a return address into the frame table. */
 #define SHM_HASH_MUL    0x9E3779B97F4A7C15ULL
 static inline uint32_t shm_frame_slot(uint64_t ip)
 {
 	return (uint32_t)((ip * SHM_HASH_MUL) >> 48) & (SHM_NFRAMES - 1);
 }
-/* Matches the trampoline's "shr rax,4; imul eax,eax,0x9E3779B1; shr eax,16". */
+
+/*
+ * The bloom slot of a pointer: its 256-byte granule within a 16 MiB block,
+ * XORed with the block's number. Not a mixing hash: a program's frees fall
+ * in a few hot regions of its heap, and so they test a few hot lines of
+ * the bitmap, which stay in L1 (a hash sends each free to a random line of
+ * all 128). The XOR keeps regions at the same offset of different blocks
+ * (glibc's per-thread arenas are 64 MiB-aligned) on different lines, so
+ * that one thread's bitmap writes do not evict the lines another thread
+ * tests. Two blocks sharing a granule share a slot; with a few sampled
+ * blocks live per MiB that costs a rare false hit. Matches the FREE check.
+ */
+#define SHM_BLOOM_SHIFT 8
 static inline uint32_t shm_bloom_slot(uint64_t ptr)
 {
-	return ((uint32_t)(ptr >> 4) * 0x9E3779B1u) >> (32 - SHM_BLOOM_BITS);
+	return (uint32_t)((ptr >> SHM_BLOOM_SHIFT) ^ (ptr >> (SHM_BLOOM_SHIFT + SHM_BLOOM_BITS))) &
+	       (SHM_BLOOM_SIZE - 1);
 }
 
 /* Original bytes of one patched entry point, so that any later heapattach

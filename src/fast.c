@@ -12,6 +12,8 @@
 #include "unwind.h"
 
 #define DRAIN_BATCH 65536
+#define NAP_MIN_NS 1000000ULL		/* 1 ms */
+#define NAP_MAX_NS 20000000ULL		/* 20 ms */
 
 static uint64_t mono_ns(void)
 {
@@ -26,7 +28,12 @@ static uint8_t *data_of(struct session *s)
 	return (uint8_t *)s->regions[0].hdr;
 }
 
-/* Fresh exponential gaps for the agent to re-arm counters with. */
+/*
+ * Fresh exponential gaps for the agent to re-arm counters with, the whole
+ * table on every tick (50 ms, ~0.1 ms of work). Renewing only a part of it
+ * per tick was measured to correlate the samples: the accuracy fixture's
+ * small-block sites came out 12-14% off together, in either direction.
+ */
 void fast_refill_gaps(struct session *s)
 {
 	uint64_t *gaps = (uint64_t *)(data_of(s) + SHM_OFF_GAPS);
@@ -223,6 +230,35 @@ size_t fast_drain(struct session *s)
 		total += n;
 	} while (n == DRAIN_BATCH);
 	return total;
+}
+
+/*
+ * How long to sleep before the next drain: the time the writers take to
+ * fill an eighth of the ring at the rate they filled it since the last
+ * call, within [NAP_MIN_NS, NAP_MAX_NS]. Every wake-up costs the target
+ * too (ours may preempt one of its threads), so an idle ring is looked at
+ * only NAP_MAX_NS apart; SIGCHLD and the tick still cut a nap short.
+ */
+long fast_nap_ns(struct session *s)
+{
+	uint64_t now = mono_ns(), head, bytes, dt, nap = NAP_MAX_NS;
+	struct shm_hdr *h;
+
+	if (!s->nregions || !s->regions[0].hdr)
+		return NAP_MIN_NS;
+	h = s->regions[0].hdr;
+	head = h->ring_head;
+	bytes = head - s->nap_head;
+	dt = now - s->nap_ns;
+	if (s->nap_ns && bytes && dt) {
+		double fill = (double)(h->ring_size / 8) * (double)dt / (double)bytes;
+
+		nap = fill < NAP_MIN_NS ? NAP_MIN_NS : fill > NAP_MAX_NS ? NAP_MAX_NS :
+			(uint64_t)fill;
+	}
+	s->nap_head = head;
+	s->nap_ns = now;
+	return (long)nap;
 }
 
 int fast_ring_busy(struct session *s)

@@ -10,6 +10,10 @@
  */
 #include "ring.h"
 
+/* ring_tail is stored every this many bytes, not after every record: each
+ * store pulls the line away from the writers, who read it on every event. */
+#define RING_PUBLISH (64 * 1024)
+
 uint64_t ring_pending(const struct shm_hdr *hdr)
 {
 	return hdr->ring_head - hdr->ring_tail;
@@ -18,7 +22,7 @@ uint64_t ring_pending(const struct shm_hdr *hdr)
 size_t ring_drain(struct shm_hdr *hdr, uint8_t *ring, size_t max, ring_fn fn, void *arg)
 {
 	uint64_t mask = hdr->ring_size - 1;
-	uint64_t tail = hdr->ring_tail;
+	uint64_t tail = hdr->ring_tail, published = tail;
 	size_t n = 0;
 
 	while (n < max && tail != hdr->ring_head) {
@@ -39,9 +43,14 @@ size_t ring_drain(struct shm_hdr *hdr, uint8_t *ring, size_t max, ring_fn fn, vo
 		for (uint32_t k = 0; k < len; k += 8)	/* len is a multiple of 8 */
 			*(uint64_t *)(rec + k) = 0;
 		tail += len;
-		__atomic_store_n(&hdr->ring_tail, tail, __ATOMIC_RELEASE);
+		if (tail - published >= RING_PUBLISH) {
+			__atomic_store_n(&hdr->ring_tail, tail, __ATOMIC_RELEASE);
+			published = tail;
+		}
 		if (stop)
 			break;
 	}
+	if (tail != published)
+		__atomic_store_n(&hdr->ring_tail, tail, __ATOMIC_RELEASE);
 	return n;
 }

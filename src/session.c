@@ -149,15 +149,15 @@ static int housekeeping(struct session *s)
 /*
  * Trap-free mode: poll the ring and ptrace events. The tool shares the CPUs
  * with its target, and every wake-up of ours may preempt one of its
- * threads, so it batches: it sleeps 2 ms between drains (the 32 MiB ring
- * holds far more than the default rate fills in that time), not at all
- * while the ring is more than a quarter full (exact mode under load).
- * SIGCHLD, which every tracee stop sends us, cuts a nap short, and waitpid
- * is called only after one.
+ * threads, so it batches: it sleeps between drains for as long as the
+ * writers take to fill an eighth of the ring (1 to 20 ms, fast_nap_ns),
+ * not at all while the ring is more than a quarter full (exact mode under
+ * load). SIGCHLD, which every tracee stop sends us, cuts a nap short, and
+ * waitpid is called only after one.
  */
 static void fast_loop(struct session *s)
 {
-	struct timespec nap = { 0, 2 * 1000 * 1000 };
+	struct timespec nap = { 0, 0 };
 	int status;
 	pid_t tid;
 
@@ -189,6 +189,7 @@ static void fast_loop(struct session *s)
 		if (fast_ring_busy(s))
 			continue;
 		fast_warm_step(s);
+		nap.tv_nsec = fast_nap_ns(s);
 		nanosleep(&nap, NULL);
 	}
 	fast_drain(s);

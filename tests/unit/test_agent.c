@@ -460,8 +460,9 @@ static void test_layouts(void)
 	static const uint8_t alloc_head[] = { 0x49, 0x89, 0xfb,
 		0x48, 0x89, 0xe0, 0x48, 0xc1, 0xe8, 0x0f, 0x25, 0xc0, 0x0f, 0, 0,
 		0x48, 0x8d, 0x0d };
-	static const uint8_t free_head[] = { 0x48, 0x85, 0xff, 0x74, 0x3b, 0x48, 0x89, 0xf8,
-		0x48, 0xc1, 0xe8, 0x04, 0x69, 0xc0, 0xb1, 0x79, 0x37, 0x9e, 0xc1, 0xe8, 0x10 };
+	static const uint8_t free_head[] = { 0x48, 0x85, 0xff, 0x74, 0x3c, 0x48, 0x89, 0xf9,
+		0x48, 0xc1, 0xe9, 0x08, 0x48, 0x89, 0xf8, 0x48, 0xc1, 0xe8, 0x18, 0x31, 0xc1,
+		0x89, 0xc8, 0xc1, 0xe8, 0x05, 0x25, 0xff, 0x07, 0, 0 };
 	const uint64_t from = 0x7f0000400000ull, at = from + 0x100000;
 	struct tramp_fast_env e = { .data = at + 0x10000, .agent_alloc = at - 0x1000,
 				    .agent_free = at - 0x800 };
@@ -476,8 +477,8 @@ static void test_layouts(void)
 	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALLOC, &e), 33);
 	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_CALLOC, &e), 37);
 	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALIGNED, &e), 38);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE, HOOK_FREE, &e), 64);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_REALLOC, HOOK_REALLOC, &e), 64 + 38);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE, HOOK_FREE, &e), 65);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_REALLOC, HOOK_REALLOC, &e), 65 + 38);
 	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE, HOOK_ALLOC, &e), -EINVAL);
 	expect_int_eq(tramp_fast_reloc_offset((enum tramp_class)9, HOOK_ALLOC, &e), -EINVAL);
 	e.plain_sub = 1;
@@ -531,24 +532,24 @@ static void test_layouts(void)
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at), -ERANGE);
 	e.data = at + 0x10000;
 
-	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 64, &r), 0);
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 65, &r), 0);
 	expect_int_eq(EMIT(TRAMP_FREE, HOOK_FREE, at), 0);
 	expect_true(!memcmp(buf, free_head, sizeof(free_head)));
-	expect_int_eq(buf[44], 0x73);			/* jnc RELOC */
-	expect_int_eq(buf[45], 64 - 46);
-	expect_int_eq(lay.size, 64 + r.code_len);
-	memcpy(&rel, buf + 32, 4);
-	expect_u64_eq(at + 36 + rel, e.data + SHM_OFF_BITS);
-	memcpy(&rel, buf + 57, 4);
-	expect_u64_eq(at + 61 + rel, e.agent_free);
+	expect_int_eq(buf[45], 0x73);			/* jnc RELOC */
+	expect_int_eq(buf[46], 65 - 47);
+	expect_int_eq(lay.size, 65 + r.code_len);
+	memcpy(&rel, buf + 34, 4);
+	expect_u64_eq(at + 38 + rel, e.data + SHM_OFF_BITS);
+	memcpy(&rel, buf + 58, 4);
+	expect_u64_eq(at + 62 + rel, e.agent_free);
 
-	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 102, &r), 0);
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 103, &r), 0);
 	expect_int_eq(EMIT(TRAMP_REALLOC, HOOK_REALLOC, at), 0);
 	expect_true(!memcmp(buf, free_head, sizeof(free_head)));
-	expect_int_eq(buf[64 + 0], 0x49);
-	expect_int_eq(buf[64 + 2], 0xf3);	/* mov %rsi,%r11 */
-	expect_int_eq(buf[64 + 33], 0xe9);	/* jmp CALLTHRU */
-	expect_int_eq(lay.size, 102 + r.code_len + TRAMP_FAST_SLOW_LEN + TRAMP_FAST_CALLTHRU_LEN);
+	expect_int_eq(buf[65 + 0], 0x49);
+	expect_int_eq(buf[65 + 2], 0xf3);	/* mov %rsi,%r11 */
+	expect_int_eq(buf[65 + 33], 0xe9);	/* jmp CALLTHRU */
+	expect_int_eq(lay.size, 103 + r.code_len + TRAMP_FAST_SLOW_LEN + TRAMP_FAST_CALLTHRU_LEN);
 	expect_true(tramp_fast_agent_size() > 64);
 #undef EMIT
 }

@@ -12,7 +12,8 @@
 _Static_assert(sizeof(struct shm_counter) == SHM_COUNTER_STRIDE, "one line per counter");
 _Static_assert(SHM_NCOUNTERS == 64 && SHM_COUNTER_STRIDE == 64,
 	       "the ALLOC sequence hard-codes shr $15 / and $0xfc0");
-_Static_assert(SHM_BLOOM_BITS == 16, "the FREE check hard-codes shr $16");
+_Static_assert(SHM_BLOOM_BITS == 16 && SHM_BLOOM_SHIFT == 8,
+	       "the FREE check hard-codes and $0x7ff (dwords of the bitmap)");
 _Static_assert(sizeof(struct agent_frame) == 12 * 8, "SLOW pushes 11 words");
 
 /* The blob, from the generated agent_blob.S. */
@@ -64,17 +65,18 @@ static void emit_free_check(struct emitter *e, const struct tramp_fast_env *env)
 	PUT(e, 0x48, 0x85, 0xff);			/* test %rdi,%rdi */
 	PUT(e, 0x74);					/* jz skip */
 	put8(e, (uint8_t)(skip - (e->n + 1)));
+	PUT(e, 0x48, 0x89, 0xf9);			/* mov %rdi,%rcx */
+	PUT(e, 0x48, 0xc1, 0xe9, SHM_BLOOM_SHIFT);	/* shr $8,%rcx */
 	PUT(e, 0x48, 0x89, 0xf8);			/* mov %rdi,%rax */
-	PUT(e, 0x48, 0xc1, 0xe8, 0x04);			/* shr $4,%rax */
-	PUT(e, 0x69, 0xc0, 0xb1, 0x79, 0x37, 0x9e);	/* imul $0x9e3779b1,%eax,%eax */
-	PUT(e, 0xc1, 0xe8, 32 - SHM_BLOOM_BITS);	/* shr $16,%eax */
-	PUT(e, 0x89, 0xc1);				/* mov %eax,%ecx */
-	PUT(e, 0xc1, 0xe8, 0x03);			/* shr $3,%eax */
-	PUT(e, 0x83, 0xe1, 0x07);			/* and $7,%ecx */
+	PUT(e, 0x48, 0xc1, 0xe8, SHM_BLOOM_SHIFT + SHM_BLOOM_BITS); /* shr $24,%rax */
+	PUT(e, 0x31, 0xc1);				/* xor %eax,%ecx */
+	PUT(e, 0x89, 0xc8);				/* mov %ecx,%eax */
+	PUT(e, 0xc1, 0xe8, 0x05);			/* shr $5,%eax */
+	PUT(e, 0x25, 0xff, 0x07, 0x00, 0x00);		/* and $0x7ff,%eax */
 	PUT(e, 0x4c, 0x8d, 0x1d);			/* lea BITS(%rip),%r11 */
 	put_rel32(e, env->data + SHM_OFF_BITS);
-	PUT(e, 0x41, 0x0f, 0xb6, 0x04, 0x03);		/* movzbl (%r11,%rax,1),%eax */
-	PUT(e, 0x0f, 0xa3, 0xc8);			/* bt %ecx,%eax */
+	PUT(e, 0x41, 0x8b, 0x04, 0x83);			/* mov (%r11,%rax,4),%eax */
+	PUT(e, 0x0f, 0xa3, 0xc8);			/* bt %ecx,%eax (ecx mod 32) */
 	PUT(e, 0x73);					/* jnc skip */
 	put8(e, (uint8_t)(skip - (e->n + 1)));
 	PUT(e, 0x57, 0x56, 0x52);			/* push %rdi, %rsi, %rdx */

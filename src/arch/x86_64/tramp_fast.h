@@ -73,26 +73,27 @@
  * TRAMP_FREE (free, cfree, operator delete*), FREE check:
  *	 0  48 85 ff		test %rdi,%rdi
  *	 3  74 rel8		jz RELOC
- *	 5  48 89 f8		mov %rdi,%rax
- *	 8  48 c1 e8 04		shr $4,%rax
- *	12  69 c0 b1 79 37 9e	imul $0x9e3779b1,%eax,%eax
- *	18  c1 e8 10		shr $16,%eax		shm_bloom_slot()
- *	21  89 c1		mov %eax,%ecx
- *	23  c1 e8 03		shr $3,%eax
- *	26  83 e1 07		and $7,%ecx
- *	29  4c 8d 1d rel32	lea BITS(%rip),%r11	(8 KiB: stays in L1)
- *	36  41 0f b6 04 03	movzbl (%r11,%rax,1),%eax
- *	41  0f a3 c8		bt %ecx,%eax
- *	44  73 rel8		jnc RELOC
- *	46  57 56 52		push %rdi; push %rsi; push %rdx	(sized/aligned delete)
- *	49  48 8d 35 rel32	lea DATA(%rip),%rsi
- *	56  e8 rel32		call agent_free		(rdi = ptr; rsp == 0 mod 16)
- *	61  5a 5e 5f		pop %rdx; pop %rsi; pop %rdi
- *	64  RELOC		(a tail: the caller's return address is untouched)
+ *	 5  48 89 f9		mov %rdi,%rcx
+ *	 8  48 c1 e9 08		shr $8,%rcx
+ *	12  48 89 f8		mov %rdi,%rax
+ *	15  48 c1 e8 18		shr $24,%rax
+ *	19  31 c1		xor %eax,%ecx		shm_bloom_slot() = ecx & 0xffff
+ *	21  89 c8		mov %ecx,%eax
+ *	23  c1 e8 05		shr $5,%eax
+ *	26  25 ff 07 00 00	and $0x7ff,%eax		its dword in the bitmap
+ *	31  4c 8d 1d rel32	lea BITS(%rip),%r11	(8 KiB)
+ *	38  41 8b 04 83		mov (%r11,%rax,4),%eax
+ *	42  0f a3 c8		bt %ecx,%eax		(bit ecx mod 32)
+ *	45  73 rel8		jnc RELOC
+ *	47  57 56 52		push %rdi; push %rsi; push %rdx	(sized/aligned delete)
+ *	50  48 8d 35 rel32	lea DATA(%rip),%rsi
+ *	57  e8 rel32		call agent_free		(rdi = ptr; rsp == 0 mod 16)
+ *	62  5a 5e 5f		pop %rdx; pop %rsi; pop %rdi
+ *	65  RELOC		(a tail: the caller's return address is untouched)
  * rcx (a fourth argument no hooked free has) and r11 are clobbered.
  *
- * TRAMP_REALLOC: the FREE check (its jz/jnc to 64) then the ALLOC sequence
- * on rsi at 64.
+ * TRAMP_REALLOC: the FREE check (its jz/jnc to 65) then the ALLOC sequence
+ * on rsi at 65.
  *
  * Exact mode needs no other code: the tool keeps counters <= 0 with zero
  * gaps and fills the bloom table with 1s and the bitmap with 0xff.
@@ -101,7 +102,7 @@
 #define TRAMP_FAST_ALLOC_MAX	38	/* longest ALLOC sequence */
 #define TRAMP_FAST_SLOW_LEN	49	/* SLOW, after RELOC */
 #define TRAMP_FAST_CALLTHRU_LEN	31	/* CALLTHRU, after SLOW */
-#define TRAMP_FAST_FREE_LEN	64	/* FREE check */
+#define TRAMP_FAST_FREE_LEN	65	/* FREE check */
 #define TRAMP_FAST_MAX_SIZE	(TRAMP_FAST_FREE_LEN + TRAMP_FAST_ALLOC_MAX + \
 				 RELOC_MAX_CODE + TRAMP_FAST_SLOW_LEN + TRAMP_FAST_CALLTHRU_LEN)
 
