@@ -1,4 +1,4 @@
-/* The tool's side of the shared event ring: drain committed records in order. */
+/* The tool's side of the shared event rings: drain committed records in time order. */
 /* SPDX-License-Identifier: MIT */
 #ifndef HEAPATTACH_RING_H
 #define HEAPATTACH_RING_H
@@ -7,15 +7,33 @@
 #include <stdint.h>
 #include "shm.h"
 
-/* Called for each committed record (never for PAD); rec points into the ring
+/* Called for each committed record (never for PAD); rec points into a ring
  * and is valid only during the call. Return 0 to go on, non-zero to stop. */
 typedef int (*ring_fn)(void *arg, const void *rec, uint32_t len);
 
-/* Consume up to max records from the ring of hdr (ring memory at ring).
- * Consumed bytes are zeroed and ring_tail advanced. Returns the number of
- * records handed to fn; stops early at a reserved but uncommitted record. */
-size_t ring_drain(struct shm_hdr *hdr, uint8_t *ring, size_t max, ring_fn fn, void *arg);
-/* Bytes reserved but not yet consumed. */
-uint64_t ring_pending(const struct shm_hdr *hdr);
+/* The consumer's state: its own copy of every tail, published now and then. */
+struct ring_reader {
+	struct shm_hdr *hdr;            /* the DATA view: layout of shm.h */
+	uint64_t tail[SHM_NRINGS];
+	uint64_t published[SHM_NRINGS]; /* the value last stored in tails[] */
+	uint64_t used;                  /* bit i: ring i has been written to */
+};
+
+/* Start reading the rings of hdr from their current tails. */
+void ring_reader_init(struct ring_reader *rd, struct shm_hdr *hdr);
+
+/*
+ * Hand up to max committed records to fn, merged across rings in time
+ * order, as far as that order is known: a record is handed over only once
+ * every record that could precede it is visible. Consumed bytes are zeroed
+ * and the tails advanced. Returns the number of records handed to fn.
+ */
+size_t ring_drain(struct ring_reader *rd, size_t max, ring_fn fn, void *arg);
+
+/* The fullest ring's bytes reserved but not yet consumed. */
+uint64_t ring_pending_max(struct ring_reader *rd);
+
+/* Bytes reserved so far in all rings together (never decreases). */
+uint64_t ring_heads_total(struct ring_reader *rd);
 
 #endif

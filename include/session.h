@@ -10,6 +10,7 @@
 #include "proc.h"
 #include "profile.h"
 #include "reloc.h"
+#include "ring.h"
 #include "sampler.h"
 #include "tracee.h"
 #include "shm.h"
@@ -69,6 +70,7 @@ struct session {
 	int exact;                      /* every call recorded (rate 1) */
 	struct tramp_fast_env fenv;     /* fast mode: where trampolines find data and agent */
 	struct frametab *ftab;          /* fast mode: frame rules the agent walks with */
+	struct ring_reader rings;       /* fast mode: our side of the event rings */
 	uint64_t drops_seen;
 	size_t warm_next;               /* next map whose symbols fast_warm_step loads */
 	uint64_t nap_head, nap_ns;      /* ring_head and time at the last fast_nap_ns */

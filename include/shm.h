@@ -11,16 +11,18 @@
  * seen after the stores before it), so publication needs only compiler
  * barriers on the writer's side.
  *
- *   struct shm_hdr          one page: identity, settings, ring indices, patch records
+ *   struct shm_hdr          one page: identity, settings, patch records
  *   counters[SHM_NCOUNTERS] one cache line each: bytes until the next sample
  *   gaps[SHM_NGAPS]         exponential draws the agent takes to re-arm a counter
+ *   heads[SHM_NRINGS]       one cache line each: a ring's head (u64), cmpxchg
+ *   tails[SHM_NRINGS]       each ring's tail (u64), written by the tool
  *   bloom[SHM_BLOOM_SIZE]   per-slot counts of live sampled pointers (u8)
  *   live[SHM_BLOOM_SIZE][SHM_LIVE_WAYS]  those pointers (u64, 0 = empty)
  *   bits[SHM_BLOOM_SIZE/8]  bit s set iff bloom[s] != 0: what the FREE
  *                           trampolines test (8 KiB stays in L1; the
  *                           64 KiB byte table would not)
  *   frames[SHM_NFRAMES]     frame rules by return address (struct shm_frame)
- *   ring[ring_size]         variable-size event records
+ *   rings[SHM_NRINGS][ring_size]  variable-size event records
  *
  * Sampling: a trampoline subtracts each requested size from the counter
  * its rsp selects; when it drops to <= 0 the call is sampled and the agent
@@ -36,17 +38,22 @@
  * 0xff (each free is reported); the agent then neither re-arms nor touches bloom/live. When
  * the tool switches modes it must zero bloom and live first.
  *
- * Ring protocol: ring_head and ring_tail count bytes and never wrap. A
- * writer reserves len bytes (a multiple of 8) with cmpxchg on ring_head
- * when head + len - tail <= ring_size; a record that would straddle the
- * end is preceded by a SHM_EV_PAD record filling the end. It then writes
- * the body and stores `len` last. The consumer reads the record at
- * tail & (ring_size - 1) once its len is non-zero, then zeroes all len
- * bytes and only then advances ring_tail by len (writers rely on
+ * Rings: a writer uses ring (sp >> SHM_RING_SHIFT) & (SHM_NRINGS - 1);
+ * thread stacks are 8 MiB apart, so up to 16 threads get one each and do
+ * not fight over one head or share the lines of their records. Heads and tails count bytes and never
+ * wrap. A writer reads the time stamp (lfence; rdtsc; lfence), then
+ * reserves len bytes (a multiple of 8) with cmpxchg on its ring's head
+ * when head + len - tail <= ring_size; a record that would straddle the end
+ * is preceded by a SHM_EV_PAD record filling the end. It writes the body
+ * with that tsc and stores `len` last. So a ring's records are in tsc
+ * order, an allocation's tsc is later than the allocator's return, and a
+ * free's is earlier than the real free. The consumer merges the rings by
+ * tsc (ring.c), reading each at its tail once its len is non-zero, zeroes
+ * the record and only then advances that ring's tail (writers rely on
  * reserved space reading as 0 until they commit).
  *
  * Before writing any jump the tool fills the header (magic ... rate,
- * ring_size a power of two >= 16 KiB, code_remote/code_size: calls whose
+ * ring_size the bytes of each ring, a power of two >= 4 KiB, code_remote/code_size: calls whose
  * return address lies there are nested and only counted; target_pid: the
  * agent reads its own stack through process_vm_readv on it), the gaps, the
  * counters and the heartbeat. A header left zero is safe but slow: every
@@ -60,9 +67,11 @@
 #include <stdint.h>
 
 #define SHM_MAGIC       0x3174746170616568ULL	/* "heapatt1" little-endian */
-#define SHM_VERSION     1
+#define SHM_VERSION     2
 
 #define SHM_NCOUNTERS   64
+#define SHM_NRINGS      16                      /* event rings: one per thread, mostly */
+#define SHM_RING_SHIFT  23                      /* ring of a stack: (sp >> 23) & 15 */
 #define SHM_COUNTER_STRIDE 64                   /* bytes: one cache line each */
 #define SHM_NGAPS       4096                    /* power of two */
 #define SHM_BLOOM_BITS  16
@@ -76,7 +85,9 @@
 
 #define SHM_OFF_COUNTERS 4096
 #define SHM_OFF_GAPS    (SHM_OFF_COUNTERS + SHM_NCOUNTERS * SHM_COUNTER_STRIDE)
-#define SHM_OFF_BLOOM   (SHM_OFF_GAPS + SHM_NGAPS * 8)
+#define SHM_OFF_HEADS   (SHM_OFF_GAPS + SHM_NGAPS * 8)
+#define SHM_OFF_TAILS   (SHM_OFF_HEADS + SHM_NRINGS * 64)
+#define SHM_OFF_BLOOM   (SHM_OFF_TAILS + SHM_NRINGS * 8)
 #define SHM_OFF_LIVE    (SHM_OFF_BLOOM + SHM_BLOOM_SIZE)
 #define SHM_OFF_BITS    (SHM_OFF_LIVE + SHM_BLOOM_SIZE * SHM_LIVE_WAYS * 8)
 #define SHM_OFF_FRAMES  (SHM_OFF_BITS + SHM_BLOOM_SIZE / 8)
@@ -144,7 +155,7 @@ struct shm_hdr {
 	uint64_t code_size;
 	int32_t tool_pid;
 	int32_t target_pid;
-	uint64_t ring_size;     /* power of two, bytes */
+	uint64_t ring_size;     /* bytes of each ring, a power of two */
 	uint64_t rate;          /* --sample-rate */
 	uint32_t npatches;
 	uint32_t pad0;
@@ -153,12 +164,6 @@ struct shm_hdr {
 	/* Written by the tool. */
 	volatile uint64_t heartbeat;    /* CLOCK_MONOTONIC ns, refreshed while it lives */
 	uint8_t pad1[56];
-	/* Written by writers (lock cmpxchg); read by the tool. */
-	volatile uint64_t ring_head;    /* bytes reserved so far (never wraps) */
-	uint8_t pad2[56];
-	/* Written by the tool; read by writers. */
-	volatile uint64_t ring_tail;    /* bytes consumed so far */
-	uint8_t pad3[56];
 	volatile uint64_t drops;        /* events lost: ring full (lock inc) */
 	volatile uint64_t gap_idx;      /* unused (per counter now: struct shm_counter) */
 	volatile uint64_t nested;       /* unused: summed from struct shm_counter */
@@ -195,10 +200,12 @@ struct shm_frame {
 #define SHM_EVF_HOOK_SHIFT 16  /* bits 16-23: the hook's enum hook_kind */
 #define SHM_EVF_HOOK(flags) (((flags) >> SHM_EVF_HOOK_SHIFT) & 0xff)
 
+/* Every record but PAD starts so: len, kind, 16 bits of the kind's own, tsc. */
 struct shm_ev_free {
 	uint32_t len;
 	uint16_t kind;          /* SHM_EV_FREE */
 	uint16_t pad;
+	uint64_t tsc;
 	uint64_t ptr;
 };
 
@@ -206,11 +213,11 @@ struct shm_ev_alloc {
 	uint32_t len;           /* whole record */
 	uint16_t kind;          /* SHM_EV_ALLOC */
 	uint16_t nframes;       /* return addresses after the header, leaf first */
+	uint64_t tsc;
 	uint32_t flags;         /* SHM_EVF_* */
 	uint32_t stack_len;     /* bytes of stack copy after the frames */
 	uint64_t size;          /* requested */
 	uint64_t ptr;           /* result */
-	uint64_t tsc;
 	/* State right after the allocator returned to its caller: ip = the
 	 * caller's return address, sp = entry rsp + 8, callee-saved as they are.
 	 * A stack copy starts at address sp. */

@@ -73,6 +73,7 @@ void fast_init_data(struct session *s, uint64_t data_remote, uint64_t ring_size)
 	memset(d + SHM_OFF_BLOOM, s->exact ? 1 : 0, SHM_BLOOM_SIZE);
 	memset(d + SHM_OFF_BITS, s->exact ? 0xff : 0, SHM_BLOOM_SIZE / 8);
 	fast_heartbeat(s);
+	ring_reader_init(&s->rings, h);
 	s->ftab = frametab_new(s->pid, (struct shm_frame *)(d + SHM_OFF_FRAMES));
 }
 
@@ -87,8 +88,9 @@ static void on_free(struct session *s, const struct shm_ev_free *e)
 
 /*
  * Load the symbols of one more mapped object, so that names are there even
- * if the target exits before the dump. Called between drains, one object at
- * a time: loading a big object's DWARF must not hold up the ring.
+ * if the target exits before the dump. session.c loads them all before it
+ * attaches, then one at a time between drains (objects found later):
+ * loading a big object's DWARF must not hold up the rings.
  */
 void fast_warm_step(struct session *s)
 {
@@ -219,14 +221,12 @@ static int on_record(void *arg, const void *rec, uint32_t len)
 
 size_t fast_drain(struct session *s)
 {
-	struct shm_hdr *h;
 	size_t total = 0, n;
 
 	if (!s->nregions || !s->regions[0].hdr || !s->ftab)
 		return 0;
-	h = s->regions[0].hdr;
 	do {
-		n = ring_drain(h, data_of(s) + SHM_OFF_RING, DRAIN_BATCH, on_record, s);
+		n = ring_drain(&s->rings, DRAIN_BATCH, on_record, s);
 		total += n;
 	} while (n == DRAIN_BATCH);
 	return total;
@@ -234,7 +234,7 @@ size_t fast_drain(struct session *s)
 
 /*
  * How long to sleep before the next drain: the time the writers take to
- * fill an eighth of the ring at the rate they filled it since the last
+ * fill an eighth of a ring at the rate they filled them all since the last
  * call, within [NAP_MIN_NS, NAP_MAX_NS]. Every wake-up costs the target
  * too (ours may preempt one of its threads), so an idle ring is looked at
  * only NAP_MAX_NS apart; SIGCHLD and the tick still cut a nap short.
@@ -244,13 +244,15 @@ long fast_nap_ns(struct session *s)
 	uint64_t now = mono_ns(), head, bytes, dt, nap = NAP_MAX_NS;
 	struct shm_hdr *h;
 
-	if (!s->nregions || !s->regions[0].hdr)
+	if (!s->nregions || !s->regions[0].hdr || !s->ftab)
 		return NAP_MIN_NS;
 	h = s->regions[0].hdr;
-	head = h->ring_head;
+	head = ring_heads_total(&s->rings);
 	bytes = head - s->nap_head;
 	dt = now - s->nap_ns;
-	if (s->nap_ns && bytes && dt) {
+	if (!s->nap_ns) {
+		nap = NAP_MIN_NS;	/* first call: no rate known yet */
+	} else if (bytes && dt) {
 		double fill = (double)(h->ring_size / 8) * (double)dt / (double)bytes;
 
 		nap = fill < NAP_MIN_NS ? NAP_MIN_NS : fill > NAP_MAX_NS ? NAP_MAX_NS :
@@ -263,12 +265,9 @@ long fast_nap_ns(struct session *s)
 
 int fast_ring_busy(struct session *s)
 {
-	struct shm_hdr *h;
-
-	if (!s->nregions || !s->regions[0].hdr)
+	if (!s->nregions || !s->regions[0].hdr || !s->ftab)
 		return 0;
-	h = s->regions[0].hdr;
-	return ring_pending(h) > h->ring_size / 4;
+	return ring_pending_max(&s->rings) > s->regions[0].hdr->ring_size / 4;
 }
 
 /* Copy the agent's counters into the profile before a dump. */

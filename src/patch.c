@@ -18,8 +18,6 @@
 #include "xmalloc.h"
 
 #define REGION_DATA_TRAP 4096
-#define FAST_RING_SIZE (32u << 20)
-#define REGION_DATA_FAST (SHM_OFF_RING + FAST_RING_SIZE)
 #define REACH ((int64_t)INJECT_REACH - REGION_CODE - REGION_DATA_TRAP)
 #define MAX_BODY 8192
 #define NOP_INSN 0x90
@@ -66,6 +64,19 @@ static int op_region_remove(struct remote_ctx *ctx, void *arg)
 	return inject_region_remove(ctx, arg);
 }
 
+/*
+ * Bytes of each of the SHM_NRINGS rings (in practice one per thread; only
+ * the pages a ring uses are ever touched). At 256 KiB and more per sample
+ * even 20 GB/s of allocation sends ~8 MB/s: 2 MiB holds a quarter of a
+ * second. Higher rates send up to hundreds of MB/s per thread, and until
+ * the frame table is learnt each event carries an 8 KiB stack copy: they
+ * need room for the tool's first, slow moments.
+ */
+static uint64_t fast_ring_size(const struct session *s)
+{
+	return s->opt->sample_rate >= 256 * 1024 ? 2u << 20 : 8u << 20;
+}
+
 /* Map the next region (code view; in fast mode also the data view) near r->near. */
 static int op_region_map(struct remote_ctx *ctx, void *arg)
 {
@@ -73,8 +84,8 @@ static int op_region_map(struct remote_ctx *ctx, void *arg)
 	struct region *r = &s->regions[s->nregions];
 	int rc;
 
-	rc = inject_region_near(ctx, r->near, REGION_CODE +
-				(s->fast ? REGION_DATA_FAST : REGION_DATA_TRAP), r->inj);
+	rc = inject_region_near(ctx, r->near, REGION_CODE + (s->fast ? SHM_OFF_RING +
+				SHM_NRINGS * fast_ring_size(s) : REGION_DATA_TRAP), r->inj);
 	if (rc || !s->fast)
 		return rc;
 	rc = inject_region_alias(ctx, r->inj, r->near, PROT_READ | PROT_WRITE, r->alias);
@@ -117,7 +128,7 @@ static int region_fast_setup(struct session *s, struct region *r)
 	size_t at = (r->used + 63) & ~(size_t)63;
 	int rc;
 
-	fast_init_data(s, r->alias->remote + REGION_CODE, FAST_RING_SIZE);
+	fast_init_data(s, r->alias->remote + REGION_CODE, fast_ring_size(s));
 	s->fenv.data = r->alias->remote + REGION_CODE;
 	/* A locked sub measured ~3% slower with two busy threads; a rare lost
 	 * update between two threads sharing a counter only shifts a sample. */

@@ -1,56 +1,179 @@
-/* The tool's side of the shared event ring: drain committed records in order. */
+/* The tool's side of the shared event rings: drain committed records in time order. */
 /* SPDX-License-Identifier: MIT */
 /*
- * Writers (the in-target agent) reserve [head, head+len) with a cmpxchg on
- * ring_head after checking it against ring_tail, write the record and
- * store its len last. The tool reads at ring_tail: len 0 means the writer
- * is still busy (stop and come back), a PAD record fills the tail end of the
- * buffer so that no record straddles it. Consumed bytes are zeroed before
- * ring_tail moves past them, so a stale len can never look committed.
+ * Writers (the in-target agent) stamp a record with the time, then reserve
+ * it with a cmpxchg on their ring's head, write it and store its len last
+ * (shm.h). We read each ring at its tail: len 0 means empty or a writer
+ * still busy, a PAD record fills the end of a ring so that no record
+ * straddles it. Consumed bytes are zeroed before the tail moves past them,
+ * so a stale len can never look committed.
+ *
+ * Order across rings matters where one thread frees a block and another
+ * gets it back: the free must come first. Such a pair is causal: the
+ * free's record is committed before the real free, the allocation's record
+ * stamped after the allocator returned, so the free's stamp is the earlier
+ * one, and once the allocation's record is visible so is the free's. The
+ * merge therefore works in passes: take a time stamp T, then look at every
+ * ring; any record committed with a stamp below T has all its predecessors
+ * among what the pass can see (a predecessor committed later than our look
+ * at its ring would have made the record's stamp later than T). Those
+ * records are handed over in stamp order; later ones wait for the next
+ * pass.
  */
+#include <string.h>
 #include "ring.h"
+#include "timestamp.h"
 
-/* ring_tail is stored every this many bytes, not after every record: each
- * store pulls the line away from the writers, who read it on every event. */
+/* A ring's tail is stored every this many bytes, not after every record:
+ * each store pulls the line away from the writers, who read it on every
+ * event. */
 #define RING_PUBLISH (64 * 1024)
 
-uint64_t ring_pending(const struct shm_hdr *hdr)
+static uint64_t *tails_of(struct shm_hdr *h)
 {
-	return hdr->ring_head - hdr->ring_tail;
+	return (uint64_t *)((uint8_t *)h + SHM_OFF_TAILS);
 }
 
-size_t ring_drain(struct shm_hdr *hdr, uint8_t *ring, size_t max, ring_fn fn, void *arg)
+static const volatile uint64_t *head_of(const struct shm_hdr *h, unsigned r)
 {
-	uint64_t mask = hdr->ring_size - 1;
-	uint64_t tail = hdr->ring_tail, published = tail;
-	size_t n = 0;
+	return (const volatile uint64_t *)((const uint8_t *)h + SHM_OFF_HEADS + r * 64);
+}
 
-	while (n < max && tail != hdr->ring_head) {
-		uint8_t *rec = ring + (tail & mask);
-		uint32_t len = __atomic_load_n((uint32_t *)rec, __ATOMIC_ACQUIRE);
-		uint16_t kind;
-		int stop = 0;
+static uint8_t *ring_of(struct shm_hdr *h, unsigned r)
+{
+	return (uint8_t *)h + SHM_OFF_RING + r * h->ring_size;
+}
 
-		if (len == 0)
-			break;	/* reserved, not yet committed */
-		if (len < 8 || (len & 7) || len > hdr->ring_size - (tail & mask))
-			len = (uint32_t)(hdr->ring_size - (tail & mask));	/* corrupt: skip to the end */
-		kind = *(uint16_t *)(rec + 4);
-		if (kind != SHM_EV_PAD) {
-			stop = fn(arg, rec, len);
-			n++;
-		}
-		for (uint32_t k = 0; k < len; k += 8)	/* len is a multiple of 8 */
-			*(uint64_t *)(rec + k) = 0;
-		tail += len;
-		if (tail - published >= RING_PUBLISH) {
-			__atomic_store_n(&hdr->ring_tail, tail, __ATOMIC_RELEASE);
-			published = tail;
-		}
-		if (stop)
+void ring_reader_init(struct ring_reader *rd, struct shm_hdr *hdr)
+{
+	memset(rd, 0, sizeof(*rd));
+	rd->hdr = hdr;
+	for (unsigned r = 0; r < SHM_NRINGS; r++)
+		rd->tail[r] = rd->published[r] = tails_of(hdr)[r];
+}
+
+static void publish(struct ring_reader *rd, unsigned r)
+{
+	__atomic_store_n(&tails_of(rd->hdr)[r], rd->tail[r], __ATOMIC_RELEASE);
+	rd->published[r] = rd->tail[r];
+}
+
+/* Zero the len bytes at ring r's tail and move past them. */
+static void consume(struct ring_reader *rd, unsigned r, uint8_t *rec, uint32_t len)
+{
+	memset(rec, 0, len);	/* len is a multiple of 8 */
+	rd->tail[r] += len;
+	if (rd->tail[r] - rd->published[r] >= RING_PUBLISH)
+		publish(rd, r);
+}
+
+/*
+ * The committed record at ring r's tail, pads consumed on the way: 1 with
+ * *rec, *len and *tsc set, or 0 if the ring is empty or its writer busy.
+ */
+static int peek(struct ring_reader *rd, unsigned r, uint8_t **rec, uint32_t *len, uint64_t *tsc)
+{
+	uint64_t size = rd->hdr->ring_size, off;
+	uint8_t *p;
+	uint32_t n;
+
+	for (;;) {
+		off = rd->tail[r] & (size - 1);
+		p = ring_of(rd->hdr, r) + off;
+		n = __atomic_load_n((uint32_t *)p, __ATOMIC_ACQUIRE);
+		if (n == 0)
+			return 0;
+		if (n < 8 || (n & 7) || n > size - off)
+			n = (uint32_t)(size - off);	/* corrupt: skip to the end */
+		if (*(uint16_t *)(p + 4) != SHM_EV_PAD)
 			break;
+		consume(rd, r, p, n);
 	}
-	if (tail != published)
-		__atomic_store_n(&hdr->ring_tail, tail, __ATOMIC_RELEASE);
+	*rec = p;
+	*len = n;
+	*tsc = n >= 16 ? *(uint64_t *)(p + 8) : 0;
+	return 1;
+}
+
+/* Mark the rings that have been written to since the last look. */
+static void find_used(struct ring_reader *rd)
+{
+	for (unsigned r = 0; r < SHM_NRINGS; r++)
+		if (!(rd->used & (1ULL << r)) && *head_of(rd->hdr, r) != rd->tail[r])
+			rd->used |= 1ULL << r;
+}
+
+struct cand {
+	unsigned r;
+	uint32_t len;
+	uint64_t tsc;
+	uint8_t *rec;
+};
+
+size_t ring_drain(struct ring_reader *rd, size_t max, ring_fn fn, void *arg)
+{
+	struct cand c[SHM_NRINGS];
+	size_t n = 0;
+	int idle = 0, stop = 0;
+
+	find_used(rd);
+	while (n < max && !stop) {
+		uint64_t t = arch_timestamp();
+		int nc = 0, progressed = 0, force = idle;
+
+		for (unsigned r = 0; r < SHM_NRINGS; r++)
+			if ((rd->used & (1ULL << r)) && peek(rd, r, &c[nc].rec, &c[nc].len, &c[nc].tsc))
+				c[nc++].r = r;
+		if (!nc)
+			break;
+		while (nc && n < max && !stop) {
+			int m = 0;
+
+			for (int i = 1; i < nc; i++)
+				if (c[i].tsc < c[m].tsc)
+					m = i;
+			/* Stamped after t: wait for the next pass. After a pass
+			 * with no progress, take one anyway (clocks out of step). */
+			if (c[m].tsc >= t && !force)
+				break;
+			stop = fn(arg, c[m].rec, c[m].len);
+			n++;
+			progressed = 1;
+			force = 0;
+			consume(rd, c[m].r, c[m].rec, c[m].len);
+			if (!peek(rd, c[m].r, &c[m].rec, &c[m].len, &c[m].tsc))
+				c[m] = c[--nc];
+		}
+		idle = !progressed;
+	}
+	for (unsigned r = 0; r < SHM_NRINGS; r++)
+		if (rd->tail[r] != rd->published[r])
+			publish(rd, r);
 	return n;
+}
+
+uint64_t ring_pending_max(struct ring_reader *rd)
+{
+	uint64_t most = 0;
+
+	for (unsigned r = 0; r < SHM_NRINGS; r++) {
+		uint64_t p;
+
+		if (!(rd->used & (1ULL << r)))
+			continue;
+		p = *head_of(rd->hdr, r) - rd->tail[r];
+		if (p > most)
+			most = p;
+	}
+	return most;
+}
+
+uint64_t ring_heads_total(struct ring_reader *rd)
+{
+	uint64_t total = 0;
+
+	for (unsigned r = 0; r < SHM_NRINGS; r++)
+		if (rd->used & (1ULL << r))
+			total += *head_of(rd->hdr, r);
+	return total;
 }

@@ -352,6 +352,11 @@ int session_run(const struct options *opt)
 		pr_err("cannot set up the unwinder for %d", s.pid);
 		goto out;
 	}
+	/* Symbols first, while the target runs untouched: loading a big
+	 * object's DWARF takes tens of milliseconds, in which a busy target
+	 * would fill the rings with events the tool cannot yet keep up with. */
+	while (s.warm_next < s.maps.n)
+		fast_warm_step(&s);
 	install_signals();
 	live_session = &s;
 	xmalloc_oom_hook = emergency_detach;
@@ -364,13 +369,10 @@ int session_run(const struct options *opt)
 	fprintf(stderr, "heapattach: attached to %d in %.1f ms (%zu threads, %zu hooks, "
 		"sample rate %llu, %s mode)\n", s.pid, (now_ns(CLOCK_MONOTONIC) - t0) / 1e6,
 		s.tr.n, s.npatches, (unsigned long long)opt->sample_rate, s.fast ? "fast" : "trap");
-	if (s.fast) {
+	if (s.fast)
 		fast_loop(&s);
-	} else {
-		while (s.warm_next < s.maps.n)	/* trap mode is slow anyway */
-			fast_warm_step(&s);
+	else
 		collect_loop(&s);
-	}
 	if (s.target_gone)
 		fprintf(stderr, "heapattach: %d exited\n", s.pid);
 	else if (s.exec_seen)

@@ -12,6 +12,7 @@
 #include "near_page.h"
 #include "agent.h"
 #include "hooks.h"
+#include "ring.h"
 #include "shm.h"
 #include "tramp_fast.h"
 
@@ -20,8 +21,8 @@
  * CODE_SIZE bytes of code (agent blob, trampolines). It is mapped twice
  * near libc: rw (DATA view, also used to write code) and r-x (CODE view).
  */
-#define RING_SIZE	(1u << 20)
-#define DATA_SIZE	(SHM_OFF_RING + RING_SIZE)
+#define RING_SIZE	(64u << 10)	/* each of SHM_NRINGS */
+#define DATA_SIZE	(SHM_OFF_RING + SHM_NRINGS * RING_SIZE)
 #define CODE_SIZE	(64u << 10)
 #define TOTAL_SIZE	(DATA_SIZE + CODE_SIZE)
 #define HCALL_RBX	0x1122334455667788ull
@@ -188,9 +189,16 @@ static struct shm_frame *frames_tab(void)
 	return (struct shm_frame *)(data_view + SHM_OFF_FRAMES);
 }
 
-static uint8_t *ring(void)
+static struct ring_reader rd;
+
+/* Bytes reserved so far in all rings. */
+static uint64_t heads_total(void)
 {
-	return data_view + SHM_OFF_RING;
+	uint64_t n = 0;
+
+	for (int i = 0; i < SHM_NRINGS; i++)
+		n += *(uint64_t *)(data_view + SHM_OFF_HEADS + i * 64);
+	return n;
 }
 
 static void frame_put(const void *ip, int base, int cfa_off, int rbp_saved, int rbp_off)
@@ -221,16 +229,17 @@ static void frames_reset(void)
 
 static void ring_reset(uint64_t size)
 {
-	memset(ring(), 0, RING_SIZE);
+	memset(data_view + SHM_OFF_RING, 0, SHM_NRINGS * RING_SIZE);
+	memset(data_view + SHM_OFF_TAILS, 0, SHM_NRINGS * 8);
 	hdr->ring_size = size;
-	hdr->ring_head = 0;
-	hdr->ring_tail = 0;
 	hdr->drops = 0;
 	for (int i = 0; i < SHM_NCOUNTERS; i++) {
 		((struct shm_counter *)counter(i))->walks = 0;
 		((struct shm_counter *)counter(i))->walk_misses = 0;
 		((struct shm_counter *)counter(i))->nested = 0;
 	}
+	memset(data_view + SHM_OFF_HEADS, 0, SHM_NRINGS * 64);
+	ring_reader_init(&rd, hdr);
 }
 
 /* Exact mode: every call sampled (counters <= 0, zero gaps), every free reported. */
@@ -268,16 +277,11 @@ struct ev {
 	uint64_t stack[4];
 };
 
-/* Pop the next committed record at the tail, zeroing it; 1 if one was read. */
-static int ring_pop(struct ev *out, int *bad)
+/* Copy a record as the consumer sees it; 1 if it is malformed. */
+static int to_ev(const uint8_t *rec, uint32_t len, struct ev *out)
 {
-	uint64_t tail = hdr->ring_tail, mask = hdr->ring_size - 1;
-	uint8_t *rec = ring() + (tail & mask);
-	uint32_t len = __atomic_load_n((uint32_t *)rec, __ATOMIC_ACQUIRE);
 	uint16_t kind;
 
-	if (tail == __atomic_load_n(&hdr->ring_head, __ATOMIC_ACQUIRE) || !len)
-		return 0;
 	memcpy(&kind, rec + 4, 2);
 	memset(out, 0, sizeof(*out));
 	out->kind = kind;
@@ -285,9 +289,9 @@ static int ring_pop(struct ev *out, int *bad)
 		const struct shm_ev_free *f = (const void *)rec;
 
 		out->ptr = f->ptr;
-		if (len != sizeof(*f))
-			(*bad)++;
-	} else if (kind == SHM_EV_ALLOC) {
+		return len != sizeof(*f) || !f->tsc;
+	}
+	if (kind == SHM_EV_ALLOC) {
 		const struct shm_ev_alloc *a = (const void *)rec;
 		uint64_t want = sizeof(*a) + a->nframes * 8;
 
@@ -306,36 +310,38 @@ static int ring_pop(struct ev *out, int *bad)
 		if (a->stack_len)
 			memcpy(out->stack, &a->frames[a->nframes], a->stack_len < sizeof(out->stack) ?
 			       a->stack_len : sizeof(out->stack));
-		if (a->nframes > SHM_MAX_DEPTH || a->stack_len > SHM_STACK_COPY ||
-		    (len != want && len != want + SHM_STACK_COPY) || (len & 7))
-			(*bad)++;
-	} else if (kind != SHM_EV_PAD || len > hdr->ring_size) {
-		(*bad)++;
+		return a->nframes > SHM_MAX_DEPTH || a->stack_len > SHM_STACK_COPY ||
+		       (len != want && len != want + SHM_STACK_COPY) || (len & 7) || !a->tsc;
 	}
-	memset(rec, 0, len);
-	__atomic_store_n(&hdr->ring_tail, tail + len, __ATOMIC_RELEASE);
 	return 1;
 }
 
-static int pads_seen;
+struct collect {
+	struct ev *ev;
+	int max, n, bad;
+};
 
-/* Read all committed events (pads skipped) into ev[0..max); returns the count. */
+static int collect_one(void *arg, const void *rec, uint32_t len)
+{
+	struct collect *c = arg;
+	struct ev e;
+
+	c->bad += to_ev(rec, len, &e);
+	if (c->n < c->max)
+		c->ev[c->n] = e;
+	c->n++;
+	return 0;
+}
+
+/* Read all committed events (through ring.c) into ev[0..max); returns the count. */
 static int drain(struct ev *ev, int max)
 {
-	struct ev e;
-	int n = 0, bad = 0;
+	struct collect c = { ev, max, 0, 0 };
 
-	while (ring_pop(&e, &bad)) {
-		if (e.kind == SHM_EV_PAD) {
-			pads_seen++;
-			continue;
-		}
-		if (n < max)
-			ev[n] = e;
-		n++;
-	}
-	expect_int_eq(bad, 0);
-	return n;
+	while (ring_drain(&rd, 1u << 20, collect_one, &c))
+		;
+	expect_int_eq(c.bad, 0);
+	return c.n;
 }
 
 /* ---- setup ---- */
@@ -583,7 +589,7 @@ static void test_rate_large(void)
 		CALL1(H_FREE, m);
 		CALL1(H_FREE, NULL);
 	}
-	expect_u64_eq(hdr->ring_head, 0);
+	expect_u64_eq(heads_total(), 0);
 	expect_u64_eq(hdr->drops, 0);
 	expect_u64_eq(stat_sum(STAT_WALKS), 0);
 }
@@ -761,9 +767,9 @@ static void test_exact_walk(void)
 	drain(ev, 4);
 	hdr->target_pid = getpid();
 	hdr->no_stack_copy = 1;			/* as after EPERM: no room reserved */
-	head = hdr->ring_head;
+	head = heads_total();
 	p = hcall(chain_rec, 1, (uintptr_t)hooks[H_MALLOC].fn, 17, 0);
-	expect_u64_eq(hdr->ring_head - head, sizeof(struct shm_ev_alloc) + 3 * 8);
+	expect_u64_eq(heads_total() - head, sizeof(struct shm_ev_alloc) + 3 * 8);
 	expect_int_eq(drain(ev, 4), 1);
 	expect_int_eq(ev[0].flags & (SHM_EVF_STACK | SHM_EVF_MISS), SHM_EVF_MISS);
 	CALL1(H_FREE, p);
@@ -892,7 +898,7 @@ static void test_ring_full(void)
 		p[i] = CALL1(H_MALLOC, 64);
 	n = 4096 / (sizeof(struct shm_ev_alloc) + 8);
 	expect_int_eq(hdr->drops, 100 - n);
-	expect_true(hdr->ring_head <= 4096);
+	expect_true(heads_total() <= 4096);
 	expect_int_eq(drain(ev, 64), n);
 	for (int i = 0; i < 100; i++)
 		CALL1(H_FREE, p[i]);
@@ -900,7 +906,6 @@ static void test_ring_full(void)
 
 	/* wrap-around: pads keep records whole (136- and 16-byte records) */
 	ring_reset(4096);
-	pads_seen = 0;
 	frame_put(chain_r2, SHM_BASE_RBP, 16, 1, -16);
 	frame_put(chain_r1, SHM_BASE_RSP, 16, 0, 0);
 	frame_put(chain_r0, SHM_BASE_RBP, 16, 1, -16);
@@ -915,8 +920,7 @@ static void test_ring_full(void)
 		expect_u64_eq(ev[0].ptr, p[0]);
 	}
 	expect_int_eq(hdr->drops, 0);
-	expect_true(hdr->ring_head > 3 * 4096);
-	expect_true(pads_seen > 0);
+	expect_true(heads_total() > 3 * 4096);
 	frames_reset();
 
 	/* exact mode, stale heartbeat: give up and drop, do not hang */
@@ -1138,32 +1142,37 @@ static int consumer_errors, consumer_bad;
 static int consumer_lax;	/* benchmark: sampled mode, no checks */
 static volatile int consumer_stop;
 
-static void *consumer(void *arg)
+static int consume_one(void *arg, const void *rec, uint32_t len)
 {
 	struct ev e;
 
 	(void)arg;
+	consumer_bad += to_ev(rec, len, &e);
+	if (e.kind == SHM_EV_ALLOC) {
+		int h = SHM_EVF_HOOK(e.flags);
+
+		got.n[h]++;
+		got.bytes[h] += e.size;
+		if (pset_add(e.ptr) || (!consumer_lax &&
+		    (e.nframes != 1 || e.frames[0] != (uintptr_t)hcall_ret)))
+			consumer_errors++;
+	} else if (e.kind == SHM_EV_FREE) {
+		got.n[HOOK_FREE]++;
+		if (pset_del(e.ptr))
+			consumer_errors++;
+	}
+	return 0;
+}
+
+static void *consumer(void *arg)
+{
+	(void)arg;
 	for (;;) {
-		int any = 0;
+		size_t any;
 
 		hdr->heartbeat = mono_ns();
-		while (ring_pop(&e, &consumer_bad)) {
-			any = 1;
-			if (e.kind == SHM_EV_ALLOC) {
-				int h = SHM_EVF_HOOK(e.flags);
-
-				got.n[h]++;
-				got.bytes[h] += e.size;
-				if (pset_add(e.ptr) || (!consumer_lax &&
-				    (e.nframes != 1 || e.frames[0] != (uintptr_t)hcall_ret)))
-					consumer_errors++;
-			} else if (e.kind == SHM_EV_FREE) {
-				got.n[HOOK_FREE]++;
-				if (pset_del(e.ptr))
-					consumer_errors++;
-			}
-		}
-		if (!any && consumer_stop && hdr->ring_tail == hdr->ring_head)
+		any = ring_drain(&rd, 1u << 20, consume_one, NULL);
+		if (!any && consumer_stop && !ring_pending_max(&rd))
 			break;
 		if (!any) {
 			if (consumer_lax)
@@ -1175,6 +1184,13 @@ static void *consumer(void *arg)
 	return NULL;
 }
 
+/* Each worker hands some blocks to the next one to free: glibc gives them
+ * back to the allocating thread's arena (once the freeing thread's tcache
+ * is full), so a block freed in one ring comes back in another, and the
+ * consumer sees a wrong merge as a block allocated while live. */
+#define MBOX 64
+static _Atomic uint64_t mbox[NTHREADS][MBOX];
+
 static void *worker(void *arg)
 {
 	struct tally *t = arg;
@@ -1182,7 +1198,7 @@ static void *worker(void *arg)
 
 	for (uint64_t i = 0; i < ITERS; i++) {
 		uint64_t sz = 1 + (i * 7 + id) % 1500;
-		uint64_t p, q, r, m;
+		uint64_t p, q, r, m, x;
 		void *pm;
 
 		p = CALL1(H_MALLOC, sz);
@@ -1191,7 +1207,16 @@ static void *worker(void *arg)
 		CALL3(H_PM, &pm, 32, sz + 1);
 		m = CALL2(H_MEMALIGN, 64, sz + 2);
 		CALL1(H_FREE, r);
-		CALL1(H_FREE, q);
+		x = atomic_exchange(&mbox[id][i % MBOX], q);	/* not taken yet: free it */
+		if (x) {
+			CALL1(H_FREE, x);
+			t->n[HOOK_FREE]++;
+		}
+		x = atomic_exchange(&mbox[(id + NTHREADS - 1) % NTHREADS][i % MBOX], 0);
+		if (x) {
+			CALL1(H_FREE, x);
+			t->n[HOOK_FREE]++;
+		}
 		CALL1(H_FREE, pm);
 		CALL1(H_FREE, m);
 		t->n[HOOK_ALLOC]++;
@@ -1204,7 +1229,7 @@ static void *worker(void *arg)
 		t->bytes[HOOK_POSIX_MEMALIGN] += sz + 1;
 		t->n[HOOK_ALIGNED]++;
 		t->bytes[HOOK_ALIGNED] += sz + 2;
-		t->n[HOOK_FREE] += 5;		/* realloc's old pointer too */
+		t->n[HOOK_FREE] += 4;		/* realloc's old pointer too */
 	}
 	atomic_fetch_sub(&workers_left, 1);
 	return NULL;
@@ -1229,6 +1254,15 @@ static void test_threads_exact(void)
 		pthread_create(&w[i], NULL, worker, &want[i]);
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_join(w[i], NULL);
+	for (int i = 0; i < NTHREADS; i++)
+		for (int k = 0; k < MBOX; k++) {
+			uint64_t x = atomic_exchange(&mbox[i][k], 0);
+
+			if (x) {
+				CALL1(H_FREE, x);
+				want[0].n[HOOK_FREE]++;
+			}
+		}
 	consumer_stop = 1;
 	pthread_join(c, NULL);
 
@@ -1248,8 +1282,8 @@ static void test_threads_exact(void)
 	for (uint32_t i = 0; i < (1u << PSET_BITS); i++)
 		if (pset[i])
 			expect_true(!"pointer left live");
-	printf("threads: %d x %d iterations, %" PRIu64 " frees, ring wrapped %" PRIu64 " times\n",
-	       NTHREADS, ITERS, got.n[HOOK_FREE], hdr->ring_head / RING_SIZE);
+	printf("threads: %d x %d iterations, %" PRIu64 " frees, rings wrapped %" PRIu64 " times\n",
+	       NTHREADS, ITERS, got.n[HOOK_FREE], heads_total() / RING_SIZE);
 }
 
 /* ---- (g) benchmark ---- */

@@ -53,14 +53,6 @@ static inline void cpu_pause(void)
 	__asm__ __volatile__("pause" ::: "memory");
 }
 
-static inline uint64_t rdtsc(void)
-{
-	uint32_t lo, hi;
-
-	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
-	return (uint64_t)hi << 32 | lo;
-}
-
 static inline void lock_inc(volatile uint64_t *p)
 {
 	__atomic_fetch_add(p, 1, __ATOMIC_RELAXED);
@@ -123,15 +115,44 @@ static int wait_room(struct shm_hdr *h, struct waiting *w)
 	return 1;
 }
 
+/* The time stamp, ordered against the loads before and the cmpxchg after. */
+static inline uint64_t rdtsc_ordered(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ __volatile__("lfence; rdtsc; lfence" : "=a"(lo), "=d"(hi) :: "memory");
+	return (uint64_t)hi << 32 | lo;
+}
+
+static struct shm_counter *counter_at(struct shm_hdr *h, unsigned slot)
+{
+	return (struct shm_counter *)((char *)h + SHM_OFF_COUNTERS + slot * SHM_COUNTER_STRIDE);
+}
+
+/* The counter number of the stack sp lies on (as the trampolines compute it). */
+static inline unsigned slot_of(uint64_t sp)
+{
+	return (sp >> 21) & (SHM_NCOUNTERS - 1);
+}
+
+/* The ring number of the stack sp lies on. */
+static inline unsigned ring_of(uint64_t sp)
+{
+	return (sp >> SHM_RING_SHIFT) & (SHM_NRINGS - 1);
+}
+
 /*
- * Reserve len bytes (a multiple of 8) in the ring, padding its end if the
- * record would straddle it. Returns the record (len not yet written), or
- * NULL after counting a drop.
+ * Reserve len bytes (a multiple of 8) in ring r, padding its end if
+ * the record would straddle it; *tsc gets the time stamp taken just before
+ * the reservation (so that the ring's records are in tsc order). Returns
+ * the record (len not yet written), or NULL after counting a drop.
  */
-static char *ring_reserve(struct shm_hdr *h, uint32_t len)
+static char *ring_reserve(struct shm_hdr *h, unsigned r, uint32_t len, uint64_t *tsc)
 {
 	uint64_t size = h->ring_size, mask = size - 1;
-	char *ring = (char *)h + SHM_OFF_RING;
+	char *ring = (char *)h + SHM_OFF_RING + r * size;
+	uint64_t *headp = (uint64_t *)((char *)h + SHM_OFF_HEADS + r * 64);
+	const volatile uint64_t *tailp = (const volatile uint64_t *)((char *)h + SHM_OFF_TAILS) + r;
 	struct waiting w = { 0, 0 };
 
 	if (len > size)
@@ -139,14 +160,16 @@ static char *ring_reserve(struct shm_hdr *h, uint32_t len)
 	for (;;) {
 		/* tail first: an older tail only underestimates the room,
 		 * a tail newer than head would wrap head - tail */
-		uint64_t tail = h->ring_tail;
-		uint64_t head = h->ring_head;
+		uint64_t tail = *tailp;
+		uint64_t head = __atomic_load_n(headp, __ATOMIC_ACQUIRE);
 		uint64_t off = head & mask, pad = 0;
 
 		if (off + len > size)
 			pad = size - off;
 		if (head + pad + len - tail <= size) {
-			if (!__atomic_compare_exchange_n(&h->ring_head, &head, head + pad + len,
+			uint64_t t = rdtsc_ordered();
+
+			if (!__atomic_compare_exchange_n(headp, &head, head + pad + len,
 							 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 				continue;
 			if (pad) {
@@ -156,6 +179,7 @@ static char *ring_reserve(struct shm_hdr *h, uint32_t len)
 				barrier();
 				*(volatile uint32_t *)&p->len = (uint32_t)pad;
 			}
+			*tsc = t;
 			return ring + ((head + pad) & mask);
 		}
 		if (!(h->flags & SHM_F_EXACT) || !wait_room(h, &w))
@@ -269,9 +293,7 @@ static uint32_t stack_copy(struct shm_hdr *h, void *dst, uint64_t sp, uint32_t l
  */
 static struct shm_counter *counter_of(struct shm_hdr *h, uint64_t entry_sp)
 {
-	unsigned slot = (entry_sp >> 21) & (SHM_NCOUNTERS - 1);
-
-	return (struct shm_counter *)((char *)h + SHM_OFF_COUNTERS + slot * SHM_COUNTER_STRIDE);
+	return counter_at(h, slot_of(entry_sp));
 }
 
 /*
@@ -389,7 +411,7 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 {
 	uint64_t frames[SHM_MAX_DEPTH];
 	uint32_t info = (uint32_t)f->info, flags, len, stack_len = 0;
-	uint64_t size, ptr, sp = (uint64_t)&f->ret + 8;
+	uint64_t size, ptr, tsc, sp = (uint64_t)&f->ret + 8;
 	struct shm_ev_alloc *ev;
 	unsigned n;
 
@@ -429,14 +451,14 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 		if (!h->no_stack_copy)
 			len += SHM_STACK_COPY;
 	}
-	ev = (struct shm_ev_alloc *)ring_reserve(h, len);
+	ev = (struct shm_ev_alloc *)ring_reserve(h, ring_of((uint64_t)&f->ret), len, &tsc);
 	if (!ev)
 		return;
 	ev->kind = SHM_EV_ALLOC;
 	ev->nframes = (uint16_t)n;
+	ev->tsc = tsc;
 	ev->size = size;
 	ev->ptr = ptr;
-	ev->tsc = rdtsc();
 	ev->ip = f->ret;
 	ev->sp = sp;
 	ev->bp = f->rbp;
@@ -465,14 +487,16 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 HIDDEN void agent_free(uint64_t ptr, struct shm_hdr *h)
 {
 	struct shm_ev_free *ev;
+	uint64_t tsc;
 
 	if (!(h->flags & SHM_F_EXACT) && !live_del(h, ptr))
 		return;
-	ev = (struct shm_ev_free *)ring_reserve(h, sizeof(*ev));
+	ev = (struct shm_ev_free *)ring_reserve(h, ring_of((uint64_t)&tsc), sizeof(*ev), &tsc);
 	if (!ev)
 		return;
 	ev->kind = SHM_EV_FREE;
 	ev->pad = 0;
+	ev->tsc = tsc;
 	ev->ptr = ptr;
 	commit(ev, sizeof(*ev));
 }
