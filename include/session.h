@@ -71,6 +71,9 @@ struct session {
 	struct tramp_fast_env fenv;     /* fast mode: where trampolines find data and agent */
 	struct frametab *ftab;          /* fast mode: frame rules the agent walks with */
 	struct ring_reader rings;       /* fast mode: our side of the event rings */
+#define SESSION_BATCH 64
+	struct profile_op ops[SESSION_BATCH];  /* fast mode: events not yet recorded */
+	size_t nops;
 	uint64_t drops_seen;
 	size_t warm_next;               /* next map whose symbols fast_warm_step loads */
 	uint64_t nap_head, nap_ns;      /* ring_head and time at the last fast_nap_ns */
@@ -141,7 +144,8 @@ void fast_init_data(struct session *s, uint64_t data_remote, uint64_t ring_size)
 /* Redraw the agent's gap table (once per tick). */
 void fast_refill_gaps(struct session *s);
 void fast_heartbeat(struct session *s);
-/* Handle every committed event in the ring; returns how many. */
+/* Handle the committed events of the rings (at most about a million, then
+ * back to the main loop) and record them; returns how many. */
 size_t fast_drain(struct session *s);
 /* Load one more object's symbols while the target lives (between drains). */
 void fast_warm_step(struct session *s);

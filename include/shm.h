@@ -41,9 +41,9 @@
  * Rings: a writer uses ring (sp >> SHM_RING_SHIFT) & (SHM_NRINGS - 1);
  * thread stacks are 8 MiB apart, so up to 16 threads get one each and do
  * not fight over one head or share the lines of their records. Heads and tails count bytes and never
- * wrap. A writer reads the time stamp (lfence; rdtsc; lfence), then
- * reserves len bytes (a multiple of 8) with cmpxchg on its ring's head
- * when head + len - tail <= ring_size; a record that would straddle the end
+ * wrap. A writer reads the time stamp (rdtscp), then reserves len bytes
+ * (a multiple of 8) with cmpxchg on its ring's head when
+ * head + len - tail <= ring_size; a record that would straddle the end
  * is preceded by a SHM_EV_PAD record filling the end. It writes the body
  * with that tsc and stores `len` last. So a ring's records are in tsc
  * order, an allocation's tsc is later than the allocator's return, and a
@@ -194,9 +194,10 @@ struct shm_frame {
 #define SHM_EV_FREE     2
 #define SHM_EV_PAD      3
 
-#define SHM_EVF_STACK   1   /* a stack copy (stack_len bytes) follows the frames */
+#define SHM_EVF_STACK   1   /* a stack copy (stack_len bytes) follows the registers */
 #define SHM_EVF_TRUNC   2   /* the walk stopped at SHM_MAX_DEPTH */
-#define SHM_EVF_MISS    4   /* the walk missed: the last frame has no usable rule */
+#define SHM_EVF_MISS    4   /* the walk missed: the last frame has no usable rule;
+			     * struct shm_ev_regs follows the frames */
 #define SHM_EVF_HOOK_SHIFT 16  /* bits 16-23: the hook's enum hook_kind */
 #define SHM_EVF_HOOK(flags) (((flags) >> SHM_EVF_HOOK_SHIFT) & 0xff)
 
@@ -209,20 +210,28 @@ struct shm_ev_free {
 	uint64_t ptr;
 };
 
+/*
+ * An allocation: the header, nframes return addresses (leaf first), and
+ * only if the walk missed (SHM_EVF_MISS) the registers, then stack_len
+ * bytes of stack copied from regs.sp (SHM_EVF_STACK). A complete walk
+ * needs neither, and is 40 + 8 * nframes bytes.
+ */
 struct shm_ev_alloc {
 	uint32_t len;           /* whole record */
 	uint16_t kind;          /* SHM_EV_ALLOC */
-	uint16_t nframes;       /* return addresses after the header, leaf first */
+	uint16_t nframes;
 	uint64_t tsc;
 	uint32_t flags;         /* SHM_EVF_* */
-	uint32_t stack_len;     /* bytes of stack copy after the frames */
+	uint32_t stack_len;     /* bytes of stack copy after the registers */
 	uint64_t size;          /* requested */
 	uint64_t ptr;           /* result */
-	/* State right after the allocator returned to its caller: ip = the
-	 * caller's return address, sp = entry rsp + 8, callee-saved as they are.
-	 * A stack copy starts at address sp. */
-	uint64_t ip, sp, bp, bx, r12, r13, r14, r15;
 	uint64_t frames[];
+};
+
+/* State right after the allocator returned to its caller: ip = the
+ * caller's return address, sp = entry rsp + 8, callee-saved as they are. */
+struct shm_ev_regs {
+	uint64_t ip, sp, bp, bx, r12, r13, r14, r15;
 };
 
 #endif

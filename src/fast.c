@@ -12,6 +12,7 @@
 #include "unwind.h"
 
 #define DRAIN_BATCH 65536
+#define DRAIN_MAX (1u << 20)		/* then back to the loop: ptrace events wait */
 #define NAP_MIN_NS 1000000ULL		/* 1 ms */
 #define NAP_MAX_NS 20000000ULL		/* 20 ms */
 
@@ -79,11 +80,26 @@ void fast_init_data(struct session *s, uint64_t data_remote, uint64_t ring_size)
 
 /* ---- events ---- */
 
+/* Hand the queued events to the profile (they are recorded in batches). */
+static void flush_ops(struct session *s)
+{
+	profile_record_batch(s->prof, s->ops, s->nops);
+	s->nops = 0;
+}
+
+static void queue_op(struct session *s, uint32_t kind, uint32_t stack, uint64_t size,
+		     uint64_t ptr)
+{
+	s->ops[s->nops++] = (struct profile_op){ kind, stack, size, ptr };
+	if (s->nops == SESSION_BATCH)
+		flush_ops(s);
+}
+
 /* The agent keeps the bloom/live tables itself: only the profile to update. */
 static void on_free(struct session *s, const struct shm_ev_free *e)
 {
 	s->events++;
-	profile_record_free(s->prof, e->ptr);
+	queue_op(s, PROFILE_OP_FREE, 0, 0, e->ptr);
 }
 
 /*
@@ -120,11 +136,11 @@ static int copy_word(const uint8_t *copy, uint64_t sp, uint32_t len, uint64_t ad
  * misses in a burst are for frames learnt a moment later, and this is
  * much cheaper than libunwind. Frames, or -ENOENT on a miss.
  */
-static int table_walk(struct session *s, const struct shm_ev_alloc *e, const uint8_t *copy,
-		      uint64_t *pcs)
+static int table_walk(struct session *s, const struct shm_ev_regs *regs, const uint8_t *copy,
+		      uint32_t copy_len, uint64_t *pcs)
 {
 	const struct shm_frame *table = (const struct shm_frame *)(data_of(s) + SHM_OFF_FRAMES);
-	uint64_t ip = e->ip, sp = e->sp, bp = e->bp;
+	uint64_t ip = regs->ip, sp = regs->sp, bp = regs->bp;
 	int n = 0;
 
 	while (ip && n < PROFILE_MAX_FRAMES) {
@@ -140,9 +156,9 @@ static int table_walk(struct session *s, const struct shm_ev_alloc *e, const uin
 		cfa = (r->base == SHM_BASE_RSP ? sp : bp) + (int64_t)r->cfa_off;
 		if (r->base != SHM_BASE_RSP && r->base != SHM_BASE_RBP)
 			return -ENOENT;
-		if (cfa <= sp || copy_word(copy, e->sp, e->stack_len, cfa - 8, &ip))
+		if (cfa <= sp || copy_word(copy, regs->sp, copy_len, cfa - 8, &ip))
 			return -ENOENT;
-		if (r->rbp_saved && copy_word(copy, e->sp, e->stack_len,
+		if (r->rbp_saved && copy_word(copy, regs->sp, copy_len,
 					      cfa + (int64_t)r->rbp_off, &bp))
 			return -ENOENT;
 		sp = cfa;
@@ -164,21 +180,25 @@ static void on_alloc(struct session *s, const struct shm_ev_alloc *e, uint32_t l
 {
 	uint64_t pcs[PROFILE_MAX_FRAMES];
 	const uint64_t *stack_pcs = e->frames;
-	size_t nframes = e->nframes;
+	const struct shm_ev_regs *regs = (const struct shm_ev_regs *)(e->frames + e->nframes);
+	size_t nframes = e->nframes, need;
 	int n;
 
 	s->events++;
-	if (offsetof(struct shm_ev_alloc, frames) + (size_t)e->nframes * 8 + e->stack_len > len)
+	need = offsetof(struct shm_ev_alloc, frames) + (size_t)e->nframes * 8;
+	if (e->flags & SHM_EVF_MISS)
+		need += sizeof(*regs) + e->stack_len;
+	if (need > len)
 		return;	/* malformed */
 	s->bytes_since_dump += unsampled_bytes(s, e->size);
 	if (e->flags & SHM_EVF_STACK) {
 		struct unwind_regs ur = {
-			.ip = e->ip, .sp = e->sp, .bp = e->bp, .bx = e->bx,
-			.r12 = e->r12, .r13 = e->r13, .r14 = e->r14, .r15 = e->r15,
+			.ip = regs->ip, .sp = regs->sp, .bp = regs->bp, .bx = regs->bx,
+			.r12 = regs->r12, .r13 = regs->r13, .r14 = regs->r14, .r15 = regs->r15,
 		};
-		const uint8_t *copy = (const uint8_t *)(e->frames + e->nframes);
+		const uint8_t *copy = (const uint8_t *)(regs + 1);
 
-		n = table_walk(s, e, copy, pcs);
+		n = table_walk(s, regs, copy, e->stack_len, pcs);
 		if (n > 0) {
 			stack_pcs = pcs;
 			nframes = (size_t)n;
@@ -199,12 +219,8 @@ static void on_alloc(struct session *s, const struct shm_ev_alloc *e, uint32_t l
 		frametab_learn_many(s->ftab, e->frames, e->nframes);
 	}
 record:
-	if (!nframes) {
-		pcs[0] = e->ip;
-		stack_pcs = pcs;
-		nframes = 1;
-	}
-	profile_record_alloc(s->prof, stack_pcs, nframes, e->size, e->ptr);
+	queue_op(s, PROFILE_OP_ALLOC, profile_stack_id(s->prof, stack_pcs, nframes), e->size,
+		 e->ptr);
 }
 
 static int on_record(void *arg, const void *rec, uint32_t len)
@@ -228,7 +244,9 @@ size_t fast_drain(struct session *s)
 	do {
 		n = ring_drain(&s->rings, DRAIN_BATCH, on_record, s);
 		total += n;
-	} while (n == DRAIN_BATCH);
+		fast_heartbeat(s);	/* exact-mode writers wait only while it is fresh */
+	} while (n == DRAIN_BATCH && total < DRAIN_MAX);
+	flush_ops(s);
 	return total;
 }
 

@@ -30,6 +30,7 @@
 #include "xmalloc.h"
 
 #define EMPTY_IDX UINT32_MAX
+#define EMPTY_SLOT UINT64_MAX
 
 struct stack {
 	uint64_t hash;
@@ -63,7 +64,7 @@ struct profile {
 
 	struct bucket *buckets;
 	size_t nbuckets, buckets_cap;
-	uint32_t *bucket_idx;   /* slot -> bucket id or EMPTY_IDX */
+	uint64_t *bucket_idx;   /* slot -> hash tag << 32 | bucket id, or EMPTY_SLOT */
 	size_t bucket_idx_cap;
 
 	struct live *live;
@@ -151,35 +152,50 @@ static uint32_t stack_intern(struct profile *p, const uint64_t *pcs, size_t n)
 
 /* ---- bucket table ---- */
 
+/*
+ * A bucket index slot holds the upper half of the key's hash next to the
+ * bucket id, so a probe touches a bucket only when the tags agree: the
+ * buckets are the big, cold array.
+ */
+static uint64_t bucket_slot(uint64_t h, uint32_t id)
+{
+	return (h & 0xffffffff00000000ULL) | id;
+}
+
 static void bucket_index_grow(struct profile *p)
 {
 	size_t cap = p->bucket_idx_cap * 2, mask = cap - 1;
-	uint32_t *v = new_index(cap);
+	uint64_t *v = xmalloc(cap * sizeof(*v));
 
+	memset(v, 0xff, cap * sizeof(*v));
 	for (size_t id = 0; id < p->nbuckets; id++) {
 		struct bucket *b = &p->buckets[id];
-		size_t i = hash_bucket_key(b->stack, b->size) & mask;
+		uint64_t h = hash_bucket_key(b->stack, b->size);
+		size_t i = h & mask;
 
-		while (v[i] != EMPTY_IDX)
+		while (v[i] != EMPTY_SLOT)
 			i = (i + 1) & mask;
-		v[i] = id;
+		v[i] = bucket_slot(h, id);
 	}
 	free(p->bucket_idx);
 	p->bucket_idx = v;
 	p->bucket_idx_cap = cap;
 }
 
-/* Index of the bucket (stack, size), created empty if new. */
-static uint32_t bucket_intern(struct profile *p, uint32_t stack, uint64_t size)
+/* Index of the bucket (stack, size), created empty if new; h is its hash_bucket_key. */
+static uint32_t bucket_intern(struct profile *p, uint32_t stack, uint64_t size, uint64_t h)
 {
-	size_t mask = p->bucket_idx_cap - 1;
-	size_t i = hash_bucket_key(stack, size) & mask;
+	size_t mask = p->bucket_idx_cap - 1, i = h & mask;
 	struct bucket *b;
 
-	for (; p->bucket_idx[i] != EMPTY_IDX; i = (i + 1) & mask) {
-		b = &p->buckets[p->bucket_idx[i]];
+	for (; p->bucket_idx[i] != EMPTY_SLOT; i = (i + 1) & mask) {
+		uint64_t e = p->bucket_idx[i];
+
+		if ((e ^ h) >> 32)
+			continue;
+		b = &p->buckets[(uint32_t)e];
 		if (b->stack == stack && b->size == size)
-			return p->bucket_idx[i];
+			return (uint32_t)e;
 	}
 	if (p->nbuckets == p->buckets_cap) {
 		p->buckets_cap *= 2;
@@ -189,7 +205,7 @@ static uint32_t bucket_intern(struct profile *p, uint32_t stack, uint64_t size)
 	memset(b, 0, sizeof(*b));
 	b->stack = stack;
 	b->size = size;
-	p->bucket_idx[i] = p->nbuckets;
+	p->bucket_idx[i] = bucket_slot(h, p->nbuckets);
 	if (++p->nbuckets * 10 > p->bucket_idx_cap * 7)
 		bucket_index_grow(p);
 	return p->nbuckets - 1;
@@ -274,7 +290,8 @@ struct profile *profile_new(uint64_t rate)
 	p->buckets_cap = 64;
 	p->buckets = xmalloc(p->buckets_cap * sizeof(*p->buckets));
 	p->bucket_idx_cap = 128;
-	p->bucket_idx = new_index(p->bucket_idx_cap);
+	p->bucket_idx = xmalloc(p->bucket_idx_cap * sizeof(*p->bucket_idx));
+	memset(p->bucket_idx, 0xff, p->bucket_idx_cap * sizeof(*p->bucket_idx));
 	p->live_cap = 1024;
 	p->live = xcalloc(p->live_cap, sizeof(*p->live));
 	return p;
@@ -298,23 +315,21 @@ uint64_t profile_rate(const struct profile *p)
 	return p->rate;
 }
 
-/*
- * Stacks deeper than PROFILE_MAX_FRAMES keep their innermost frames. ptr 0 (a
- * failed allocation) allocated nothing and is ignored.
- */
-void profile_record_alloc(struct profile *p, const uint64_t *pcs, size_t npcs,
-			  uint64_t size, uint64_t ptr)
+uint32_t profile_stack_id(struct profile *p, const uint64_t *pcs, size_t npcs)
 {
-	uint32_t bi;
-	struct bucket *b;
-	size_t i;
-
-	if (!ptr)
-		return;
 	if (npcs > PROFILE_MAX_FRAMES)
 		npcs = PROFILE_MAX_FRAMES;
-	bi = bucket_intern(p, stack_intern(p, pcs, npcs), size);
-	b = &p->buckets[bi];
+	return stack_intern(p, pcs, npcs);
+}
+
+/* An allocation of size bytes at ptr (not 0) from stack id `stack`; h as for bucket_intern. */
+static void record_alloc(struct profile *p, uint32_t stack, uint64_t size, uint64_t ptr,
+			 uint64_t h)
+{
+	uint32_t bi = bucket_intern(p, stack, size, h);
+	struct bucket *b = &p->buckets[bi];
+	size_t i;
+
 	b->alloc_count++;
 	b->alloc_bytes += size;
 	p->total_alloc_count++;
@@ -334,17 +349,97 @@ void profile_record_alloc(struct profile *p, const uint64_t *pcs, size_t npcs,
 		live_grow(p);
 }
 
-int profile_record_free(struct profile *p, uint64_t ptr)
+/* A free of ptr (not 0): 1 if it was live. */
+static int record_free(struct profile *p, uint64_t ptr)
 {
-	size_t i;
+	size_t i = live_find(p, ptr);
 
-	if (!ptr)
-		return 0;
-	i = live_find(p, ptr);
 	if (!p->live[i].ptr)
 		return 0;
 	live_release(p, i);
 	return 1;
+}
+
+/*
+ * Each record touches a bucket and a live slot at random, and at millions
+ * of events a second those misses are most of the cost: walk the batch
+ * twice ahead of the updates, first to bring in the index and live slots,
+ * then the buckets they lead to, so that the misses overlap. hk[k] is the
+ * bucket key hash of ops[k] (allocations).
+ */
+static void prefetch_batch(const struct profile *p, const struct profile_op *ops,
+			   const uint64_t *hk, size_t n)
+{
+	size_t bmask = p->bucket_idx_cap - 1;
+
+	for (size_t k = 0; k < n; k++) {
+		if (ops[k].kind == PROFILE_OP_ALLOC)
+			__builtin_prefetch(&p->bucket_idx[hk[k] & bmask]);
+		__builtin_prefetch(&p->live[live_slot(p, ops[k].ptr)]);
+	}
+	for (size_t k = 0; k < n; k++) {
+		uint32_t bi = EMPTY_IDX;
+
+		if (ops[k].kind == PROFILE_OP_ALLOC) {
+			for (size_t i = hk[k] & bmask; p->bucket_idx[i] != EMPTY_SLOT; i = (i + 1) & bmask)
+				if (!((p->bucket_idx[i] ^ hk[k]) >> 32)) {
+					bi = (uint32_t)p->bucket_idx[i];
+					break;
+				}
+		} else {
+			const struct live *l = &p->live[live_slot(p, ops[k].ptr)];
+
+			if (l->ptr == ops[k].ptr)
+				bi = l->bucket;
+		}
+		if (bi != EMPTY_IDX)
+			__builtin_prefetch(&p->buckets[bi], 1);
+	}
+}
+
+#define BATCH_CHUNK 64
+
+void profile_record_batch(struct profile *p, const struct profile_op *ops, size_t n)
+{
+	uint64_t hk[BATCH_CHUNK];
+
+	for (size_t at = 0; at < n; at += BATCH_CHUNK) {
+		const struct profile_op *o = ops + at;
+		size_t m = n - at < BATCH_CHUNK ? n - at : BATCH_CHUNK;
+
+		for (size_t k = 0; k < m; k++)
+			hk[k] = o[k].kind == PROFILE_OP_ALLOC ? hash_bucket_key(o[k].stack, o[k].size) : 0;
+		if (m > 1)
+			prefetch_batch(p, o, hk, m);
+		for (size_t k = 0; k < m; k++) {
+			if (!o[k].ptr)
+				continue;
+			if (o[k].kind == PROFILE_OP_ALLOC)
+				record_alloc(p, o[k].stack, o[k].size, o[k].ptr, hk[k]);
+			else
+				record_free(p, o[k].ptr);
+		}
+	}
+}
+
+/*
+ * Stacks deeper than PROFILE_MAX_FRAMES keep their innermost frames. ptr 0 (a
+ * failed allocation) allocated nothing and is ignored.
+ */
+void profile_record_alloc(struct profile *p, const uint64_t *pcs, size_t npcs,
+			  uint64_t size, uint64_t ptr)
+{
+	uint32_t stack;
+
+	if (!ptr)
+		return;
+	stack = profile_stack_id(p, pcs, npcs);
+	record_alloc(p, stack, size, ptr, hash_bucket_key(stack, size));
+}
+
+int profile_record_free(struct profile *p, uint64_t ptr)
+{
+	return ptr ? record_free(p, ptr) : 0;
 }
 
 void profile_add_drops(struct profile *p, uint64_t n)

@@ -300,16 +300,23 @@ static int to_ev(const uint8_t *rec, uint32_t len, struct ev *out)
 		out->stack_len = a->stack_len;
 		out->size = a->size;
 		out->ptr = a->ptr;
-		out->ip = a->ip;
-		out->sp = a->sp;
-		out->bp = a->bp;
-		out->bx = a->bx;
-		out->r12 = a->r12;
 		for (int i = 0; i < a->nframes && i < 8; i++)
 			out->frames[i] = a->frames[i];
-		if (a->stack_len)
-			memcpy(out->stack, &a->frames[a->nframes], a->stack_len < sizeof(out->stack) ?
-			       a->stack_len : sizeof(out->stack));
+		if (a->flags & SHM_EVF_MISS) {
+			const struct shm_ev_regs *r = (const void *)&a->frames[a->nframes];
+
+			out->ip = r->ip;
+			out->sp = r->sp;
+			out->bp = r->bp;
+			out->bx = r->bx;
+			out->r12 = r->r12;
+			want += sizeof(*r);
+			if (a->stack_len)
+				memcpy(out->stack, r + 1, a->stack_len < sizeof(out->stack) ?
+				       a->stack_len : sizeof(out->stack));
+		} else if (a->stack_len) {
+			return 1;
+		}
 		return a->nframes > SHM_MAX_DEPTH || a->stack_len > SHM_STACK_COPY ||
 		       (len != want && len != want + SHM_STACK_COPY) || (len & 7) || !a->tsc;
 	}
@@ -604,8 +611,6 @@ static void expect_alloc(const struct ev *e, int hook, uint64_t size, uint64_t p
 	expect_u64_eq(e->ptr, ptr);
 	expect_int_eq(e->nframes, 1);
 	expect_u64_eq(e->frames[0], (uintptr_t)hcall_ret);
-	expect_u64_eq(e->ip, (uintptr_t)hcall_ret);
-	expect_u64_eq(e->bx, HCALL_RBX);
 	expect_int_eq(e->flags & (SHM_EVF_STACK | SHM_EVF_MISS | SHM_EVF_TRUNC), 0);
 }
 
@@ -695,11 +700,7 @@ static void test_exact_walk(void)
 	expect_u64_eq(ev[0].frames[2], (uintptr_t)chain_r0);
 	expect_u64_eq(ev[0].frames[3], (uintptr_t)hcall_ret);
 	expect_int_eq(ev[0].flags & (SHM_EVF_STACK | SHM_EVF_MISS | SHM_EVF_TRUNC), 0);
-	expect_u64_eq(ev[0].sp, chain_sp);
-	expect_u64_eq(ev[0].bp, chain_bp);
-	expect_u64_eq(ev[0].bx, HCALL_RBX);
-	expect_u64_eq(ev[0].r12, CHAIN_R12);
-	expect_int_eq(ev[0].stack_len, 0);
+	expect_int_eq(ev[0].stack_len, 0);	/* complete: no registers, no copy */
 	CALL1(H_FREE, p);
 	expect_int_eq(drain(ev, 4), 1);
 
@@ -714,7 +715,11 @@ static void test_exact_walk(void)
 	expect_u64_eq(ev[0].size, 33);
 	expect_int_eq(ev[0].flags & (SHM_EVF_STACK | SHM_EVF_MISS), SHM_EVF_STACK | SHM_EVF_MISS);
 	expect_true(ev[0].stack_len >= 64 && ev[0].stack_len <= SHM_STACK_COPY);
+	expect_u64_eq(ev[0].ip, (uintptr_t)chain_r2);		/* registers at the caller */
 	expect_u64_eq(ev[0].sp, chain_sp);
+	expect_u64_eq(ev[0].bp, chain_bp);
+	expect_u64_eq(ev[0].bx, HCALL_RBX);
+	expect_u64_eq(ev[0].r12, CHAIN_R12);
 	expect_u64_eq(chain_bp, chain_sp);
 	expect_u64_eq(ev[0].stack[0], chain_sp + 48);		/* f2's saved rbp: f0's */
 	expect_u64_eq(ev[0].stack[1], (uintptr_t)chain_r1);	/* f2's return address */
@@ -769,7 +774,8 @@ static void test_exact_walk(void)
 	hdr->no_stack_copy = 1;			/* as after EPERM: no room reserved */
 	head = heads_total();
 	p = hcall(chain_rec, 1, (uintptr_t)hooks[H_MALLOC].fn, 17, 0);
-	expect_u64_eq(heads_total() - head, sizeof(struct shm_ev_alloc) + 3 * 8);
+	expect_u64_eq(heads_total() - head, sizeof(struct shm_ev_alloc) + 3 * 8 +
+		      sizeof(struct shm_ev_regs));
 	expect_int_eq(drain(ev, 4), 1);
 	expect_int_eq(ev[0].flags & (SHM_EVF_STACK | SHM_EVF_MISS), SHM_EVF_MISS);
 	CALL1(H_FREE, p);

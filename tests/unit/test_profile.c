@@ -209,6 +209,76 @@ static void test_live_table_scale(void)
 	profile_free(p);
 }
 
+/* A bucket's figures, in creation order, for comparing two profiles. */
+struct rows {
+	size_t n;
+	uint64_t v[4096][5];
+};
+
+static int rows_cb(const struct profile_bucket *b, void *arg)
+{
+	struct rows *r = arg;
+
+	if (r->n < 4096) {
+		r->v[r->n][0] = b->size ^ b->pcs[0] << 16;
+		r->v[r->n][1] = b->alloc_count;
+		r->v[r->n][2] = b->alloc_bytes;
+		r->v[r->n][3] = b->inuse_count;
+		r->v[r->n][4] = b->inuse_bytes;
+	}
+	r->n++;
+	return 0;
+}
+
+/* Batches (with their look-ahead) record exactly what single calls do,
+ * through table growth, missed frees, reuse of addresses and ptr 0. */
+static void test_batch_matches_single(void)
+{
+	static struct rows ra, rb;
+	struct profile *a = profile_new(1), *b = profile_new(1);
+	struct profile_op ops[100];
+	uint64_t seed = 12345, pcs[3];
+	size_t n = 0;
+
+	for (int i = 0; i < 200000; i++) {
+		uint64_t r;
+
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		r = seed;
+		pcs[0] = 0x1000 + (r & 7);
+		pcs[1] = 0x2000;
+		pcs[2] = 0x3000 + (r >> 3 & 1);
+		if (r >> 8 & 1) {
+			uint64_t size = 1 + (r >> 16) % 600, ptr = (r >> 32) % 3000 * 16;
+
+			profile_record_alloc(a, pcs, 3, size, ptr);
+			ops[n++] = (struct profile_op){ PROFILE_OP_ALLOC,
+				profile_stack_id(b, pcs, 3), size, ptr };
+		} else {
+			uint64_t ptr = (r >> 32) % 3000 * 16;
+
+			profile_record_free(a, ptr);
+			ops[n++] = (struct profile_op){ PROFILE_OP_FREE, 0, 0, ptr };
+		}
+		if (n == 100 || (r >> 40) % 37 == 0) {
+			profile_record_batch(b, ops, n);
+			n = 0;
+		}
+	}
+	profile_record_batch(b, ops, n);
+	profile_foreach(a, rows_cb, &ra);
+	profile_foreach(b, rows_cb, &rb);
+	expect_true(ra.n > 1000);
+	expect_int_eq(ra.n, rb.n);
+	expect_true(!memcmp(ra.v, rb.v, sizeof(ra.v)));
+	expect_int_eq(profile_nlive(a), profile_nlive(b));
+	expect_u64_eq(profile_total_alloc_bytes(a), profile_total_alloc_bytes(b));
+	profile_free(a);
+	profile_free(b);
+}
+
 static void test_scale(void)
 {
 	int64_t c, b;
@@ -242,4 +312,5 @@ HARNESS_MAIN("profile",
 	T(test_empty_and_deep_stacks),
 	T(test_foreach_stops),
 	T(test_live_table_scale),
+	T(test_batch_matches_single),
 	T(test_scale))

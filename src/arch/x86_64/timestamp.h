@@ -6,8 +6,8 @@
 #include <stdint.h>
 
 /*
- * The time stamp counter, ordered like the agent's (lfence; rdtsc; lfence):
- * not before the loads that precede it, not after those that follow. The
+ * The time stamp counter, read once the loads before have executed and
+ * before any load after (the agent's rdtscp orders the first half). The
  * kernel keeps it in step across CPUs where it is invariant (constant_tsc,
  * nonstop_tsc), which ring.c's merge relies on.
  */
