@@ -124,7 +124,8 @@ def interleaved(threads, total, cycle, extra):
     operation count every 10 ms, so each stretch's rate comes from the same
     process (same memory layout, same CPUs): only the machine's own drift
     remains, and consecutive stretches see nearly the same. Returns the
-    per-pair ratios (detached rate / attached rate)."""
+    ratios (mean rate of the detached stretches around an attached one /
+    its rate)."""
     tmp = tempfile.mkdtemp(prefix="ha-inter.")
     out = os.path.join(tmp, "t.out")
     env = dict(os.environ, MALLOCBENCH_WINDOWS="1")
@@ -135,7 +136,7 @@ def interleaved(threads, total, cycle, extra):
     time.sleep(0.5)
     spans = []      # (start, end, attached)
     end = time.monotonic() + total
-    while time.monotonic() + 2 * cycle + 0.5 < end:
+    while time.monotonic() + 3 * cycle + 0.5 < end:
         a = time.monotonic()
         time.sleep(cycle)
         spans.append((a + 0.05, time.monotonic(), False))
@@ -151,6 +152,9 @@ def interleaved(threads, total, cycle, extra):
         ef.close()
         spans.append((a + 0.02, a + cycle - 0.05, True))
         time.sleep(0.05)
+    a = time.monotonic()
+    time.sleep(cycle)
+    spans.append((a + 0.05, time.monotonic(), False))
     t.wait()
     samples = [(float(m.group(1)), int(m.group(2)))
                for m in re.finditer(r"^w (\S+) (\d+)$", open(out).read(), re.M)]
@@ -161,11 +165,14 @@ def interleaved(threads, total, cycle, extra):
         if len(w) < 5:
             return None
         return (w[-1][1] - w[0][1]) / (w[-1][0] - w[0][0])
+    # Each attached stretch against the mean of the detached stretches on
+    # either side of it: a machine that drifts over the run (other tenants,
+    # frequency) cancels out to first order.
     ratios = []
-    for i in range(0, len(spans) - 1, 2):
-        d, at = rate(*spans[i][:2]), rate(*spans[i + 1][:2])
-        if d and at:
-            ratios.append(d / at)
+    for i in range(1, len(spans) - 1, 2):
+        before, at, after = (rate(*spans[j][:2]) for j in (i - 1, i, i + 1))
+        if before and at and after:
+            ratios.append((before + after) / 2 / at)
     return ratios
 
 

@@ -16,27 +16,25 @@
  *   gaps[SHM_NGAPS]         exponential draws the agent takes to re-arm a counter
  *   heads[SHM_NRINGS]       one cache line each: a ring's head (u64), cmpxchg
  *   tails[SHM_NRINGS]       each ring's tail (u64), written by the tool
- *   bloom[SHM_BLOOM_SIZE]   per-slot counts of live sampled pointers (u8)
- *   live[SHM_BLOOM_SIZE][SHM_LIVE_WAYS]  those pointers (u64, 0 = empty)
- *   bits[SHM_BLOOM_SIZE/8]  bit s set iff bloom[s] != 0: what the FREE
- *                           trampolines test (8 KiB stays in L1; the
- *                           64 KiB byte table would not)
+ *   live[SHM_BLOOM_SIZE][SHM_LIVE_WAYS]  live sampled pointers by slot
+ *                           (u64, 0 = empty, SHM_LIVE_OVERFLOW in the last)
+ *   bits[SHM_BLOOM_SIZE/8]  bit s set iff bucket s is not empty: what the
+ *                           FREE trampolines test (8 KiB)
  *   frames[SHM_NFRAMES]     frame rules by return address (struct shm_frame)
  *   rings[SHM_NRINGS][ring_size]  variable-size event records
  *
  * Sampling: a trampoline subtracts each requested size from the counter
  * its rsp selects; when it drops to <= 0 the call is sampled and the agent
- * adds gaps[] until it is positive again. Frees: the trampoline tests the
- * pointer's bloom byte; on a hit the agent looks the pointer up in its
- * live bucket, and reports the free only if it was there (removing it).
- * The agent keeps bloom[s] == number of pointers in bucket s; 255 means
- * the bucket overflowed (sticky): every free in that slot is reported and
- * the tool ignores pointers it does not know.
+ * sets it to a fresh gap from gaps[]. Frees: the trampoline tests the
+ * pointer's bit; on a hit the agent looks the pointer up in its live
+ * bucket, and reports the free only if it was there (removing it), or if
+ * the bucket overflowed (sticky): then every free in that slot is
+ * reported and the tool ignores pointers it does not know.
  *
  * Exact mode (SHM_F_EXACT): the tool sets every counter to 0 and every
- * gap to 0 (each call is sampled), and fills bloom with 1s and bits with
- * 0xff (each free is reported); the agent then neither re-arms nor touches bloom/live. When
- * the tool switches modes it must zero bloom and live first.
+ * gap to 0 (each call is sampled), and fills bits with 0xff (each free is
+ * reported); the agent then neither re-arms nor touches live. When the
+ * tool switches modes it must zero live first.
  *
  * Rings: a writer uses ring (sp >> SHM_RING_SHIFT) & (SHM_NRINGS - 1);
  * thread stacks are 8 MiB apart, so up to 16 threads get one each and do
@@ -76,7 +74,8 @@
 #define SHM_NGAPS       4096                    /* power of two */
 #define SHM_BLOOM_BITS  16
 #define SHM_BLOOM_SIZE  (1u << SHM_BLOOM_BITS)  /* bytes */
-#define SHM_LIVE_WAYS   4                       /* live pointers per bloom slot */
+#define SHM_LIVE_WAYS   4                       /* live pointers per slot */
+#define SHM_LIVE_OVERFLOW 1                     /* last word of a bucket that overflowed */
 #define SHM_NFRAMES     65536                   /* power of two */
 #define SHM_FRAME_PROBES 16
 #define SHM_MAX_PATCHES 64
@@ -87,8 +86,7 @@
 #define SHM_OFF_GAPS    (SHM_OFF_COUNTERS + SHM_NCOUNTERS * SHM_COUNTER_STRIDE)
 #define SHM_OFF_HEADS   (SHM_OFF_GAPS + SHM_NGAPS * 8)
 #define SHM_OFF_TAILS   (SHM_OFF_HEADS + SHM_NRINGS * 64)
-#define SHM_OFF_BLOOM   (SHM_OFF_TAILS + SHM_NRINGS * 8)
-#define SHM_OFF_LIVE    (SHM_OFF_BLOOM + SHM_BLOOM_SIZE)
+#define SHM_OFF_LIVE    (SHM_OFF_TAILS + SHM_NRINGS * 8)
 #define SHM_OFF_BITS    (SHM_OFF_LIVE + SHM_BLOOM_SIZE * SHM_LIVE_WAYS * 8)
 #define SHM_OFF_FRAMES  (SHM_OFF_BITS + SHM_BLOOM_SIZE / 8)
 #define SHM_OFF_RING    (SHM_OFF_FRAMES + SHM_NFRAMES * 16)

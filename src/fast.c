@@ -71,7 +71,6 @@ void fast_init_data(struct session *s, uint64_t data_remote, uint64_t ring_size)
 		c->gap_idx = sampler_rand(&s->sampler) | 1;	/* xorshift seed, non-zero */
 	}
 	fast_refill_gaps(s);
-	memset(d + SHM_OFF_BLOOM, s->exact ? 1 : 0, SHM_BLOOM_SIZE);
 	memset(d + SHM_OFF_BITS, s->exact ? 0xff : 0, SHM_BLOOM_SIZE / 8);
 	fast_heartbeat(s);
 	ring_reader_init(&s->rings, h);
@@ -95,7 +94,7 @@ static void queue_op(struct session *s, uint32_t kind, uint32_t stack, uint64_t 
 		flush_ops(s);
 }
 
-/* The agent keeps the bloom/live tables itself: only the profile to update. */
+/* The agent keeps its live table itself: only the profile to update. */
 static void on_free(struct session *s, const struct shm_ev_free *e)
 {
 	s->events++;

@@ -179,9 +179,10 @@ static int64_t *gaps(void)
 	return (int64_t *)(data_view + SHM_OFF_GAPS);
 }
 
-static uint8_t *bloom(void)
+/* Bit s of the trampolines' bitmap. */
+static int bit(uint32_t s)
 {
-	return data_view + SHM_OFF_BLOOM;
+	return data_view[SHM_OFF_BITS + (s >> 3)] >> (s & 7) & 1;
 }
 
 static struct shm_frame *frames_tab(void)
@@ -249,7 +250,6 @@ static void mode_exact(void)
 	for (int i = 0; i < SHM_NCOUNTERS; i++)
 		*counter(i) = 0;
 	memset(gaps(), 0, SHM_NGAPS * 8);
-	memset(bloom(), 1, SHM_BLOOM_SIZE);
 	memset(data_view + SHM_OFF_BITS, 0xff, SHM_BLOOM_SIZE / 8);
 	ring_reset(RING_SIZE);
 }
@@ -263,7 +263,7 @@ static void mode_sampled(uint64_t rate, int64_t first)
 		gaps()[i] = rate ? (int64_t)(-log(1.0 - drand48()) * rate) + 1 : 0;
 	for (int i = 0; i < SHM_NCOUNTERS; i++)
 		*counter(i) = first;
-	memset(bloom(), 0, SHM_BLOOM_SIZE);
+	memset(data_view + SHM_OFF_LIVE, 0, SHM_BLOOM_SIZE * SHM_LIVE_WAYS * 8);
 	memset(data_view + SHM_OFF_BITS, 0, SHM_BLOOM_SIZE / 8);
 	ring_reset(RING_SIZE);
 }
@@ -793,7 +793,7 @@ static void test_exact_walk(void)
 	frames_reset();
 }
 
-/* ---- (c) sampled mode: bloom, re-arm, frees ---- */
+/* ---- (c) sampled mode: live table, re-arm, frees ---- */
 
 static uint64_t *bucket(uint64_t ptr)
 {
@@ -811,7 +811,7 @@ static void test_sampled_free(void)
 	p = CALL1(H_MALLOC, 48);
 	expect_int_eq(drain(ev, 4), 1);
 	expect_alloc(&ev[0], HOOK_ALLOC, 48, p);
-	expect_int_eq(bloom()[shm_bloom_slot(p)], 1);
+	expect_int_eq(bit(shm_bloom_slot(p)), 1);
 	expect_u64_eq(bucket(p)[0], p);
 	for (int i = 0; i < SHM_NCOUNTERS; i++)	/* exactly one counter re-armed: set to */
 		if (*counter(i) > 0) {		/* the gap its generator chose */
@@ -827,7 +827,7 @@ static void test_sampled_free(void)
 	CALL1(H_FREE, p);
 	expect_int_eq(drain(ev, 4), 1);
 	expect_free(&ev[0], p);
-	expect_int_eq(bloom()[shm_bloom_slot(p)], 0);
+	expect_int_eq(bit(shm_bloom_slot(p)), 0);
 	expect_u64_eq(bucket(p)[0], 0);
 
 	/* the address comes back unsampled: its free is not reported */
@@ -846,24 +846,36 @@ static void test_sampled_free(void)
 	expect_int_eq(drain(ev, 4), 0);
 
 	/* false hits (slot taken by others) report nothing; a full bucket
-	 * overflows to 255 and then reports every free in the slot */
+	 * overflows (sticky) and then reports every free in the slot */
 	mode_sampled(1ull << 40, 1ll << 40);
 	for (uint32_t s = 0; s < SHM_BLOOM_SIZE * SHM_LIVE_WAYS; s++)
 		((uint64_t *)(data_view + SHM_OFF_LIVE))[s] = 8;
-	memset(bloom(), SHM_LIVE_WAYS, SHM_BLOOM_SIZE);
+	memset(data_view + SHM_OFF_BITS, 0xff, SHM_BLOOM_SIZE / 8);
 	q = CALL1(H_MALLOC, 40);
 	CALL1(H_FREE, q);
 	expect_int_eq(drain(ev, 4), 0);
-	*counter(((uintptr_t)&ev >> 21) & (SHM_NCOUNTERS - 1)) = 0;
 	for (int i = 0; i < SHM_NCOUNTERS; i++)
 		*counter(i) = 0;
 	p = CALL1(H_MALLOC, 40);
 	expect_int_eq(drain(ev, 4), 1);
-	expect_int_eq(bloom()[shm_bloom_slot(p)], 255);
+	expect_u64_eq(bucket(p)[SHM_LIVE_WAYS - 1], SHM_LIVE_OVERFLOW);
 	CALL1(H_FREE, p);
 	expect_int_eq(drain(ev, 4), 1);
 	expect_free(&ev[0], p);
-	expect_int_eq(bloom()[shm_bloom_slot(p)], 255);
+	expect_u64_eq(bucket(p)[SHM_LIVE_WAYS - 1], SHM_LIVE_OVERFLOW);
+	expect_int_eq(bit(shm_bloom_slot(p)), 1);
+
+	/* two in one bucket: the bit stays until the last one goes */
+	mode_sampled(1ull << 40, 0);
+	memset(data_view + SHM_OFF_BITS, 0, SHM_BLOOM_SIZE / 8);
+	p = CALL1(H_MALLOC, 40);
+	q = p + 16;				/* the same 256-byte granule: same slot */
+	bucket(p)[1] = q;
+	expect_int_eq(drain(ev, 4), 1);
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_int_eq(bit(shm_bloom_slot(p)), 1);
+	bucket(p)[1] = 0;
 	memset(data_view + SHM_OFF_LIVE, 0, SHM_BLOOM_SIZE * SHM_LIVE_WAYS * 8);
 	mode_sampled(1ull << 40, 1ll << 40);
 }

@@ -325,47 +325,49 @@ static void rearm(struct shm_hdr *h, uint64_t entry_sp)
 		__atomic_store_n(&c->left, g, __ATOMIC_RELAXED);
 }
 
-/* ---- live sampled pointers: bloom[s] counts the entries of bucket s ---- */
-
-static uint8_t *bloom_at(struct shm_hdr *h, uint32_t slot)
-{
-	return (uint8_t *)h + SHM_OFF_BLOOM + slot;
-}
-
+/*
+ * ---- live sampled pointers ----
+ * Bucket s holds the sampled pointers of slot s in SHM_LIVE_WAYS words (0 =
+ * empty). A fifth pointer overflows it: its last word becomes
+ * SHM_LIVE_OVERFLOW for good (the pointer there is dropped), and from then
+ * on every free in the slot is reported. Bit s of the trampolines' bitmap
+ * is set while the bucket holds anything. One cache line per operation.
+ */
 static uint64_t *bucket_at(struct shm_hdr *h, uint32_t slot)
 {
 	return (uint64_t *)((char *)h + SHM_OFF_LIVE) + (size_t)slot * SHM_LIVE_WAYS;
 }
 
-/* Add d (+1 or -1) to a bloom count; 255 (overflowed) and 0 stay as they are. */
-static void bloom_add(uint8_t *b, int d)
+static int bucket_busy(const uint64_t *w)
 {
-	uint8_t v = *(volatile uint8_t *)b;
-
-	while (v != 255 && (d > 0 || v) &&
-	       !__atomic_compare_exchange_n(b, &v, (uint8_t)(v + d), 0,
-					    __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-		;
+	for (int i = 0; i < SHM_LIVE_WAYS; i++)
+		if (*(const volatile uint64_t *)&w[i])
+			return 1;
+	return 0;
 }
 
-/*
- * Make bit slot of the trampolines' bitmap say whether bloom[slot] is
- * non-zero. Re-checked after the write, so that a thread that cleared the
- * bit while another raised the count from 0 cannot leave it clear.
- */
-static void bits_sync(struct shm_hdr *h, uint32_t slot)
+static void bit_set(struct shm_hdr *h, uint32_t slot)
 {
 	uint8_t *byte = (uint8_t *)h + SHM_OFF_BITS + (slot >> 3);
 	uint8_t mask = (uint8_t)(1u << (slot & 7));
-	uint8_t c;
 
-	do {
-		c = *(volatile uint8_t *)bloom_at(h, slot);
-		if (c)
-			__atomic_fetch_or(byte, mask, __ATOMIC_SEQ_CST);
-		else
-			__atomic_fetch_and(byte, (uint8_t)~mask, __ATOMIC_SEQ_CST);
-	} while (*(volatile uint8_t *)bloom_at(h, slot) != c);
+	if (!(*(volatile uint8_t *)byte & mask))
+		__atomic_fetch_or(byte, mask, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Clear bit slot, the bucket w having emptied. Checked again after the
+ * write: a thread that filled a way meanwhile may have set the bit before
+ * we cleared it, and then the bit must stay.
+ */
+static void bit_clear(struct shm_hdr *h, uint32_t slot, const uint64_t *w)
+{
+	uint8_t *byte = (uint8_t *)h + SHM_OFF_BITS + (slot >> 3);
+	uint8_t mask = (uint8_t)(1u << (slot & 7));
+
+	__atomic_fetch_and(byte, (uint8_t)~mask, __ATOMIC_SEQ_CST);
+	if (bucket_busy(w))
+		__atomic_fetch_or(byte, mask, __ATOMIC_SEQ_CST);
 }
 
 static void live_add(struct shm_hdr *h, uint64_t ptr)
@@ -377,14 +379,12 @@ static void live_add(struct shm_hdr *h, uint64_t ptr)
 		uint64_t z = 0;
 
 		if (!w[i] && __atomic_compare_exchange_n(&w[i], &z, ptr, 0,
-							 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-			bloom_add(bloom_at(h, slot), 1);
-			bits_sync(h, slot);
-			return;
-		}
+							 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+			goto out;
 	}
-	__atomic_store_n(bloom_at(h, slot), 255, __ATOMIC_SEQ_CST);
-	bits_sync(h, slot);
+	__atomic_store_n(&w[SHM_LIVE_WAYS - 1], SHM_LIVE_OVERFLOW, __ATOMIC_SEQ_CST);
+out:
+	bit_set(h, slot);
 }
 
 /* Remove ptr from its bucket. Returns 1 if its free must be reported. */
@@ -398,12 +398,12 @@ static int live_del(struct shm_hdr *h, uint64_t ptr)
 
 		if (w[i] == ptr && __atomic_compare_exchange_n(&w[i], &v, 0, 0,
 							       __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-			bloom_add(bloom_at(h, slot), -1);
-			bits_sync(h, slot);
+			if (!bucket_busy(w))
+				bit_clear(h, slot, w);
 			return 1;
 		}
 	}
-	return *(volatile uint8_t *)bloom_at(h, slot) == 255;
+	return *(volatile uint64_t *)&w[SHM_LIVE_WAYS - 1] == SHM_LIVE_OVERFLOW;
 }
 
 /* A call made from our code or from inside the hooked allocator itself. */
