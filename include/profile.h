@@ -52,6 +52,10 @@ struct profile_op {
  * cheaper per event: their table lookups are brought in ahead. */
 void profile_record_batch(struct profile *p, const struct profile_op *ops, size_t n);
 
+/* Free every live pointer for which gone(ptr, arg) is non-zero (it must
+ * not record into p). Returns how many were freed. */
+size_t profile_sweep_live(struct profile *p, int (*gone)(uint64_t ptr, void *arg), void *arg);
+
 /* Drop counters (events the tool could not record), reported in dumps. */
 void profile_add_drops(struct profile *p, uint64_t n);
 uint64_t profile_drops(const struct profile *p);

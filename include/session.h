@@ -77,6 +77,7 @@ struct session {
 	uint64_t drops_seen;
 	size_t warm_next;               /* next map whose symbols fast_warm_step loads */
 	uint64_t nap_head, nap_ns;      /* ring_head and time at the last fast_nap_ns */
+	unsigned ticks;                 /* fast mode: timer ticks seen */
 	uint64_t regions_stats[2];      /* fast mode: agent walks, walk misses */
 	uint64_t nest_lo, nest_hi;      /* hooked allocator text: calls from there are nested */
 
@@ -153,6 +154,9 @@ void fast_warm_step(struct session *s);
 long fast_nap_ns(struct session *s);
 /* Non-zero while the ring is more than a quarter full: drain without a nap. */
 int fast_ring_busy(struct session *s);
+/* Sampled mode: free what the agent's live table says was freed (before
+ * a dump, and now and then to keep our table small). */
+void fast_reconcile(struct session *s);
 /* Fold the agent's drop and nesting counters into the session. */
 void fast_sync_stats(struct session *s);
 

@@ -27,9 +27,11 @@
  * its rsp selects; when it drops to <= 0 the call is sampled and the agent
  * sets it to a fresh gap from gaps[]. Frees: the trampoline tests the
  * pointer's bit; on a hit the agent looks the pointer up in its live
- * bucket, and reports the free only if it was there (removing it), or if
- * the bucket overflowed (sticky): then every free in that slot is
- * reported and the tool ignores pointers it does not know.
+ * bucket and removes it. The tool learns of such frees by reading the
+ * table (fast.c: every pointer it holds live and no longer finds in its
+ * bucket was freed), so they cost no event. Only once a bucket has
+ * overflowed (sticky) is every free in that slot reported as an event,
+ * and the tool ignores pointers it does not know.
  *
  * Exact mode (SHM_F_EXACT): the tool sets every counter to 0 and every
  * gap to 0 (each call is sampled), and fills bits with 0xff (each free is

@@ -287,6 +287,35 @@ int fast_ring_busy(struct session *s)
 	return ring_pending_max(&s->rings) > s->regions[0].hdr->ring_size / 4;
 }
 
+/* Whether the agent's live table no longer holds ptr (and can tell). */
+static int freed_in_table(uint64_t ptr, void *arg)
+{
+	struct session *s = arg;
+	const uint64_t *w = (const uint64_t *)(data_of(s) + SHM_OFF_LIVE) +
+			    (size_t)shm_bloom_slot(ptr) * SHM_LIVE_WAYS;
+
+	if (__atomic_load_n(&w[SHM_LIVE_WAYS - 1], __ATOMIC_ACQUIRE) == SHM_LIVE_OVERFLOW)
+		return 0;	/* its free comes as an event */
+	for (int i = 0; i < SHM_LIVE_WAYS; i++)
+		if (__atomic_load_n(&w[i], __ATOMIC_ACQUIRE) == ptr)
+			return 0;
+	return 1;
+}
+
+/*
+ * Sampled mode: the agent reports no free it finds in its live table (see
+ * shm.h), so a pointer we hold live is freed once its bucket no longer has
+ * it. Drain first: an allocation is added to the table only after its
+ * event is committed, so whatever the table holds has been seen.
+ */
+void fast_reconcile(struct session *s)
+{
+	if (s->exact || !s->nregions || !s->regions[0].hdr || !s->ftab)
+		return;
+	fast_drain(s);
+	profile_sweep_live(s->prof, freed_in_table, s);
+}
+
 /* Copy the agent's counters into the profile before a dump. */
 void fast_sync_stats(struct session *s)
 {

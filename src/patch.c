@@ -497,7 +497,7 @@ void patch_remove(struct session *s)
 	if (s->nregions && !s->target_gone)
 		patch_wait_quiet(s, &busy);
 	if (s->fast) {
-		fast_drain(s);
+		fast_reconcile(s);	/* drains first */
 		fast_sync_stats(s);
 		frametab_free(s->ftab);
 		s->ftab = NULL;

@@ -442,6 +442,28 @@ int profile_record_free(struct profile *p, uint64_t ptr)
 	return ptr ? record_free(p, ptr) : 0;
 }
 
+size_t profile_sweep_live(struct profile *p, int (*gone)(uint64_t ptr, void *arg), void *arg)
+{
+	uint64_t *dead = NULL;
+	size_t n = 0, cap = 0;
+
+	for (size_t i = 0; i < p->live_cap; i++) {
+		uint64_t ptr = p->live[i].ptr;
+
+		if (!ptr || !gone(ptr, arg))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 256;
+			dead = xrealloc(dead, cap * sizeof(*dead));
+		}
+		dead[n++] = ptr;
+	}
+	for (size_t k = 0; k < n; k++)	/* deleting shifts entries: not during the scan */
+		record_free(p, dead[k]);
+	free(dead);
+	return n;
+}
+
 void profile_add_drops(struct profile *p, uint64_t n)
 {
 	p->drops += n;

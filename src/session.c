@@ -19,6 +19,7 @@
 #include "xmalloc.h"
 
 #define TICK_MS 50
+#define RECONCILE_TICKS 20	/* once a second: frees the agent did not report */
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t ticked;
@@ -91,8 +92,10 @@ int session_dump(struct session *s, unsigned seq)
 	int rc;
 
 	/* Objects loaded since attach: symbolize with a fresh view while we can. */
-	if (s->fast)
+	if (s->fast) {
+		fast_reconcile(s);
 		fast_sync_stats(s);
+	}
 	if (!s->target_gone && !s->exec_seen && proc_maps_read(s->pid, &fresh) == 0 &&
 	    fresh.n != s->maps.n) {
 		struct symbolizer *nsym = symbolizer_new(s->pid, &fresh);
@@ -166,6 +169,8 @@ static void fast_loop(struct session *s)
 			ticked = 0;
 			child_event = 1;	/* also poll, in case a SIGCHLD was missed */
 			fast_refill_gaps(s);
+			if (++s->ticks % RECONCILE_TICKS == 0)
+				fast_reconcile(s);
 			if (housekeeping(s))
 				break;
 		} else if (s->opt->interval && housekeeping(s)) {

@@ -279,6 +279,34 @@ static void test_batch_matches_single(void)
 	profile_free(b);
 }
 
+static int odd_gone(uint64_t ptr, void *arg)
+{
+	(*(int *)arg)++;
+	return (ptr >> 4) & 1;
+}
+
+/* The sweep frees exactly the pointers gone() names, buckets included. */
+static void test_sweep_live(void)
+{
+	struct profile *p = profile_new(1);
+	uint64_t pcs[1] = { 0x1234 };
+	struct sum sm = { 0 };
+	int calls = 0;
+
+	for (uint64_t i = 1; i <= 5000; i++)
+		profile_record_alloc(p, pcs, 1, 32, i << 4);
+	expect_int_eq(profile_sweep_live(p, odd_gone, &calls), 2500);
+	expect_int_eq(calls, 5000);
+	expect_int_eq(profile_nlive(p), 2500);
+	profile_foreach(p, sum_cb, &sm);
+	expect_u64_eq(sm.inuse_count, 2500);
+	expect_u64_eq(sm.inuse_bytes, 2500 * 32);
+	expect_u64_eq(sm.alloc_count, 5000);
+	expect_int_eq(profile_record_free(p, 2 << 4), 1);	/* even: still live */
+	expect_int_eq(profile_record_free(p, 1 << 4), 0);	/* odd: swept */
+	profile_free(p);
+}
+
 static void test_scale(void)
 {
 	int64_t c, b;
@@ -313,4 +341,5 @@ HARNESS_MAIN("profile",
 	T(test_foreach_stops),
 	T(test_live_table_scale),
 	T(test_batch_matches_single),
+	T(test_sweep_live),
 	T(test_scale))

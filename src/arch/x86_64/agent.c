@@ -387,7 +387,11 @@ out:
 	bit_set(h, slot);
 }
 
-/* Remove ptr from its bucket. Returns 1 if its free must be reported. */
+/*
+ * Remove ptr from its bucket. Returns 1 if its free must be reported: the
+ * bucket overflowed, so the tool cannot tell from the table alone. A free
+ * found in the table is not reported: the tool reads the table itself.
+ */
 static int live_del(struct shm_hdr *h, uint64_t ptr)
 {
 	uint32_t slot = shm_bloom_slot(ptr);
@@ -400,7 +404,7 @@ static int live_del(struct shm_hdr *h, uint64_t ptr)
 							       __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
 			if (!bucket_busy(w))
 				bit_clear(h, slot, w);
-			return 1;
+			return 0;
 		}
 	}
 	return *(volatile uint64_t *)&w[SHM_LIVE_WAYS - 1] == SHM_LIVE_OVERFLOW;
@@ -492,8 +496,9 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 }
 
 /*
- * Called by the FREE/REALLOC trampolines on a bloom hit, before the real
- * call: reports the free if ptr was sampled (always in exact mode).
+ * Called by the FREE/REALLOC trampolines on a bit hit, before the real
+ * call: takes ptr out of the live table if it was sampled; reports the free
+ * in exact mode, or if the table cannot tell (an overflowed bucket).
  */
 HIDDEN void agent_free(uint64_t ptr, struct shm_hdr *h)
 {
