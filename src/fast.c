@@ -189,7 +189,8 @@ static void on_alloc(struct session *s, const struct shm_ev_alloc *e, uint32_t l
 		need += sizeof(*regs) + e->stack_len;
 	if (need > len)
 		return;	/* malformed */
-	s->bytes_since_dump += unsampled_bytes(s, e->size);
+	if (s->opt->interval)
+		s->bytes_since_dump += unsampled_bytes(s, e->size);
 	if (e->flags & SHM_EVF_STACK) {
 		struct unwind_regs ur = {
 			.ip = regs->ip, .sp = regs->sp, .bp = regs->bp, .bx = regs->bx,
