@@ -116,11 +116,11 @@ size_t ring_drain(struct ring_reader *rd, size_t max, ring_fn fn, void *arg)
 	size_t n = 0;
 	int idle = 0, stop = 0;
 
-	find_used(rd);
 	while (n < max && !stop) {
 		uint64_t t = arch_timestamp();
 		int nc = 0, progressed = 0, force = idle;
 
+		find_used(rd);	/* after t: a ring first written before t is seen */
 		for (unsigned r = 0; r < SHM_NRINGS; r++)
 			if ((rd->used & (1ULL << r)) && peek(rd, r, &c[nc].rec, &c[nc].len, &c[nc].tsc))
 				c[nc++].r = r;

@@ -470,11 +470,11 @@ static void test_setup(void)
 static void test_layouts(void)
 {
 	static const uint8_t body[] = { 0x41, 0x54, 0x55, 0x53, 0x48, 0x89, 0xfb };
-	static const uint8_t alloc_head[] = { 0x49, 0x89, 0xfb,
+	static const uint8_t alloc_head[] = {
 		0x48, 0x89, 0xe0, 0x48, 0xc1, 0xe8, 0x0f, 0x25, 0xc0, 0x0f, 0, 0,
 		0x48, 0x8d, 0x0d };
-	static const uint8_t free_head[] = { 0x48, 0x85, 0xff, 0x74, 0x3c, 0x48, 0x89, 0xf9,
-		0x48, 0xc1, 0xe9, 0x08, 0x48, 0x89, 0xf8, 0x48, 0xc1, 0xe8, 0x18, 0x31, 0xc1,
+	static const uint8_t free_head[] = { 0x48, 0x89, 0xf9, 0x48, 0xc1, 0xe9, 0x08,
+		0x48, 0x89, 0xf8, 0x48, 0xc1, 0xe8, 0x18, 0x31, 0xc1,
 		0x89, 0xc8, 0xc1, 0xe8, 0x05, 0x25, 0xff, 0x07, 0, 0 };
 	const uint64_t from = 0x7f0000400000ull, at = from + 0x100000;
 	struct tramp_fast_env e = { .data = at + 0x10000, .agent_alloc = at - 0x1000,
@@ -485,58 +485,70 @@ static void test_layouts(void)
 	struct tramp_layout lay;
 	int32_t rel;
 
-	/* malloc: mov, counter, lock sub, jle SLOW; calloc adds the imul;
-	 * memalign (may nest) a jmp CALLTHRU; plain_sub drops the lock */
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALLOC, &e), 33);
+	/* malloc: counter, lock sub %rdi, jle SLOW; calloc adds the mov and
+	 * imul into r11; memalign (may nest) a jmp CALLTHRU; plain_sub drops
+	 * the lock */
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALLOC, &e), 30);
 	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_CALLOC, &e), 37);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALIGNED, &e), 38);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE, HOOK_FREE, &e), 65);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_REALLOC, HOOK_REALLOC, &e), 65 + 38);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALIGNED, &e), 35);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE, HOOK_FREE, &e), 60);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_REALLOC, HOOK_REALLOC, &e), 60 + 35);
 	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE, HOOK_ALLOC, &e), -EINVAL);
 	expect_int_eq(tramp_fast_reloc_offset((enum tramp_class)9, HOOK_ALLOC, &e), -EINVAL);
 	e.plain_sub = 1;
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALLOC, &e), 32);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALLOC, &e), 29);
 	e.plain_sub = 0;
 
-	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 33, &r), 0);
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 30, &r), 0);
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at), 0);
 	expect_true(!memcmp(buf, alloc_head, sizeof(alloc_head)));
-	memcpy(&rel, buf + 18, 4);
-	expect_u64_eq(at + 22 + rel, e.data + SHM_OFF_COUNTERS);
-	expect_int_eq(buf[22], 0xf0);		/* lock */
-	expect_int_eq(buf[23], 0x4c);		/* sub %r11,(%rcx,%rax,1) */
-	memcpy(&rel, buf + 29, 4);
-	expect_u64_eq(at + 33 + rel, at + 33 + r.code_len);	/* jle SLOW */
-	expect_true(!memcmp(buf + 33, r.code, r.code_len));	/* falls into RELOC */
-	expect_int_eq(lay.size, 33 + r.code_len + TRAMP_FAST_SLOW_LEN);
-	expect_int_eq(lay.reloc_off, 33);
+	memcpy(&rel, buf + 15, 4);
+	expect_u64_eq(at + 19 + rel, e.data + SHM_OFF_COUNTERS);
+	expect_int_eq(buf[19], 0xf0);		/* lock */
+	expect_int_eq(buf[20], 0x48);		/* sub %rdi,(%rcx,%rax,1) */
+	expect_int_eq(buf[21], 0x29);
+	expect_int_eq(buf[22], 0x3c);
+	expect_int_eq(buf[23], 0x01);
+	memcpy(&rel, buf + 26, 4);
+	expect_u64_eq(at + 30 + rel, at + 30 + r.code_len);	/* jle SLOW */
+	expect_true(!memcmp(buf + 30, r.code, r.code_len));	/* falls into RELOC */
+	expect_int_eq(lay.size, 30 + r.code_len + TRAMP_FAST_SLOW_LEN);
+	expect_int_eq(lay.reloc_off, 30);
 	expect_int_eq(lay.entry_trap, -1);
 	expect_int_eq(lay.exit_trap, -1);
 	expect_int_eq(buf[lay.size - 1], 0xc3);
 	/* slow: call RELOC, push $info, call agent_alloc */
-	memcpy(&rel, buf + 33 + r.code_len + 4, 4);
-	expect_u64_eq(at + 33 + r.code_len + 8 + rel, at + 33);
-	expect_int_eq(buf[33 + r.code_len + 19], 0x68);
-	memcpy(&rel, buf + 33 + r.code_len + 20, 4);
+	memcpy(&rel, buf + 30 + r.code_len + 4, 4);
+	expect_u64_eq(at + 30 + r.code_len + 8 + rel, at + 30);
+	expect_int_eq(buf[30 + r.code_len + 19], 0x68);
+	memcpy(&rel, buf + 30 + r.code_len + 20, 4);
 	expect_int_eq(rel, AGENT_INFO(AGENT_SZ_RDI, HOOK_ALLOC));
-	memcpy(&rel, buf + 33 + r.code_len + 35, 4);
-	expect_u64_eq(at + 33 + r.code_len + 39 + rel, e.agent_alloc);
+	memcpy(&rel, buf + 30 + r.code_len + 35, 4);
+	expect_u64_eq(at + 30 + r.code_len + 39 + rel, e.agent_alloc);
+
+	/* calloc: mov %rdi,%r11; imul %rsi,%r11; ... sub %r11 */
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 37, &r), 0);
+	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_CALLOC, at), 0);
+	expect_int_eq(buf[0], 0x49);
+	expect_int_eq(buf[3], 0x4c);
+	expect_true(!memcmp(buf + 7, alloc_head, sizeof(alloc_head)));
+	expect_int_eq(buf[27], 0x4c);
+	expect_int_eq(buf[29], 0x1c);
 
 	/* memalign may call malloc: its fast path goes through CALLTHRU */
-	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 38, &r), 0);
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 35, &r), 0);
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALIGNED, at), 0);
-	expect_int_eq(buf[1], 0x89);
-	expect_int_eq(buf[2], 0xf3);		/* mov %rsi,%r11 */
-	expect_int_eq(buf[33], 0xe9);		/* jmp CALLTHRU */
-	memcpy(&rel, buf + 34, 4);
-	expect_u64_eq(at + 38 + rel, at + 38 + r.code_len + TRAMP_FAST_SLOW_LEN);
-	expect_int_eq(lay.size, 38 + r.code_len + TRAMP_FAST_SLOW_LEN + TRAMP_FAST_CALLTHRU_LEN);
-	memcpy(&rel, buf + 38 + r.code_len + TRAMP_FAST_SLOW_LEN + 19, 4);	/* call RELOC */
-	expect_u64_eq(at + 38 + r.code_len + TRAMP_FAST_SLOW_LEN + 23 + rel, at + 38);
+	expect_int_eq(buf[22], 0x34);		/* sub %rsi,... */
+	expect_int_eq(buf[30], 0xe9);		/* jmp CALLTHRU */
+	memcpy(&rel, buf + 31, 4);
+	expect_u64_eq(at + 35 + rel, at + 35 + r.code_len + TRAMP_FAST_SLOW_LEN);
+	expect_int_eq(lay.size, 35 + r.code_len + TRAMP_FAST_SLOW_LEN + TRAMP_FAST_CALLTHRU_LEN);
+	memcpy(&rel, buf + 35 + r.code_len + TRAMP_FAST_SLOW_LEN + 19, 4);	/* call RELOC */
+	expect_u64_eq(at + 35 + r.code_len + TRAMP_FAST_SLOW_LEN + 23 + rel, at + 35);
 	expect_int_eq(buf[lay.size - 1], 0xc3);
 
 	/* wrong class for the kind; reallocarray refused; r for another address */
-	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 33, &r), 0);
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 30, &r), 0);
 	expect_int_eq(EMIT(TRAMP_FREE, HOOK_ALLOC, at), -EINVAL);
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_REALLOCARRAY, at), -EINVAL);
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at + 1), -EINVAL);
@@ -545,24 +557,24 @@ static void test_layouts(void)
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at), -ERANGE);
 	e.data = at + 0x10000;
 
-	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 65, &r), 0);
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 60, &r), 0);
 	expect_int_eq(EMIT(TRAMP_FREE, HOOK_FREE, at), 0);
 	expect_true(!memcmp(buf, free_head, sizeof(free_head)));
-	expect_int_eq(buf[45], 0x73);			/* jnc RELOC */
-	expect_int_eq(buf[46], 65 - 47);
-	expect_int_eq(lay.size, 65 + r.code_len);
-	memcpy(&rel, buf + 34, 4);
-	expect_u64_eq(at + 38 + rel, e.data + SHM_OFF_BITS);
-	memcpy(&rel, buf + 58, 4);
-	expect_u64_eq(at + 62 + rel, e.agent_free);
+	expect_int_eq(buf[40], 0x73);			/* jnc RELOC */
+	expect_int_eq(buf[41], 60 - 42);
+	expect_int_eq(lay.size, 60 + r.code_len);
+	memcpy(&rel, buf + 29, 4);
+	expect_u64_eq(at + 33 + rel, e.data + SHM_OFF_BITS);
+	memcpy(&rel, buf + 53, 4);
+	expect_u64_eq(at + 57 + rel, e.agent_free);
 
-	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 103, &r), 0);
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 95, &r), 0);
 	expect_int_eq(EMIT(TRAMP_REALLOC, HOOK_REALLOC, at), 0);
 	expect_true(!memcmp(buf, free_head, sizeof(free_head)));
-	expect_int_eq(buf[65 + 0], 0x49);
-	expect_int_eq(buf[65 + 2], 0xf3);	/* mov %rsi,%r11 */
-	expect_int_eq(buf[65 + 33], 0xe9);	/* jmp CALLTHRU */
-	expect_int_eq(lay.size, 103 + r.code_len + TRAMP_FAST_SLOW_LEN + TRAMP_FAST_CALLTHRU_LEN);
+	expect_true(!memcmp(buf + 60, alloc_head, sizeof(alloc_head)));
+	expect_int_eq(buf[60 + 22], 0x34);	/* sub %rsi,... */
+	expect_int_eq(buf[60 + 30], 0xe9);	/* jmp CALLTHRU */
+	expect_int_eq(lay.size, 95 + r.code_len + TRAMP_FAST_SLOW_LEN + TRAMP_FAST_CALLTHRU_LEN);
 	expect_true(tramp_fast_agent_size() > 64);
 #undef EMIT
 }
@@ -672,6 +684,7 @@ static void test_exact_events(void)
 	expect_u64_eq(CALL1(H_MALLOC, -64ll), 0);
 	expect_u64_eq(CALL2(H_CALLOC, 1ull << 62, 16), 0);
 	expect_int_eq(CALL3(H_PM, &pm, 3, 16), EINVAL);
+	CALL1(H_FREE, NULL);			/* reaches the agent (every bit set) */
 	expect_int_eq(drain(ev, 16), 0);
 	expect_u64_eq(hdr->drops, 0);
 	expect_u64_eq(stat_sum(STAT_MISSES), 0);

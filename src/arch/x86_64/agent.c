@@ -505,6 +505,8 @@ HIDDEN void agent_free(uint64_t ptr, struct shm_hdr *h)
 	struct shm_ev_free *ev;
 	uint64_t tsc;
 
+	if (!ptr)
+		return;		/* free(NULL): the trampoline does not test for it */
 	if (!(h->flags & SHM_F_EXACT) && !live_del(h, ptr))
 		return;
 	ev = (struct shm_ev_free *)ring_reserve(h, ring_of((uint64_t)&tsc), sizeof(*ev), &tsc);

@@ -62,9 +62,6 @@ static void emit_free_check(struct emitter *e, const struct tramp_fast_env *env)
 {
 	size_t skip = e->n + TRAMP_FAST_FREE_LEN;	/* past the check */
 
-	PUT(e, 0x48, 0x85, 0xff);			/* test %rdi,%rdi */
-	PUT(e, 0x74);					/* jz skip */
-	put8(e, (uint8_t)(skip - (e->n + 1)));
 	PUT(e, 0x48, 0x89, 0xf9);			/* mov %rdi,%rcx */
 	PUT(e, 0x48, 0xc1, 0xe9, SHM_BLOOM_SHIFT);	/* shr $8,%rcx */
 	PUT(e, 0x48, 0x89, 0xf8);			/* mov %rdi,%rax */
@@ -96,19 +93,24 @@ static void emit_free_check(struct emitter *e, const struct tramp_fast_env *env)
 static void emit_alloc_check(struct emitter *e, int sz, int nest, uint64_t slow,
 			     uint64_t callthru, const struct tramp_fast_env *env)
 {
+	uint8_t modrm;
+
 	switch (sz) {
+	case AGENT_SZ_MUL:
+		PUT(e, 0x49, 0x89, 0xfb);		/* mov %rdi,%r11 */
+		PUT(e, 0x4c, 0x0f, 0xaf, 0xde);		/* imul %rsi,%r11 */
+		modrm = 0x1c;				/* r11 */
+		break;
 	case AGENT_SZ_RSI:
-		PUT(e, 0x49, 0x89, 0xf3);		/* mov %rsi,%r11 */
+		modrm = 0x34;				/* rsi */
 		break;
 	case AGENT_SZ_PM:
-		PUT(e, 0x49, 0x89, 0xd3);		/* mov %rdx,%r11 */
+		modrm = 0x14;				/* rdx */
 		break;
 	default:
-		PUT(e, 0x49, 0x89, 0xfb);		/* mov %rdi,%r11 */
+		modrm = 0x3c;				/* rdi */
 		break;
 	}
-	if (sz == AGENT_SZ_MUL)
-		PUT(e, 0x4c, 0x0f, 0xaf, 0xde);		/* imul %rsi,%r11 */
 	PUT(e, 0x48, 0x89, 0xe0);			/* mov %rsp,%rax */
 	PUT(e, 0x48, 0xc1, 0xe8, 0x0f);			/* shr $15,%rax */
 	PUT(e, 0x25, 0xc0, 0x0f, 0x00, 0x00);		/* and $0xfc0,%eax */
@@ -116,7 +118,10 @@ static void emit_alloc_check(struct emitter *e, int sz, int nest, uint64_t slow,
 	put_rel32(e, env->data + SHM_OFF_COUNTERS);
 	if (!env->plain_sub)
 		PUT(e, 0xf0);				/* lock */
-	PUT(e, 0x4c, 0x29, 0x1c, 0x01);			/* sub %r11,(%rcx,%rax,1) */
+	put8(e, sz == AGENT_SZ_MUL ? 0x4c : 0x48);	/* REX.W (+R for r11) */
+	PUT(e, 0x29);					/* sub SZ,(%rcx,%rax,1) */
+	put8(e, modrm);
+	PUT(e, 0x01);
 	PUT(e, 0x0f, 0x8e);				/* jle SLOW */
 	put_rel32(e, slow);
 	if (nest) {

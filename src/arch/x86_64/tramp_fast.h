@@ -19,14 +19,14 @@
  * ALLOC sequence, size register SZ = rdi (malloc, valloc, pvalloc, new),
  * rsi (aligned_alloc, memalign, realloc), rdx (posix_memalign), rdi * rsi
  * (calloc); nothing is padded, so its length depends on the hook:
- *	49 89 fb|f3|d3		mov %rdi|%rsi|%rdx,%r11
+ *	49 89 fb		mov %rdi,%r11		(calloc only)
  *	4c 0f af de		imul %rsi,%r11		(calloc only)
  *	48 89 e0		mov %rsp,%rax
  *	48 c1 e8 0f		shr $15,%rax
  *	25 c0 0f 00 00		and $0xfc0,%eax		counter (rsp >> 21) & 63, * 64
  *	48 8d 0d rel32		lea COUNTERS(%rip),%rcx
  *	f0			lock			(only without env->plain_sub)
- *	4c 29 1c 01		sub %r11,(%rcx,%rax,1)
+ *	48|4c 29 xx 01		sub SZ,(%rcx,%rax,1)	(SZ: rdi, rsi, rdx or r11)
  *	0f 8e rel32		jle SLOW
  *	e9 rel32		jmp CALLTHRU		(only hooks that may nest)
  *	RELOC			(code_len bytes; the fast path falls into it)
@@ -71,38 +71,38 @@
  * return address in the CODE view is always ours.
  *
  * TRAMP_FREE (free, cfree, operator delete*), FREE check:
- *	 0  48 85 ff		test %rdi,%rdi
- *	 3  74 rel8		jz RELOC
- *	 5  48 89 f9		mov %rdi,%rcx
- *	 8  48 c1 e9 08		shr $8,%rcx
- *	12  48 89 f8		mov %rdi,%rax
- *	15  48 c1 e8 18		shr $24,%rax
- *	19  31 c1		xor %eax,%ecx		shm_bloom_slot() = ecx & 0xffff
- *	21  89 c8		mov %ecx,%eax
- *	23  c1 e8 05		shr $5,%eax
- *	26  25 ff 07 00 00	and $0x7ff,%eax		its dword in the bitmap
- *	31  4c 8d 1d rel32	lea BITS(%rip),%r11	(8 KiB)
- *	38  41 8b 04 83		mov (%r11,%rax,4),%eax
- *	42  0f a3 c8		bt %ecx,%eax		(bit ecx mod 32)
- *	45  73 rel8		jnc RELOC
- *	47  57 56 52		push %rdi; push %rsi; push %rdx	(sized/aligned delete)
- *	50  48 8d 35 rel32	lea DATA(%rip),%rsi
- *	57  e8 rel32		call agent_free		(rdi = ptr; rsp == 0 mod 16)
- *	62  5a 5e 5f		pop %rdx; pop %rsi; pop %rdi
- *	65  RELOC		(a tail: the caller's return address is untouched)
+ *	 0  48 89 f9		mov %rdi,%rcx
+ *	 3  48 c1 e9 08		shr $8,%rcx
+ *	 7  48 89 f8		mov %rdi,%rax
+ *	10  48 c1 e8 18		shr $24,%rax
+ *	14  31 c1		xor %eax,%ecx		shm_bloom_slot() = ecx & 0xffff
+ *	16  89 c8		mov %ecx,%eax
+ *	18  c1 e8 05		shr $5,%eax
+ *	21  25 ff 07 00 00	and $0x7ff,%eax		its dword in the bitmap
+ *	26  4c 8d 1d rel32	lea BITS(%rip),%r11	(8 KiB)
+ *	33  41 8b 04 83		mov (%r11,%rax,4),%eax
+ *	37  0f a3 c8		bt %ecx,%eax		(bit ecx mod 32)
+ *	40  73 rel8		jnc RELOC
+ *	42  57 56 52		push %rdi; push %rsi; push %rdx	(sized/aligned delete)
+ *	45  48 8d 35 rel32	lea DATA(%rip),%rsi
+ *	52  e8 rel32		call agent_free		(rdi = ptr; rsp == 0 mod 16)
+ *	57  5a 5e 5f		pop %rdx; pop %rsi; pop %rdi
+ *	60  RELOC		(a tail: the caller's return address is untouched)
+ * free(NULL) is not tested for: slot 0's bit is almost never set, and
+ * agent_free returns at once for 0.
  * rcx (a fourth argument no hooked free has) and r11 are clobbered.
  *
- * TRAMP_REALLOC: the FREE check (its jz/jnc to 65) then the ALLOC sequence
- * on rsi at 65.
+ * TRAMP_REALLOC: the FREE check (its jnc to 60) then the ALLOC sequence
+ * on rsi at 60.
  *
  * Exact mode needs no other code: the tool keeps counters <= 0 with zero
  * gaps and fills the bloom table with 1s and the bitmap with 0xff.
  */
 
-#define TRAMP_FAST_ALLOC_MAX	38	/* longest ALLOC sequence */
+#define TRAMP_FAST_ALLOC_MAX	37	/* longest ALLOC sequence (calloc, locked) */
 #define TRAMP_FAST_SLOW_LEN	49	/* SLOW, after RELOC */
 #define TRAMP_FAST_CALLTHRU_LEN	31	/* CALLTHRU, after SLOW */
-#define TRAMP_FAST_FREE_LEN	65	/* FREE check */
+#define TRAMP_FAST_FREE_LEN	60	/* FREE check */
 #define TRAMP_FAST_MAX_SIZE	(TRAMP_FAST_FREE_LEN + TRAMP_FAST_ALLOC_MAX + \
 				 RELOC_MAX_CODE + TRAMP_FAST_SLOW_LEN + TRAMP_FAST_CALLTHRU_LEN)
 
