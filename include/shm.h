@@ -119,20 +119,23 @@ static inline uint32_t shm_frame_slot(uint64_t ip)
 }
 
 /*
- * The bloom slot of a pointer: its 256-byte granule within a 16 MiB block,
- * XORed with the block's number. Not a mixing hash: a program's frees fall
- * in a few hot regions of its heap, and so they test a few hot lines of
- * the bitmap, which stay in L1 (a hash sends each free to a random line of
- * all 128). The XOR keeps regions at the same offset of different blocks
- * (glibc's per-thread arenas are 64 MiB-aligned) on different lines, so
- * that one thread's bitmap writes do not evict the lines another thread
- * tests. Two blocks sharing a granule share a slot; with a few sampled
- * blocks live per MiB that costs a rare false hit. Matches the FREE check.
+ * The bloom slot of a pointer: its 256-byte granule (ptr >> 8), XORed with
+ * ptr >> 15, which moves the number of its 16 MiB block onto the bits that
+ * choose the bitmap's line (slot bits 9-15) and is constant over 32 KiB.
+ * Not a mixing hash: a program's frees fall in a few hot regions of its
+ * heap, and so they test a few hot lines of the bitmap, which stay in L1
+ * (a hash sends each free to a random line of all 128); and regions at the
+ * same offset of different blocks (glibc's per-thread arenas are 64 MiB
+ * apart and aligned) land on different lines, so one thread's bitmap
+ * writes do not evict the lines another tests. Two blocks sharing a
+ * granule share a slot; with a few sampled blocks live per MiB that costs
+ * a rare false hit. Matches the FREE check.
  */
 #define SHM_BLOOM_SHIFT 8
+#define SHM_BLOOM_FOLD  15
 static inline uint32_t shm_bloom_slot(uint64_t ptr)
 {
-	return (uint32_t)((ptr >> SHM_BLOOM_SHIFT) ^ (ptr >> (SHM_BLOOM_SHIFT + SHM_BLOOM_BITS))) &
+	return (uint32_t)((ptr >> SHM_BLOOM_SHIFT) ^ (ptr >> SHM_BLOOM_FOLD)) &
 	       (SHM_BLOOM_SIZE - 1);
 }
 

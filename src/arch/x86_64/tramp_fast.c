@@ -12,8 +12,7 @@
 _Static_assert(sizeof(struct shm_counter) == SHM_COUNTER_STRIDE, "one line per counter");
 _Static_assert(SHM_NCOUNTERS == 64 && SHM_COUNTER_STRIDE == 64,
 	       "the ALLOC sequence hard-codes shr $15 / and $0xfc0");
-_Static_assert(SHM_BLOOM_BITS == 16 && SHM_BLOOM_SHIFT == 8,
-	       "the FREE check hard-codes and $0x7ff (dwords of the bitmap)");
+_Static_assert(SHM_BLOOM_BITS == 16, "the FREE check hard-codes and $0x7ff (dwords of the bitmap)");
 _Static_assert(sizeof(struct agent_frame) == 12 * 8, "SLOW pushes 11 words");
 
 /* The blob, from the generated agent_blob.S. */
@@ -65,7 +64,7 @@ static void emit_free_check(struct emitter *e, const struct tramp_fast_env *env)
 	PUT(e, 0x48, 0x89, 0xf9);			/* mov %rdi,%rcx */
 	PUT(e, 0x48, 0xc1, 0xe9, SHM_BLOOM_SHIFT);	/* shr $8,%rcx */
 	PUT(e, 0x48, 0x89, 0xf8);			/* mov %rdi,%rax */
-	PUT(e, 0x48, 0xc1, 0xe8, SHM_BLOOM_SHIFT + SHM_BLOOM_BITS); /* shr $24,%rax */
+	PUT(e, 0x48, 0xc1, 0xe8, SHM_BLOOM_FOLD);	/* shr $15,%rax */
 	PUT(e, 0x31, 0xc1);				/* xor %eax,%ecx */
 	PUT(e, 0x89, 0xc8);				/* mov %ecx,%eax */
 	PUT(e, 0xc1, 0xe8, 0x05);			/* shr $5,%eax */

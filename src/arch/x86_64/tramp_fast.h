@@ -74,7 +74,7 @@
  *	 0  48 89 f9		mov %rdi,%rcx
  *	 3  48 c1 e9 08		shr $8,%rcx
  *	 7  48 89 f8		mov %rdi,%rax
- *	10  48 c1 e8 18		shr $24,%rax
+ *	10  48 c1 e8 0f		shr $15,%rax
  *	14  31 c1		xor %eax,%ecx		shm_bloom_slot() = ecx & 0xffff
  *	16  89 c8		mov %ecx,%eax
  *	18  c1 e8 05		shr $5,%eax
