@@ -1028,6 +1028,40 @@ static void test_nested(void)
 	expect_int_eq(drain(ev, 4), 1);
 }
 
+/* The writable alias of an address in the CODE view (same memfd offset). */
+static uint8_t *code_rw(uint64_t addr)
+{
+	return data_view + (addr - (uintptr_t)code_view);
+}
+
+/* Where the next fake allocator goes in the CODE area (64-byte aligned). */
+static uint64_t fake_next(void)
+{
+	return (uintptr_t)code_view + DATA_SIZE + ((code_used + 63) & ~(size_t)63);
+}
+
+/*
+ * Copy a fake allocator's body to fake (from fake_next()) and build its
+ * fast trampoline (hook kind `kind`, class ALLOC) 64 bytes after it.
+ * Returns the trampoline's address.
+ */
+static uint64_t fake_build(uint64_t fake, const uint8_t *body, size_t len, int kind)
+{
+	uint8_t *fake_rw = code_rw(fake);
+	uint64_t at = fake + 64;
+	uint8_t buf[TRAMP_FAST_MAX_SIZE];
+	struct reloc_result r;
+	struct tramp_layout lay;
+
+	memcpy(fake_rw, body, len);
+	expect_int_eq(reloc_prologue(body, len, fake,
+				     at + tramp_fast_reloc_offset(TRAMP_ALLOC, kind, &env), &r), 0);
+	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, kind, at, &r, &env, buf, sizeof(buf), &lay), 0);
+	memcpy(fake_rw + 64, buf, lay.size);
+	code_used = fake + 64 + lay.size - ((uintptr_t)code_view + DATA_SIZE);
+	return at;
+}
+
 /*
  * CALLTHRU: a fake aligned_alloc in the CODE area whose body tail-jumps
  * into the malloc trampoline, as glibc's does for small alignments. An
@@ -1038,27 +1072,17 @@ static void test_nested(void)
 static void test_callthru(void)
 {
 	uint8_t body[10] = { 0x48, 0x89, 0xf7, 0x90, 0x90, 0xe9 };	/* mov %rsi,%rdi; nop; nop; jmp */
-	size_t off = (code_used + 63) & ~(size_t)63;
-	uint8_t *fake_rw = data_view + DATA_SIZE + off;
-	uint64_t fake = (uintptr_t)code_view + DATA_SIZE + off, at = fake + 64, p;
-	int32_t rel = (int32_t)((uintptr_t)hooks[H_MALLOC].fn - (fake + 10));
-	uint8_t buf[TRAMP_FAST_MAX_SIZE];
-	struct reloc_result r;
-	struct tramp_layout lay;
+	uint64_t fake, at, p;
+	int32_t rel;
 	struct ev ev[4];
 	int at50 = 0, at150 = 0;
 
 	if (!ready)
 		return;
+	fake = fake_next();
+	rel = (int32_t)((uintptr_t)hooks[H_MALLOC].fn - (fake + 10));
 	memcpy(body + 6, &rel, 4);
-	memcpy(fake_rw, body, sizeof(body));
-	expect_int_eq(reloc_prologue(body, sizeof(body), fake,
-				     at + tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALIGNED, &env),
-				     &r), 0);
-	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, HOOK_ALIGNED, at, &r, &env, buf, sizeof(buf),
-				      &lay), 0);
-	memcpy(fake_rw + 64, buf, lay.size);
-	code_used = off + 64 + lay.size;
+	at = fake_build(fake, body, sizeof(body), HOOK_ALIGNED);
 
 	mode_sampled(1ull << 40, 150);
 	p = hcall((void *)(uintptr_t)at, 16, 100, 0, 0);
@@ -1091,25 +1115,14 @@ static void test_callthru(void)
 static void test_patched_fake(void)
 {
 	static const uint8_t body[] = { 0x48, 0x89, 0xf8, 0x90, 0x90, 0xc3 };
-	size_t off = (code_used + 63) & ~(size_t)63;
-	uint8_t *fake_rw = data_view + DATA_SIZE + off;
-	uint64_t fake = (uintptr_t)code_view + DATA_SIZE + off, at = fake + 64;
-	uint8_t buf[TRAMP_FAST_MAX_SIZE];
-	struct reloc_result r;
-	struct tramp_layout lay;
+	uint64_t fake, at;
 	struct ev ev[4];
 
 	if (!ready)
 		return;
-	memcpy(fake_rw, body, sizeof(body));
-	expect_int_eq(reloc_prologue(body, sizeof(body), fake,
-				     at + tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALLOC, &env),
-				     &r), 0);
-	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, HOOK_ALLOC, at, &r, &env, buf, sizeof(buf),
-				      &lay), 0);
-	memcpy(fake_rw + 64, buf, lay.size);
-	code_used = off + 64 + lay.size;
-	expect_int_eq(reloc_encode_jmp(fake_rw, fake, at), 0);
+	fake = fake_next();
+	at = fake_build(fake, body, sizeof(body), HOOK_ALLOC);
+	expect_int_eq(reloc_encode_jmp(code_rw(fake), fake, at), 0);
 
 	mode_exact();
 	expect_u64_eq(hcall((void *)(uintptr_t)fake, 1234, 0, 0, 0), 1234);
