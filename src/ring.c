@@ -9,10 +9,13 @@
  * so a stale len can never look committed.
  *
  * Order across rings matters where one thread frees a block and another
- * gets it back: the free must come first. Such a pair is causal: the
- * free's record is committed before the real free, the allocation's record
- * stamped after the allocator returned, so the free's stamp is the earlier
- * one, and once the allocation's record is visible so is the free's. The
+ * gets it back (the free must come first), or one allocates a block that
+ * another frees (the allocation first). Such pairs are causal: a record is
+ * committed before its block can change hands (the free's before the real
+ * free, the allocation's before the block is returned to the program),
+ * and the second record is stamped (rdtscp) after the block reached its
+ * thread, so the first stamp is the earlier one, and once the second
+ * record is visible so is the first. The
  * merge therefore works in passes: take a time stamp T, then look at every
  * ring; any record committed with a stamp below T has all its predecessors
  * among what the pass can see (a predecessor committed later than our look
