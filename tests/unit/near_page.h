@@ -1,4 +1,4 @@
-/* Test helpers: libc entry points with their sizes, an RWX page near libc. */
+/* Test helpers: libc entry points with their sizes, mappings near libc. */
 /* SPDX-License-Identifier: MIT */
 #ifndef HEAPATTACH_TEST_NEAR_PAGE_H
 #define HEAPATTACH_TEST_NEAR_PAGE_H
@@ -46,11 +46,13 @@ static inline void *libc_sym(const char *name)
 }
 
 /*
- * mmap len bytes RWX within 1 GB of libc's malloc (MAP_FIXED_NOREPLACE in
- * the first free slot below or above it).  Returns the page or NULL.
+ * mmap len bytes of fd (anonymous if fd < 0) with prot within 1 GB of
+ * libc's malloc (MAP_FIXED_NOREPLACE in the first free slot below or above
+ * it).  Returns the mapping or NULL.
  */
-static inline uint8_t *near_page(size_t len)
+static inline uint8_t *near_map(size_t len, int prot, int fd)
 {
+	int flags = fd < 0 ? MAP_PRIVATE | MAP_ANONYMOUS : MAP_SHARED;
 	const uint8_t *m;
 	size_t sz;
 	uintptr_t base;
@@ -61,8 +63,7 @@ static inline uint8_t *near_page(size_t len)
 	for (long k = 1; k < 512; k++) {
 		for (int dir = -1; dir <= 1; dir += 2) {
 			uintptr_t hint = base + dir * k * (uintptr_t)(2 << 20);
-			void *p = mmap((void *)hint, len, PROT_READ | PROT_WRITE | PROT_EXEC,
-				       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+			void *p = mmap((void *)hint, len, prot, flags | MAP_FIXED_NOREPLACE, fd, 0);
 
 			if (p == MAP_FAILED)
 				continue;
@@ -72,6 +73,12 @@ static inline uint8_t *near_page(size_t len)
 		}
 	}
 	return NULL;
+}
+
+/* len bytes RWX near libc's malloc, or NULL. */
+static inline uint8_t *near_page(size_t len)
+{
+	return near_map(len, PROT_READ | PROT_WRITE | PROT_EXEC, -1);
 }
 
 #endif

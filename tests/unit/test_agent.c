@@ -353,32 +353,6 @@ static int drain(struct ev *ev, int max)
 
 /* ---- setup ---- */
 
-/* Map TOTAL_SIZE of fd with prot, MAP_FIXED_NOREPLACE within 1 GB of libc. */
-static uint8_t *map_near(int fd, int prot)
-{
-	const uint8_t *m;
-	size_t sz;
-	uintptr_t base;
-
-	if (libc_func("malloc", &m, &sz))
-		return NULL;
-	base = (uintptr_t)m & ~(uintptr_t)0x1fffff;
-	for (long k = 1; k < 512; k++) {
-		for (int dir = -1; dir <= 1; dir += 2) {
-			uintptr_t hint = base + dir * k * (uintptr_t)(2 << 20);
-			void *p = mmap((void *)hint, TOTAL_SIZE, prot,
-				       MAP_SHARED | MAP_FIXED_NOREPLACE, fd, 0);
-
-			if (p == MAP_FAILED)
-				continue;
-			if ((uintptr_t)p == hint)
-				return p;
-			munmap(p, TOTAL_SIZE);
-		}
-	}
-	return NULL;
-}
-
 /* Emit one trampoline at the next free spot of the CODE area; its address or NULL. */
 static void *build(const char *name, int kind, enum tramp_class cls, const struct tramp_fast_env *e)
 {
@@ -422,8 +396,8 @@ static void test_setup(void)
 	expect_true(fd >= 0);
 	if (fd < 0 || ftruncate(fd, TOTAL_SIZE))
 		return;
-	data_view = map_near(fd, PROT_READ | PROT_WRITE);
-	code_view = map_near(fd, PROT_READ | PROT_EXEC);
+	data_view = near_map(TOTAL_SIZE, PROT_READ | PROT_WRITE, fd);
+	code_view = near_map(TOTAL_SIZE, PROT_READ | PROT_EXEC, fd);
 	close(fd);
 	if (!data_view || !code_view) {
 		printf("note: no room near libc, execution tests skipped\n");
