@@ -168,9 +168,6 @@ struct shm_hdr {
 	volatile uint64_t heartbeat;    /* CLOCK_MONOTONIC ns, refreshed while it lives */
 	uint8_t pad1[56];
 	volatile uint64_t drops;        /* events lost: ring full (lock inc) */
-	volatile uint64_t gap_idx;      /* unused (per counter now: struct shm_counter) */
-	volatile uint64_t nested;       /* unused: summed from struct shm_counter */
-	volatile uint64_t walks, walk_misses;  /* unused: summed from struct shm_counter */
 	volatile uint64_t no_stack_copy; /* set by the agent once process_vm_readv
 					 * is refused (seccomp): later misses send no copy */
 	uint64_t nest_lo, nest_hi;      /* the hooked allocator's own text: a call made from

@@ -29,6 +29,12 @@ static uint8_t *data_of(struct session *s)
 	return (uint8_t *)s->regions[0].hdr;
 }
 
+/* The shared layout is mapped and set up (not yet, or no longer, torn down). */
+static int fast_ready(const struct session *s)
+{
+	return s->nregions && s->regions[0].hdr && s->ftab;
+}
+
 /*
  * Fresh exponential gaps for the agent to re-arm counters with, the whole
  * table on every tick (50 ms, ~0.1 ms of work). Renewing only a part of it
@@ -239,7 +245,7 @@ size_t fast_drain(struct session *s)
 {
 	size_t total = 0, n;
 
-	if (!s->nregions || !s->regions[0].hdr || !s->ftab)
+	if (!fast_ready(s))
 		return 0;
 	do {
 		n = ring_drain(&s->rings, DRAIN_BATCH, on_record, s);
@@ -262,7 +268,7 @@ long fast_nap_ns(struct session *s)
 	uint64_t now = mono_ns(), head, bytes, dt, nap = NAP_MAX_NS;
 	struct shm_hdr *h;
 
-	if (!s->nregions || !s->regions[0].hdr || !s->ftab)
+	if (!fast_ready(s))
 		return NAP_MIN_NS;
 	h = s->regions[0].hdr;
 	head = ring_heads_total(&s->rings);
@@ -283,7 +289,7 @@ long fast_nap_ns(struct session *s)
 
 int fast_ring_busy(struct session *s)
 {
-	if (!s->nregions || !s->regions[0].hdr || !s->ftab)
+	if (!fast_ready(s))
 		return 0;
 	return ring_pending_max(&s->rings) > s->regions[0].hdr->ring_size / 4;
 }
@@ -311,7 +317,7 @@ static int freed_in_table(uint64_t ptr, void *arg)
  */
 void fast_reconcile(struct session *s)
 {
-	if (s->exact || !s->nregions || !s->regions[0].hdr || !s->ftab)
+	if (s->exact || !fast_ready(s))
 		return;
 	fast_drain(s);
 	profile_sweep_live(s->prof, freed_in_table, s);
@@ -323,7 +329,7 @@ void fast_sync_stats(struct session *s)
 	struct shm_hdr *h;
 	uint64_t drops;
 
-	if (!s->nregions || !s->regions[0].hdr || !s->ftab)
+	if (!fast_ready(s))
 		return;
 	h = s->regions[0].hdr;
 	drops = h->drops;

@@ -289,29 +289,28 @@ static uint32_t stack_copy(struct shm_hdr *h, void *dst, uint64_t sp, uint32_t l
 	return rc > 0 ? (uint32_t)rc : 0;
 }
 
-/*
- * Re-arm the counter of this stack after a sampled call: the distance from
- * the end of this allocation to the next marked byte is a fresh
- * exponential draw (the marks form a Poisson process, which is memoryless),
- * so the counter is set to one gap, whatever it had run down to. Adding
- * gaps until it turns positive would be the same in law, but a huge
- * allocation would need hundreds of them.
- */
+/* The counter of the stack an allocator was entered on (entry_sp = &f->ret). */
 static struct shm_counter *counter_of(struct shm_hdr *h, uint64_t entry_sp)
 {
 	return counter_at(h, slot_of(entry_sp));
 }
 
 /*
+ * Re-arm counter c after a sampled call: the distance from the end of this
+ * allocation to the next marked byte is a fresh exponential draw (the marks
+ * form a Poisson process, which is memoryless), so the counter is set to
+ * one gap, whatever it had run down to. Adding gaps until it turns
+ * positive would be the same in law, but a huge allocation would need
+ * hundreds of them.
+ *
  * Each counter draws its gaps from gaps[] at indexes given by its own
  * xorshift generator (state in its line, seeded by the tool): a fixed order
  * would replay the same gap sequence against a program's fixed sequence of
  * sizes and correlate the samples (the tool also redraws the table every
  * 50 ms).
  */
-static void rearm(struct shm_hdr *h, uint64_t entry_sp)
+static void rearm(struct shm_hdr *h, struct shm_counter *c)
 {
-	struct shm_counter *c = counter_of(h, entry_sp);
 	const volatile int64_t *gaps = (const volatile int64_t *)((char *)h + SHM_OFF_GAPS);
 	uint64_t x = c->gap_idx ? c->gap_idx : 0x9e3779b97f4a7c15ULL;
 	int64_t g;
@@ -422,6 +421,7 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 	uint64_t frames[SHM_MAX_DEPTH];
 	uint32_t info = (uint32_t)f->info, flags, len, stack_len = 0;
 	uint64_t size, ptr, tsc, sp = (uint64_t)&f->ret + 8;
+	struct shm_counter *c;
 	struct shm_ev_alloc *ev;
 	unsigned n;
 
@@ -445,19 +445,20 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 	}
 	if (!ptr)
 		return;
+	c = counter_of(h, (uint64_t)&f->ret);
 	if (nested_call(h, f->ret)) {
-		counter_of(h, (uint64_t)&f->ret)->nested++;
+		c->nested++;
 		return;
 	}
 	if (!(h->flags & SHM_F_EXACT))
-		rearm(h, (uint64_t)&f->ret);
+		rearm(h, c);
 
 	flags = AGENT_INFO_HOOK(info) << SHM_EVF_HOOK_SHIFT;
 	n = walk(h, f, frames, &flags);
-	counter_of(h, (uint64_t)&f->ret)->walks++;
+	c->walks++;
 	len = sizeof(*ev) + n * 8;
 	if (flags & SHM_EVF_MISS) {
-		counter_of(h, (uint64_t)&f->ret)->walk_misses++;
+		c->walk_misses++;
 		len += sizeof(struct shm_ev_regs);
 		if (!h->no_stack_copy)
 			len += SHM_STACK_COPY;
