@@ -38,9 +38,12 @@ int profile_record_free(struct profile *p, uint64_t ptr);
 /* The id of a stack (added if new), for profile_record_batch. */
 uint32_t profile_stack_id(struct profile *p, const uint64_t *pcs, size_t npcs);
 
-/* One event of a batch: an allocation from stack id `stack`, or a free. */
+/* One event of a batch: an allocation from stack id `stack`, or a free.
+ * PROFILE_OP_ALLOC_KEPT: an allocation profile_sweep_live never frees (its
+ * free will come as an op of its own). */
 #define PROFILE_OP_ALLOC 1
 #define PROFILE_OP_FREE  2
+#define PROFILE_OP_ALLOC_KEPT 3
 struct profile_op {
 	uint32_t kind;          /* PROFILE_OP_* */
 	uint32_t stack;         /* ALLOC: from profile_stack_id() */
@@ -52,8 +55,9 @@ struct profile_op {
  * cheaper per event: their table lookups are brought in ahead. */
 void profile_record_batch(struct profile *p, const struct profile_op *ops, size_t n);
 
-/* Free every live pointer for which gone(ptr, arg) is non-zero (it must
- * not record into p). Returns how many were freed. */
+/* Free every live pointer (but those of PROFILE_OP_ALLOC_KEPT) for which
+ * gone(ptr, arg) is non-zero (it must not record into p). Returns how many
+ * were freed. */
 size_t profile_sweep_live(struct profile *p, int (*gone)(uint64_t ptr, void *arg), void *arg);
 
 /* Drop counters (events the tool could not record), reported in dumps. */

@@ -140,10 +140,8 @@ int events_dispatch(void *sess, pid_t tid, int status);
 int collect_trap(struct session *s, pid_t tid, int record);
 
 /* ---- fast.c ---- */
-/* Fill region 0's shared layout: header, counters, gaps, bits; frame table. */
+/* Fill region 0's shared layout: header, counters, bits; frame table. */
 void fast_init_data(struct session *s, uint64_t data_remote, uint64_t ring_size);
-/* Redraw the agent's gap table (once per tick). */
-void fast_refill_gaps(struct session *s);
 void fast_heartbeat(struct session *s);
 /* Handle the committed events of the rings (at most about a million, then
  * back to the main loop) and record them; returns how many. */

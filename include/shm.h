@@ -13,11 +13,10 @@
  *
  *   struct shm_hdr          one page: identity, settings, patch records
  *   counters[SHM_NCOUNTERS] one cache line each: bytes until the next sample
- *   gaps[SHM_NGAPS]         exponential draws the agent takes to re-arm a counter
  *   heads[SHM_NRINGS]       one cache line each: a ring's head (u64), cmpxchg
  *   tails[SHM_NRINGS]       each ring's tail (u64), written by the tool
  *   live[SHM_BLOOM_SIZE][SHM_LIVE_WAYS]  live sampled pointers by slot
- *                           (u64, 0 = empty, SHM_LIVE_OVERFLOW in the last)
+ *                           (u64, 0 = empty; bit 0 of the last: overflowed)
  *   bits[SHM_BLOOM_SIZE/8]  bit s set iff bucket s is not empty: what the
  *                           FREE trampolines test (8 KiB)
  *   frames[SHM_NFRAMES]     frame rules by return address (struct shm_frame)
@@ -25,16 +24,19 @@
  *
  * Sampling: a trampoline subtracts each requested size from the counter
  * its rsp selects; when it drops to <= 0 the call is sampled and the agent
- * sets it to a fresh gap from gaps[]. Frees: the trampoline tests the
- * pointer's bit; on a hit the agent looks the pointer up in its live
- * bucket and removes it. The tool learns of such frees by reading the
- * table (fast.c: every pointer it holds live and no longer finds in its
- * bucket was freed), so they cost no event. Only once a bucket has
- * overflowed (sticky) is every free in that slot reported as an event,
- * and the tool ignores pointers it does not know.
+ * sets it to a fresh exponential draw (shm_exp_gap) and enters the
+ * pointer in its live bucket before committing the event. Frees: the
+ * trampoline tests the pointer's bit; on a hit the agent looks the
+ * pointer up in its bucket and removes it. The tool learns of such frees
+ * by reading the table (fast.c: every pointer it holds live, entered, and
+ * no longer finds in its bucket was freed), so they cost no event. A
+ * pointer that found its bucket full is not entered (SHM_EVF_UNTABLED in
+ * its event) and marks the bucket overflowed for good; from then on every
+ * free in that slot not found in the bucket is reported as an event, and
+ * the tool ignores pointers it does not know.
  *
- * Exact mode (SHM_F_EXACT): the tool sets every counter to 0 and every
- * gap to 0 (each call is sampled), and fills bits with 0xff (each free is
+ * Exact mode (SHM_F_EXACT): the tool sets every counter to 0 (each call is
+ * sampled, the agent does not re-arm), and fills bits with 0xff (each free is
  * reported); the agent then neither re-arms nor touches live. When the
  * tool switches modes it must zero live first.
  *
@@ -55,7 +57,7 @@
  * Before writing any jump the tool fills the header (magic ... rate,
  * ring_size the bytes of each ring, a power of two >= 4 KiB, code_remote/code_size: calls whose
  * return address lies there are nested and only counted; target_pid: the
- * agent reads its own stack through process_vm_readv on it), the gaps, the
+ * agent reads its own stack through process_vm_readv on it), the
  * counters and the heartbeat. A header left zero is safe but slow: every
  * call is sampled and dropped.
  *
@@ -67,17 +69,16 @@
 #include <stdint.h>
 
 #define SHM_MAGIC       0x3174746170616568ULL	/* "heapatt1" little-endian */
-#define SHM_VERSION     2
+#define SHM_VERSION     3
 
 #define SHM_NCOUNTERS   64
 #define SHM_NRINGS      16                      /* event rings: one per thread, mostly */
 #define SHM_RING_SHIFT  23                      /* ring of a stack: (sp >> 23) & 15 */
 #define SHM_COUNTER_STRIDE 64                   /* bytes: one cache line each */
-#define SHM_NGAPS       4096                    /* power of two */
 #define SHM_BLOOM_BITS  16
 #define SHM_BLOOM_SIZE  (1u << SHM_BLOOM_BITS)  /* bytes */
 #define SHM_LIVE_WAYS   4                       /* live pointers per slot */
-#define SHM_LIVE_OVERFLOW 1                     /* last word of a bucket that overflowed */
+#define SHM_LIVE_OVERFLOW 1                     /* bit 0 of the last word: the bucket overflowed */
 #define SHM_NFRAMES     65536                   /* power of two */
 #define SHM_FRAME_PROBES 16
 #define SHM_MAX_PATCHES 64
@@ -85,8 +86,7 @@
 #define SHM_STACK_COPY  8192                    /* bytes copied on a frame-table miss */
 
 #define SHM_OFF_COUNTERS 4096
-#define SHM_OFF_GAPS    (SHM_OFF_COUNTERS + SHM_NCOUNTERS * SHM_COUNTER_STRIDE)
-#define SHM_OFF_HEADS   (SHM_OFF_GAPS + SHM_NGAPS * 8)
+#define SHM_OFF_HEADS   (SHM_OFF_COUNTERS + SHM_NCOUNTERS * SHM_COUNTER_STRIDE)
 #define SHM_OFF_TAILS   (SHM_OFF_HEADS + SHM_NRINGS * 64)
 #define SHM_OFF_LIVE    (SHM_OFF_TAILS + SHM_NRINGS * 8)
 #define SHM_OFF_BITS    (SHM_OFF_LIVE + SHM_BLOOM_SIZE * SHM_LIVE_WAYS * 8)
@@ -101,7 +101,7 @@
  */
 struct shm_counter {
 	int64_t left;           /* bytes until the next sample */
-	uint64_t gap_idx;       /* xorshift64 state choosing its next gaps[] entry */
+	uint64_t rng;           /* xorshift64 state of its gap draws, seeded non-zero */
 	uint64_t walks;         /* sampled calls walked from this counter */
 	uint64_t walk_misses;   /* of which missed the frame table */
 	uint64_t nested;        /* slow-path calls made from inside a hooked call */
@@ -119,24 +119,47 @@ static inline uint32_t shm_frame_slot(uint64_t ip)
 }
 
 /*
- * The bloom slot of a pointer: its 256-byte granule (ptr >> 8), XORed with
- * ptr >> 15, which moves the number of its 16 MiB block onto the bits that
- * choose the bitmap's line (slot bits 9-15) and is constant over 32 KiB.
- * Not a mixing hash: a program's frees fall in a few hot regions of its
- * heap, and so they test a few hot lines of the bitmap, which stay in L1
- * (a hash sends each free to a random line of all 128); and regions at the
- * same offset of different blocks (glibc's per-thread arenas are 64 MiB
- * apart and aligned) land on different lines, so one thread's bitmap
- * writes do not evict the lines another tests. Two blocks sharing a
- * granule share a slot; with a few sampled blocks live per MiB that costs
- * a rare false hit. Matches the FREE check.
+ * The bloom slot of a pointer: its 4 KiB page (ptr >> 12), modulo 2^16
+ * (the bitmap repeats every 256 MiB; glibc's per-thread arenas, 64 MiB
+ * apart, get lines of their own). One 64-byte line of the bitmap covers
+ * 2 MiB of heap, so a program's frees test a few lines that stay in L1;
+ * with finer slots (256 bytes) they tested 16 times as many and missed
+ * L1 often enough to cost more than the rest of the FREE check. A free in
+ * the page of a live sampled block takes the slow path for nothing
+ * (about page size / rate of the frees: 0.8% at 512K, each a short call
+ * into a bucket that those frees keep hot). Matches the FREE check.
  */
-#define SHM_BLOOM_SHIFT 8
-#define SHM_BLOOM_FOLD  15
+#define SHM_BLOOM_SHIFT 12
 static inline uint32_t shm_bloom_slot(uint64_t ptr)
 {
-	return (uint32_t)((ptr >> SHM_BLOOM_SHIFT) ^ (ptr >> SHM_BLOOM_FOLD)) &
-	       (SHM_BLOOM_SIZE - 1);
+	return (uint32_t)(ptr >> SHM_BLOOM_SHIFT) & (SHM_BLOOM_SIZE - 1);
+}
+
+/*
+ * The agent's sampling gap: floor(-ln(U) * rate) + 1 (the rule of
+ * sampler.h) from the 64 random bits x, with gap_mul = rate * ln 2 * 2^16.
+ * No table (a random line of one was a cache miss per sample) and no libm:
+ * with U = u / 2^53 (u odd, 53 bits) and u = m * 2^e, m in [1, 2),
+ * -ln U = ln 2 * (53 - e - log2 m); the 16 bits of log2 m come from
+ * squaring m (each square >= 2 is one bit), so a gap is within about
+ * 2^-16 * rate bytes of the exact draw.
+ */
+static inline uint64_t shm_exp_gap(uint64_t x, uint64_t gap_mul)
+{
+	uint64_t u = (x >> 11) | 1, y, frac = 0, minus_log2;
+	int e = 63 - __builtin_clzll(u);
+
+	y = (u << (63 - e)) >> 32;		/* m in 1.31 fixed point */
+	for (int i = 0; i < 16; i++) {
+		y = (y * y) >> 31;
+		frac <<= 1;
+		if (y >> 32) {
+			y >>= 1;
+			frac |= 1;
+		}
+	}
+	minus_log2 = ((uint64_t)(53 - e) << 16) - frac;	/* -log2 U, 16.16 */
+	return (uint64_t)(((unsigned __int128)gap_mul * minus_log2) >> 32) + 1;
 }
 
 /* Original bytes of one patched entry point, so that any later heapattach
@@ -160,6 +183,7 @@ struct shm_hdr {
 	int32_t target_pid;
 	uint64_t ring_size;     /* bytes of each ring, a power of two */
 	uint64_t rate;          /* --sample-rate */
+	uint64_t gap_mul;       /* rate * ln 2 in 48.16 fixed point (shm_exp_gap) */
 	uint32_t npatches;
 	uint32_t pad0;
 	struct shm_patch patches[SHM_MAX_PATCHES];
@@ -198,6 +222,8 @@ struct shm_frame {
 #define SHM_EVF_TRUNC   2   /* the walk stopped at SHM_MAX_DEPTH */
 #define SHM_EVF_MISS    4   /* the walk missed: the last frame has no usable rule;
 			     * struct shm_ev_regs follows the frames */
+#define SHM_EVF_UNTABLED 8  /* sampled mode: not entered in the live table (its bucket
+			     * overflowed), so its free will come as an event */
 #define SHM_EVF_HOOK_SHIFT 16  /* bits 16-23: the hook's enum hook_kind */
 #define SHM_EVF_HOOK(flags) (((flags) >> SHM_EVF_HOOK_SHIFT) & 0xff)
 

@@ -35,25 +35,6 @@ static int fast_ready(const struct session *s)
 	return s->nregions && s->regions[0].hdr && s->ftab;
 }
 
-/*
- * Fresh exponential gaps for the agent to re-arm counters with, the whole
- * table on every tick (50 ms, ~0.1 ms of work). Renewing only a part of it
- * per tick was measured to correlate the samples: the accuracy fixture's
- * small-block sites came out 12-14% off together, in either direction.
- */
-void fast_refill_gaps(struct session *s)
-{
-	uint64_t *gaps = (uint64_t *)(data_of(s) + SHM_OFF_GAPS);
-
-	if (s->exact)
-		return;
-	for (int i = 0; i < SHM_NGAPS; i++) {
-		uint64_t g = sampler_next_gap(&s->sampler);
-
-		__atomic_store_n(&gaps[i], g ? g : 1, __ATOMIC_RELAXED);
-	}
-}
-
 void fast_heartbeat(struct session *s)
 {
 	__atomic_store_n(&s->regions[0].hdr->heartbeat, mono_ns(), __ATOMIC_RELEASE);
@@ -69,14 +50,16 @@ void fast_init_data(struct session *s, uint64_t data_remote, uint64_t ring_size)
 	h->data_remote = data_remote;
 	h->ring_size = ring_size;
 	h->rate = s->opt->sample_rate;
+	/* shm_exp_gap's multiplier; rates above 2^46 (64 TiB) sample as that */
+	h->gap_mul = (uint64_t)((double)(h->rate < (1ull << 46) ? h->rate : 1ull << 46) *
+				M_LN2 * 65536.0 + 0.5);
 	for (int i = 0; i < SHM_NCOUNTERS; i++) {
 		struct shm_counter *c = (struct shm_counter *)(d + SHM_OFF_COUNTERS +
 							       i * SHM_COUNTER_STRIDE);
 
 		c->left = s->exact ? 0 : (int64_t)sampler_next_gap(&s->sampler);
-		c->gap_idx = sampler_rand(&s->sampler) | 1;	/* xorshift seed, non-zero */
+		c->rng = sampler_rand(&s->sampler) | 1;	/* xorshift seed, non-zero */
 	}
-	fast_refill_gaps(s);
 	memset(d + SHM_OFF_BITS, s->exact ? 0xff : 0, SHM_BLOOM_SIZE / 8);
 	fast_heartbeat(s);
 	ring_reader_init(&s->rings, h);
@@ -225,8 +208,8 @@ static void on_alloc(struct session *s, const struct shm_ev_alloc *e, uint32_t l
 		frametab_learn_many(s->ftab, e->frames, e->nframes);
 	}
 record:
-	queue_op(s, PROFILE_OP_ALLOC, profile_stack_id(s->prof, stack_pcs, nframes), e->size,
-		 e->ptr);
+	queue_op(s, e->flags & SHM_EVF_UNTABLED ? PROFILE_OP_ALLOC_KEPT : PROFILE_OP_ALLOC,
+		 profile_stack_id(s->prof, stack_pcs, nframes), e->size, e->ptr);
 }
 
 static int on_record(void *arg, const void *rec, uint32_t len)
@@ -294,26 +277,27 @@ int fast_ring_busy(struct session *s)
 	return ring_pending_max(&s->rings) > s->regions[0].hdr->ring_size / 4;
 }
 
-/* Whether the agent's live table no longer holds ptr (and can tell). */
+/* Whether the agent's live table no longer holds ptr, a pointer it entered
+ * (it never drops one: see shm.h). */
 static int freed_in_table(uint64_t ptr, void *arg)
 {
 	struct session *s = arg;
 	const uint64_t *w = (const uint64_t *)(data_of(s) + SHM_OFF_LIVE) +
 			    (size_t)shm_bloom_slot(ptr) * SHM_LIVE_WAYS;
 
-	if (__atomic_load_n(&w[SHM_LIVE_WAYS - 1], __ATOMIC_ACQUIRE) == SHM_LIVE_OVERFLOW)
-		return 0;	/* its free comes as an event */
 	for (int i = 0; i < SHM_LIVE_WAYS; i++)
-		if (__atomic_load_n(&w[i], __ATOMIC_ACQUIRE) == ptr)
+		if ((__atomic_load_n(&w[i], __ATOMIC_ACQUIRE) & ~(uint64_t)SHM_LIVE_OVERFLOW) == ptr)
 			return 0;
 	return 1;
 }
 
 /*
  * Sampled mode: the agent reports no free it finds in its live table (see
- * shm.h), so a pointer we hold live is freed once its bucket no longer has
- * it. Drain first: an allocation is added to the table only after its
- * event is committed, so whatever the table holds has been seen.
+ * shm.h), so a pointer we hold live (and it entered) is freed once its
+ * bucket no longer has it. Drain first, so that the frees already reported
+ * come before the sweep. A pointer entered but not committed yet is not
+ * ours yet; one freed and entered again (another sampled block at the same
+ * address) stays live here until that block's event replaces it.
  */
 void fast_reconcile(struct session *s)
 {

@@ -48,6 +48,7 @@ struct bucket {
 struct live {
 	uint64_t ptr;           /* 0: empty slot */
 	uint32_t bucket;
+	uint32_t kept;          /* PROFILE_OP_ALLOC_KEPT: not swept */
 };
 
 struct profile {
@@ -322,9 +323,10 @@ uint32_t profile_stack_id(struct profile *p, const uint64_t *pcs, size_t npcs)
 	return stack_intern(p, pcs, npcs);
 }
 
-/* An allocation of size bytes at ptr (not 0) from stack id `stack`; h as for bucket_intern. */
+/* An allocation of size bytes at ptr (not 0) from stack id `stack`; h as
+ * for bucket_intern; kept: profile_sweep_live leaves it alone. */
 static void record_alloc(struct profile *p, uint32_t stack, uint64_t size, uint64_t ptr,
-			 uint64_t h)
+			 uint64_t h, int kept)
 {
 	uint32_t bi = bucket_intern(p, stack, size, h);
 	struct bucket *b = &p->buckets[bi];
@@ -343,6 +345,7 @@ static void record_alloc(struct profile *p, uint32_t stack, uint64_t size, uint6
 	}
 	p->live[i].ptr = ptr;
 	p->live[i].bucket = bi;
+	p->live[i].kept = (uint32_t)kept;
 	b->inuse_count++;
 	b->inuse_bytes += size;
 	if (++p->nlive * 4 > p->live_cap * 3)
@@ -373,14 +376,14 @@ static void prefetch_batch(const struct profile *p, const struct profile_op *ops
 	size_t bmask = p->bucket_idx_cap - 1;
 
 	for (size_t k = 0; k < n; k++) {
-		if (ops[k].kind == PROFILE_OP_ALLOC)
+		if (ops[k].kind != PROFILE_OP_FREE)
 			__builtin_prefetch(&p->bucket_idx[hk[k] & bmask]);
 		__builtin_prefetch(&p->live[live_slot(p, ops[k].ptr)]);
 	}
 	for (size_t k = 0; k < n; k++) {
 		uint32_t bi = EMPTY_IDX;
 
-		if (ops[k].kind == PROFILE_OP_ALLOC) {
+		if (ops[k].kind != PROFILE_OP_FREE) {
 			for (size_t i = hk[k] & bmask; p->bucket_idx[i] != EMPTY_SLOT; i = (i + 1) & bmask)
 				if (!((p->bucket_idx[i] ^ hk[k]) >> 32)) {
 					bi = (uint32_t)p->bucket_idx[i];
@@ -408,14 +411,15 @@ void profile_record_batch(struct profile *p, const struct profile_op *ops, size_
 		size_t m = n - at < BATCH_CHUNK ? n - at : BATCH_CHUNK;
 
 		for (size_t k = 0; k < m; k++)
-			hk[k] = o[k].kind == PROFILE_OP_ALLOC ? hash_bucket_key(o[k].stack, o[k].size) : 0;
+			hk[k] = o[k].kind != PROFILE_OP_FREE ? hash_bucket_key(o[k].stack, o[k].size) : 0;
 		if (m > 1)
 			prefetch_batch(p, o, hk, m);
 		for (size_t k = 0; k < m; k++) {
 			if (!o[k].ptr)
 				continue;
-			if (o[k].kind == PROFILE_OP_ALLOC)
-				record_alloc(p, o[k].stack, o[k].size, o[k].ptr, hk[k]);
+			if (o[k].kind != PROFILE_OP_FREE)
+				record_alloc(p, o[k].stack, o[k].size, o[k].ptr, hk[k],
+					     o[k].kind == PROFILE_OP_ALLOC_KEPT);
 			else
 				record_free(p, o[k].ptr);
 		}
@@ -434,7 +438,7 @@ void profile_record_alloc(struct profile *p, const uint64_t *pcs, size_t npcs,
 	if (!ptr)
 		return;
 	stack = profile_stack_id(p, pcs, npcs);
-	record_alloc(p, stack, size, ptr, hash_bucket_key(stack, size));
+	record_alloc(p, stack, size, ptr, hash_bucket_key(stack, size), 0);
 }
 
 int profile_record_free(struct profile *p, uint64_t ptr)
@@ -450,7 +454,7 @@ size_t profile_sweep_live(struct profile *p, int (*gone)(uint64_t ptr, void *arg
 	for (size_t i = 0; i < p->live_cap; i++) {
 		uint64_t ptr = p->live[i].ptr;
 
-		if (!ptr || !gone(ptr, arg))
+		if (!ptr || p->live[i].kept || !gone(ptr, arg))
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 256;

@@ -168,7 +168,6 @@ static void fast_loop(struct session *s)
 		if (ticked) {
 			ticked = 0;
 			child_event = 1;	/* also poll, in case a SIGCHLD was missed */
-			fast_refill_gaps(s);
 			if (++s->ticks % RECONCILE_TICKS == 0)
 				fast_reconcile(s);
 			if (housekeeping(s))

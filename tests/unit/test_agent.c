@@ -174,11 +174,6 @@ static uint64_t stat_sum(int which)
 	return n;
 }
 
-static int64_t *gaps(void)
-{
-	return (int64_t *)(data_view + SHM_OFF_GAPS);
-}
-
 /* Bit s of the trampolines' bitmap. */
 static int bit(uint32_t s)
 {
@@ -243,13 +238,12 @@ static void ring_reset(uint64_t size)
 	ring_reader_init(&rd, hdr);
 }
 
-/* Exact mode: every call sampled (counters <= 0, zero gaps), every free reported. */
+/* Exact mode: every call sampled (counters <= 0, no re-arm), every free reported. */
 static void mode_exact(void)
 {
 	hdr->flags = SHM_F_EXACT;
 	for (int i = 0; i < SHM_NCOUNTERS; i++)
 		*counter(i) = 0;
-	memset(gaps(), 0, SHM_NGAPS * 8);
 	memset(data_view + SHM_OFF_BITS, 0xff, SHM_BLOOM_SIZE / 8);
 	ring_reset(RING_SIZE);
 }
@@ -259,8 +253,7 @@ static void mode_sampled(uint64_t rate, int64_t first)
 {
 	hdr->flags = 0;
 	hdr->rate = rate;
-	for (int i = 0; i < SHM_NGAPS; i++)
-		gaps()[i] = rate ? (int64_t)(-log(1.0 - drand48()) * rate) + 1 : 0;
+	hdr->gap_mul = (uint64_t)((double)rate * M_LN2 * 65536.0);
 	for (int i = 0; i < SHM_NCOUNTERS; i++)
 		*counter(i) = first;
 	memset(data_view + SHM_OFF_LIVE, 0, SHM_BLOOM_SIZE * SHM_LIVE_WAYS * 8);
@@ -382,6 +375,41 @@ static void *build(const char *name, int kind, enum tramp_class cls, const struc
 
 static int ready;
 
+/*
+ * shm_exp_gap against the exact draw floor(-ln(U) * rate) + 1 from the
+ * same bits: each within 2^-14 of rate (plus rounding), and their means
+ * and tail agree with the exponential law.
+ */
+static void test_exp_gap(void)
+{
+	const uint64_t rates[] = { 2, 4096, 512 << 10, 1ull << 30, 1ull << 40 };
+	const int n = 200000;
+
+	for (size_t k = 0; k < sizeof(rates) / sizeof(rates[0]); k++) {
+		uint64_t rate = rates[k], mul = (uint64_t)((double)rate * M_LN2 * 65536.0 + 0.5);
+		uint64_t x = 0x2545f4914f6cdd1dULL + k;
+		double sum = 0, tail = 0, worst = 0;
+
+		for (int i = 0; i < n; i++) {
+			double u, exact, g;
+
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			u = (double)((x >> 11) | 1) * 0x1p-53;
+			exact = floor(-log(u) * (double)rate) + 1;
+			g = (double)shm_exp_gap(x, mul);
+			if (fabs(g - exact) > worst)
+				worst = fabs(g - exact);
+			sum += g;
+			tail += g > (double)rate;
+		}
+		expect_true(worst <= (double)rate / 16384 + 2);
+		expect_true(fabs(sum / n * -expm1(-1.0 / (double)rate) - 1) < 0.01);
+		expect_true(fabs(tail / n - exp(-1.0)) < 0.005);
+	}
+}
+
 static void test_setup(void)
 {
 	static const uint8_t stub[] = {
@@ -447,9 +475,10 @@ static void test_layouts(void)
 	static const uint8_t alloc_head[] = {
 		0x48, 0x89, 0xe0, 0x48, 0xc1, 0xe8, 0x0f, 0x25, 0xc0, 0x0f, 0, 0,
 		0x48, 0x8d, 0x0d };
-	static const uint8_t free_head[] = { 0x48, 0x89, 0xf9, 0x48, 0xc1, 0xe9, 0x08,
-		0x48, 0x89, 0xf8, 0x48, 0xc1, 0xe8, 0x0f, 0x31, 0xc1,
-		0x89, 0xc8, 0xc1, 0xe8, 0x05, 0x25, 0xff, 0x07, 0, 0 };
+	static const uint8_t free_head[] = { 0x48, 0x89, 0xf8, 0x48, 0xc1, 0xe8, 0x11,
+		0x25, 0xff, 0x07, 0, 0, 0x4c, 0x8d, 0x1d };	/* dword (ptr >> 17) & 0x7ff */
+	static const uint8_t free_bit[] = { 0x41, 0x8b, 0x04, 0x83, 0x89, 0xf9,
+		0xc1, 0xe9, 0x0c, 0x0f, 0xa3, 0xc8 };		/* bit (ptr >> 12) & 31 */
 	const uint64_t from = 0x7f0000400000ull, at = from + 0x100000;
 	struct tramp_fast_env e = { .data = at + 0x10000, .agent_alloc = at - 0x1000,
 				    .agent_free = at - 0x800 };
@@ -465,8 +494,8 @@ static void test_layouts(void)
 	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALLOC, &e), 30);
 	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_CALLOC, &e), 37);
 	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALIGNED, &e), 35);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE, HOOK_FREE, &e), 60);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_REALLOC, HOOK_REALLOC, &e), 60 + 35);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE, HOOK_FREE, &e), 51);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_REALLOC, HOOK_REALLOC, &e), 51 + 35);
 	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE, HOOK_ALLOC, &e), -EINVAL);
 	expect_int_eq(tramp_fast_reloc_offset((enum tramp_class)9, HOOK_ALLOC, &e), -EINVAL);
 	e.plain_sub = 1;
@@ -531,24 +560,25 @@ static void test_layouts(void)
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at), -ERANGE);
 	e.data = at + 0x10000;
 
-	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 60, &r), 0);
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 51, &r), 0);
 	expect_int_eq(EMIT(TRAMP_FREE, HOOK_FREE, at), 0);
 	expect_true(!memcmp(buf, free_head, sizeof(free_head)));
-	expect_int_eq(buf[40], 0x73);			/* jnc RELOC */
-	expect_int_eq(buf[41], 60 - 42);
-	expect_int_eq(lay.size, 60 + r.code_len);
-	memcpy(&rel, buf + 29, 4);
-	expect_u64_eq(at + 33 + rel, e.data + SHM_OFF_BITS);
-	memcpy(&rel, buf + 53, 4);
-	expect_u64_eq(at + 57 + rel, e.agent_free);
+	expect_true(!memcmp(buf + 19, free_bit, sizeof(free_bit)));
+	expect_int_eq(buf[31], 0x73);			/* jnc RELOC */
+	expect_int_eq(buf[32], 51 - 33);
+	expect_int_eq(lay.size, 51 + r.code_len);
+	memcpy(&rel, buf + 15, 4);
+	expect_u64_eq(at + 19 + rel, e.data + SHM_OFF_BITS);
+	memcpy(&rel, buf + 44, 4);
+	expect_u64_eq(at + 48 + rel, e.agent_free);
 
-	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 95, &r), 0);
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 86, &r), 0);
 	expect_int_eq(EMIT(TRAMP_REALLOC, HOOK_REALLOC, at), 0);
 	expect_true(!memcmp(buf, free_head, sizeof(free_head)));
-	expect_true(!memcmp(buf + 60, alloc_head, sizeof(alloc_head)));
-	expect_int_eq(buf[60 + 22], 0x34);	/* sub %rsi,... */
-	expect_int_eq(buf[60 + 30], 0xe9);	/* jmp CALLTHRU */
-	expect_int_eq(lay.size, 95 + r.code_len + TRAMP_FAST_SLOW_LEN + TRAMP_FAST_CALLTHRU_LEN);
+	expect_true(!memcmp(buf + 51, alloc_head, sizeof(alloc_head)));
+	expect_int_eq(buf[51 + 22], 0x34);	/* sub %rsi,... */
+	expect_int_eq(buf[51 + 30], 0xe9);	/* jmp CALLTHRU */
+	expect_int_eq(lay.size, 86 + r.code_len + TRAMP_FAST_SLOW_LEN + TRAMP_FAST_CALLTHRU_LEN);
 	expect_true(tramp_fast_agent_size() > 64);
 #undef EMIT
 }
@@ -802,10 +832,10 @@ static void test_sampled_free(void)
 	expect_u64_eq(bucket(p)[0], p);
 	for (int i = 0; i < SHM_NCOUNTERS; i++)	/* exactly one counter re-armed: set to */
 		if (*counter(i) > 0) {		/* the gap its generator chose */
-			uint64_t x = ((struct shm_counter *)counter(i))->gap_idx;
+			uint64_t x = ((struct shm_counter *)counter(i))->rng;
 
 			expect_true(x != 0);
-			expect_int_eq(*counter(i), gaps()[(x >> 20) & (SHM_NGAPS - 1)]);
+			expect_int_eq(*counter(i), (int64_t)shm_exp_gap(x, hdr->gap_mul));
 		}
 	q = CALL1(H_MALLOC, 48);		/* not sampled */
 	expect_int_eq(drain(ev, 4), 0);
@@ -833,7 +863,9 @@ static void test_sampled_free(void)
 	expect_int_eq(drain(ev, 4), 0);
 
 	/* false hits (slot taken by others) report nothing; a full bucket
-	 * overflows (sticky) and then reports every free in the slot */
+	 * overflows (sticky): the pointer that found no room is not entered
+	 * and says so, and a free in the slot not found in the bucket is
+	 * reported; entered pointers are never dropped, their frees not reported */
 	mode_sampled(1ull << 40, 1ll << 40);
 	for (uint32_t s = 0; s < SHM_BLOOM_SIZE * SHM_LIVE_WAYS; s++)
 		((uint64_t *)(data_view + SHM_OFF_LIVE))[s] = 8;
@@ -845,18 +877,34 @@ static void test_sampled_free(void)
 		*counter(i) = 0;
 	p = CALL1(H_MALLOC, 40);
 	expect_int_eq(drain(ev, 4), 1);
-	expect_u64_eq(bucket(p)[SHM_LIVE_WAYS - 1], SHM_LIVE_OVERFLOW);
+	expect_int_eq(ev[0].flags & SHM_EVF_UNTABLED, SHM_EVF_UNTABLED);
+	expect_u64_eq(bucket(p)[0], 8);
+	expect_u64_eq(bucket(p)[SHM_LIVE_WAYS - 1], 8 | SHM_LIVE_OVERFLOW);
 	CALL1(H_FREE, p);
 	expect_int_eq(drain(ev, 4), 1);
 	expect_free(&ev[0], p);
-	expect_u64_eq(bucket(p)[SHM_LIVE_WAYS - 1], SHM_LIVE_OVERFLOW);
+	expect_u64_eq(bucket(p)[SHM_LIVE_WAYS - 1], 8 | SHM_LIVE_OVERFLOW);
 	expect_int_eq(bit(shm_bloom_slot(p)), 1);
+	for (uint32_t s = 0; s < SHM_BLOOM_SIZE; s++) {	/* overflowed, one way free */
+		((uint64_t *)(data_view + SHM_OFF_LIVE))[s * SHM_LIVE_WAYS] = 0;
+		((uint64_t *)(data_view + SHM_OFF_LIVE))[s * SHM_LIVE_WAYS + SHM_LIVE_WAYS - 1] = 8 | 1;
+	}
+	for (int i = 0; i < SHM_NCOUNTERS; i++)
+		*counter(i) = 0;
+	p = CALL1(H_MALLOC, 40);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_int_eq(ev[0].flags & SHM_EVF_UNTABLED, 0);
+	expect_u64_eq(bucket(p)[0], p);
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 4), 0);
+	expect_u64_eq(bucket(p)[0], 0);
+	expect_u64_eq(bucket(p)[SHM_LIVE_WAYS - 1], 8 | SHM_LIVE_OVERFLOW);
 
 	/* two in one bucket: the bit stays until the last one goes */
 	mode_sampled(1ull << 40, 0);
 	memset(data_view + SHM_OFF_BITS, 0, SHM_BLOOM_SIZE / 8);
 	p = CALL1(H_MALLOC, 40);
-	q = p + 16;				/* the same 256-byte granule: same slot */
+	q = p + 16;				/* the same page: same slot */
 	bucket(p)[1] = q;
 	expect_int_eq(drain(ev, 4), 1);
 	CALL1(H_FREE, p);
@@ -1392,6 +1440,6 @@ static void test_teardown(void)
 }
 
 HARNESS_MAIN("agent",
-	T(test_setup), T(test_layouts), T(test_rate_large), T(test_exact_events),
+	T(test_exp_gap), T(test_setup), T(test_layouts), T(test_rate_large), T(test_exact_events),
 	T(test_exact_walk), T(test_sampled_free), T(test_ring_full), T(test_nested), T(test_callthru),
 	T(test_patched_fake), T(test_threads_exact), T(test_bench), T(test_teardown))

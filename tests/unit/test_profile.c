@@ -304,6 +304,18 @@ static void test_sweep_live(void)
 	expect_u64_eq(sm.alloc_count, 5000);
 	expect_int_eq(profile_record_free(p, 2 << 4), 1);	/* even: still live */
 	expect_int_eq(profile_record_free(p, 1 << 4), 0);	/* odd: swept */
+
+	/* kept allocations are left to their free ops */
+	{
+		struct profile_op op = { PROFILE_OP_ALLOC_KEPT, profile_stack_id(p, pcs, 1), 32,
+					 1 << 4 };
+
+		profile_record_batch(p, &op, 1);
+		calls = 0;
+		expect_int_eq(profile_sweep_live(p, odd_gone, &calls), 0);
+		expect_int_eq(calls, 2499);
+		expect_int_eq(profile_record_free(p, 1 << 4), 1);
+	}
 	profile_free(p);
 }
 

@@ -301,36 +301,31 @@ static struct shm_counter *counter_of(struct shm_hdr *h, uint64_t entry_sp)
  * form a Poisson process, which is memoryless), so the counter is set to
  * one gap, whatever it had run down to. Adding gaps until it turns
  * positive would be the same in law, but a huge allocation would need
- * hundreds of them.
- *
- * Each counter draws its gaps from gaps[] at indexes given by its own
- * xorshift generator (state in its line, seeded by the tool): a fixed order
- * would replay the same gap sequence against a program's fixed sequence of
- * sizes and correlate the samples (the tool also redraws the table every
- * 50 ms).
+ * hundreds of them. Each counter has its own xorshift generator (state in
+ * its line, seeded by the tool).
  */
 static void rearm(struct shm_hdr *h, struct shm_counter *c)
 {
-	const volatile int64_t *gaps = (const volatile int64_t *)((char *)h + SHM_OFF_GAPS);
-	uint64_t x = c->gap_idx ? c->gap_idx : 0x9e3779b97f4a7c15ULL;
-	int64_t g;
+	uint64_t x = c->rng ? c->rng : 0x9e3779b97f4a7c15ULL;
 
 	x ^= x << 13;
 	x ^= x >> 7;
 	x ^= x << 17;
-	c->gap_idx = x;
-	g = gaps[(x >> 20) & (SHM_NGAPS - 1)];
-	if (g > 0)
-		__atomic_store_n(&c->left, g, __ATOMIC_RELAXED);
+	c->rng = x;
+	__atomic_store_n(&c->left, (int64_t)shm_exp_gap(x, h->gap_mul), __ATOMIC_RELAXED);
 }
 
 /*
  * ---- live sampled pointers ----
  * Bucket s holds the sampled pointers of slot s in SHM_LIVE_WAYS words (0 =
- * empty). A fifth pointer overflows it: its last word becomes
- * SHM_LIVE_OVERFLOW for good (the pointer there is dropped), and from then
- * on every free in the slot is reported. Bit s of the trampolines' bitmap
- * is set while the bucket holds anything. One cache line per operation.
+ * empty). A pointer that finds no empty way is not entered: bit 0 of the
+ * last word (pointers are aligned) then marks the bucket overflowed for
+ * good, and its event says SHM_EVF_UNTABLED. A pointer once entered is
+ * never dropped, so the tool can take its absence for its free; the frees
+ * of pointers not entered are reported as events (any free of the slot not
+ * found in an overflowed bucket). Bit s of the trampolines' bitmap is set
+ * while the bucket holds anything, the overflow mark included. One cache
+ * line per operation.
  */
 static uint64_t *bucket_at(struct shm_hdr *h, uint32_t slot)
 {
@@ -369,27 +364,31 @@ static void bit_clear(struct shm_hdr *h, uint32_t slot, const uint64_t *w)
 		__atomic_fetch_or(byte, mask, __ATOMIC_SEQ_CST);
 }
 
-static void live_add(struct shm_hdr *h, uint64_t ptr)
+/* Enter ptr in its bucket; 0 if it overflowed (then marked so). */
+static int live_add(struct shm_hdr *h, uint64_t ptr)
 {
 	uint32_t slot = shm_bloom_slot(ptr);
 	uint64_t *w = bucket_at(h, slot);
+	int entered = 0;
 
-	for (int i = 0; i < SHM_LIVE_WAYS; i++) {
-		uint64_t z = 0;
+	for (int i = 0; i < SHM_LIVE_WAYS && !entered; i++) {
+		uint64_t v = *(volatile uint64_t *)&w[i];
 
-		if (!w[i] && __atomic_compare_exchange_n(&w[i], &z, ptr, 0,
-							 __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-			goto out;
+		if (!(v & ~SHM_LIVE_OVERFLOW))
+			entered = __atomic_compare_exchange_n(&w[i], &v, ptr | v, 0,
+							      __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
 	}
-	__atomic_store_n(&w[SHM_LIVE_WAYS - 1], SHM_LIVE_OVERFLOW, __ATOMIC_SEQ_CST);
-out:
+	if (!entered)
+		__atomic_fetch_or(&w[SHM_LIVE_WAYS - 1], SHM_LIVE_OVERFLOW, __ATOMIC_SEQ_CST);
 	bit_set(h, slot);
+	return entered;
 }
 
 /*
- * Remove ptr from its bucket. Returns 1 if its free must be reported: the
- * bucket overflowed, so the tool cannot tell from the table alone. A free
- * found in the table is not reported: the tool reads the table itself.
+ * Take ptr out of its bucket. Returns 1 if its free must be reported: it
+ * is not there and the bucket overflowed (it may be a sampled pointer that
+ * was never entered). A free found in the table is not reported: the tool
+ * reads the table itself.
  */
 static int live_del(struct shm_hdr *h, uint64_t ptr)
 {
@@ -397,16 +396,17 @@ static int live_del(struct shm_hdr *h, uint64_t ptr)
 	uint64_t *w = bucket_at(h, slot);
 
 	for (int i = 0; i < SHM_LIVE_WAYS; i++) {
-		uint64_t v = ptr;
+		uint64_t v = *(volatile uint64_t *)&w[i];
 
-		if (w[i] == ptr && __atomic_compare_exchange_n(&w[i], &v, 0, 0,
-							       __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+		if ((v & ~SHM_LIVE_OVERFLOW) == ptr &&
+		    __atomic_compare_exchange_n(&w[i], &v, v & SHM_LIVE_OVERFLOW, 0,
+						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
 			if (!bucket_busy(w))
 				bit_clear(h, slot, w);
 			return 0;
 		}
 	}
-	return *(volatile uint64_t *)&w[SHM_LIVE_WAYS - 1] == SHM_LIVE_OVERFLOW;
+	return *(volatile uint64_t *)&w[SHM_LIVE_WAYS - 1] & SHM_LIVE_OVERFLOW;
 }
 
 /* A call made from our code or from inside the hooked allocator itself. */
@@ -490,10 +490,11 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 	if (stack_len)
 		flags |= SHM_EVF_STACK;
 	ev->stack_len = stack_len;
+	/* entered before the commit: the event says whether it was */
+	if (!(h->flags & SHM_F_EXACT) && !live_add(h, ptr))
+		flags |= SHM_EVF_UNTABLED;
 	ev->flags = flags;
 	commit(ev, len);
-	if (!(h->flags & SHM_F_EXACT))
-		live_add(h, ptr);
 }
 
 /*

@@ -61,17 +61,14 @@ static void emit_free_check(struct emitter *e, const struct tramp_fast_env *env)
 {
 	size_t skip = e->n + TRAMP_FAST_FREE_LEN;	/* past the check */
 
-	PUT(e, 0x48, 0x89, 0xf9);			/* mov %rdi,%rcx */
-	PUT(e, 0x48, 0xc1, 0xe9, SHM_BLOOM_SHIFT);	/* shr $8,%rcx */
 	PUT(e, 0x48, 0x89, 0xf8);			/* mov %rdi,%rax */
-	PUT(e, 0x48, 0xc1, 0xe8, SHM_BLOOM_FOLD);	/* shr $15,%rax */
-	PUT(e, 0x31, 0xc1);				/* xor %eax,%ecx */
-	PUT(e, 0x89, 0xc8);				/* mov %ecx,%eax */
-	PUT(e, 0xc1, 0xe8, 0x05);			/* shr $5,%eax */
+	PUT(e, 0x48, 0xc1, 0xe8, SHM_BLOOM_SHIFT + 5);	/* shr $17,%rax */
 	PUT(e, 0x25, 0xff, 0x07, 0x00, 0x00);		/* and $0x7ff,%eax */
 	PUT(e, 0x4c, 0x8d, 0x1d);			/* lea BITS(%rip),%r11 */
 	put_rel32(e, env->data + SHM_OFF_BITS);
 	PUT(e, 0x41, 0x8b, 0x04, 0x83);			/* mov (%r11,%rax,4),%eax */
+	PUT(e, 0x89, 0xf9);				/* mov %edi,%ecx */
+	PUT(e, 0xc1, 0xe9, SHM_BLOOM_SHIFT);		/* shr $12,%ecx */
 	PUT(e, 0x0f, 0xa3, 0xc8);			/* bt %ecx,%eax (ecx mod 32) */
 	PUT(e, 0x73);					/* jnc skip */
 	put8(e, (uint8_t)(skip - (e->n + 1)));

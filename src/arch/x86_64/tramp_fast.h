@@ -70,39 +70,37 @@
  * relocated prologue never holds a call (reloc.c refuses one), so a
  * return address in the CODE view is always ours.
  *
- * TRAMP_FREE (free, cfree, operator delete*), FREE check:
- *	 0  48 89 f9		mov %rdi,%rcx
- *	 3  48 c1 e9 08		shr $8,%rcx
- *	 7  48 89 f8		mov %rdi,%rax
- *	10  48 c1 e8 0f		shr $15,%rax
- *	14  31 c1		xor %eax,%ecx		shm_bloom_slot() = ecx & 0xffff
- *	16  89 c8		mov %ecx,%eax
- *	18  c1 e8 05		shr $5,%eax
- *	21  25 ff 07 00 00	and $0x7ff,%eax		its dword in the bitmap
- *	26  4c 8d 1d rel32	lea BITS(%rip),%r11	(8 KiB)
- *	33  41 8b 04 83		mov (%r11,%rax,4),%eax
- *	37  0f a3 c8		bt %ecx,%eax		(bit ecx mod 32)
- *	40  73 rel8		jnc RELOC
- *	42  57 56 52		push %rdi; push %rsi; push %rdx	(sized/aligned delete)
- *	45  48 8d 35 rel32	lea DATA(%rip),%rsi
- *	52  e8 rel32		call agent_free		(rdi = ptr; rsp == 0 mod 16)
- *	57  5a 5e 5f		pop %rdx; pop %rsi; pop %rdi
- *	60  RELOC		(a tail: the caller's return address is untouched)
+ * TRAMP_FREE (free, cfree, operator delete*), FREE check (slot = the
+ * pointer's page, shm_bloom_slot):
+ *	 0  48 89 f8		mov %rdi,%rax
+ *	 3  48 c1 e8 11		shr $17,%rax
+ *	 7  25 ff 07 00 00	and $0x7ff,%eax		the slot's dword in the bitmap
+ *	12  4c 8d 1d rel32	lea BITS(%rip),%r11	(8 KiB)
+ *	19  41 8b 04 83		mov (%r11,%rax,4),%eax
+ *	23  89 f9		mov %edi,%ecx
+ *	25  c1 e9 0c		shr $12,%ecx
+ *	28  0f a3 c8		bt %ecx,%eax		(bit slot mod 32)
+ *	31  73 rel8		jnc RELOC
+ *	33  57 56 52		push %rdi; push %rsi; push %rdx	(sized/aligned delete)
+ *	36  48 8d 35 rel32	lea DATA(%rip),%rsi
+ *	43  e8 rel32		call agent_free		(rdi = ptr; rsp == 0 mod 16)
+ *	48  5a 5e 5f		pop %rdx; pop %rsi; pop %rdi
+ *	51  RELOC		(a tail: the caller's return address is untouched)
  * free(NULL) is not tested for: slot 0's bit is almost never set, and
  * agent_free returns at once for 0.
  * rcx (a fourth argument no hooked free has) and r11 are clobbered.
  *
- * TRAMP_REALLOC: the FREE check (its jnc to 60) then the ALLOC sequence
- * on rsi at 60.
+ * TRAMP_REALLOC: the FREE check (its jnc to 51) then the ALLOC sequence
+ * on rsi at 51.
  *
- * Exact mode needs no other code: the tool keeps counters <= 0 with zero
- * gaps and fills the bloom table with 1s and the bitmap with 0xff.
+ * Exact mode needs no other code: the tool keeps counters <= 0 (the agent
+ * does not re-arm them) and fills the bitmap with 0xff.
  */
 
 #define TRAMP_FAST_ALLOC_MAX	37	/* longest ALLOC sequence (calloc, locked) */
 #define TRAMP_FAST_SLOW_LEN	49	/* SLOW, after RELOC */
 #define TRAMP_FAST_CALLTHRU_LEN	31	/* CALLTHRU, after SLOW */
-#define TRAMP_FAST_FREE_LEN	60	/* FREE check */
+#define TRAMP_FAST_FREE_LEN	51	/* FREE check */
 #define TRAMP_FAST_MAX_SIZE	(TRAMP_FAST_FREE_LEN + TRAMP_FAST_ALLOC_MAX + \
 				 RELOC_MAX_CODE + TRAMP_FAST_SLOW_LEN + TRAMP_FAST_CALLTHRU_LEN)
 
