@@ -19,7 +19,7 @@
 #include "xmalloc.h"
 
 #define TICK_MS 50
-#define RECONCILE_TICKS 20	/* once a second: frees the agent did not report */
+#define RECONCILE_TICKS 4	/* 200 ms: frees the agent did not report */
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t ticked;

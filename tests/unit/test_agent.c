@@ -495,7 +495,7 @@ static void test_layouts(void)
 	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_CALLOC, &e), 37);
 	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALIGNED, &e), 35);
 	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE, HOOK_FREE, &e), 51);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_REALLOC, HOOK_REALLOC, &e), 51 + 35);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_REALLOC, HOOK_REALLOC, &e), 51 + 39);
 	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE, HOOK_ALLOC, &e), -EINVAL);
 	expect_int_eq(tramp_fast_reloc_offset((enum tramp_class)9, HOOK_ALLOC, &e), -EINVAL);
 	e.plain_sub = 1;
@@ -572,13 +572,17 @@ static void test_layouts(void)
 	memcpy(&rel, buf + 44, 4);
 	expect_u64_eq(at + 48 + rel, e.agent_free);
 
-	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 86, &r), 0);
+	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 90, &r), 0);
 	expect_int_eq(EMIT(TRAMP_REALLOC, HOOK_REALLOC, at), 0);
 	expect_true(!memcmp(buf, free_head, sizeof(free_head)));
 	expect_true(!memcmp(buf + 51, alloc_head, sizeof(alloc_head)));
 	expect_int_eq(buf[51 + 22], 0x34);	/* sub %rsi,... */
-	expect_int_eq(buf[51 + 30], 0xe9);	/* jmp CALLTHRU */
-	expect_int_eq(lay.size, 86 + r.code_len + TRAMP_FAST_SLOW_LEN + TRAMP_FAST_CALLTHRU_LEN);
+	expect_int_eq(buf[51 + 30], 0x48);	/* test %rdi,%rdi; je CALLTHRU */
+	expect_int_eq(buf[51 + 33], 0x0f);
+	expect_int_eq(buf[51 + 34], 0x84);
+	memcpy(&rel, buf + 51 + 35, 4);
+	expect_u64_eq(at + 90 + rel, at + 90 + r.code_len + TRAMP_FAST_SLOW_LEN);
+	expect_int_eq(lay.size, 90 + r.code_len + TRAMP_FAST_SLOW_LEN + TRAMP_FAST_CALLTHRU_LEN);
 	expect_true(tramp_fast_agent_size() > 64);
 #undef EMIT
 }

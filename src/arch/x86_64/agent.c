@@ -450,8 +450,11 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 		c->nested++;
 		return;
 	}
-	if (!(h->flags & SHM_F_EXACT))
+	if (!(h->flags & SHM_F_EXACT)) {
 		rearm(h, c);
+		/* its bucket is a likely cache miss: fetch it during the walk */
+		__asm__ __volatile__("prefetchw %0" :: "m"(*bucket_at(h, shm_bloom_slot(ptr))));
+	}
 
 	flags = AGENT_INFO_HOOK(info) << SHM_EVF_HOOK_SHIFT;
 	n = walk(h, f, frames, &flags);

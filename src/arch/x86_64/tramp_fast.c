@@ -57,6 +57,9 @@ static void put_imm32(struct emitter *e, uint32_t v)
 
 /* ---- sequences ---- */
 
+#define NEST_ALWAYS	1	/* may_nest(): every call goes through CALLTHRU */
+#define NEST_IF_NULL	2	/* calls with rdi == NULL do */
+
 static void emit_free_check(struct emitter *e, const struct tramp_fast_env *env)
 {
 	size_t skip = e->n + TRAMP_FAST_FREE_LEN;	/* past the check */
@@ -83,8 +86,9 @@ static void emit_free_check(struct emitter *e, const struct tramp_fast_env *env)
 /*
  * The ALLOC sequence: subtract the requested size from the counter this
  * stack maps to; SLOW when it runs out. Hooks that may call another hook
- * then take CALLTHRU, others fall into RELOC. No padding: its length
- * depends on sz, env->plain_sub and may_nest (tramp_fast_reloc_offset).
+ * then take CALLTHRU (realloc only when its pointer is NULL), others fall
+ * into RELOC. No padding: its length depends on sz, env->plain_sub and
+ * may_nest (tramp_fast_reloc_offset).
  */
 static void emit_alloc_check(struct emitter *e, int sz, int nest, uint64_t slow,
 			     uint64_t callthru, const struct tramp_fast_env *env)
@@ -120,7 +124,11 @@ static void emit_alloc_check(struct emitter *e, int sz, int nest, uint64_t slow,
 	PUT(e, 0x01);
 	PUT(e, 0x0f, 0x8e);				/* jle SLOW */
 	put_rel32(e, slow);
-	if (nest) {
+	if (nest == NEST_IF_NULL) {
+		PUT(e, 0x48, 0x85, 0xff);		/* test %rdi,%rdi */
+		PUT(e, 0x0f, 0x84);			/* je CALLTHRU */
+		put_rel32(e, callthru);
+	} else if (nest == NEST_ALWAYS) {
 		PUT(e, 0xe9);				/* jmp CALLTHRU */
 		put_rel32(e, callthru);
 	}
@@ -167,12 +175,19 @@ static void emit_callthru(struct emitter *e, uint64_t reloc)
 	PUT(e, 0xc3);					/* ret */
 }
 
-/* Hooks that may call another hook from inside (glibc's realloc and
- * memalign family call malloc). */
+/*
+ * Whether a hook may call another hook from inside: glibc's memalign
+ * family calls malloc, and realloc(NULL, n) is malloc(n). realloc of a
+ * block calls malloc only in rare fallbacks (an mmapped block mremap
+ * cannot move, an arena out of memory); there the inner call is counted
+ * too, and if it is the one sampled the agent sees it nested and leaves
+ * the sample to the next call.
+ */
 static int may_nest(int hook_kind)
 {
-	return hook_kind == HOOK_REALLOC || hook_kind == HOOK_ALIGNED ||
-	       hook_kind == HOOK_POSIX_MEMALIGN;
+	if (hook_kind == HOOK_REALLOC)
+		return NEST_IF_NULL;
+	return hook_kind == HOOK_ALIGNED || hook_kind == HOOK_POSIX_MEMALIGN ? NEST_ALWAYS : 0;
 }
 
 /* ---- API ---- */

@@ -28,7 +28,9 @@
  *	f0			lock			(only without env->plain_sub)
  *	48|4c 29 xx 01		sub SZ,(%rcx,%rax,1)	(SZ: rdi, rsi, rdx or r11)
  *	0f 8e rel32		jle SLOW
- *	e9 rel32		jmp CALLTHRU		(only hooks that may nest)
+ *	e9 rel32		jmp CALLTHRU		(memalign family, posix_memalign)
+ *	48 85 ff		test %rdi,%rdi		(realloc: only realloc(NULL, n)
+ *	0f 84 rel32		je CALLTHRU		 is sure to call malloc)
  *	RELOC			(code_len bytes; the fast path falls into it)
  *   SLOW = RELOC + code_len:
  *	 +0  57 56 52		push %rdi; push %rsi; push %rdx
@@ -97,7 +99,7 @@
  * does not re-arm them) and fills the bitmap with 0xff.
  */
 
-#define TRAMP_FAST_ALLOC_MAX	37	/* longest ALLOC sequence (calloc, locked) */
+#define TRAMP_FAST_ALLOC_MAX	39	/* longest ALLOC sequence (realloc, locked) */
 #define TRAMP_FAST_SLOW_LEN	49	/* SLOW, after RELOC */
 #define TRAMP_FAST_CALLTHRU_LEN	31	/* CALLTHRU, after SLOW */
 #define TRAMP_FAST_FREE_LEN	51	/* FREE check */
