@@ -19,8 +19,9 @@
  * The live table maps each sampled pointer that has not been freed to its
  * bucket index. It is open addressing with linear probing and backward-shift
  * deletion (no tombstones), so it stays fast after millions of alloc/free
- * pairs; pointer 0 marks an empty slot. All three indexes double when they are
- * 70% (live: 75%) full, so record_alloc and record_free are O(1) amortized.
+ * pairs; pointer 0 marks an empty slot. The indexes double when they are 70%
+ * full (live: 50%: short probe runs, each insert or delete mostly one line),
+ * so record_alloc and record_free are O(1) amortized.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -38,11 +39,12 @@ struct stack {
 	uint32_t n;
 };
 
+/* In-use figures are not kept here: profile_foreach counts the live table
+ * (a free then touches no bucket, a cache miss saved per event). */
 struct bucket {
 	uint32_t stack;
 	uint64_t size;
 	uint64_t alloc_count, alloc_bytes;
-	uint64_t inuse_count, inuse_bytes;
 };
 
 struct live {
@@ -265,13 +267,9 @@ static void live_delete_slot(struct profile *p, size_t i)
 	p->nlive--;
 }
 
-/* Remove the live entry in slot i from its bucket's in-use figures. */
+/* The live entry in slot i is freed. */
 static void live_release(struct profile *p, size_t i)
 {
-	struct bucket *b = &p->buckets[p->live[i].bucket];
-
-	b->inuse_count--;
-	b->inuse_bytes -= b->size;
 	live_delete_slot(p, i);
 }
 
@@ -346,9 +344,7 @@ static void record_alloc(struct profile *p, uint32_t stack, uint64_t size, uint6
 	p->live[i].ptr = ptr;
 	p->live[i].bucket = bi;
 	p->live[i].kept = (uint32_t)kept;
-	b->inuse_count++;
-	b->inuse_bytes += size;
-	if (++p->nlive * 4 > p->live_cap * 3)
+	if (++p->nlive * 2 > p->live_cap)
 		live_grow(p);
 }
 
@@ -364,11 +360,11 @@ static int record_free(struct profile *p, uint64_t ptr)
 }
 
 /*
- * Each record touches a bucket and a live slot at random, and at millions
+ * Each allocation touches a bucket and a live slot at random, and at millions
  * of events a second those misses are most of the cost: walk the batch
  * twice ahead of the updates, first to bring in the index and live slots,
- * then the buckets they lead to, so that the misses overlap. hk[k] is the
- * bucket key hash of ops[k] (allocations).
+ * then the buckets the allocations lead to (a free touches none), so that
+ * the misses overlap. hk[k] is the bucket key hash of ops[k] (allocations).
  */
 static void prefetch_batch(const struct profile *p, const struct profile_op *ops,
 			   const uint64_t *hk, size_t n)
@@ -381,22 +377,13 @@ static void prefetch_batch(const struct profile *p, const struct profile_op *ops
 		__builtin_prefetch(&p->live[live_slot(p, ops[k].ptr)]);
 	}
 	for (size_t k = 0; k < n; k++) {
-		uint32_t bi = EMPTY_IDX;
-
-		if (ops[k].kind != PROFILE_OP_FREE) {
-			for (size_t i = hk[k] & bmask; p->bucket_idx[i] != EMPTY_SLOT; i = (i + 1) & bmask)
-				if (!((p->bucket_idx[i] ^ hk[k]) >> 32)) {
-					bi = (uint32_t)p->bucket_idx[i];
-					break;
-				}
-		} else {
-			const struct live *l = &p->live[live_slot(p, ops[k].ptr)];
-
-			if (l->ptr == ops[k].ptr)
-				bi = l->bucket;
-		}
-		if (bi != EMPTY_IDX)
-			__builtin_prefetch(&p->buckets[bi], 1);
+		if (ops[k].kind == PROFILE_OP_FREE)
+			continue;	/* a free touches no bucket */
+		for (size_t i = hk[k] & bmask; p->bucket_idx[i] != EMPTY_SLOT; i = (i + 1) & bmask)
+			if (!((p->bucket_idx[i] ^ hk[k]) >> 32)) {
+				__builtin_prefetch(&p->buckets[(uint32_t)p->bucket_idx[i]], 1);
+				break;
+			}
 	}
 }
 
@@ -510,7 +497,13 @@ size_t profile_nstacks(const struct profile *p)
 int profile_foreach(const struct profile *p,
 		    int (*cb)(const struct profile_bucket *b, void *arg), void *arg)
 {
-	for (size_t i = 0; i < p->nbuckets; i++) {
+	uint64_t *inuse = xcalloc(p->nbuckets ? p->nbuckets : 1, sizeof(*inuse));
+	int ret = 0;
+
+	for (size_t i = 0; i < p->live_cap; i++)
+		if (p->live[i].ptr)
+			inuse[p->live[i].bucket]++;
+	for (size_t i = 0; i < p->nbuckets && !ret; i++) {
 		const struct bucket *b = &p->buckets[i];
 		const struct stack *s = &p->stacks[b->stack];
 		struct profile_bucket pb = {
@@ -519,18 +512,15 @@ int profile_foreach(const struct profile *p,
 			.size = b->size,
 			.alloc_count = b->alloc_count,
 			.alloc_bytes = b->alloc_bytes,
-			.inuse_count = b->inuse_count,
-			.inuse_bytes = b->inuse_bytes,
+			.inuse_count = inuse[i],
+			.inuse_bytes = inuse[i] * b->size,
 		};
-		int ret;
 
-		if (!b->alloc_count)
-			continue;
-		ret = cb(&pb, arg);
-		if (ret)
-			return ret;
+		if (b->alloc_count)
+			ret = cb(&pb, arg);
 	}
-	return 0;
+	free(inuse);
+	return ret;
 }
 
 void profile_scale(uint64_t count, uint64_t bytes, uint64_t rate,
