@@ -63,6 +63,9 @@ size_t profile_sweep_live(struct profile *p, int (*gone)(uint64_t ptr, void *arg
 /* Drop counters (events the tool could not record), reported in dumps. */
 void profile_add_drops(struct profile *p, uint64_t n);
 uint64_t profile_drops(const struct profile *p);
+/* Allocations recorded at an address already live: frees missed (in
+ * exact mode, where every free is an event, there should be none). */
+uint64_t profile_live_again(const struct profile *p);
 /* Total bytes and allocations recorded since creation (unscaled). */
 uint64_t profile_total_alloc_bytes(const struct profile *p);
 uint64_t profile_total_alloc_count(const struct profile *p);

@@ -17,6 +17,9 @@ struct ring_reader {
 	uint64_t tail[SHM_NRINGS];
 	uint64_t published[SHM_NRINGS]; /* the value last stored in tails[] */
 	uint64_t used;                  /* bit i: ring i has been written to */
+	uint64_t stuck_tail[SHM_NRINGS]; /* where ring i was last found blocked */
+	int64_t stuck_since[SHM_NRINGS];  /* and since when (CLOCK_MONOTONIC ns) */
+	int no_writers;                 /* ring_reader_final() was called */
 };
 
 /* Start reading the rings of hdr from their current tails. */
@@ -29,6 +32,11 @@ void ring_reader_init(struct ring_reader *rd, struct shm_hdr *hdr);
  * and the tails advanced. Returns the number of records handed to fn.
  */
 size_t ring_drain(struct ring_reader *rd, size_t max, ring_fn fn, void *arg);
+
+/* No writer will make progress any more (target gone, or stopped for the
+ * last drain): a record reserved and not committed no longer holds back
+ * the other rings. */
+void ring_reader_final(struct ring_reader *rd);
 
 /* The fullest ring's bytes reserved but not yet consumed. */
 uint64_t ring_pending_max(struct ring_reader *rd);

@@ -46,8 +46,9 @@
  * wrap. A writer reads the time stamp (rdtscp), then reserves len bytes
  * (a multiple of 8) with cmpxchg on its ring's head when
  * head + len - tail <= ring_size; a record that would straddle the end
- * is preceded by a SHM_EV_PAD record filling the end. It writes the body
- * with that tsc and stores `len` last. So a ring's records are in tsc
+ * is preceded by a SHM_EV_PAD record filling the end. It stores the tsc
+ * in the record at once (before the pad's), writes the body and stores
+ * `len` last. So a ring's records are in tsc
  * order, an allocation's tsc is later than the allocator's return, and a
  * free's is earlier than the real free. The consumer merges the rings by
  * tsc (ring.c), reading each at its tail once its len is non-zero, zeroes

@@ -230,6 +230,8 @@ size_t fast_drain(struct session *s)
 
 	if (!fast_ready(s))
 		return 0;
+	if (s->target_gone)
+		ring_reader_final(&s->rings);
 	do {
 		n = ring_drain(&s->rings, DRAIN_BATCH, on_record, s);
 		total += n;

@@ -497,6 +497,8 @@ void patch_remove(struct session *s)
 	if (s->nregions && !s->target_gone)
 		patch_wait_quiet(s, &busy);
 	if (s->fast) {
+		/* threads are stopped: one caught mid-record stays so */
+		ring_reader_final(&s->rings);
 		fast_reconcile(s);	/* drains first */
 		fast_sync_stats(s);
 		frametab_free(s->ftab);

@@ -57,6 +57,7 @@ struct profile {
 	uint64_t rate;
 	uint64_t drops;
 	uint64_t total_alloc_bytes, total_alloc_count;
+	uint64_t live_again;     /* allocations at an address already live */
 
 	uint64_t *pcs;          /* frames of all stacks, back to back */
 	size_t npcs, pcs_cap;
@@ -338,6 +339,7 @@ static void record_alloc(struct profile *p, uint32_t stack, uint64_t size, uint6
 	i = live_find(p, ptr);
 	if (p->live[i].ptr) {
 		/* A free we missed: retire the old record first. */
+		p->live_again++;
 		live_release(p, i);
 		i = live_find(p, ptr);
 	}
@@ -468,6 +470,11 @@ uint64_t profile_drops(const struct profile *p)
 uint64_t profile_total_alloc_bytes(const struct profile *p)
 {
 	return p->total_alloc_bytes;
+}
+
+uint64_t profile_live_again(const struct profile *p)
+{
+	return p->live_again;
 }
 
 uint64_t profile_total_alloc_count(const struct profile *p)

@@ -22,10 +22,23 @@
  * at its ring would have made the record's stamp later than T). Those
  * records are handed over in stamp order; later ones wait for the next
  * pass.
+ *
+ * Unless a ring is blocked: its tail record reserved but not committed
+ * (its writer between the two, or preempted there). A committed record
+ * behind it in that ring (another thread's: threads can share a ring) is
+ * invisible until then, and its successors elsewhere must wait too. They
+ * were stamped after the blocked record's stamp, which the writer stores
+ * in the record right after reserving it; so the pass's bound becomes
+ * that stamp, or nothing at all while even the stamp is not there yet. A
+ * ring blocked at the same place for STUCK_NS (a writer stopped or killed
+ * mid-record) stops holding the others back.
  */
 #include <string.h>
+#include <time.h>
 #include "ring.h"
 #include "timestamp.h"
+
+#define STUCK_NS 100000000LL	/* 100 ms */
 
 /* A ring's tail is stored every this many bytes, not after every record:
  * each store pulls the line away from the writers, who read it on every
@@ -70,9 +83,41 @@ static void consume(struct ring_reader *rd, unsigned r, uint8_t *rec, uint32_t l
 		publish(rd, r);
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/*
+ * Ring r's tail record at p (offset off) is not committed: 1 if it is
+ * reserved (blocked: *tsc gets its writer's stamp, 0 if not stored yet),
+ * 0 if the ring is empty or has been blocked there for STUCK_NS.
+ */
+static int blocked(struct ring_reader *rd, unsigned r, const uint8_t *p, uint64_t off,
+		   uint64_t *tsc)
+{
+	int64_t now;
+
+	if (rd->no_writers || *head_of(rd->hdr, r) == rd->tail[r])
+		return 0;
+	if (rd->stuck_tail[r] != rd->tail[r] || !rd->stuck_since[r]) {
+		rd->stuck_tail[r] = rd->tail[r];
+		rd->stuck_since[r] = mono_ns();
+	} else if ((now = mono_ns()) - rd->stuck_since[r] > STUCK_NS) {
+		return 0;
+	}
+	*tsc = off + 16 <= rd->hdr->ring_size ?
+	       __atomic_load_n((const uint64_t *)(p + 8), __ATOMIC_ACQUIRE) : 0;
+	return 1;
+}
+
 /*
  * The committed record at ring r's tail, pads consumed on the way: 1 with
- * *rec, *len and *tsc set, or 0 if the ring is empty or its writer busy.
+ * *rec, *len and *tsc set; 0 if the ring is empty; -1 if it is blocked
+ * (see blocked(), *tsc set).
  */
 static int peek(struct ring_reader *rd, unsigned r, uint8_t **rec, uint32_t *len, uint64_t *tsc)
 {
@@ -85,7 +130,7 @@ static int peek(struct ring_reader *rd, unsigned r, uint8_t **rec, uint32_t *len
 		p = ring_of(rd->hdr, r) + off;
 		n = __atomic_load_n((uint32_t *)p, __ATOMIC_ACQUIRE);
 		if (n == 0)
-			return 0;
+			return blocked(rd, r, p, off, tsc) ? -1 : 0;
 		if (n < 8 || (n & 7) || n > size - off)
 			n = (uint32_t)(size - off);	/* corrupt: skip to the end */
 		if (*(uint16_t *)(p + 4) != SHM_EV_PAD)
@@ -120,39 +165,62 @@ size_t ring_drain(struct ring_reader *rd, size_t max, ring_fn fn, void *arg)
 	int idle = 0, stop = 0;
 
 	while (n < max && !stop) {
-		uint64_t t = arch_timestamp();
-		int nc = 0, progressed = 0, force = idle;
+		uint64_t t = arch_timestamp(), bound = t, stamp;
+		int nc = 0, progressed = 0, force, rc;
 
 		find_used(rd);	/* after t: a ring first written before t is seen */
-		for (unsigned r = 0; r < SHM_NRINGS; r++)
-			if ((rd->used & (1ULL << r)) && peek(rd, r, &c[nc].rec, &c[nc].len, &c[nc].tsc))
+		for (unsigned r = 0; r < SHM_NRINGS; r++) {
+			if (!(rd->used & (1ULL << r)))
+				continue;
+			rc = peek(rd, r, &c[nc].rec, &c[nc].len, &stamp);
+			if (rc > 0) {
+				c[nc].tsc = stamp;
 				c[nc++].r = r;
+			} else if (rc < 0 && stamp < bound) {
+				bound = stamp;
+			}
+		}
 		if (!nc)
 			break;
+		/* After a pass with no progress and nothing blocked, take one
+		 * anyway (clocks out of step). */
+		force = idle && bound == t;
 		while (nc && n < max && !stop) {
 			int m = 0;
 
 			for (int i = 1; i < nc; i++)
 				if (c[i].tsc < c[m].tsc)
 					m = i;
-			/* Stamped after t: wait for the next pass. After a pass
-			 * with no progress, take one anyway (clocks out of step). */
-			if (c[m].tsc >= t && !force)
+			/* Stamped after the bound: wait for the next pass. */
+			if (c[m].tsc >= bound && !force)
 				break;
 			stop = fn(arg, c[m].rec, c[m].len);
 			n++;
 			progressed = 1;
 			force = 0;
 			consume(rd, c[m].r, c[m].rec, c[m].len);
-			if (!peek(rd, c[m].r, &c[m].rec, &c[m].len, &c[m].tsc))
+			rc = peek(rd, c[m].r, &c[m].rec, &c[m].len, &stamp);
+			if (rc > 0) {
+				c[m].tsc = stamp;
+			} else {
+				if (rc < 0 && stamp < bound)
+					bound = stamp;
 				c[m] = c[--nc];
+			}
 		}
+		if (!progressed && bound < t)
+			break;	/* a writer is mid-record: come back after a nap */
 		idle = !progressed;
 	}
 	for (unsigned r = 0; r < SHM_NRINGS; r++)
 		if (rd->tail[r] != rd->published[r])
 			publish(rd, r);
 	return n;
+}
+
+void ring_reader_final(struct ring_reader *rd)
+{
+	rd->no_writers = 1;
 }
 
 uint64_t ring_pending_max(struct ring_reader *rd)

@@ -397,6 +397,8 @@ int session_run(const struct options *opt)
 			 (unsigned long long)s.nested);
 	if (profile_drops(s.prof))
 		pr_warn("%llu events dropped", (unsigned long long)profile_drops(s.prof));
+	pr_debug("profile: %llu allocations at an address already live",
+		 (unsigned long long)profile_live_again(s.prof));
 	if (session_dump(&s, 0) == 0) {
 		fprintf(stderr, "heapattach: wrote %s (%llu events)\n", s.output,
 			(unsigned long long)s.events);

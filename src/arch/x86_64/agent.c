@@ -178,6 +178,9 @@ static char *ring_reserve(struct shm_hdr *h, unsigned r, uint32_t len, uint64_t 
 			if (!__atomic_compare_exchange_n(headp, &head, head + pad + len,
 							 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
 				continue;
+			/* the stamp first: a reader finding this record not
+			 * committed yet holds back what was stamped after it */
+			*(volatile uint64_t *)(ring + ((head + pad) & mask) + 8) = t;
 			if (pad) {
 				struct shm_ev_free *p = (struct shm_ev_free *)(ring + off);
 
