@@ -99,14 +99,12 @@ static int64_t mono_ns(void)
 static int blocked(struct ring_reader *rd, unsigned r, const uint8_t *p, uint64_t off,
 		   uint64_t *tsc)
 {
-	int64_t now;
-
 	if (rd->no_writers || *head_of(rd->hdr, r) == rd->tail[r])
 		return 0;
 	if (rd->stuck_tail[r] != rd->tail[r] || !rd->stuck_since[r]) {
 		rd->stuck_tail[r] = rd->tail[r];
 		rd->stuck_since[r] = mono_ns();
-	} else if ((now = mono_ns()) - rd->stuck_since[r] > STUCK_NS) {
+	} else if (mono_ns() - rd->stuck_since[r] > STUCK_NS) {
 		return 0;
 	}
 	*tsc = off + 16 <= rd->hdr->ring_size ?
