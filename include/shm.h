@@ -184,7 +184,6 @@ struct shm_hdr {
 	int32_t target_pid;
 	uint64_t ring_size;     /* bytes of each ring, a power of two */
 	uint64_t rate;          /* --sample-rate */
-	uint64_t gap_mul;       /* rate * ln 2 in 48.16 fixed point (shm_exp_gap) */
 	uint32_t npatches;
 	uint32_t pad0;
 	struct shm_patch patches[SHM_MAX_PATCHES];
@@ -199,6 +198,9 @@ struct shm_hdr {
 					 * there (realloc calling malloc) is nested */
 	volatile uint64_t wait_giveup;  /* CLOCK_MONOTONIC ns when an exact-mode writer
 					 * last gave up waiting for room (1 s cap) */
+	uint64_t gap_mul;       /* rate * ln 2 in 48.16 fixed point (shm_exp_gap);
+				 * last, so that the patch records stay where an
+				 * older heapattach left them (recover.c) */
 };
 
 /* One frame rule: how to find the caller of a frame whose return address is ip. */
