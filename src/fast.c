@@ -230,8 +230,8 @@ size_t fast_drain(struct session *s)
 
 	if (!fast_ready(s))
 		return 0;
-	if (s->target_gone)
-		ring_reader_final(&s->rings);
+	if (s->target_gone || s->exec_seen)
+		ring_reader_final(&s->rings);	/* writers gone, maybe mid-record */
 	do {
 		n = ring_drain(&s->rings, DRAIN_BATCH, on_record, s);
 		total += n;

@@ -39,6 +39,7 @@
 #include "timestamp.h"
 
 #define STUCK_NS 100000000LL	/* 100 ms */
+#define BLOCKED_PASSES 256	/* passes held back by a writer mid-record before giving up */
 
 /* A ring's tail is stored every this many bytes, not after every record:
  * each store pulls the line away from the writers, who read it on every
@@ -160,7 +161,7 @@ size_t ring_drain(struct ring_reader *rd, size_t max, ring_fn fn, void *arg)
 {
 	struct cand c[SHM_NRINGS];
 	size_t n = 0;
-	int idle = 0, stop = 0;
+	int idle = 0, stop = 0, held = 0;
 
 	while (n < max && !stop) {
 		uint64_t t = arch_timestamp(), bound = t, stamp;
@@ -206,8 +207,11 @@ size_t ring_drain(struct ring_reader *rd, size_t max, ring_fn fn, void *arg)
 				c[m] = c[--nc];
 			}
 		}
-		if (!progressed && bound < t)
-			break;	/* a writer is mid-record: come back after a nap */
+		/* A writer mid-record commits within a few hundred ns, unless
+		 * it was preempted: then come back after a nap. */
+		held = !progressed && bound < t ? held + 1 : 0;
+		if (held > BLOCKED_PASSES)
+			break;
 		idle = !progressed;
 	}
 	for (unsigned r = 0; r < SHM_NRINGS; r++)

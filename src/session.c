@@ -161,6 +161,7 @@ static int housekeeping(struct session *s)
 static void fast_loop(struct session *s)
 {
 	struct timespec nap = { 0, 0 };
+	size_t got;
 	int status;
 	pid_t tid;
 
@@ -176,7 +177,7 @@ static void fast_loop(struct session *s)
 			break;
 		}
 		fast_heartbeat(s);
-		fast_drain(s);
+		got = fast_drain(s);
 		if (child_event) {
 			child_event = 0;
 			while ((tid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) {
@@ -190,8 +191,8 @@ static void fast_loop(struct session *s)
 			if (child_event)
 				continue;
 		}
-		if (fast_ring_busy(s))
-			continue;
+		if (got && fast_ring_busy(s))
+			continue;	/* no nap, unless a writer mid-record held the drain */
 		fast_warm_step(s);
 		nap.tv_nsec = fast_nap_ns(s);
 		nanosleep(&nap, NULL);

@@ -377,7 +377,9 @@ static int live_add(struct shm_hdr *h, uint64_t ptr)
 	for (int i = 0; i < SHM_LIVE_WAYS && !entered; i++) {
 		uint64_t v = *(volatile uint64_t *)&w[i];
 
-		if (!(v & ~SHM_LIVE_OVERFLOW))
+		/* a failed cmpxchg reloads v: retried while only the overflow
+		 * mark changed under us */
+		while (!(v & ~SHM_LIVE_OVERFLOW) && !entered)
 			entered = __atomic_compare_exchange_n(&w[i], &v, ptr | v, 0,
 							      __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
 	}
@@ -401,12 +403,14 @@ static int live_del(struct shm_hdr *h, uint64_t ptr)
 	for (int i = 0; i < SHM_LIVE_WAYS; i++) {
 		uint64_t v = *(volatile uint64_t *)&w[i];
 
-		if ((v & ~SHM_LIVE_OVERFLOW) == ptr &&
-		    __atomic_compare_exchange_n(&w[i], &v, v & SHM_LIVE_OVERFLOW, 0,
-						__ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
-			if (!bucket_busy(w))
-				bit_clear(h, slot, w);
-			return 0;
+		/* retried while only the overflow mark changed under us */
+		while ((v & ~SHM_LIVE_OVERFLOW) == ptr) {
+			if (__atomic_compare_exchange_n(&w[i], &v, v & SHM_LIVE_OVERFLOW, 0,
+							__ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+				if (!bucket_busy(w))
+					bit_clear(h, slot, w);
+				return 0;
+			}
 		}
 	}
 	return *(volatile uint64_t *)&w[SHM_LIVE_WAYS - 1] & SHM_LIVE_OVERFLOW;
