@@ -18,7 +18,7 @@ struct ring_reader {
 	uint64_t published[SHM_NRINGS]; /* the value last stored in tails[] */
 	uint64_t used;                  /* bit i: ring i has been written to */
 	uint64_t stuck_tail[SHM_NRINGS]; /* where ring i was last found blocked */
-	int64_t stuck_since[SHM_NRINGS];  /* and since when (CLOCK_MONOTONIC ns) */
+	uint64_t stuck_since[SHM_NRINGS]; /* and since when (CLOCK_MONOTONIC ns) */
 	int no_writers;                 /* ring_reader_final() was called */
 };
 

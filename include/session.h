@@ -152,8 +152,9 @@ void fast_warm_step(struct session *s);
 long fast_nap_ns(struct session *s);
 /* Non-zero while the ring is more than a quarter full: drain without a nap. */
 int fast_ring_busy(struct session *s);
-/* Sampled mode: free what the agent's live table says was freed (before
- * a dump, and now and then to keep our table small). */
+/* Drain the rings, then (sampled mode) free what the agent's live table
+ * says was freed (before a dump, at detach, and now and then to keep our
+ * table small). */
 void fast_reconcile(struct session *s);
 /* Fold the agent's drop and nesting counters into the session. */
 void fast_sync_stats(struct session *s);

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 #include <time.h>
+#include "clock.h"
 #include "frametab.h"
 #include "log.h"
 #include "ring.h"
@@ -15,14 +16,6 @@
 #define DRAIN_MAX (1u << 20)		/* then back to the loop: ptrace events wait */
 #define NAP_MIN_NS 1000000ULL		/* 1 ms */
 #define NAP_MAX_NS 20000000ULL		/* 20 ms */
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
 
 static uint8_t *data_of(struct session *s)
 {
@@ -37,7 +30,8 @@ static int fast_ready(const struct session *s)
 
 void fast_heartbeat(struct session *s)
 {
-	__atomic_store_n(&s->regions[0].hdr->heartbeat, mono_ns(), __ATOMIC_RELEASE);
+	__atomic_store_n(&s->regions[0].hdr->heartbeat, clock_ns(CLOCK_MONOTONIC),
+			 __ATOMIC_RELEASE);
 }
 
 /* Fill the shared layout of region 0 (already mapped, zeroed by ftruncate). */
@@ -250,7 +244,7 @@ size_t fast_drain(struct session *s)
  */
 long fast_nap_ns(struct session *s)
 {
-	uint64_t now = mono_ns(), head, bytes, dt, nap = NAP_MAX_NS;
+	uint64_t now = clock_ns(CLOCK_MONOTONIC), head, bytes, dt, nap = NAP_MAX_NS;
 	struct shm_hdr *h;
 
 	if (!fast_ready(s))
@@ -294,19 +288,20 @@ static int freed_in_table(uint64_t ptr, void *arg)
 }
 
 /*
- * Sampled mode: the agent reports no free it finds in its live table (see
- * shm.h), so a pointer we hold live (and it entered) is freed once its
- * bucket no longer has it. Drain first, so that the frees already reported
- * come before the sweep. A pointer entered but not committed yet is not
+ * Drain, then (sampled mode) sweep: the agent reports no free it finds in
+ * its live table (see shm.h), so a pointer we hold live (and it entered) is
+ * freed once its bucket no longer has it. The drain first, so that the
+ * frees already reported come before the sweep. A pointer entered but not committed yet is not
  * ours yet; one freed and entered again (another sampled block at the same
  * address) stays live here until that block's event replaces it.
  */
 void fast_reconcile(struct session *s)
 {
-	if (s->exact || !fast_ready(s))
+	if (!fast_ready(s))
 		return;
 	fast_drain(s);
-	profile_sweep_live(s->prof, freed_in_table, s);
+	if (!s->exact)
+		profile_sweep_live(s->prof, freed_in_table, s);
 }
 
 /* Copy the agent's counters into the profile before a dump. */

@@ -499,8 +499,7 @@ void patch_remove(struct session *s)
 	if (s->fast) {
 		/* threads are stopped: one caught mid-record stays so */
 		ring_reader_final(&s->rings);
-		fast_drain(s);
-		fast_reconcile(s);
+		fast_reconcile(s);	/* drains first, in either mode */
 		fast_sync_stats(s);
 		frametab_free(s->ftab);
 		s->ftab = NULL;

@@ -34,11 +34,11 @@
  * mid-record) stops holding the others back.
  */
 #include <string.h>
-#include <time.h>
+#include "clock.h"
 #include "ring.h"
 #include "timestamp.h"
 
-#define STUCK_NS 100000000LL	/* 100 ms */
+#define STUCK_NS 100000000ULL	/* 100 ms */
 #define BLOCKED_PASSES 256	/* passes held back by a writer mid-record before giving up */
 
 /* A ring's tail is stored every this many bytes, not after every record:
@@ -84,14 +84,6 @@ static void consume(struct ring_reader *rd, unsigned r, uint8_t *rec, uint32_t l
 		publish(rd, r);
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /*
  * Ring r's tail record at p (offset off) is not committed: 1 if it is
  * reserved (blocked: *tsc gets its writer's stamp, 0 if not stored yet),
@@ -104,8 +96,8 @@ static int blocked(struct ring_reader *rd, unsigned r, const uint8_t *p, uint64_
 		return 0;
 	if (rd->stuck_tail[r] != rd->tail[r] || !rd->stuck_since[r]) {
 		rd->stuck_tail[r] = rd->tail[r];
-		rd->stuck_since[r] = mono_ns();
-	} else if (mono_ns() - rd->stuck_since[r] > STUCK_NS) {
+		rd->stuck_since[r] = clock_ns(CLOCK_MONOTONIC);
+	} else if (clock_ns(CLOCK_MONOTONIC) - rd->stuck_since[r] > STUCK_NS) {
 		return 0;
 	}
 	*tsc = off + 16 <= rd->hdr->ring_size ?
@@ -157,6 +149,22 @@ struct cand {
 	uint8_t *rec;
 };
 
+/* Peek at ring r into *c: 1 if it holds a committed record; if the ring is
+ * blocked, lower *bound to its writer's stamp. */
+static int look(struct ring_reader *rd, unsigned r, struct cand *c, uint64_t *bound)
+{
+	uint64_t stamp;
+	int rc = peek(rd, r, &c->rec, &c->len, &stamp);
+
+	if (rc > 0) {
+		c->r = r;
+		c->tsc = stamp;
+	} else if (rc < 0 && stamp < *bound) {
+		*bound = stamp;
+	}
+	return rc > 0;
+}
+
 size_t ring_drain(struct ring_reader *rd, size_t max, ring_fn fn, void *arg)
 {
 	struct cand c[SHM_NRINGS];
@@ -164,21 +172,13 @@ size_t ring_drain(struct ring_reader *rd, size_t max, ring_fn fn, void *arg)
 	int idle = 0, stop = 0, held = 0;
 
 	while (n < max && !stop) {
-		uint64_t t = arch_timestamp(), bound = t, stamp;
-		int nc = 0, progressed = 0, force, rc;
+		uint64_t t = arch_timestamp(), bound = t;
+		int nc = 0, progressed = 0, force;
 
 		find_used(rd);	/* after t: a ring first written before t is seen */
-		for (unsigned r = 0; r < SHM_NRINGS; r++) {
-			if (!(rd->used & (1ULL << r)))
-				continue;
-			rc = peek(rd, r, &c[nc].rec, &c[nc].len, &stamp);
-			if (rc > 0) {
-				c[nc].tsc = stamp;
-				c[nc++].r = r;
-			} else if (rc < 0 && stamp < bound) {
-				bound = stamp;
-			}
-		}
+		for (unsigned r = 0; r < SHM_NRINGS; r++)
+			if ((rd->used & (1ULL << r)) && look(rd, r, &c[nc], &bound))
+				nc++;
 		if (!nc)
 			break;
 		/* After a pass with no progress and nothing blocked, take one
@@ -198,14 +198,8 @@ size_t ring_drain(struct ring_reader *rd, size_t max, ring_fn fn, void *arg)
 			progressed = 1;
 			force = 0;
 			consume(rd, c[m].r, c[m].rec, c[m].len);
-			rc = peek(rd, c[m].r, &c[m].rec, &c[m].len, &stamp);
-			if (rc > 0) {
-				c[m].tsc = stamp;
-			} else {
-				if (rc < 0 && stamp < bound)
-					bound = stamp;
+			if (!look(rd, c[m].r, &c[m], &bound))
 				c[m] = c[--nc];
-			}
 		}
 		/* A writer mid-record commits within a few hundred ns, unless
 		 * it was preempted: then come back after a nap. */

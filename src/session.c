@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "clock.h"
 #include "dump.h"
 #include "log.h"
 #include "session.h"
@@ -41,14 +42,6 @@ static void on_child(int sig)
 {
 	(void)sig;
 	child_event = 1;
-}
-
-static uint64_t now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 /* Handlers without SA_RESTART, so waitpid returns EINTR; a periodic tick
@@ -111,7 +104,7 @@ int session_dump(struct session *s, unsigned seq)
 	d = (struct dump_info){
 		.pid = s->pid,
 		.time_nanos = s->start_wall_ns,
-		.duration_nanos = now_ns(CLOCK_MONOTONIC) - s->start_ns,
+		.duration_nanos = clock_ns(CLOCK_MONOTONIC) - s->start_ns,
 		.maps = maps,
 		.sym = sym,
 		.comments = comments,
@@ -134,7 +127,7 @@ int session_dump(struct session *s, unsigned seq)
 static int housekeeping(struct session *s)
 {
 	const struct options *o = s->opt;
-	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 
 	if (o->duration_ns && now - s->start_ns >= o->duration_ns)
 		return 1;
@@ -235,14 +228,14 @@ static int attach(struct session *s)
 {
 	int rc;
 
-	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 
 	rc = tracee_seize(&s->tr, s->pid);
 	if (rc)
 		return rc;
 	rc = tracee_stop_all(&s->tr, events_dispatch, s);
 	pr_debug("seized and stopped %zu threads in %.1f ms", s->tr.n,
-		 (now_ns(CLOCK_MONOTONIC) - t0) / 1e6);
+		 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	if (rc || s->target_gone) {
 		pr_err("cannot attach to %d: it exited while attaching", s->pid);
 		tracee_detach_all(&s->tr);
@@ -267,9 +260,9 @@ static int attach(struct session *s)
 		return rc;
 	}
 	s->attached = 1;
-	pr_debug("hooks installed at %.1f ms", (now_ns(CLOCK_MONOTONIC) - t0) / 1e6);
-	s->start_ns = now_ns(CLOCK_MONOTONIC);
-	s->start_wall_ns = now_ns(CLOCK_REALTIME);
+	pr_debug("hooks installed at %.1f ms", (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
+	s->start_ns = clock_ns(CLOCK_MONOTONIC);
+	s->start_wall_ns = clock_ns(CLOCK_REALTIME);
 	s->next_every_ns = s->start_ns + s->opt->every_ns;
 	tracee_resume_all(&s->tr);
 	return 0;
@@ -283,14 +276,14 @@ static void detach(struct session *s)
 		detach_after_exec(s);
 		return;
 	}
-	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 
 	tracee_stop_all(&s->tr, events_dispatch, s);
-	pr_debug("stopped %zu threads in %.1f ms", s->tr.n, (now_ns(CLOCK_MONOTONIC) - t0) / 1e6);
+	pr_debug("stopped %zu threads in %.1f ms", s->tr.n, (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	if (s->fast)
 		fast_drain(s);
 	patch_remove(s);
-	pr_debug("hooks removed at %.1f ms", (now_ns(CLOCK_MONOTONIC) - t0) / 1e6);
+	pr_debug("hooks removed at %.1f ms", (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	tracee_detach_all(&s->tr);
 }
 
@@ -350,7 +343,7 @@ int session_run(const struct options *opt)
 		goto out_maps;
 	}
 	s.prof = profile_new(opt->sample_rate);
-	sampler_init(&s.sampler, opt->sample_rate, now_ns(CLOCK_REALTIME) ^ (uint64_t)getpid());
+	sampler_init(&s.sampler, opt->sample_rate, clock_ns(CLOCK_REALTIME) ^ (uint64_t)getpid());
 	s.unw = unwinder_new(s.pid);
 	s.sym = symbolizer_new(s.pid, &s.maps);
 	if (!s.unw || !s.prof) {
@@ -366,13 +359,13 @@ int session_run(const struct options *opt)
 	live_session = &s;
 	xmalloc_oom_hook = emergency_detach;
 	urgent(1);
-	t0 = now_ns(CLOCK_MONOTONIC);
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	rc = attach(&s);
 	urgent(0);
 	if (rc)
 		goto out;
 	fprintf(stderr, "heapattach: attached to %d in %.1f ms (%zu threads, %zu hooks, "
-		"sample rate %llu, %s mode)\n", s.pid, (now_ns(CLOCK_MONOTONIC) - t0) / 1e6,
+		"sample rate %llu, %s mode)\n", s.pid, (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6,
 		s.tr.n, s.npatches, (unsigned long long)opt->sample_rate, s.fast ? "fast" : "trap");
 	if (s.fast)
 		fast_loop(&s);
@@ -384,13 +377,13 @@ int session_run(const struct options *opt)
 		fprintf(stderr, "heapattach: %d called exec; profile of the old image ends here\n",
 			s.pid);
 	urgent(1);
-	t0 = now_ns(CLOCK_MONOTONIC);
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	detach(&s);
 	s.attached = 0;
 	urgent(0);
 	if (!s.target_gone)
 		fprintf(stderr, "heapattach: detached from %d in %.1f ms\n", s.pid,
-			(now_ns(CLOCK_MONOTONIC) - t0) / 1e6);
+			(clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	stop_timer();
 	if (s.fast && s.regions_stats[0])
 		pr_debug("agent: %llu walks, %llu misses, %llu nested",
