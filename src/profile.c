@@ -101,6 +101,15 @@ static uint32_t *new_index(size_t cap)
 	return v;
 }
 
+/* A bucket index of cap slots, all EMPTY_SLOT. */
+static uint64_t *new_slots(size_t cap)
+{
+	uint64_t *v = xmalloc(cap * sizeof(*v));
+
+	memset(v, 0xff, cap * sizeof(*v));
+	return v;
+}
+
 /* ---- stack table ---- */
 
 static void stack_index_grow(struct profile *p)
@@ -169,9 +178,8 @@ static uint64_t bucket_slot(uint64_t h, uint32_t id)
 static void bucket_index_grow(struct profile *p)
 {
 	size_t cap = p->bucket_idx_cap * 2, mask = cap - 1;
-	uint64_t *v = xmalloc(cap * sizeof(*v));
+	uint64_t *v = new_slots(cap);
 
-	memset(v, 0xff, cap * sizeof(*v));
 	for (size_t id = 0; id < p->nbuckets; id++) {
 		struct bucket *b = &p->buckets[id];
 		uint64_t h = hash_bucket_key(b->stack, b->size);
@@ -268,12 +276,6 @@ static void live_delete_slot(struct profile *p, size_t i)
 	p->nlive--;
 }
 
-/* The live entry in slot i is freed. */
-static void live_release(struct profile *p, size_t i)
-{
-	live_delete_slot(p, i);
-}
-
 /* ---- public API ---- */
 
 struct profile *profile_new(uint64_t rate)
@@ -290,8 +292,7 @@ struct profile *profile_new(uint64_t rate)
 	p->buckets_cap = 64;
 	p->buckets = xmalloc(p->buckets_cap * sizeof(*p->buckets));
 	p->bucket_idx_cap = 128;
-	p->bucket_idx = xmalloc(p->bucket_idx_cap * sizeof(*p->bucket_idx));
-	memset(p->bucket_idx, 0xff, p->bucket_idx_cap * sizeof(*p->bucket_idx));
+	p->bucket_idx = new_slots(p->bucket_idx_cap);
 	p->live_cap = 1024;
 	p->live = xcalloc(p->live_cap, sizeof(*p->live));
 	return p;
@@ -340,7 +341,7 @@ static void record_alloc(struct profile *p, uint32_t stack, uint64_t size, uint6
 	if (p->live[i].ptr) {
 		/* A free we missed: retire the old record first. */
 		p->live_again++;
-		live_release(p, i);
+		live_delete_slot(p, i);
 		i = live_find(p, ptr);
 	}
 	p->live[i].ptr = ptr;
@@ -357,7 +358,7 @@ static int record_free(struct profile *p, uint64_t ptr)
 
 	if (!p->live[i].ptr)
 		return 0;
-	live_release(p, i);
+	live_delete_slot(p, i);
 	return 1;
 }
 
