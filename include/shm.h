@@ -70,7 +70,7 @@
 #include <stdint.h>
 
 #define SHM_MAGIC       0x3174746170616568ULL	/* "heapatt1" little-endian */
-#define SHM_VERSION     3
+#define SHM_VERSION     4
 
 #define SHM_NCOUNTERS   64
 #define SHM_NRINGS      16                      /* event rings: one per thread, mostly */
@@ -201,6 +201,9 @@ struct shm_hdr {
 	uint64_t gap_mul;       /* rate * ln 2 in 48.16 fixed point (shm_exp_gap);
 				 * last, so that the patch records stay where an
 				 * older heapattach left them (recover.c) */
+	volatile uint32_t waiters;      /* exact-mode writers asleep for room (lock inc/dec) */
+	volatile uint32_t wake_seq;     /* their futex word: the tool bumps it and wakes
+					 * them after it moved a tail while waiters != 0 */
 };
 
 /* One frame rule: how to find the caller of a frame whose return address is ip. */

@@ -33,7 +33,11 @@
  * ring blocked at the same place for STUCK_NS (a writer stopped or killed
  * mid-record) stops holding the others back.
  */
+#include <limits.h>
 #include <string.h>
+#include <unistd.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include "clock.h"
 #include "ring.h"
 #include "timestamp.h"
@@ -69,10 +73,22 @@ void ring_reader_init(struct ring_reader *rd, struct shm_hdr *hdr)
 		rd->tail[r] = rd->published[r] = tails_of(hdr)[r];
 }
 
+/*
+ * Store ring r's tail for the writers, and wake those asleep for room
+ * (exact mode). The fence pairs with theirs (agent.c, sleep_for_room): a
+ * writer announced after our load sees the new tail and does not sleep.
+ */
 static void publish(struct ring_reader *rd, unsigned r)
 {
-	__atomic_store_n(&tails_of(rd->hdr)[r], rd->tail[r], __ATOMIC_RELEASE);
+	struct shm_hdr *h = rd->hdr;
+
+	__atomic_store_n(&tails_of(h)[r], rd->tail[r], __ATOMIC_RELEASE);
 	rd->published[r] = rd->tail[r];
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&h->waiters, __ATOMIC_RELAXED)) {
+		__atomic_fetch_add(&h->wake_seq, 1, __ATOMIC_SEQ_CST);
+		syscall(SYS_futex, &h->wake_seq, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+	}
 }
 
 /* Zero the len bytes at ring r's tail and move past them. */

@@ -925,6 +925,8 @@ static void test_sampled_free(void)
 struct waiter {
 	int64_t delay_ns;
 	int done;
+	uint32_t asleep;	/* writers asleep for room when the drain began */
+	int64_t drained_at;
 };
 
 static void *late_consumer(void *arg)
@@ -936,7 +938,9 @@ static void *late_consumer(void *arg)
 	while (mono_ns() - t0 < w->delay_ns)
 		usleep(1000);
 	hdr->heartbeat = mono_ns();
+	w->asleep = hdr->waiters;
 	w->done = drain(ev, 64);
+	w->drained_at = mono_ns();
 	return NULL;
 }
 
@@ -945,7 +949,7 @@ static void test_ring_full(void)
 	struct ev ev[64];
 	struct waiter w = { .delay_ns = 50000000 };
 	pthread_t th;
-	uint64_t p[200], t0;
+	uint64_t p[200], t0, t1;
 	int n;
 
 	if (!ready)
@@ -1004,8 +1008,13 @@ static void test_ring_full(void)
 	pthread_create(&th, NULL, late_consumer, &w);
 	t0 = mono_ns();
 	p[n + 2] = CALL1(H_MALLOC, 64);
-	expect_true(mono_ns() - t0 >= 40000000LL);
+	t1 = mono_ns();
+	expect_true(t1 - t0 >= 40000000LL);
 	pthread_join(th, NULL);
+	/* it slept (futex), and the drain woke it: not its sleep's timeout */
+	expect_int_eq(w.asleep, 1);
+	expect_true((int64_t)(t1 - w.drained_at) < 5000000LL);
+	expect_int_eq(hdr->waiters, 0);
 	expect_int_eq(w.done + drain(ev, 64), n + 1);	/* the waiter's may be in either */
 	expect_int_eq(hdr->drops, 0);
 

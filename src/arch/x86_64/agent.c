@@ -20,14 +20,17 @@
 #define barrier()	__asm__ __volatile__("" ::: "memory")
 
 #define NR_SCHED_YIELD		24
+#define NR_FUTEX		202
 #define NR_CLOCK_GETTIME	228
 #define NR_PROCESS_VM_READV	310
 #define CLOCK_MONOTONIC		1
 #define EPERM			1
 #define ENOSYS			38
 #define EACCES			13
+#define FUTEX_WAIT		0	/* not private: the tool wakes from its own mapping */
 
-#define SPIN_PAUSES		256
+#define SPIN_PAUSES		64
+#define SLEEP_NS		10000000L	/* longest sleep between looks at the ring */
 #define MAX_WAIT_NS		1000000000LL	/* longest wait for room, exact mode */
 #define STALE_NS		500000000LL	/* heartbeat older than this: tool gone */
 #define STACK_REACH		(8ULL << 20)	/* CFA at most this far above entry sp */
@@ -77,16 +80,44 @@ struct waiting {
 };
 
 /*
- * Exact mode only, the ring being full: wait a little. Returns 1 to retry,
- * 0 to give up: the heartbeat is missing or older than STALE_NS, or this
- * event has waited MAX_WAIT_NS already, or another writer gave up so less
- * than STALE_NS ago. The cap matters when the consumer is stuck behind a
- * record that is reserved but never committed (its thread is stopped, or
- * is the one waiting: a signal handler allocating in the middle of the
- * agent); the latch keeps every other thread from waiting that long too.
- * The clock is read only here: on the first call and after every spin phase.
+ * Sleep until the tool moves a tail (it then bumps wake_seq and wakes the
+ * waiters, ring.c), for at most SLEEP_NS. Announced in waiters before the
+ * tail is read again (both sides store, fence, then load: one of them sees
+ * the other), so a tail moved meanwhile means no sleep and a wake-up sent
+ * meanwhile makes FUTEX_WAIT return at once. Sleeping rather than yielding
+ * leaves the CPU to the tool: with more busy threads than CPUs, a writer
+ * spinning on its own CPU only delays the drain it waits for. A futex
+ * refused (seccomp) falls back to sched_yield.
  */
-static int wait_room(struct shm_hdr *h, struct waiting *w)
+static void sleep_for_room(struct shm_hdr *h, const volatile uint64_t *tailp, uint64_t tail)
+{
+	struct {
+		int64_t sec, nsec;
+	} ts = { 0, SLEEP_NS };
+	uint32_t seq = h->wake_seq;
+	long rc = 0;
+
+	__atomic_fetch_add(&h->waiters, 1, __ATOMIC_SEQ_CST);
+	if (*tailp == tail)
+		rc = sys6(NR_FUTEX, (long)&h->wake_seq, FUTEX_WAIT, seq, (long)&ts, 0, 0);
+	__atomic_fetch_sub(&h->waiters, 1, __ATOMIC_SEQ_CST);
+	if (rc == -ENOSYS || rc == -EPERM || rc == -EACCES)
+		sys6(NR_SCHED_YIELD, 0, 0, 0, 0, 0, 0);
+}
+
+/*
+ * Exact mode only, ring full at tail (*tailp): wait a little. Returns 1 to
+ * retry, 0 to give up: the heartbeat is missing or older than STALE_NS, or
+ * this event has waited MAX_WAIT_NS already, or another writer gave up so
+ * less than STALE_NS ago. The cap matters when the consumer is stuck
+ * behind a record that is reserved but never committed (its thread is
+ * stopped, or is the one waiting: a signal handler allocating in the
+ * middle of the agent); the latch keeps every other thread from waiting
+ * that long too. A few pauses first (the tool may be draining on another
+ * CPU), then sleeps; the clock is read only before a sleep.
+ */
+static int wait_room(struct shm_hdr *h, struct waiting *w, const volatile uint64_t *tailp,
+		     uint64_t tail)
 {
 	int64_t hb, now;
 
@@ -109,7 +140,7 @@ static int wait_room(struct shm_hdr *h, struct waiting *w)
 		return 0;
 	}
 	if (w->spins)
-		sys6(NR_SCHED_YIELD, 0, 0, 0, 0, 0, 0);
+		sleep_for_room(h, tailp, tail);
 	else
 		w->spins = 1;
 	return 1;
@@ -191,7 +222,7 @@ static char *ring_reserve(struct shm_hdr *h, unsigned r, uint32_t len, uint64_t 
 			*tsc = t;
 			return ring + ((head + pad) & mask);
 		}
-		if (!(h->flags & SHM_F_EXACT) || !wait_room(h, &w))
+		if (!(h->flags & SHM_F_EXACT) || !wait_room(h, &w, tailp, tail))
 			break;
 	}
 drop:
