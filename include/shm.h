@@ -20,6 +20,7 @@
  *   bits[SHM_BLOOM_SIZE/8]  bit s set iff bucket s is not empty: what the
  *                           FREE trampolines test (8 KiB)
  *   frames[SHM_NFRAMES]     frame rules by return address (struct shm_frame)
+ *   stacks[SHM_NSTACKS]     stacks the tool has numbered (struct shm_stack)
  *   rings[SHM_NRINGS][ring_size]  variable-size event records
  *
  * Sampling: a trampoline subtracts each requested size from the counter
@@ -85,6 +86,8 @@
 #define SHM_MAX_PATCHES 64
 #define SHM_MAX_DEPTH   64                      /* frames the agent walks */
 #define SHM_STACK_COPY  8192                    /* bytes copied on a frame-table miss */
+#define SHM_NSTACKS     16384                   /* power of two */
+#define SHM_STACK_PROBES 8
 
 #define SHM_OFF_COUNTERS 4096
 #define SHM_OFF_HEADS   (SHM_OFF_COUNTERS + SHM_NCOUNTERS * SHM_COUNTER_STRIDE)
@@ -92,7 +95,8 @@
 #define SHM_OFF_LIVE    (SHM_OFF_TAILS + SHM_NRINGS * 8)
 #define SHM_OFF_BITS    (SHM_OFF_LIVE + SHM_BLOOM_SIZE * SHM_LIVE_WAYS * 8)
 #define SHM_OFF_FRAMES  (SHM_OFF_BITS + SHM_BLOOM_SIZE / 8)
-#define SHM_OFF_RING    (SHM_OFF_FRAMES + SHM_NFRAMES * 16)
+#define SHM_OFF_STACKS  (SHM_OFF_FRAMES + SHM_NFRAMES * 16)
+#define SHM_OFF_RING    (SHM_OFF_STACKS + SHM_NSTACKS * 16)
 
 /*
  * One counter's cache line. The trampoline touches only `left`; the agent
@@ -218,6 +222,39 @@ struct shm_frame {
 	int16_t rbp_off;
 };
 
+/*
+ * A stack the tool has numbered: an agent whose walk gives frames that
+ * hash to `hash` (and are nframes long) sends the id instead of them
+ * (SHM_EVF_STACKID). Slot: hash modulo SHM_NSTACKS, then linear probing
+ * over at most SHM_STACK_PROBES slots. The tool is the only writer and
+ * stores hash last; entries are never changed or removed. Two stacks with
+ * the same 64-bit hash and depth would share an id: for a million stacks
+ * that happens with probability about 3e-8.
+ */
+struct shm_stack {
+	uint64_t hash;          /* shm_stack_hash; 0 = empty slot */
+	uint32_t id;            /* the tool's stack id */
+	uint32_t nframes;
+};
+
+/* The stack hash, one return address at a time (leaf first) from h = 0... */
+static inline uint64_t shm_stack_hash_step(uint64_t h, uint64_t ip)
+{
+	return (h ^ ip) * 0x100000001b3ULL + (h >> 29);
+}
+
+/* ...and finished with the depth (never 0: that marks an empty slot). */
+static inline uint64_t shm_stack_hash_end(uint64_t h, uint32_t nframes)
+{
+	h ^= nframes;
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return h ? h : 1;
+}
+
 /* Event records in the ring: 8-byte aligned, never straddling the end
  * (a SHM_EV_PAD fills the tail). `len` is written last: 0 = not yet committed. */
 #define SHM_EV_ALLOC    1
@@ -230,6 +267,8 @@ struct shm_frame {
 			     * struct shm_ev_regs follows the frames */
 #define SHM_EVF_UNTABLED 8  /* sampled mode: not entered in the live table (its bucket
 			     * overflowed), so its free will come as an event */
+#define SHM_EVF_STACKID 16  /* the walk was complete and its stack is in the stack
+			     * table: stack_id instead of frames (nframes 0) */
 #define SHM_EVF_HOOK_SHIFT 16  /* bits 16-23: the hook's enum hook_kind */
 #define SHM_EVF_HOOK(flags) (((flags) >> SHM_EVF_HOOK_SHIFT) & 0xff)
 
@@ -246,7 +285,8 @@ struct shm_ev_free {
  * An allocation: the header, nframes return addresses (leaf first), and
  * only if the walk missed (SHM_EVF_MISS) the registers, then stack_len
  * bytes of stack copied from regs.sp (SHM_EVF_STACK). A complete walk
- * needs neither, and is 40 + 8 * nframes bytes.
+ * needs neither, and is 40 + 8 * nframes bytes; 40 if its stack has an
+ * id (SHM_EVF_STACKID).
  */
 struct shm_ev_alloc {
 	uint32_t len;           /* whole record */
@@ -254,7 +294,10 @@ struct shm_ev_alloc {
 	uint16_t nframes;
 	uint64_t tsc;
 	uint32_t flags;         /* SHM_EVF_* */
-	uint32_t stack_len;     /* bytes of stack copy after the registers */
+	union {
+		uint32_t stack_len;     /* bytes of stack copy after the registers */
+		uint32_t stack_id;      /* SHM_EVF_STACKID: the stack, by its id */
+	};
 	uint64_t size;          /* requested */
 	uint64_t ptr;           /* result */
 	uint64_t frames[];

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "ring.h"
 #include "session.h"
+#include "stackids.h"
 #include "symbolize.h"
 #include "unwind.h"
 
@@ -164,6 +165,7 @@ static void on_alloc(struct session *s, const struct shm_ev_alloc *e, uint32_t l
 	const uint64_t *stack_pcs = e->frames;
 	const struct shm_ev_regs *regs = (const struct shm_ev_regs *)(e->frames + e->nframes);
 	size_t nframes = e->nframes, need;
+	uint32_t stack;
 	int n;
 
 	s->events++;
@@ -174,6 +176,12 @@ static void on_alloc(struct session *s, const struct shm_ev_alloc *e, uint32_t l
 		return;	/* malformed */
 	if (s->opt->interval)
 		s->bytes_since_dump += unsampled_bytes(s, e->size);
+	if (e->flags & SHM_EVF_STACKID) {
+		stack = e->stack_id;
+		if (stack >= profile_nstacks(s->prof))
+			return;	/* malformed */
+		goto queue;
+	}
 	if (e->flags & SHM_EVF_STACK) {
 		struct unwind_regs ur = {
 			.ip = regs->ip, .sp = regs->sp, .bp = regs->bp, .bx = regs->bx,
@@ -202,8 +210,14 @@ static void on_alloc(struct session *s, const struct shm_ev_alloc *e, uint32_t l
 		frametab_learn_many(s->ftab, e->frames, e->nframes);
 	}
 record:
+	stack = profile_stack_id(s->prof, stack_pcs, nframes);
+	/* a complete walk of the agent's: from now on it sends the id */
+	if (!(e->flags & SHM_EVF_MISS))
+		stackids_publish((struct shm_stack *)(data_of(s) + SHM_OFF_STACKS),
+				 e->frames, e->nframes, stack);
+queue:
 	queue_op(s, e->flags & SHM_EVF_UNTABLED ? PROFILE_OP_ALLOC_KEPT : PROFILE_OP_ALLOC,
-		 profile_stack_id(s->prof, stack_pcs, nframes), e->size, e->ptr);
+		 stack, e->size, e->ptr);
 }
 
 static int on_record(void *arg, const void *rec, uint32_t len)

@@ -14,6 +14,7 @@
 #include "hooks.h"
 #include "ring.h"
 #include "shm.h"
+#include "stackids.h"
 #include "tramp_fast.h"
 
 /*
@@ -217,8 +218,15 @@ static void frame_put(const void *ip, int base, int cfa_off, int rbp_saved, int 
 	}
 }
 
+static struct shm_stack *stacks_tab(void)
+{
+	return (struct shm_stack *)(data_view + SHM_OFF_STACKS);
+}
+
+/* No frame rule but hcall_ret's END, no stack id. */
 static void frames_reset(void)
 {
+	memset(stacks_tab(), 0, SHM_NSTACKS * sizeof(struct shm_stack));
 	memset(frames_tab(), 0, SHM_NFRAMES * sizeof(struct shm_frame));
 	frame_put(hcall_ret, SHM_BASE_END, 0, 0, 0);
 }
@@ -264,7 +272,7 @@ static void mode_sampled(uint64_t rate, int64_t first)
 /* A copy of one event, as a consumer sees it. */
 struct ev {
 	int kind, nframes;
-	uint32_t flags, stack_len;
+	uint32_t flags, stack_len, stack_id;
 	uint64_t size, ptr, ip, sp, bp, bx, r12;
 	uint64_t frames[8];
 	uint64_t stack[4];
@@ -290,9 +298,13 @@ static int to_ev(const uint8_t *rec, uint32_t len, struct ev *out)
 
 		out->nframes = a->nframes;
 		out->flags = a->flags;
-		out->stack_len = a->stack_len;
 		out->size = a->size;
 		out->ptr = a->ptr;
+		if (a->flags & SHM_EVF_STACKID) {
+			out->stack_id = a->stack_id;
+			return a->nframes || (a->flags & SHM_EVF_MISS) || len != want || !a->tsc;
+		}
+		out->stack_len = a->stack_len;
 		for (int i = 0; i < a->nframes && i < 8; i++)
 			out->frames[i] = a->frames[i];
 		if (a->flags & SHM_EVF_MISS) {
@@ -724,6 +736,34 @@ static void test_exact_walk(void)
 	expect_int_eq(ev[0].stack_len, 0);	/* complete: no registers, no copy */
 	CALL1(H_FREE, p);
 	expect_int_eq(drain(ev, 4), 1);
+
+	/* that stack numbered by the tool: its id instead of its frames */
+	{
+		const uint64_t chain[4] = { (uintptr_t)chain_r2, (uintptr_t)chain_r1,
+					    (uintptr_t)chain_r0, (uintptr_t)hcall_ret };
+		uint64_t head = heads_total();
+
+		expect_int_eq(stackids_publish(stacks_tab(), chain, 3, 7), 1);	/* not it */
+		expect_int_eq(stackids_publish(stacks_tab(), chain, 4, 41), 1);
+		expect_int_eq(stackids_publish(stacks_tab(), chain, 4, 42), 0);	/* there */
+		p = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 33, 0, 0);
+		expect_u64_eq(heads_total() - head, sizeof(struct shm_ev_alloc));
+		expect_int_eq(drain(ev, 4), 1);
+		expect_u64_eq(ev[0].ptr, p);
+		expect_int_eq(ev[0].nframes, 0);
+		expect_int_eq(ev[0].flags & (SHM_EVF_STACKID | SHM_EVF_MISS), SHM_EVF_STACKID);
+		expect_int_eq(ev[0].stack_id, 41);
+		CALL1(H_FREE, p);
+		expect_int_eq(drain(ev, 4), 1);
+		/* another stack (one frame) still comes with its frames */
+		p = CALL1(H_MALLOC, 5);
+		expect_int_eq(drain(ev, 4), 1);
+		expect_int_eq(ev[0].nframes, 1);
+		expect_int_eq(ev[0].flags & SHM_EVF_STACKID, 0);
+		CALL1(H_FREE, p);
+		drain(ev, 4);
+		memset(stacks_tab(), 0, SHM_NSTACKS * sizeof(struct shm_stack));
+	}
 
 	/* chain_r1 unknown: a miss after two frames, with a stack copy from sp */
 	memset(frames_tab(), 0, SHM_NFRAMES * sizeof(struct shm_frame));

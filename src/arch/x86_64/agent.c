@@ -259,14 +259,15 @@ static const struct shm_frame *frame_find(const struct shm_hdr *h, uint64_t ip)
 
 /*
  * Walk from the allocator's caller: out[] gets the return addresses, leaf
- * first. Returns the count and ORs SHM_EVF_MISS (the last frame has no
- * usable rule) or SHM_EVF_TRUNC into *flags.
+ * first, and *hash their shm_stack_hash. Returns the count and ORs
+ * SHM_EVF_MISS (the last frame has no usable rule) or SHM_EVF_TRUNC into
+ * *flags.
  */
 static unsigned walk(const struct shm_hdr *h, const struct agent_frame *f,
-		     uint64_t *out, uint32_t *flags)
+		     uint64_t *out, uint32_t *flags, uint64_t *hash)
 {
 	uint64_t entry_sp = (uint64_t)&f->ret;
-	uint64_t ip = f->ret, sp = entry_sp + 8, bp = f->rbp;
+	uint64_t ip = f->ret, sp = entry_sp + 8, bp = f->rbp, hs = 0;
 	unsigned n = 0;
 
 	while (ip) {
@@ -278,6 +279,7 @@ static unsigned walk(const struct shm_hdr *h, const struct agent_frame *f,
 			break;
 		}
 		out[n++] = ip;
+		hs = shm_stack_hash_step(hs, ip);
 		r = frame_find(h, ip);
 		if (!r) {
 			*flags |= SHM_EVF_MISS;
@@ -302,7 +304,26 @@ static unsigned walk(const struct shm_hdr *h, const struct agent_frame *f,
 			bp = *(const uint64_t *)(cfa + (int64_t)r->rbp_off);
 		sp = cfa;
 	}
+	*hash = shm_stack_hash_end(hs, n);
 	return n;
+}
+
+/* The tool's id of the stack with this hash and depth; -1 if it has none. */
+static int64_t stack_id(const struct shm_hdr *h, uint64_t hash, uint32_t n)
+{
+	const struct shm_stack *t = (const void *)((const char *)h + SHM_OFF_STACKS);
+
+	for (int i = 0; i < SHM_STACK_PROBES; i++) {
+		const struct shm_stack *e = &t[(hash + i) & (SHM_NSTACKS - 1)];
+		uint64_t eh = *(volatile const uint64_t *)&e->hash;
+
+		if (!eh)
+			return -1;
+		barrier();	/* the tool wrote hash last */
+		if (eh == hash && e->nframes == n)
+			return e->id;
+	}
+	return -1;
 }
 
 /*
@@ -458,7 +479,8 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 {
 	uint64_t frames[SHM_MAX_DEPTH];
 	uint32_t info = (uint32_t)f->info, flags, len, stack_len = 0;
-	uint64_t size, ptr, tsc, sp = (uint64_t)&f->ret + 8;
+	uint64_t size, ptr, tsc, hash, sp = (uint64_t)&f->ret + 8;
+	int64_t id = -1;
 	struct shm_counter *c;
 	struct shm_ev_alloc *ev;
 	unsigned n;
@@ -495,8 +517,14 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 	}
 
 	flags = AGENT_INFO_HOOK(info) << SHM_EVF_HOOK_SHIFT;
-	n = walk(h, f, frames, &flags);
+	n = walk(h, f, frames, &flags, &hash);
 	c->walks++;
+	if (!(flags & SHM_EVF_MISS))
+		id = stack_id(h, hash, n);
+	if (id >= 0) {
+		flags |= SHM_EVF_STACKID;
+		n = 0;
+	}
 	len = sizeof(*ev) + n * 8;
 	if (flags & SHM_EVF_MISS) {
 		c->walk_misses++;
@@ -530,7 +558,10 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 	}
 	if (stack_len)
 		flags |= SHM_EVF_STACK;
-	ev->stack_len = stack_len;
+	if (id >= 0)
+		ev->stack_id = (uint32_t)id;
+	else
+		ev->stack_len = stack_len;
 	/* entered before the commit: the event says whether it was */
 	if (!(h->flags & SHM_F_EXACT) && !live_add(h, ptr))
 		flags |= SHM_EVF_UNTABLED;

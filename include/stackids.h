@@ -1,0 +1,19 @@
+/* The shared stack table: stack ids the agent may send instead of frames. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_STACKIDS_H
+#define HEAPATTACH_STACKIDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "shm.h"
+
+/*
+ * Enter the stack pcs[0..n) (as the agent walked it, leaf first) with the
+ * tool's id in table (SHM_NSTACKS slots, layout of shm.h), so that the
+ * agent sends the id from now on. Returns 1 if entered, 0 if it was there
+ * already, -ENOSPC if its probe run is full (the agent keeps sending the
+ * frames of that stack).
+ */
+int stackids_publish(struct shm_stack *table, const uint64_t *pcs, size_t n, uint32_t id);
+
+#endif

@@ -1,0 +1,29 @@
+/* The shared stack table: stack ids the agent may send instead of frames. */
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include "stackids.h"
+
+#define compiler_barrier() __asm__ __volatile__("" ::: "memory")
+
+int stackids_publish(struct shm_stack *table, const uint64_t *pcs, size_t n, uint32_t id)
+{
+	uint64_t h = 0;
+
+	for (size_t i = 0; i < n; i++)
+		h = shm_stack_hash_step(h, pcs[i]);
+	h = shm_stack_hash_end(h, (uint32_t)n);
+	for (int i = 0; i < SHM_STACK_PROBES; i++) {
+		struct shm_stack *e = &table[(h + i) & (SHM_NSTACKS - 1)];
+
+		if (e->hash == h && e->nframes == n)
+			return 0;
+		if (e->hash)
+			continue;
+		e->id = id;
+		e->nframes = (uint32_t)n;
+		compiler_barrier();	/* x86-64 keeps stores in order: hash last */
+		*(volatile uint64_t *)&e->hash = h;
+		return 1;
+	}
+	return -ENOSPC;
+}
