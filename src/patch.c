@@ -444,6 +444,9 @@ int patch_wait_quiet(struct session *s, int *busy)
 			sleep_us(round < 4 ? 50 : 300);
 		}
 		tracee_stop_all(&s->tr, events_dispatch, s);
+		/* exact mode: a thread inside may be waiting for ring room */
+		if (s->fast)
+			fast_drain(s);
 	}
 }
 
