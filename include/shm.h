@@ -39,7 +39,10 @@
  * Exact mode (SHM_F_EXACT): the tool sets every counter to 0 (each call is
  * sampled, the agent does not re-arm), and fills bits with 0xff (each free is
  * reported); the agent then neither re-arms nor touches live. When the
- * tool switches modes it must zero live first.
+ * tool switches modes it must zero live first. A writer that finds its
+ * ring full spins briefly, then sleeps on the futex wake_seq (counted in
+ * waiters), at most 10 ms at a time and only while the heartbeat is fresh;
+ * the tool wakes the sleepers whenever it stores a tail.
  *
  * Rings: a writer uses ring (sp >> SHM_RING_SHIFT) & (SHM_NRINGS - 1);
  * thread stacks are 8 MiB apart, so up to 16 threads get one each and do

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "bkpt.h"
+#include "clock.h"
 #include "frametab.h"
 #include "inject.h"
 #include "log.h"
@@ -415,12 +416,9 @@ static void sleep_us(long us)
  */
 int patch_wait_quiet(struct session *s, int *busy)
 {
-	struct timespec t0, t;
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int round = 1;; round++) {
-		long ms;
-
 		*busy = 0;
 		for (size_t i = 0; i < s->tr.n; i++) {
 			struct thread *th = &s->tr.t[i];
@@ -430,9 +428,7 @@ int patch_wait_quiet(struct session *s, int *busy)
 		}
 		if (!*busy || s->target_gone)
 			return 0;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
-		if (ms >= INFLIGHT_WAIT_MS)
+		if (clock_ns(CLOCK_MONOTONIC) - t0 >= INFLIGHT_WAIT_MS * 1000000ULL)
 			return -EBUSY;
 		if (round % 8 == 0) {
 			tracee_resume_all(&s->tr);
