@@ -66,9 +66,10 @@
  * counters and the heartbeat. A header left zero is safe but slow: every
  * call is sampled and dropped.
  *
- * The agent never blocks, never traps and never calls into the target's
- * libraries: with the tool gone (even SIGKILLed) the trampolines keep
- * working, the ring fills and events are counted as drops.
+ * The agent never traps, never calls into the target's libraries and
+ * never blocks, except in exact mode while the heartbeat is fresh (and at
+ * most a second per event): with the tool gone (even SIGKILLed) the
+ * trampolines keep working, the ring fills and events are counted as drops.
  */
 
 #include <stdint.h>

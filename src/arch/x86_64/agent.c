@@ -27,6 +27,9 @@
 #define EPERM			1
 #define ENOSYS			38
 #define EACCES			13
+#define EINTR			4
+#define EAGAIN			11
+#define ETIMEDOUT		110
 #define FUTEX_WAIT		0	/* not private: the tool wakes from its own mapping */
 
 #define SPIN_PAUSES		64
@@ -87,7 +90,9 @@ struct waiting {
  * meanwhile makes FUTEX_WAIT return at once. Sleeping rather than yielding
  * leaves the CPU to the tool: with more busy threads than CPUs, a writer
  * spinning on its own CPU only delays the drain it waits for. A futex
- * refused (seccomp) falls back to sched_yield.
+ * that fails otherwise than by being woken, timing out, finding wake_seq
+ * moved or being interrupted (refused by seccomp, say) is replaced by a
+ * sched_yield.
  */
 static void sleep_for_room(struct shm_hdr *h, const volatile uint64_t *tailp, uint64_t tail)
 {
@@ -101,7 +106,7 @@ static void sleep_for_room(struct shm_hdr *h, const volatile uint64_t *tailp, ui
 	if (*tailp == tail)
 		rc = sys6(NR_FUTEX, (long)&h->wake_seq, FUTEX_WAIT, seq, (long)&ts, 0, 0);
 	__atomic_fetch_sub(&h->waiters, 1, __ATOMIC_SEQ_CST);
-	if (rc == -ENOSYS || rc == -EPERM || rc == -EACCES)
+	if (rc < 0 && rc != -EAGAIN && rc != -ETIMEDOUT && rc != -EINTR)
 		sys6(NR_SCHED_YIELD, 0, 0, 0, 0, 0, 0);
 }
 
@@ -114,7 +119,8 @@ static void sleep_for_room(struct shm_hdr *h, const volatile uint64_t *tailp, ui
  * stopped, or is the one waiting: a signal handler allocating in the
  * middle of the agent); the latch keeps every other thread from waiting
  * that long too. A few pauses first (the tool may be draining on another
- * CPU), then sleeps; the clock is read only before a sleep.
+ * CPU), then sleeps; the clock is read only on the first call and before
+ * each sleep.
  */
 static int wait_room(struct shm_hdr *h, struct waiting *w, const volatile uint64_t *tailp,
 		     uint64_t tail)
