@@ -70,6 +70,12 @@ struct session {
 	int exact;                      /* every call recorded (rate 1) */
 	struct tramp_fast_env fenv;     /* fast mode: where trampolines find data and agent */
 	struct frametab *ftab;          /* fast mode: frame rules the agent walks with */
+	struct shm_hdr *shm;            /* fast mode: our view of the shared data (region 0's
+					 * hdr), kept after detach until fast_release() */
+	uint8_t *shm_map;               /* that view's mapping, once patch_remove handed it
+					 * over (the target's are gone), and its size */
+	size_t shm_map_size;
+	int hooks_gone;                 /* patch_remove ran: no writer will come back */
 	struct ring_reader rings;       /* fast mode: our side of the event rings */
 #define SESSION_BATCH 64
 	struct profile_op ops[SESSION_BATCH];  /* fast mode: events not yet recorded */
@@ -146,6 +152,8 @@ void fast_heartbeat(struct session *s);
 /* Handle the committed events of the rings (at most about a million, then
  * back to the main loop) and record them; returns how many. */
 size_t fast_drain(struct session *s);
+/* The same, for at most max events. */
+size_t fast_drain_max(struct session *s, size_t max);
 /* Load one more object's symbols while the target lives (between drains). */
 void fast_warm_step(struct session *s);
 /* Nanoseconds to sleep before the next drain, from the ring's fill rate. */
@@ -158,6 +166,8 @@ int fast_ring_busy(struct session *s);
 void fast_reconcile(struct session *s);
 /* Fold the agent's drop and nesting counters into the session. */
 void fast_sync_stats(struct session *s);
+/* After detach: the frame table and our view of the shared data go. */
+void fast_release(struct session *s);
 
 /* ---- session.c ---- */
 /* Write a numbered dump (seq > 0) or the final one (seq == 0). */

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <math.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include "clock.h"
 #include "frametab.h"
@@ -20,18 +21,20 @@
 
 static uint8_t *data_of(struct session *s)
 {
-	return (uint8_t *)s->regions[0].hdr;
+	return (uint8_t *)s->shm;
 }
 
-/* The shared layout is mapped and set up (not yet, or no longer, torn down). */
+/* The shared layout is mapped and set up (not yet, or no longer, released):
+ * after detach too, until fast_release(), so that what the rings hold is
+ * read once the target runs again. */
 static int fast_ready(const struct session *s)
 {
-	return s->nregions && s->regions[0].hdr && s->ftab;
+	return s->shm && s->ftab;
 }
 
 void fast_heartbeat(struct session *s)
 {
-	__atomic_store_n(&s->regions[0].hdr->heartbeat, clock_ns(CLOCK_MONOTONIC),
+	__atomic_store_n(&s->shm->heartbeat, clock_ns(CLOCK_MONOTONIC),
 			 __ATOMIC_RELEASE);
 }
 
@@ -39,8 +42,9 @@ void fast_heartbeat(struct session *s)
 void fast_init_data(struct session *s, uint64_t data_remote, uint64_t ring_size)
 {
 	struct shm_hdr *h = s->regions[0].hdr;
-	uint8_t *d = data_of(s);
+	uint8_t *d = (uint8_t *)h;
 
+	s->shm = h;
 	h->flags = s->exact ? SHM_F_EXACT : 0;
 	h->data_remote = data_remote;
 	h->ring_size = ring_size;
@@ -234,17 +238,22 @@ static int on_record(void *arg, const void *rec, uint32_t len)
 
 size_t fast_drain(struct session *s)
 {
-	size_t total = 0, n;
+	return fast_drain_max(s, DRAIN_MAX);
+}
+
+size_t fast_drain_max(struct session *s, size_t max)
+{
+	size_t total = 0, n, batch = max < DRAIN_BATCH ? max : DRAIN_BATCH;
 
 	if (!fast_ready(s))
 		return 0;
-	if (s->target_gone || s->exec_seen)
+	if (s->target_gone || s->exec_seen || s->hooks_gone)
 		ring_reader_final(&s->rings);	/* writers gone, maybe mid-record */
 	do {
-		n = ring_drain(&s->rings, DRAIN_BATCH, on_record, s);
+		n = ring_drain(&s->rings, batch, on_record, s);
 		total += n;
 		fast_heartbeat(s);	/* exact-mode writers wait only while it is fresh */
-	} while (n == DRAIN_BATCH && total < DRAIN_MAX);
+	} while (n == batch && total < max);
 	flush_ops(s);
 	return total;
 }
@@ -263,7 +272,7 @@ long fast_nap_ns(struct session *s)
 
 	if (!fast_ready(s))
 		return NAP_MIN_NS;
-	h = s->regions[0].hdr;
+	h = s->shm;
 	head = ring_heads_total(&s->rings);
 	bytes = head - s->nap_head;
 	dt = now - s->nap_ns;
@@ -284,7 +293,7 @@ int fast_ring_busy(struct session *s)
 {
 	if (!fast_ready(s))
 		return 0;
-	return ring_pending_max(&s->rings) > s->regions[0].hdr->ring_size / 4;
+	return ring_pending_max(&s->rings) > s->shm->ring_size / 4;
 }
 
 /* Whether the agent's live table no longer holds ptr, a pointer it entered
@@ -326,7 +335,7 @@ void fast_sync_stats(struct session *s)
 
 	if (!fast_ready(s))
 		return;
-	h = s->regions[0].hdr;
+	h = s->shm;
 	drops = h->drops;
 	if (drops > s->drops_seen) {
 		profile_add_drops(s->prof, drops - s->drops_seen);
@@ -342,4 +351,14 @@ void fast_sync_stats(struct session *s)
 		s->regions_stats[1] += c->walk_misses;
 		s->nested += c->nested;
 	}
+}
+
+void fast_release(struct session *s)
+{
+	frametab_free(s->ftab);
+	s->ftab = NULL;
+	s->shm = NULL;
+	if (s->shm_map)
+		munmap(s->shm_map, s->shm_map_size);
+	s->shm_map = NULL;
 }

@@ -23,6 +23,8 @@
 #define MAX_BODY 8192
 #define NOP_INSN 0x90
 #define INFLIGHT_WAIT_MS 3000
+#define WAIT_DRAIN_MAX 65536	/* records drained per round of patch_wait_quiet: room
+				 * for writers waiting, not the whole backlog */
 
 static enum tramp_class class_of(enum hook_kind k)
 {
@@ -442,7 +444,7 @@ int patch_wait_quiet(struct session *s, int *busy)
 		tracee_stop_all(&s->tr, events_dispatch, s);
 		/* exact mode: a thread inside may be waiting for ring room */
 		if (s->fast)
-			fast_drain(s);
+			fast_drain_max(s, WAIT_DRAIN_MAX);
 	}
 }
 
@@ -496,12 +498,14 @@ void patch_remove(struct session *s)
 	if (s->nregions && !s->target_gone)
 		patch_wait_quiet(s, &busy);
 	if (s->fast) {
-		/* threads are stopped: one caught mid-record stays so */
-		ring_reader_final(&s->rings);
-		fast_reconcile(s);	/* drains first, in either mode */
-		fast_sync_stats(s);
-		frametab_free(s->ftab);
-		s->ftab = NULL;
+		/* What the rings still hold is read once the target runs
+		 * again (session.c): our view of the data outlives the regions. */
+		s->hooks_gone = 1;
+		if (s->nregions && s->regions[0].inj && s->shm && !s->shm_map) {
+			s->shm_map = s->regions[0].inj->local;
+			s->shm_map_size = s->regions[0].inj->size;
+			s->regions[0].inj->local = NULL;
+		}
 	}
 	if (busy) {
 		pr_warn("%d thread(s) still inside a hooked call: leaving %zu trampoline "

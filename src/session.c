@@ -280,9 +280,7 @@ static void detach(struct session *s)
 
 	tracee_stop_all(&s->tr, events_dispatch, s);
 	pr_debug("stopped %zu threads in %.1f ms", s->tr.n, (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
-	if (s->fast)
-		fast_drain(s);
-	patch_remove(s);
+	patch_remove(s);	/* the rings are drained after: the target need not wait */
 	pr_debug("hooks removed at %.1f ms", (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	tracee_detach_all(&s->tr);
 }
@@ -385,6 +383,10 @@ int session_run(const struct options *opt)
 		fprintf(stderr, "heapattach: detached from %d in %.1f ms\n", s.pid,
 			(clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	stop_timer();
+	if (s.fast) {
+		fast_reconcile(&s);	/* what the rings held at detach */
+		fast_sync_stats(&s);
+	}
 	if (s.fast && s.regions_stats[0])
 		pr_debug("agent: %llu walks, %llu misses, %llu nested",
 			 (unsigned long long)s.regions_stats[0], (unsigned long long)s.regions_stats[1],
@@ -400,6 +402,7 @@ int session_run(const struct options *opt)
 	}
 out:
 	live_session = NULL;
+	fast_release(&s);
 	if (s.sym)
 		symbolizer_free(s.sym);
 	if (s.unw)
