@@ -38,7 +38,8 @@ size_t ring_drain(struct ring_reader *rd, size_t max, ring_fn fn, void *arg);
  * the other rings. */
 void ring_reader_final(struct ring_reader *rd);
 
-/* The fullest ring's bytes reserved but not yet consumed. */
+/* The fullest ring's bytes reserved but not yet consumed (every ring,
+ * written to before or not). */
 uint64_t ring_pending_max(struct ring_reader *rd);
 
 /* Bytes reserved so far in all rings together (never decreases). */

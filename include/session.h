@@ -99,7 +99,7 @@ struct session {
 	uint64_t next_every_ns;
 	uint64_t bytes_since_dump;
 	unsigned dump_seq;
-	uint64_t events, nested, unwind_errors;
+	uint64_t events, nested, unwind_errors, doorbells;
 
 	int attached;                   /* hooks are live */
 	int maps_changed;               /* s->maps was re-read: rebuild what points into it */
@@ -158,6 +158,9 @@ size_t fast_drain_max(struct session *s, size_t max);
 void fast_warm_step(struct session *s);
 /* Nanoseconds to sleep before the next drain, from the ring's fill rate. */
 long fast_nap_ns(struct session *s);
+/* Sleep ns nanoseconds, or until a writer rings the doorbell (a ring past
+ * SHM_DOORBELL_FILL) or a signal arrives. */
+void fast_nap(struct session *s, long ns);
 /* Non-zero while the ring is more than a quarter full: drain without a nap. */
 int fast_ring_busy(struct session *s);
 /* Drain the rings, then (sampled mode) free what the agent's live table

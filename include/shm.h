@@ -42,7 +42,10 @@
  * tool switches modes it must zero live first. A writer that finds its
  * ring full spins briefly, then sleeps on the futex wake_seq (counted in
  * waiters), at most 10 ms at a time and only while the heartbeat is fresh;
- * the tool wakes the sleepers whenever it stores a tail.
+ * the tool wakes the sleepers whenever it stores a tail. In every mode, a
+ * writer that takes its ring past SHM_DOORBELL_FILL while the tool naps
+ * wakes it (doorbell), so that a burst (the first events after attach carry
+ * stack copies) does not fill a ring during a nap.
  *
  * Rings: a writer uses ring (sp >> SHM_RING_SHIFT) & (SHM_NRINGS - 1);
  * thread stacks are 8 MiB apart, so up to 16 threads get one each and do
@@ -212,7 +215,14 @@ struct shm_hdr {
 	volatile uint32_t waiters;      /* exact-mode writers asleep for room (lock inc/dec) */
 	volatile uint32_t wake_seq;     /* their futex word: the tool bumps it and wakes
 					 * them after it moved a tail while waiters != 0 */
+	volatile uint32_t tool_asleep;  /* the tool naps on doorbell (futex) */
+	volatile uint32_t doorbell;     /* its futex word: a writer whose reservation
+					 * takes its ring past SHM_DOORBELL_FILL while
+					 * tool_asleep bumps it and wakes the tool */
 };
+
+/* The fill (a fraction of ring_size) at which a writer wakes a napping tool. */
+#define SHM_DOORBELL_FILL(ring_size) ((ring_size) / 4)
 
 /* One frame rule: how to find the caller of a frame whose return address is ip. */
 #define SHM_BASE_RSP    1   /* CFA = rsp + cfa_off */

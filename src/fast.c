@@ -4,6 +4,9 @@
 #include <math.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/futex.h>
 #include <time.h>
 #include "clock.h"
 #include "frametab.h"
@@ -289,6 +292,26 @@ long fast_nap_ns(struct session *s)
 	return (long)nap;
 }
 
+void fast_nap(struct session *s, long ns)
+{
+	struct timespec ts = { 0, ns };
+	struct shm_hdr *h = s->shm;
+	uint32_t seq;
+
+	if (!fast_ready(s)) {
+		nanosleep(&ts, NULL);
+		return;
+	}
+	seq = h->doorbell;
+	__atomic_store_n(&h->tool_asleep, 1, __ATOMIC_RELAXED);
+	/* pairs with the writers' cmpxchg: either they see us asleep, or we
+	 * see the ring they took past the mark */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (ring_pending_max(&s->rings) < SHM_DOORBELL_FILL(h->ring_size))
+		syscall(SYS_futex, &h->doorbell, FUTEX_WAIT, seq, &ts, NULL, 0);
+	__atomic_store_n(&h->tool_asleep, 0, __ATOMIC_RELAXED);
+}
+
 int fast_ring_busy(struct session *s)
 {
 	if (!fast_ready(s))
@@ -342,6 +365,7 @@ void fast_sync_stats(struct session *s)
 		s->drops_seen = drops;
 	}
 	s->nested = 0;
+	s->doorbells = h->doorbell;
 	s->regions_stats[0] = s->regions_stats[1] = 0;
 	for (int i = 0; i < SHM_NCOUNTERS; i++) {
 		const struct shm_counter *c = (const struct shm_counter *)(data_of(s) +

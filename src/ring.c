@@ -240,11 +240,8 @@ uint64_t ring_pending_max(struct ring_reader *rd)
 	uint64_t most = 0;
 
 	for (unsigned r = 0; r < SHM_NRINGS; r++) {
-		uint64_t p;
+		uint64_t p = *head_of(rd->hdr, r) - rd->tail[r];
 
-		if (!(rd->used & (1ULL << r)))
-			continue;
-		p = *head_of(rd->hdr, r) - rd->tail[r];
 		if (p > most)
 			most = p;
 	}

@@ -149,11 +149,11 @@ static int housekeeping(struct session *s)
  * writers take to fill an eighth of the ring (1 to 20 ms, fast_nap_ns),
  * not at all while the ring is more than a quarter full (exact mode under
  * load). SIGCHLD, which every tracee stop sends us, cuts a nap short, and
- * waitpid is called only after one.
+ * waitpid is called only after one; so does a writer that takes a ring
+ * past a quarter full (fast_nap's doorbell).
  */
 static void fast_loop(struct session *s)
 {
-	struct timespec nap = { 0, 0 };
 	size_t got;
 	int status;
 	pid_t tid;
@@ -187,8 +187,7 @@ static void fast_loop(struct session *s)
 		if (got && fast_ring_busy(s))
 			continue;	/* no nap, unless a writer mid-record held the drain */
 		fast_warm_step(s);
-		nap.tv_nsec = fast_nap_ns(s);
-		nanosleep(&nap, NULL);
+		fast_nap(s, fast_nap_ns(s));
 	}
 	fast_drain(s);
 }
@@ -388,9 +387,9 @@ int session_run(const struct options *opt)
 		fast_sync_stats(&s);
 	}
 	if (s.fast && s.regions_stats[0])
-		pr_debug("agent: %llu walks, %llu misses, %llu nested",
+		pr_debug("agent: %llu walks, %llu misses, %llu nested, %llu doorbells",
 			 (unsigned long long)s.regions_stats[0], (unsigned long long)s.regions_stats[1],
-			 (unsigned long long)s.nested);
+			 (unsigned long long)s.nested, (unsigned long long)s.doorbells);
 	if (profile_drops(s.prof))
 		pr_warn("%llu events dropped", (unsigned long long)profile_drops(s.prof));
 	pr_debug("profile: %llu allocations at an address already live",

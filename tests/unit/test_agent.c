@@ -997,6 +997,27 @@ static void test_ring_full(void)
 
 	if (!ready)
 		return;
+	/* the doorbell: rung once, by the record that passes a quarter of
+	 * the ring, and only while the tool naps */
+	mode_sampled(0, 0);
+	ring_reset(4096);
+	hdr->doorbell = 0;
+	hdr->tool_asleep = 0;
+	for (int i = 0; i < 30; i++)
+		p[i] = CALL1(H_MALLOC, 64);
+	expect_int_eq(hdr->doorbell, 0);		/* past the mark, tool awake */
+	drain(ev, 64);
+	hdr->tool_asleep = 1;
+	for (int i = 30; i < 60; i++)
+		p[i] = CALL1(H_MALLOC, 64);
+	expect_true(heads_total() - 30 * (sizeof(struct shm_ev_alloc) + 8) >=
+		    SHM_DOORBELL_FILL(4096));
+	expect_int_eq(hdr->doorbell, 1);
+	hdr->tool_asleep = 0;
+	drain(ev, 64);
+	for (int i = 0; i < 60; i++)
+		CALL1(H_FREE, p[i]);
+
 	mode_sampled(0, 0);
 	ring_reset(4096);
 	for (int i = 0; i < 100; i++)

@@ -31,6 +31,7 @@
 #define EAGAIN			11
 #define ETIMEDOUT		110
 #define FUTEX_WAIT		0	/* not private: the tool wakes from its own mapping */
+#define FUTEX_WAKE		1
 
 #define SPIN_PAUSES		64
 #define SLEEP_NS		10000000L	/* longest sleep between looks at the ring */
@@ -184,6 +185,13 @@ static inline unsigned ring_of(uint64_t sp)
 	return (sp >> SHM_RING_SHIFT) & (SHM_NRINGS - 1);
 }
 
+/* Wake the napping tool: a ring has just passed SHM_DOORBELL_FILL (never blocks). */
+static void ring_doorbell(struct shm_hdr *h)
+{
+	__atomic_fetch_add(&h->doorbell, 1, __ATOMIC_SEQ_CST);
+	sys6(NR_FUTEX, (long)&h->doorbell, FUTEX_WAKE, 1, 0, 0, 0);
+}
+
 /*
  * Reserve len bytes (a multiple of 8) in ring r, padding its end if
  * the record would straddle it; *tsc gets the time stamp taken just before
@@ -218,6 +226,12 @@ static char *ring_reserve(struct shm_hdr *h, unsigned r, uint32_t len, uint64_t 
 			/* the stamp first: a reader finding this record not
 			 * committed yet holds back what was stamped after it */
 			*(volatile uint64_t *)(ring + ((head + pad) & mask) + 8) = t;
+			/* past the doorbell mark with this record, the tool
+			 * napping: wake it (the cmpxchg ordered our store of
+			 * head before this load of tool_asleep, see fast.c) */
+			if (head + pad + len - tail >= SHM_DOORBELL_FILL(size) &&
+			    head - tail < SHM_DOORBELL_FILL(size) && h->tool_asleep)
+				ring_doorbell(h);
 			if (pad) {
 				struct shm_ev_free *p = (struct shm_ev_free *)(ring + off);
 
