@@ -23,6 +23,9 @@
 #define MAX_BODY 8192
 #define NOP_INSN 0x90
 #define INFLIGHT_WAIT_MS 3000
+/* Each trampoline starts a cache line: its fast path (the check and the
+ * jump back) then sits in one or two lines whatever came before it. */
+#define TRAMP_ALIGN 64
 #define WAIT_DRAIN_MAX 65536	/* records drained per round of patch_wait_quiet: room
 				 * for writers waiting, not the whole backlog */
 
@@ -139,7 +142,7 @@ static int region_fast_setup(struct session *s, struct region *r)
 	rc = tramp_fast_agent_install(r->local + at, r->size - at, r->remote + at, &s->fenv);
 	if (rc)
 		return rc;
-	r->used = at + tramp_fast_agent_size();
+	r->used = (at + tramp_fast_agent_size() + TRAMP_ALIGN - 1) & ~(size_t)(TRAMP_ALIGN - 1);
 	pr_debug("agent at +%#zx, trampolines below", at);
 	return 0;
 }
@@ -239,7 +242,7 @@ static int prepare(struct session *s, const struct hook *h, struct patch *p)
 	p->tramp = at;
 	p->tramp_local = r->local + r->used;
 	p->region = ri;
-	r->used = (r->used + p->lay.size + 15) & ~(size_t)15;
+	r->used = (r->used + p->lay.size + TRAMP_ALIGN - 1) & ~(size_t)(TRAMP_ALIGN - 1);
 	memcpy(p->orig, body + (p->reloc.patch_addr - h->addr), RELOC_JMP_LEN);
 	return 0;
 }
