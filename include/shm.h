@@ -43,8 +43,8 @@
  * ring full spins briefly, then sleeps on the futex wake_seq (counted in
  * waiters), at most 10 ms at a time and only while the heartbeat is fresh;
  * the tool wakes the sleepers whenever it stores a tail. In every mode, a
- * writer that takes its ring past SHM_DOORBELL_FILL while the tool naps
- * wakes it (doorbell), so that a burst (the first events after attach carry
+ * writer whose ring is past SHM_DOORBELL_FILL while the tool naps wakes it
+ * (doorbell, once per nap), so that a burst (the first events after attach carry
  * stack copies) does not fill a ring during a nap.
  *
  * Rings: a writer uses ring (sp >> SHM_RING_SHIFT) & (SHM_NRINGS - 1);
@@ -216,9 +216,9 @@ struct shm_hdr {
 	volatile uint32_t wake_seq;     /* their futex word: the tool bumps it and wakes
 					 * them after it moved a tail while waiters != 0 */
 	volatile uint32_t tool_asleep;  /* the tool naps on doorbell (futex) */
-	volatile uint32_t doorbell;     /* its futex word: a writer whose reservation
-					 * takes its ring past SHM_DOORBELL_FILL while
-					 * tool_asleep bumps it and wakes the tool */
+	volatile uint32_t doorbell;     /* its futex word: the first writer whose ring
+					 * is past SHM_DOORBELL_FILL while tool_asleep
+					 * clears tool_asleep, bumps it and wakes the tool */
 };
 
 /* The fill (a fraction of ring_size) at which a writer wakes a napping tool. */

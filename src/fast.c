@@ -305,10 +305,13 @@ void fast_nap(struct session *s, long ns)
 	seq = h->doorbell;
 	__atomic_store_n(&h->tool_asleep, 1, __ATOMIC_RELAXED);
 	/* pairs with the writers' cmpxchg: either they see us asleep, or we
-	 * see the ring they took past the mark */
+	 * see the ring they took past the mark. Then only a short nap: if the
+	 * last drain could not move that ring (a writer stopped mid-record),
+	 * no doorbell comes and a nap of none would spin. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (ring_pending_max(&s->rings) < SHM_DOORBELL_FILL(h->ring_size))
-		syscall(SYS_futex, &h->doorbell, FUTEX_WAIT, seq, &ts, NULL, 0);
+	if (ring_pending_max(&s->rings) >= SHM_DOORBELL_FILL(h->ring_size) && ns > (long)NAP_MIN_NS)
+		ts.tv_nsec = NAP_MIN_NS;
+	syscall(SYS_futex, &h->doorbell, FUTEX_WAIT, seq, &ts, NULL, 0);
 	__atomic_store_n(&h->tool_asleep, 0, __ATOMIC_RELAXED);
 }
 

@@ -149,7 +149,7 @@ static int housekeeping(struct session *s)
  * writers take to fill an eighth of the ring (1 to 20 ms, fast_nap_ns),
  * not at all while the ring is more than a quarter full (exact mode under
  * load). SIGCHLD, which every tracee stop sends us, cuts a nap short, and
- * waitpid is called only after one; so does a writer that takes a ring
+ * waitpid is called only after one; so does a writer that finds its ring
  * past a quarter full (fast_nap's doorbell).
  */
 static void fast_loop(struct session *s)

@@ -226,11 +226,12 @@ static char *ring_reserve(struct shm_hdr *h, unsigned r, uint32_t len, uint64_t 
 			/* the stamp first: a reader finding this record not
 			 * committed yet holds back what was stamped after it */
 			*(volatile uint64_t *)(ring + ((head + pad) & mask) + 8) = t;
-			/* past the doorbell mark with this record, the tool
-			 * napping: wake it (the cmpxchg ordered our store of
-			 * head before this load of tool_asleep, see fast.c) */
-			if (head + pad + len - tail >= SHM_DOORBELL_FILL(size) &&
-			    head - tail < SHM_DOORBELL_FILL(size) && h->tool_asleep)
+			/* past the doorbell mark, the tool napping: the first
+			 * writer to take tool_asleep wakes it (the cmpxchg
+			 * ordered our store of head before this load, see
+			 * fast.c; a stale tail only makes the ring look fuller) */
+			if (head + pad + len - tail >= SHM_DOORBELL_FILL(size) && h->tool_asleep &&
+			    __atomic_exchange_n(&h->tool_asleep, 0, __ATOMIC_SEQ_CST))
 				ring_doorbell(h);
 			if (pad) {
 				struct shm_ev_free *p = (struct shm_ev_free *)(ring + off);
