@@ -42,7 +42,7 @@
  * tool switches modes it must zero live first. A writer that finds its
  * ring full spins briefly, then sleeps on the futex wake_seq (counted in
  * waiters), at most 10 ms at a time and only while the heartbeat is fresh;
- * the tool wakes the sleepers whenever it stores a tail. In every mode, a
+ * the tool wakes the sleepers whenever it stores a tail. In sampled mode, a
  * writer whose ring is past SHM_DOORBELL_FILL while the tool naps wakes it
  * (doorbell, once per nap), so that a burst (the first events after attach carry
  * stack copies) does not fill a ring during a nap.

@@ -231,6 +231,7 @@ static char *ring_reserve(struct shm_hdr *h, unsigned r, uint32_t len, uint64_t 
 			 * ordered our store of head before this load, see
 			 * fast.c; a stale tail only makes the ring look fuller) */
 			if (head + pad + len - tail >= SHM_DOORBELL_FILL(size) && h->tool_asleep &&
+			    !(h->flags & SHM_F_EXACT) &&
 			    __atomic_exchange_n(&h->tool_asleep, 0, __ATOMIC_SEQ_CST))
 				ring_doorbell(h);
 			if (pad) {
