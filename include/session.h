@@ -75,7 +75,6 @@ struct session {
 	uint8_t *shm_map;               /* that view's mapping, once patch_remove handed it
 					 * over (the target's are gone), and its size */
 	size_t shm_map_size;
-	int hooks_gone;                 /* patch_remove ran: no writer will come back */
 	struct ring_reader rings;       /* fast mode: our side of the event rings */
 #define SESSION_BATCH 64
 	struct profile_op ops[SESSION_BATCH];  /* fast mode: events not yet recorded */

@@ -123,6 +123,13 @@ struct shm_counter {
 /* shm_hdr.flags */
 #define SHM_F_EXACT     1   /* record every call; writers wait for room while the tool lives */
 
+/* Keeps the compiler from reordering the stores that publish a shared
+ * table entry (x86-64 keeps stores in order by itself). */
+static inline void shm_barrier(void)
+{
+	__asm__ __volatile__("" ::: "memory");
+}
+
 /* Hash of a return address into the frame table. */
 #define SHM_HASH_MUL    0x9E3779B97F4A7C15ULL
 static inline uint32_t shm_frame_slot(uint64_t ip)

@@ -250,7 +250,7 @@ size_t fast_drain_max(struct session *s, size_t max)
 
 	if (!fast_ready(s))
 		return 0;
-	if (s->target_gone || s->exec_seen || s->hooks_gone)
+	if (s->target_gone || s->exec_seen)
 		ring_reader_final(&s->rings);	/* writers gone, maybe mid-record */
 	do {
 		n = ring_drain(&s->rings, batch, on_record, s);

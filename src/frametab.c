@@ -357,11 +357,6 @@ int frametab_rule(struct frametab *ft, uint64_t ip, unsigned flags, struct shm_f
 
 /* ---- the shared table ---- */
 
-static inline void compiler_barrier(void)
-{
-	__asm__ volatile("" ::: "memory");
-}
-
 const struct shm_frame *frametab_lookup(const struct shm_frame *table, uint64_t ip)
 {
 	uint32_t h = shm_frame_slot(ip);
@@ -385,7 +380,7 @@ static void publish(struct shm_frame *s, uint64_t ip, const struct shm_frame *r)
 
 	memcpy(&word, &r->cfa_off, sizeof(word));
 	*(volatile ft_u64_alias *)&s->cfa_off = word;
-	compiler_barrier();
+	shm_barrier();
 	*(volatile uint64_t *)&s->ip = ip;
 }
 
@@ -488,7 +483,7 @@ void frametab_reset(struct frametab *ft)
 	for (size_t i = 0; i < SHM_NFRAMES; i++)
 		if (ft->table[i].ip)
 			*(volatile uint64_t *)&ft->table[i].ip = 0;
-	compiler_barrier();
+	shm_barrier();
 	for (size_t i = 0; i < SHM_NFRAMES; i++)
 		*(volatile ft_u64_alias *)&ft->table[i].cfa_off = 0;
 	drop_maps(ft);

@@ -503,7 +503,7 @@ void patch_remove(struct session *s)
 	if (s->fast) {
 		/* What the rings still hold is read once the target runs
 		 * again (session.c): our view of the data outlives the regions. */
-		s->hooks_gone = 1;
+		ring_reader_final(&s->rings);	/* no writer comes back */
 		if (s->nregions && s->regions[0].inj && s->shm && !s->shm_map) {
 			s->shm_map = s->regions[0].inj->local;
 			s->shm_map_size = s->regions[0].inj->size;

@@ -189,7 +189,6 @@ static void fast_loop(struct session *s)
 		fast_warm_step(s);
 		fast_nap(s, fast_nap_ns(s));
 	}
-	fast_drain(s);
 }
 
 static void collect_loop(struct session *s)
@@ -383,7 +382,7 @@ int session_run(const struct options *opt)
 			(clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	stop_timer();
 	if (s.fast) {
-		fast_reconcile(&s);	/* what the rings held at detach */
+		fast_reconcile(&s);	/* what the rings still hold (detach, exit or exec) */
 		fast_sync_stats(&s);
 	}
 	if (s.fast && s.regions_stats[0])

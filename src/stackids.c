@@ -3,8 +3,6 @@
 #include <errno.h>
 #include "stackids.h"
 
-#define compiler_barrier() __asm__ __volatile__("" ::: "memory")
-
 int stackids_publish(struct shm_stack *table, const uint64_t *pcs, size_t n, uint32_t id)
 {
 	uint64_t h = 0;
@@ -21,7 +19,7 @@ int stackids_publish(struct shm_stack *table, const uint64_t *pcs, size_t n, uin
 			continue;
 		e->id = id;
 		e->nframes = (uint32_t)n;
-		compiler_barrier();	/* x86-64 keeps stores in order: hash last */
+		shm_barrier();	/* x86-64 keeps stores in order: hash last */
 		*(volatile uint64_t *)&e->hash = h;
 		return 1;
 	}

@@ -17,7 +17,7 @@
 #include "agent.h"
 
 #define HIDDEN		__attribute__((visibility("hidden"), used))
-#define barrier()	__asm__ __volatile__("" ::: "memory")
+#define barrier()	shm_barrier()
 
 #define NR_SCHED_YIELD		24
 #define NR_FUTEX		202
