@@ -105,6 +105,7 @@ struct session {
 	int target_gone;                /* every thread exited */
 	int exec_seen;                  /* the target replaced its image */
 	const char *output;
+	struct dump_dir out;            /* output's directory, opened before attaching */
 };
 
 /* Run a whole profile: attach, collect until a stop condition, dump, detach.

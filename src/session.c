@@ -111,10 +111,8 @@ int session_dump(struct session *s, unsigned seq)
 		.ncomments = 1,
 	};
 	path = seq ? dump_numbered_path(s->output, seq) : xstrdup(s->output);
-	rc = dump_write_file(path, s->opt->format, s->prof, &d);
-	if (rc)
-		pr_err("cannot write %s: %s", path, strerror(-rc));
-	else if (seq)
+	rc = dump_write_at(&s->out, path, s->opt->format, s->prof, &d);
+	if (!rc && seq)
 		pr_debug("wrote %s", path);
 	free(path);
 	if (sym != s->sym)
@@ -320,6 +318,7 @@ int session_run(const struct options *opt)
 	int rc, code = 1;
 
 	memset(&s, 0, sizeof(s));
+	s.out.fd = -1;
 	s.opt = opt;
 	s.pid = opt->pid;
 	s.fast = opt->mode == MODE_FAST;
@@ -328,10 +327,14 @@ int session_run(const struct options *opt)
 		return 1;
 	snprintf(defout, sizeof(defout), "heapattach.%d.heap", s.pid);
 	s.output = opt->output ? opt->output : defout;
+	/* Before the target is touched: a profile that cannot be written
+	 * must not cost it a whole session. */
+	if (dump_dir_open(&s.out, s.output, 1))
+		return 1;
 	rc = proc_maps_read(s.pid, &s.maps);
 	if (rc) {
 		pr_err("cannot read the memory map of %d: %s", s.pid, strerror(-rc));
-		return 1;
+		goto out_maps;
 	}
 	rc = hooks_resolve(s.pid, &s.maps, &s.hooks);
 	if (rc) {
@@ -411,5 +414,6 @@ out:
 out_maps:
 	proc_maps_free(&s.maps);
 	tracee_release(&s.tr);
+	dump_dir_close(&s.out);
 	return code;
 }
