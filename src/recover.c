@@ -21,7 +21,7 @@ static int restore_patches(struct session *s, const struct shm_hdr *h)
 		uint8_t cur[8];
 
 		if (p->len == 0 || p->len > sizeof(p->orig) ||
-		    remote_mem_read(s->pid, p->addr, cur, p->len))
+		    remote_mem_read(s->proc_tid, p->addr, cur, p->len))
 			continue;
 		if (!memcmp(cur, p->orig, p->len))
 			continue;	/* already original */
@@ -30,7 +30,7 @@ static int restore_patches(struct session *s, const struct shm_hdr *h)
 				(unsigned long)p->addr);
 			continue;
 		}
-		if (remote_mem_write(s->pid, p->addr, p->orig, p->len) == 0)
+		if (remote_mem_write(s->proc_tid, p->addr, p->orig, p->len) == 0)
 			restored++;
 	}
 	return restored;
@@ -53,7 +53,7 @@ int recover_leftovers(struct session *s)
 		s->nleftovers++;
 		if (m->offset != 0 || m->end - m->start < REGION_CODE + sizeof(h))
 			continue;
-		if (remote_mem_read(s->pid, m->start + REGION_CODE, &h, sizeof(h)) ||
+		if (remote_mem_read(s->proc_tid, m->start + REGION_CODE, &h, sizeof(h)) ||
 		    h.magic != SHM_MAGIC)
 			continue;
 		old_tool = h.tool_pid;
@@ -77,10 +77,10 @@ int recover_leftovers(struct session *s)
 	s->nleftovers = 0;
 	s->maps_changed = 1;
 	proc_maps_free(&s->maps);
-	rc = proc_maps_read(s->pid, &s->maps);
+	rc = proc_maps_read(s->proc_tid, &s->maps);
 	if (rc)
 		return rc;
 	/* Hook addresses point into the old maps array: resolve again. */
 	hooks_free(&s->hooks);
-	return hooks_resolve(s->pid, &s->maps, &s->hooks);
+	return hooks_resolve(s->proc_tid, &s->maps, &s->hooks);
 }

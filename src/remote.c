@@ -521,7 +521,7 @@ int remote_syscall(struct remote_ctx *ctx, long nr, long a1, long a2, long a3,
 	err = classify_stop(tid, &entry_si, &kind);
 	if (err)
 		return err;
-	sysstop = sigtrap_ignored(ctx->pid);
+	sysstop = sigtrap_ignored(ctx->tid);
 	if (sysstop && kind == ENTRY_SIGNAL)
 		return -EOPNOTSUPP;
 	err = get_regs(tid, &saved);
@@ -537,7 +537,7 @@ int remote_syscall(struct remote_ctx *ctx, long nr, long a1, long a2, long a3,
 	stub = ctx->stub;
 	if (!stub) {
 		if (!ctx->swap_addr) {
-			err = find_swap_addr(ctx->pid, &ctx->swap_addr);
+			err = find_swap_addr(ctx->tid, &ctx->swap_addr);
 			if (err)
 				return err;
 		}
