@@ -80,5 +80,8 @@ int frametab_rule(struct frametab *ft, uint64_t ip, unsigned flags, struct shm_f
 const struct shm_frame *frametab_lookup(const struct shm_frame *table, uint64_t ip);
 
 void frametab_get_stats(const struct frametab *ft, struct frametab_stats *st);
+/* Read the process's maps and objects through thread pid from now on (the
+ * one given to frametab_new has exited). */
+void frametab_set_pid(struct frametab *ft, pid_t pid);
 
 #endif

@@ -36,9 +36,10 @@ void cli_usage(FILE *f)
 "Profile the heap of a running process; writes a pprof heap profile.\n"
 "\n"
 "  -p, --pid PID            process to attach to\n"
-"  -o, --output FILE        profile path (default heapattach.PID.heap)\n"
-"      --sample-rate SIZE   mean bytes between samples (default 512K;\n"
-"                           1 records every allocation)\n"
+"  -o, --output FILE        profile path (default heapattach.PID.heap), mode\n"
+"                           0600; an existing FILE must be a regular file\n"
+"      --sample-rate SIZE   mean bytes between samples, 1 to 1T (default\n"
+"                           512K; 1 records every allocation)\n"
 "      --interval SIZE      also write FILE.0001.heap, ... every SIZE allocated\n"
 "      --every DURATION     also write numbered profiles every DURATION\n"
 "      --duration DURATION  detach after DURATION (default: until Ctrl-C,\n"
@@ -52,7 +53,12 @@ void cli_usage(FILE *f)
 "  -h, --help               this help\n"
 "      --version            print the version\n"
 "\n"
-"SIZE: 512, 64K, 200M, 1G.  DURATION: 500ms, 30s, 5m, 1h.\n");
+"SIZE: 512, 64K, 200M, 1G.  DURATION: 500ms, 30s, 5m, 1h.\n"
+"\n"
+"Exit status: 0 profile written (the target may have exited, with any\n"
+"status); 1 could not attach or write; 2 bad command line; 3 profile\n"
+"written, but the target was killed by a signal; 4 profile written, but\n"
+"heapattach mappings had to stay in the target.\n");
 }
 
 int cli_parse_size(const char *s, uint64_t *out)

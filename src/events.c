@@ -5,10 +5,12 @@
 #include <stdlib.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
+#include "frametab.h"
 #include "log.h"
 #include "proc.h"
 #include "remote.h"
 #include "session.h"
+#include "unwind.h"
 
 /* Leave th stopped while the tracer is stopping everyone, else resume it. */
 static int settle(struct session *s, struct thread *th)
@@ -29,6 +31,10 @@ static void proc_tid_leaves(struct session *s, pid_t tid)
 	for (size_t i = 0; i < s->tr.n; i++)
 		if (s->tr.t[i].tid != tid && !s->tr.t[i].vfork_child) {
 			s->proc_tid = s->tr.t[i].tid;
+			if (s->unw)
+				unwinder_set_pid(s->unw, s->proc_tid);
+			if (s->ftab)
+				frametab_set_pid(s->ftab, s->proc_tid);
 			pr_debug("reading %d through thread %d from now on", s->pid, s->proc_tid);
 			return;
 		}
