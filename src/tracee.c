@@ -109,6 +109,14 @@ static int thread_dead(pid_t pid, pid_t tid)
 	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
 }
 
+/* Non-zero if we trace tid already (a clone of a thread we seized). */
+static int traced_by_us(pid_t tid)
+{
+	char val[32];
+
+	return !proc_status_read(tid, "TracerPid", val, sizeof(val)) && atol(val) == getpid();
+}
+
 pid_t tracee_live_tid(pid_t pid)
 {
 	pid_t *tids = NULL, live = 0;
@@ -233,9 +241,16 @@ static int is_group_stop(int status)
 	       (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU);
 }
 
+/*
+ * Interrupt th unless it is stopped. Sent again even when an interrupt is
+ * outstanding: another ptrace stop (a clone event) can come first and take
+ * the interrupt's place, and a thread then left waiting on a futex would
+ * never stop. A second PTRACE_INTERRUPT while one is pending costs nothing:
+ * it still makes one stop.
+ */
 static int interrupt_one(struct thread *th)
 {
-	if (th->state == TS_STOPPED || th->interrupted)
+	if (th->state == TS_STOPPED)
 		return 0;
 	if (ptrace(PTRACE_INTERRUPT, th->tid, 0, 0) < 0)
 		return -errno;
@@ -389,8 +404,11 @@ static int seize_new_threads(struct tracee *tr, int *added)
 			continue;
 		if (ptrace(PTRACE_SEIZE, tids[i], 0, (void *)(long)TRACE_OPTIONS) < 0) {
 			/* exited meanwhile; an exited thread (a leader that
-			 * called pthread_exit) answers EPERM */
-			if (errno == ESRCH || (errno == EPERM && thread_dead(tr->pid, tids[i])))
+			 * called pthread_exit) answers EPERM, and so does a
+			 * thread that a seized one just created (traced by us
+			 * already: its first stop comes through the events) */
+			if (errno == ESRCH || (errno == EPERM && (thread_dead(tr->pid, tids[i]) ||
+								  traced_by_us(tids[i]))))
 				continue;
 			rc = -errno;
 			goto out;
