@@ -50,7 +50,6 @@ struct leftover {
 	int bad;                /* a mapping of it is not a whole-file view */
 	int proven;             /* ours to undo (see the top of this file) */
 	int in_use;             /* some address still jumps into it: keep it */
-	int restored;           /* entry points restored */
 	struct shm_hdr hdr;     /* private copy, proven or not */
 };
 
@@ -200,17 +199,16 @@ static int jump_at(pid_t pid, uint64_t addr, uint64_t *to)
  */
 static int file_bytes(struct session *s, const struct hook *h, uint8_t *buf, size_t len)
 {
-	const struct proc_map *m = NULL;
+	const struct proc_map *m = h->map;
 	struct elfobj *e;
 	struct stat st;
 	char path[96];
 	uint64_t bias;
 	int fd, rc;
 
-	if (!h->map || !h->map->path)
+	if (!m || !m->path)
 		return -ENOENT;
 	/* its lowest mapping: the load bias is unambiguous there */
-	m = h->map;
 	for (size_t i = 0; i < s->maps.n; i++)
 		if (s->maps.v[i].path && s->maps.v[i].inode == m->inode &&
 		    !strcmp(s->maps.v[i].path, m->path)) {
@@ -248,7 +246,6 @@ static int file_bytes(struct session *s, const struct hook *h, uint8_t *buf, siz
 static int restore_entry(struct session *s, struct leftovers *L, const struct hook *h)
 {
 	uint8_t cur[ENTRY_PEEK], orig[ENTRY_PEEK];
-	struct leftover *l;
 	uint64_t at, to;
 	size_t skip;
 	int rc;
@@ -257,7 +254,7 @@ static int restore_entry(struct session *s, struct leftovers *L, const struct ho
 		return 0;
 	skip = reloc_patch_skip(cur, sizeof(cur));
 	at = h->addr + skip;
-	if (reloc_decode_jmp(cur + skip, at, &to) || !(l = code_owner(L, to)))
+	if (reloc_decode_jmp(cur + skip, at, &to) || !code_owner(L, to))
 		return 0;
 	rc = file_bytes(s, h, orig, skip + RELOC_JMP_LEN);
 	if (rc) {
@@ -273,10 +270,7 @@ static int restore_entry(struct session *s, struct leftovers *L, const struct ho
 	if (!rc && (rc = remote_mem_read(s->pid, at, cur, RELOC_JMP_LEN)) == 0 &&
 	    memcmp(cur, orig + skip, RELOC_JMP_LEN))
 		rc = -EIO;
-	if (rc)
-		return rc;
-	l->restored++;
-	return 1;
+	return rc ? rc : 1;
 }
 
 /* The mapping named like ours that holds addr, or NULL. */
@@ -294,7 +288,8 @@ static const struct proc_map *named_at(const struct proc_maps *maps, uint64_t ad
  */
 static int still_jumped_into(struct session *s, struct leftovers *L)
 {
-	int rc = 0;
+	const struct hook *first = NULL;
+	int stuck = 0;
 
 	for (size_t i = 0; i < s->hooks.n; i++) {
 		const struct hook *h = &s->hooks.v[i];
@@ -306,10 +301,13 @@ static int still_jumped_into(struct session *s, struct leftovers *L)
 		at = h->addr + reloc_patch_skip(cur, sizeof(cur));
 		if (reloc_decode_jmp(cur + (at - h->addr), at, &to) || !named_at(&s->maps, to))
 			continue;
-		pr_err("%s at %#" PRIx64 " in %d jumps into a heapattach mapping that "
-		       "cannot be undone", h->names[0], at, s->pid);
-		rc = -EBUSY;
+		first = first ? first : h;
+		stuck++;
 	}
+	if (stuck)
+		pr_err("%d entry point(s) of %d (%s at %#" PRIx64 " first) jump into a mapping "
+		       "named like heapattach's that cannot be proven ours or undone",
+		       stuck, s->pid, first->names[0], first->addr);
 	for (size_t i = 0; i < L->n; i++) {
 		const struct shm_hdr *h = &L->v[i].hdr;
 
@@ -327,7 +325,7 @@ static int still_jumped_into(struct session *s, struct leftovers *L)
 			l->in_use = 1;
 		}
 	}
-	return rc;
+	return stuck ? -EBUSY : 0;
 }
 
 /*
@@ -414,11 +412,13 @@ static int recover(struct session *s, struct leftovers *L)
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < L->n; i++) {
-		const struct leftover *l = &L->v[i];
+		struct leftover *l = &L->v[i];
 
 		if (!l->proven)
 			continue;
 		tool = l->hdr.tool_pid;
+		if (nviews + l->nviews > SESSION_MAX_REGIONS)
+			l->in_use = 1;	/* no room to watch it in the wait: next time */
 		nleft += !l->in_use;
 		for (size_t k = 0; k < l->nviews && !l->in_use; k++) {
 			s->leftover_lo[nviews] = l->lo[k];
