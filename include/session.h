@@ -123,6 +123,9 @@ void patch_remove(struct session *s);
 struct patch *patch_by_tramp_ip(struct session *s, uint64_t ip);
 /* Non-zero if addr lies in any injected region (or a leftover being removed). */
 int patch_in_region(const struct session *s, uint64_t addr);
+/* Non-zero if the stopped thread tid runs in, or will return into, a region
+ * (its memory read as the target's: a thread of it, or a child just forked). */
+int patch_in_flight(struct session *s, pid_t tid);
 /* Resume and re-stop the threads until none is inside a region; 0 when
  * quiet, -EBUSY (count in *busy) after the time limit. */
 int patch_wait_quiet(struct session *s, int *busy);
@@ -134,6 +137,15 @@ int patch_unmap_remote(struct session *s, uint64_t addr, size_t len);
  * memfd:heapattach mappings): restore bytes, wait, unmap. Threads stopped.
  * 0 (nothing left or all undone) or -errno. */
 int recover_leftovers(struct session *s);
+
+/* ---- forkchild.c ---- */
+/* A child forked while attached, stopped before it ran: give it its original
+ * text back and, when nothing in it can reach our regions any more, unmap
+ * them in it. Leaves a child that shares the target's memory alone. */
+void forkchild_clean(struct session *s, pid_t child);
+/* 0 if processes a and b use one address space, 1 if not, -errno when
+ * unknown (no kcmp). */
+int forkchild_separate_memory(pid_t a, pid_t b);
 
 /* ---- events.c ---- */
 /* Handle one waitpid status; resumes the thread unless tracee_stopping. */

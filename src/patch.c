@@ -386,20 +386,19 @@ int patch_in_region(const struct session *s, uint64_t addr)
 	return 0;
 }
 
-/* Non-zero if the stopped thread runs in, or will return into, a region. */
-static int in_flight(struct session *s, struct thread *th)
+int patch_in_flight(struct session *s, pid_t tid)
 {
 	struct user_regs_struct r;
 	struct unwind_regs ur;
 	uint64_t pcs[PROFILE_MAX_FRAMES];
 	int n;
 
-	if (ptrace(PTRACE_GETREGS, th->tid, 0, &r) < 0)
+	if (ptrace(PTRACE_GETREGS, tid, 0, &r) < 0)
 		return 0;
 	if (patch_in_region(s, r.rip))
 		return 1;
 	unwind_regs_from_live(&r, &ur);
-	n = unwind_stack(s->unw, th->tid, &ur, pcs, PROFILE_MAX_FRAMES, 0, 0);
+	n = unwind_stack(s->unw, tid, &ur, pcs, PROFILE_MAX_FRAMES, 0, 0);
 	for (int i = 0; i < n; i++)
 		if (patch_in_region(s, pcs[i]))
 			return 1;
@@ -428,7 +427,8 @@ int patch_wait_quiet(struct session *s, int *busy)
 		for (size_t i = 0; i < s->tr.n; i++) {
 			struct thread *th = &s->tr.t[i];
 
-			th->mark = !th->vfork_child && th->state == TS_STOPPED && in_flight(s, th);
+			th->mark = !th->vfork_child && th->state == TS_STOPPED &&
+				   patch_in_flight(s, th->tid);
 			*busy += th->mark;
 		}
 		if (!*busy || s->target_gone)
