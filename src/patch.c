@@ -55,8 +55,9 @@ static int run_remote(struct session *s, int (*op)(struct remote_ctx *ctx, void 
 		struct thread *th = &s->tr.t[i];
 		struct remote_ctx ctx;
 
-		if (th->state != TS_STOPPED || th->vfork_child)
-			continue;
+		if (th->state != TS_STOPPED || th->vfork_child ||
+		    (s->sc.remote_listed && !th->remote_ok))
+			continue;	/* its seccomp filter may kill on them */
 		remote_ctx_init(&ctx, s->pid, th->tid);
 		rc = op(&ctx, arg);
 		if (rc != -EINVAL && rc != -ESRCH)

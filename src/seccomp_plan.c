@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -24,6 +25,7 @@
 #include "seccomp_plan.h"
 #include "shm.h"
 #include "sys_compat.h"
+#include "xmalloc.h"
 
 /* Why heapattach makes a call: which part of it needs the call. */
 enum need {
@@ -98,31 +100,47 @@ static void plan_calls(const struct seccomp_params *pp, struct call *c)
 	memcpy(c, calls, sizeof(calls));
 }
 
-/* The outcomes of call c over every chain; *tid the first thread whose
- * filters may do the worst of them. */
-static unsigned judge(const struct seccomp_chain *chains, size_t n, const struct call *c,
-		      pid_t *tid)
+/* The outcomes of call c for one chain's filters. */
+static unsigned judge(const struct seccomp_chain *chain, const struct call *c)
 {
 	struct seccomp_input in;
-	unsigned all = 0;
-	int worst = -1;
 
 	seccomp_input_init(&in, SECCOMP_ARCH_SELF, (uint32_t)c->nr);
 	for (unsigned i = 0; i < 6; i++)
 		if (c->known & (1u << i))
 			seccomp_input_arg(&in, i, c->args[i]);
-	*tid = n ? chains[0].tid : 0;
-	for (size_t k = 0; k < n; k++) {
-		unsigned o = seccomp_outcomes(chains[k].progs, chains[k].n, &in);
-		int rank = (o & SECCOMP_O_FATAL) ? 2 : (o & SECCOMP_O_ERRNO) ? 1 : 0;
+	return seccomp_outcomes(chain->progs, chain->n, &in);
+}
 
-		if (rank > worst) {
-			worst = rank;
-			*tid = chains[k].tid;
-		}
-		all |= o;
-	}
-	return all;
+/* Tests on o, the outcomes of every call (by C_*) for some filters. */
+#define FATAL(o, i) ((o)[i] & SECCOMP_O_FATAL)
+#define UNUSABLE(o, i) (FATAL(o, i) || (o)[i] == SECCOMP_O_ERRNO)	/* kills, or always fails */
+#define SURE(o, i) ((o)[i] == SECCOMP_O_ALLOW)
+
+/* Whether regions can be mapped the memfd way: nothing on it may kill, and it can work. */
+static int memfd_way(const unsigned *o)
+{
+	return !FATAL(o, C_MEMFD_EXEC) && !FATAL(o, C_MEMFD) && !UNUSABLE(o, C_MMAP_MEMFD) &&
+	       !UNUSABLE(o, C_CLOSE) &&
+	       !(o[C_MEMFD_EXEC] == SECCOMP_O_ERRNO && o[C_MEMFD] == SECCOMP_O_ERRNO);
+}
+
+/* The first remote call heapattach cannot do without under o, or -1. */
+static int remote_bad(const unsigned *o, const struct seccomp_params *pp)
+{
+	if (!memfd_way(o) && UNUSABLE(o, C_MMAP_ANON))
+		return UNUSABLE(o, C_MMAP_MEMFD) ? C_MMAP_MEMFD : C_MMAP_ANON;
+	if (UNUSABLE(o, C_MUNMAP))
+		return C_MUNMAP;
+	if (UNUSABLE(o, C_SIGRETURN))
+		return C_SIGRETURN;
+	if (pp->fast && UNUSABLE(o, C_MMAP_RESV))
+		return C_MMAP_RESV;
+	if (pp->fast && UNUSABLE(o, C_MREMAP))
+		return C_MREMAP;
+	if (pp->fast && UNUSABLE(o, C_MPROTECT))
+		return C_MPROTECT;
+	return -1;
 }
 
 /* "kills it on", "refuses"...: what a filter does to a call with outcomes o. */
@@ -139,95 +157,113 @@ static const char *verb(unsigned o)
 	return "refuses";
 }
 
-/* Append "name (outcomes)" to the note. */
-static void note_add(struct seccomp_plan *plan, const char *what, const struct call *c,
-		     unsigned o)
+/* Append "what (name: outcomes)" for call i of c, with u the outcomes by
+ * call; or "what TID" when i < 0. */
+static void note_add(struct seccomp_plan *plan, const char *what, pid_t tid,
+		     const struct call *c, int i, const unsigned *u)
 {
 	char names[64];
 	size_t at = strlen(plan->note);
 
 	if (at >= sizeof(plan->note) - 1)
 		return;
-	snprintf(plan->note + at, sizeof(plan->note) - at, "%s%s (%s: %s)", at ? "; " : "",
-		 what, c->name, seccomp_outcome_names(o, names, sizeof(names)));
+	if (i < 0)
+		snprintf(plan->note + at, sizeof(plan->note) - at, "%s%s %d", at ? "; " : "",
+			 what, (int)tid);
+	else
+		snprintf(plan->note + at, sizeof(plan->note) - at, "%s%s (%s: %s)",
+			 at ? "; " : "", what, c[i].name,
+			 seccomp_outcome_names(u[i], names, sizeof(names)));
 }
 
-int seccomp_plan_decide(const struct seccomp_chain *chains, size_t n,
+/* The one-line refusal: thread tid's filters do o to call c. */
+static int refuse(char *why, size_t whylen, const struct seccomp_params *pp, pid_t tid,
+		  unsigned o, const struct call *c)
+{
+	snprintf(why, whylen, "cannot attach to %d: its seccomp filter (thread %d) %s %s, "
+		 "which heapattach needs %s", (int)pp->pid, (int)tid, verb(o), c->name, c->what);
+	return -EPERM;
+}
+
+int seccomp_plan_decide(struct seccomp_chain *chains, size_t n,
 			const struct seccomp_params *pp, struct seccomp_plan *plan,
 			char *why, size_t whylen)
 {
 	struct call c[NCALLS];
-	unsigned o[NCALLS];
-	pid_t tid[NCALLS];
-	int memfd_ok, anon_ok, bad = -1;
+	unsigned *oc, u[NCALLS] = { 0 };
+	pid_t clock_tid = 0;
+	size_t memfd_n = 0, anon_n = 0;
+	int rc = 0, bad;
 
 	memset(plan, 0, sizeof(*plan));
 	why[0] = '\0';
-	if (!n)
+	for (size_t k = 0; k < n; k++)
+		plan->filtered |= chains[k].n > 0;
+	if (!plan->filtered)
 		return 0;
-	plan->filtered = 1;
+	plan->remote_listed = 1;
 	plan_calls(pp, c);
-	for (int i = 0; i < NCALLS; i++)
-		o[i] = judge(chains, n, &c[i], &tid[i]);
+	oc = xcalloc(n * NCALLS, sizeof(*oc));
+	for (size_t k = 0; k < n; k++) {
+		unsigned *o = &oc[k * NCALLS];
 
-#define FATAL(i) (o[i] & SECCOMP_O_FATAL)
-#define UNUSABLE(i) (FATAL(i) || o[i] == SECCOMP_O_ERRNO)	/* kills, or always fails */
-#define SURE(i) (o[i] == SECCOMP_O_ALLOW)
-	memfd_ok = !FATAL(C_MEMFD_EXEC) && !FATAL(C_MEMFD) && !UNUSABLE(C_MMAP_MEMFD) &&
-		   !UNUSABLE(C_CLOSE) &&
-		   !(o[C_MEMFD_EXEC] == SECCOMP_O_ERRNO && o[C_MEMFD] == SECCOMP_O_ERRNO);
-	anon_ok = !UNUSABLE(C_MMAP_ANON);
-	if (!memfd_ok && !anon_ok)
-		bad = UNUSABLE(C_MMAP_MEMFD) ? C_MMAP_MEMFD : C_MMAP_ANON;
-	else if (UNUSABLE(C_MUNMAP))
-		bad = C_MUNMAP;
-	else if (UNUSABLE(C_SIGRETURN))
-		bad = C_SIGRETURN;
-	else if (pp->fast && UNUSABLE(C_MMAP_RESV))
-		bad = C_MMAP_RESV;
-	else if (pp->fast && UNUSABLE(C_MREMAP))
-		bad = C_MREMAP;
-	else if (pp->fast && UNUSABLE(C_MPROTECT))
-		bad = C_MPROTECT;
-	else if (pp->fast && pp->exact && !SURE(C_CLOCK))
-		bad = C_CLOCK;
-	if (bad >= 0) {
-		snprintf(why, whylen, "cannot attach to %d: its seccomp filter (thread %d) %s %s, "
-			 "which heapattach needs %s", (int)pp->pid, (int)tid[bad], verb(o[bad]),
-			 c[bad].name, c[bad].what);
-		return -EPERM;
+		for (int i = 0; i < NCALLS; i++) {
+			o[i] = judge(&chains[k], &c[i]);
+			u[i] |= o[i];
+		}
+		if (!clock_tid && !SURE(o, C_CLOCK))
+			clock_tid = chains[k].tid;
+		/* remote calls run in one thread: those whose filters allow them */
+		if (remote_bad(o, pp) < 0) {
+			memfd_n += memfd_way(o);
+			anon_n += !UNUSABLE(o, C_MMAP_ANON);
+		}
 	}
-	if (!memfd_ok) {
-		/* the call that rules the memfd out, for the note */
-		int why_not = FATAL(C_MEMFD_EXEC) ? C_MEMFD_EXEC : FATAL(C_MEMFD) ? C_MEMFD :
-			      UNUSABLE(C_MMAP_MEMFD) ? C_MMAP_MEMFD :
-			      UNUSABLE(C_CLOSE) ? C_CLOSE : C_MEMFD;
+	/* the agent's calls run in any thread: every chain counts */
+	if (pp->fast && pp->exact && !SURE(u, C_CLOCK)) {
+		rc = refuse(why, whylen, pp, clock_tid, u[C_CLOCK], &c[C_CLOCK]);
+		goto out;
+	}
+	if (!memfd_n && !anon_n) {
+		bad = remote_bad(oc, pp);	/* the first chain's reason */
+		rc = refuse(why, whylen, pp, chains[0].tid, oc[bad], &c[bad]);
+		goto out;
+	}
+	for (size_t k = 0; k < n; k++) {
+		const unsigned *o = &oc[k * NCALLS];
+		int ok = remote_bad(o, pp) < 0 && (memfd_n ? memfd_way(o) : !UNUSABLE(o, C_MMAP_ANON));
 
+		chains[k].remote_ok = ok;
+		if (ok && memfd_n && FATAL(o, C_MMAP_ANON))
+			plan->inject_flags |= INJECT_F_NO_ANON;
+		if (!ok)
+			note_add(plan, "no remote calls in thread", chains[k].tid, c, -1, u);
+	}
+	if (!memfd_n) {
 		plan->inject_flags |= INJECT_F_ANON;
-		note_add(plan, "shared anonymous memory instead of a memfd", &c[why_not],
-			 o[why_not]);
+		note_add(plan, "shared anonymous memory instead of a memfd", 0, c,
+			 FATAL(u, C_MEMFD_EXEC) ? C_MEMFD_EXEC : FATAL(u, C_MEMFD) ? C_MEMFD :
+			 UNUSABLE(u, C_MMAP_MEMFD) ? C_MMAP_MEMFD :
+			 UNUSABLE(u, C_CLOSE) ? C_CLOSE : C_MEMFD, u);
 	}
-	if (FATAL(C_MMAP_ANON)) {
-		plan->inject_flags |= INJECT_F_NO_ANON;
-		note_add(plan, "no shared anonymous fallback", &c[C_MMAP_ANON], o[C_MMAP_ANON]);
-	}
+	if (plan->inject_flags & INJECT_F_NO_ANON)
+		note_add(plan, "no shared anonymous fallback", 0, c, C_MMAP_ANON, u);
 	if (!pp->fast)
-		return 0;
-	if (!SURE(C_VM_READV)) {
+		goto out;
+	if (!SURE(u, C_VM_READV)) {
 		plan->no_stack_copy = 1;
-		note_add(plan, "no stack copies", &c[C_VM_READV], o[C_VM_READV]);
+		note_add(plan, "no stack copies", 0, c, C_VM_READV, u);
 	}
-	if (!SURE(C_FUTEX_WAKE) || !SURE(C_FUTEX_WAIT)) {
+	if (!SURE(u, C_FUTEX_WAKE) || !SURE(u, C_FUTEX_WAIT)) {
 		plan->shm_flags |= SHM_F_NO_FUTEX;
-		note_add(plan, "the agent makes no futex calls", &c[C_FUTEX_WAKE],
-			 o[C_FUTEX_WAKE] | o[C_FUTEX_WAIT]);
+		note_add(plan, "the agent makes no futex calls", 0, c,
+			 SURE(u, C_FUTEX_WAKE) ? C_FUTEX_WAIT : C_FUTEX_WAKE, u);
 	}
-	if (!SURE(C_YIELD)) {
+	if (!SURE(u, C_YIELD)) {
 		plan->shm_flags |= SHM_F_NO_YIELD;
-		note_add(plan, "the agent does not yield", &c[C_YIELD], o[C_YIELD]);
+		note_add(plan, "the agent does not yield", 0, c, C_YIELD, u);
 	}
-	return 0;
-#undef FATAL
-#undef UNUSABLE
-#undef SURE
+out:
+	free(oc);
+	return rc;
 }

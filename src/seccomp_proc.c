@@ -1,6 +1,7 @@
 /* Reading the target's seccomp state: each thread's mode and filters, for seccomp_plan_decide. */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
@@ -77,12 +78,26 @@ static int seccomp_mode(pid_t tid)
 	return rc ? rc : atoi(val);
 }
 
+/* Index of c among chains[0..*n) (c added, or freed as a duplicate). */
+static size_t chain_add(struct seccomp_chain **chains, size_t *n, struct seccomp_chain *c)
+{
+	for (size_t k = 0; k < *n; k++)
+		if (chain_same(&(*chains)[k], c)) {
+			chain_free(c);
+			return k;
+		}
+	*chains = xrealloc(*chains, (*n + 1) * sizeof(**chains));
+	(*chains)[*n] = *c;
+	return (*n)++;
+}
+
 int seccomp_plan_make(struct tracee *tr, const struct seccomp_params *pp,
 		      struct seccomp_plan *plan)
 {
 	struct seccomp_chain *chains = NULL, c;
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
-	size_t n = 0;
+	size_t n = 0, *of = xcalloc(tr->n + 1, sizeof(*of));	/* chain of each thread */
+	size_t filtered = 0;
 	char why[512];
 	int rc = 0;
 
@@ -92,11 +107,13 @@ int seccomp_plan_make(struct tracee *tr, const struct seccomp_params *pp,
 		int mode;
 
 		memset(&c, 0, sizeof(c));
+		c.tid = tid;
+		of[i] = SIZE_MAX;
 		if (tr->t[i].vfork_child)
 			continue;
 		mode = seccomp_mode(tid);
-		if (mode == -ENOENT || mode == -ESRCH || mode == 0)
-			continue;	/* gone, or no filter */
+		if (mode == -ENOENT || mode == -ESRCH)
+			continue;	/* gone */
 		if (mode == 1) {
 			pr_err("cannot attach to %d: thread %d runs in seccomp strict mode, which "
 			       "kills it on any system call heapattach would make it run",
@@ -104,7 +121,7 @@ int seccomp_plan_make(struct tracee *tr, const struct seccomp_params *pp,
 			rc = -EPERM;
 			break;
 		}
-		rc = mode < 0 ? mode : chain_fetch(tid, &c);
+		rc = mode < 0 ? mode : mode ? chain_fetch(tid, &c) : 0;
 		if (rc == -ESRCH && !tracee_thread_alive(pp->pid, tid)) {
 			rc = 0;
 			chain_free(&c);
@@ -120,25 +137,24 @@ int seccomp_plan_make(struct tracee *tr, const struct seccomp_params *pp,
 			rc = -EPERM;
 			break;
 		}
-		for (size_t k = 0; k < n && c.n; k++)
-			if (chain_same(&chains[k], &c))
-				chain_free(&c);
-		if (!c.n)
-			continue;
-		chains = xrealloc(chains, (n + 1) * sizeof(*chains));
-		chains[n++] = c;
+		filtered += c.n > 0;
+		of[i] = chain_add(&chains, &n, &c);	/* no filter: the empty chain */
 	}
-	if (!rc) {
+	if (!rc && filtered) {
 		rc = seccomp_plan_decide(chains, n, pp, plan, why, sizeof(why));
 		if (rc)
 			pr_err("%s", why);
 		else if (plan->note[0])
 			pr_warn("seccomp filter of %d: %s", (int)pp->pid, plan->note);
-		pr_debug("seccomp: %zu distinct filter chain(s) in %d, judged in %.2f ms", n,
-			 (int)pp->pid, (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
+		for (size_t i = 0; i < tr->n; i++)
+			tr->t[i].remote_ok = of[i] != SIZE_MAX && chains[of[i]].remote_ok;
 	}
+	if (!rc)
+		pr_debug("seccomp: %zu distinct filter chain(s) in %d, judged in %.2f ms",
+			 filtered ? n : 0, (int)pp->pid, (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	for (size_t k = 0; k < n; k++)
 		chain_free(&chains[k]);
 	free(chains);
+	free(of);
 	return rc;
 }

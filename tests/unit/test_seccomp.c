@@ -440,7 +440,7 @@ static void test_plan_threads(void)
 	struct sock_filter ok[7], bad[7];
 	struct seccomp_prog p1, p2;
 	struct seccomp_chain c[2];
-	struct seccomp_params pp = params(1, 0);
+	struct seccomp_params pp = params(1, 0), params_trap = params(0, 0);
 	struct seccomp_plan plan;
 	char why[512];
 
@@ -451,10 +451,36 @@ static void test_plan_threads(void)
 	c[0] = (struct seccomp_chain){ .tid = 10, .progs = &p1, .n = 1 };
 	c[1] = (struct seccomp_chain){ .tid = 11, .progs = &p2, .n = 1 };
 	expect_int_eq(seccomp_plan_decide(c, 2, &pp, &plan, why, sizeof(why)), 0);
-	expect_int_eq(plan.shm_flags, SHM_F_NO_FUTEX);
+	expect_int_eq(plan.shm_flags, SHM_F_NO_FUTEX);	/* the agent runs anywhere */
+	expect_int_eq(c[0].remote_ok && c[1].remote_ok, 1);
+	expect_int_eq(plan.remote_listed, 1);
+	/* remote calls: only in the threads whose filters allow them */
 	nr_filter(bad, SYS_munmap, SECCOMP_RET_KILL_PROCESS);
+	expect_int_eq(seccomp_plan_decide(c, 2, &pp, &plan, why, sizeof(why)), 0);
+	expect_int_eq(c[0].remote_ok, 1);
+	expect_int_eq(c[1].remote_ok, 0);
+	expect_true(strstr(plan.note, "no remote calls in thread 11") != NULL);
+	/* in no thread at all: refused, naming one */
+	nr_filter(ok, SYS_mremap, SECCOMP_RET_KILL_PROCESS);
 	expect_int_eq(seccomp_plan_decide(c, 2, &pp, &plan, why, sizeof(why)), -EPERM);
-	expect_true(strstr(why, "thread 11") != NULL);
+	expect_true(strstr(why, "thread 10") != NULL);
+	/* one way of mapping for every thread that runs them: the memfd where
+	 * it works, the other thread left out */
+	nr_filter(ok, SYS_memfd_create, SECCOMP_RET_KILL_PROCESS);
+	{
+		struct sock_filter anon[] = {
+			LD(OFF_NR), JEQ(SYS_mmap, 0, 3), LD(OFF_ARG_LO(3)),
+			BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, MAP_ANONYMOUS, 0, 1),
+			RET(SECCOMP_RET_KILL_PROCESS), RET(SECCOMP_RET_ALLOW),
+		};
+
+		p2 = PROG(anon);
+		c[1].progs = &p2;
+		expect_int_eq(seccomp_plan_decide(c, 2, &params_trap, &plan, why, sizeof(why)), 0);
+		expect_int_eq(c[0].remote_ok, 0);
+		expect_int_eq(c[1].remote_ok, 1);
+		expect_int_eq(plan.inject_flags, INJECT_F_NO_ANON);
+	}
 }
 
 HARNESS_MAIN("seccomp",
