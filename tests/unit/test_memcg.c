@@ -15,17 +15,24 @@ static const char mountinfo[] =
 	"31 25 0:27 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
 	"32 25 0:28 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
 
+/* Check that cg and mi locate version v's cgroup at dir (the mount at top). */
+static void located(const char *cg, const char *mi, int v, const char *dir, const char *top)
+{
+	struct memcg_info m;
+	char t[MEMCG_PATH_MAX];
+
+	expect_int_eq(memcg_locate(cg, mi, &m, t, sizeof(t)), 0);
+	expect_int_eq(m.version, v);
+	expect_str_eq(m.dir, dir);
+	if (top)
+		expect_str_eq(t, top);
+	expect_u64_eq(m.avail, MEMCG_NONE);
+}
+
 static void test_locate_v1(void)
 {
-	static const char cg[] = "9:name=systemd:/\n4:memory:/svc/small\n1:cpu:/\n0::/\n";
-	struct memcg_info m;
-	char top[MEMCG_PATH_MAX];
-
-	expect_int_eq(memcg_locate(cg, mountinfo, &m, top, sizeof(top)), 0);
-	expect_int_eq(m.version, 1);
-	expect_str_eq(m.dir, "/sys/fs/cgroup/memory/svc/small");
-	expect_str_eq(top, "/sys/fs/cgroup/memory");
-	expect_u64_eq(m.avail, MEMCG_NONE);
+	located("9:name=systemd:/\n4:memory:/svc/small\n1:cpu:/\n0::/\n", mountinfo, 1,
+		"/sys/fs/cgroup/memory/svc/small", "/sys/fs/cgroup/memory");
 }
 
 static void test_locate_v2(void)
@@ -34,36 +41,23 @@ static void test_locate_v2(void)
 	static const char mi[] = "40 1 0:30 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate\n";
 	static const char mi_root[] =	/* a container's view: the mount is rooted lower */
 		"40 1 0:30 /kube/pod1 /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
-	static const char mi_space[] =
-		"40 1 0:30 / /mnt/my\\040cg rw - cgroup2 cgroup2 rw\n";
+	static const char mi_two[] =	/* two mounts: the one that holds the path */
+		"40 1 0:30 /kube/pod1 /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"
+		"41 1 0:30 / /host/cg rw - cgroup2 cgroup2 rw\n";
 	static const char cg_pod[] = "0::/kube/pod1/c1\n";
-	static const char cg_out[] = "0::/../other\n";
 	struct memcg_info m;
 	char top[MEMCG_PATH_MAX];
 
-	expect_int_eq(memcg_locate(cg, mi, &m, top, sizeof(top)), 0);
-	expect_int_eq(m.version, 2);
-	expect_str_eq(m.dir, "/sys/fs/cgroup/user.slice/app");
-	expect_int_eq(memcg_locate(cg_pod, mi_root, &m, top, sizeof(top)), 0);
-	expect_str_eq(m.dir, "/sys/fs/cgroup/c1");
+	located(cg, mi, 2, "/sys/fs/cgroup/user.slice/app", "/sys/fs/cgroup");
+	located(cg_pod, mi_root, 2, "/sys/fs/cgroup/c1", NULL);
 	expect_int_eq(memcg_locate(cg, mi_root, &m, top, sizeof(top)), -ENOENT);
-	{	/* two mounts of the hierarchy: the one that holds the path */
-		static const char mi_two[] =
-			"40 1 0:30 /kube/pod1 /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"
-			"41 1 0:30 / /host/cg rw - cgroup2 cgroup2 rw\n";
-
-		expect_int_eq(memcg_locate(cg, mi_two, &m, top, sizeof(top)), 0);
-		expect_str_eq(m.dir, "/host/cg/user.slice/app");
-		expect_int_eq(memcg_locate(cg_pod, mi_two, &m, top, sizeof(top)), 0);
-		expect_str_eq(m.dir, "/sys/fs/cgroup/c1");
-	}
-	expect_int_eq(memcg_locate(cg_out, mi, &m, top, sizeof(top)), -ENOENT);
-	expect_int_eq(memcg_locate(cg, mi_space, &m, top, sizeof(top)), 0);
-	expect_str_eq(m.dir, "/mnt/my cg/user.slice/app");
-	expect_str_eq(top, "/mnt/my cg");
-	/* the root cgroup itself */
-	expect_int_eq(memcg_locate("0::/\n", mi, &m, top, sizeof(top)), 0);
-	expect_str_eq(m.dir, "/sys/fs/cgroup");
+	located(cg, mi_two, 2, "/host/cg/user.slice/app", "/host/cg");
+	located(cg_pod, mi_two, 2, "/sys/fs/cgroup/c1", NULL);
+	/* outside our cgroup namespace */
+	expect_int_eq(memcg_locate("0::/../other\n", mi, &m, top, sizeof(top)), -ENOENT);
+	located(cg, "40 1 0:30 / /mnt/my\\040cg rw - cgroup2 cgroup2 rw\n", 2,
+		"/mnt/my cg/user.slice/app", "/mnt/my cg");
+	located("0::/\n", mi, 2, "/sys/fs/cgroup", NULL);	/* the root cgroup itself */
 	/* no memory controller anywhere */
 	expect_int_eq(memcg_locate("1:cpu:/\n", mountinfo, &m, top, sizeof(top)), -ENOENT);
 }
