@@ -7,11 +7,13 @@
 #include <sys/types.h>
 #include "cli.h"
 #include "hooks.h"
+#include "memcg.h"
 #include "proc.h"
 #include "profile.h"
 #include "reloc.h"
 #include "ring.h"
 #include "sampler.h"
+#include "seccomp_plan.h"
 #include "tracee.h"
 #include "shm.h"
 #include "tramp.h"
@@ -85,6 +87,10 @@ struct session {
 	unsigned ticks;                 /* fast mode: timer ticks seen */
 	uint64_t regions_stats[2];      /* fast mode: agent walks, walk misses */
 	uint64_t nest_lo, nest_hi;      /* hooked allocator text: calls from there are nested */
+	struct seccomp_plan sc;         /* what the target's seccomp filters let us make it do */
+	uint64_t ring_size;             /* fast mode: bytes of each ring; 0 = the default */
+	int prefault;                   /* fast mode: fault the shared tables in ourselves */
+	char mem_note[MEMCG_PATH_MAX + 160]; /* what we add to the target's memory (-v, profile) */
 
 	struct profile *prof;
 	struct sampler sampler;
@@ -131,6 +137,17 @@ int patch_in_flight(struct session *s, pid_t tid);
 int patch_wait_quiet(struct session *s, int *busy);
 /* Unmap a target range by a syscall in some stopped thread. 0 or -errno. */
 int patch_unmap_remote(struct session *s, uint64_t addr, size_t len);
+/* Fast mode: bytes of each ring (s->ring_size, or the default for the rate). */
+uint64_t patch_ring_size(const struct session *s);
+/* Bytes of each injected region. */
+uint64_t patch_region_size(const struct session *s);
+
+/* ---- membudget.c ---- */
+/* Size the rings to the room in the target's memory cgroup (before attach):
+ * sets ring_size, prefault and mem_note. 0, or -ENOSPC after one message
+ * saying why heapattach must not attach (exact mode or the least rings do
+ * not fit). */
+int membudget_plan(struct session *s);
 
 /* ---- recover.c ---- */
 /* Undo what a previous heapattach that died left in the target (jumps into

@@ -15,6 +15,7 @@
 #include "session.h"
 #include "stackids.h"
 #include "symbolize.h"
+#include "sys_compat.h"
 #include "unwind.h"
 
 #define DRAIN_BATCH 65536
@@ -41,6 +42,16 @@ void fast_heartbeat(struct session *s)
 			 __ATOMIC_RELEASE);
 }
 
+/* Fault in len bytes of our shared mapping at p (page aligned), so that
+ * their pages are charged to our memory cgroup rather than the target's. */
+static void prefault(uint8_t *p, size_t len)
+{
+	if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
+		return;
+	for (size_t off = 0; off < len; off += 4096)
+		__atomic_fetch_or(&p[off], 0, __ATOMIC_RELAXED);
+}
+
 /* Fill the shared layout of region 0 (already mapped, zeroed by ftruncate). */
 void fast_init_data(struct session *s, uint64_t data_remote, uint64_t ring_size)
 {
@@ -48,7 +59,11 @@ void fast_init_data(struct session *s, uint64_t data_remote, uint64_t ring_size)
 	uint8_t *d = (uint8_t *)h;
 
 	s->shm = h;
-	h->flags = s->exact ? SHM_F_EXACT : 0;
+	/* charged to our memory cgroup, not the target's (membudget.c) */
+	if (s->prefault)
+		prefault(d, SHM_OFF_RING);
+	h->flags = (s->exact ? SHM_F_EXACT : 0) | s->sc.shm_flags;
+	h->no_stack_copy = s->sc.no_stack_copy;	/* seccomp: no process_vm_readv */
 	h->data_remote = data_remote;
 	h->ring_size = ring_size;
 	h->rate = s->opt->sample_rate;

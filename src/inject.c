@@ -281,6 +281,8 @@ int inject_region_near_flags(struct remote_ctx *ctx, uint64_t near_addr,
 			pr_debug("inject: memfd in %d failed (%s), trying shared anonymous memory",
 				 (int)ctx->pid, strerror(-err));
 	}
+	if (err && (flags & INJECT_F_NO_ANON))
+		return err;
 	if (err) {
 		anon = 1;
 		err = map_anon(ctx, cand, ncand, size, &lfd, &addr);

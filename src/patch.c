@@ -55,8 +55,9 @@ static int run_remote(struct session *s, int (*op)(struct remote_ctx *ctx, void 
 		struct thread *th = &s->tr.t[i];
 		struct remote_ctx ctx;
 
-		if (th->state != TS_STOPPED || th->vfork_child)
-			continue;
+		if (th->state != TS_STOPPED || th->vfork_child ||
+		    (s->sc.remote_listed && !th->remote_ok))
+			continue;	/* its seccomp filter may kill on them */
 		remote_ctx_init(&ctx, s->pid, th->tid);
 		rc = op(&ctx, arg);
 		if (rc != -EINVAL && rc != -ESRCH)
@@ -78,9 +79,17 @@ static int op_region_remove(struct remote_ctx *ctx, void *arg)
  * the frame table is learnt each event carries an 8 KiB stack copy: they
  * need room for the tool's first, slow moments.
  */
-static uint64_t fast_ring_size(const struct session *s)
+uint64_t patch_ring_size(const struct session *s)
 {
+	if (s->ring_size)
+		return s->ring_size;	/* sized to the target's memory cgroup (membudget.c) */
 	return s->opt->sample_rate >= 256 * 1024 ? 2u << 20 : 8u << 20;
+}
+
+uint64_t patch_region_size(const struct session *s)
+{
+	return REGION_CODE + (s->fast ? SHM_OFF_RING + SHM_NRINGS * patch_ring_size(s) :
+			      REGION_DATA_TRAP);
 }
 
 /* Map the next region (code view; in fast mode also the data view) near r->near. */
@@ -90,8 +99,9 @@ static int op_region_map(struct remote_ctx *ctx, void *arg)
 	struct region *r = &s->regions[s->nregions];
 	int rc;
 
-	rc = inject_region_near(ctx, r->near, REGION_CODE + (s->fast ? SHM_OFF_RING +
-				SHM_NRINGS * fast_ring_size(s) : REGION_DATA_TRAP), r->inj);
+	/* the flags avoid what the target's seccomp filter may kill on */
+	rc = inject_region_near_flags(ctx, r->near, patch_region_size(s), s->sc.inject_flags,
+				      r->inj);
 	if (rc || !s->fast)
 		return rc;
 	rc = inject_region_alias(ctx, r->inj, r->near, PROT_READ | PROT_WRITE, r->alias);
@@ -134,7 +144,7 @@ static int region_fast_setup(struct session *s, struct region *r)
 	size_t at = (r->used + 63) & ~(size_t)63;
 	int rc;
 
-	fast_init_data(s, r->alias->remote + REGION_CODE, fast_ring_size(s));
+	fast_init_data(s, r->alias->remote + REGION_CODE, patch_ring_size(s));
 	s->fenv.data = r->alias->remote + REGION_CODE;
 	/* A locked sub measured ~3% slower with two busy threads; a rare lost
 	 * update between two threads sharing a counter only shifts a sample. */

@@ -79,7 +79,8 @@ int session_dump(struct session *s, unsigned seq)
 	struct symbolizer *sym = s->sym;
 	const struct proc_maps *maps = &s->maps;
 	char comment[128];
-	const char *comments[1] = { comment };
+	char sc_note[sizeof(s->sc.note) + 32];
+	const char *comments[3] = { comment, s->mem_note, sc_note };
 	struct dump_info d;
 	char *path;
 	int rc;
@@ -98,6 +99,7 @@ int session_dump(struct session *s, unsigned seq)
 			maps = &fresh;
 		}
 	}
+	snprintf(sc_note, sizeof(sc_note), "seccomp filter: %s", s->sc.note);
 	snprintf(comment, sizeof(comment), "events=%llu nested=%llu unwind_errors=%llu",
 		 (unsigned long long)s->events, (unsigned long long)s->nested,
 		 (unsigned long long)s->unwind_errors);
@@ -108,7 +110,7 @@ int session_dump(struct session *s, unsigned seq)
 		.maps = maps,
 		.sym = sym,
 		.comments = comments,
-		.ncomments = 1,
+		.ncomments = s->sc.note[0] ? 3 : 2,
 	};
 	path = seq ? dump_numbered_path(s->output, seq) : xstrdup(s->output);
 	rc = dump_write_file(path, s->opt->format, s->prof, &d);
@@ -224,6 +226,7 @@ static void detach_after_exec(struct session *s)
 
 static int attach(struct session *s)
 {
+	struct seccomp_params pp;
 	int rc;
 
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
@@ -239,7 +242,10 @@ static int attach(struct session *s)
 		tracee_detach_all(&s->tr);
 		return rc ? rc : -ESRCH;
 	}
-	rc = recover_leftovers(s);
+	pp = (struct seccomp_params){ s->pid, s->fast, s->exact, patch_region_size(s) };
+	rc = seccomp_plan_make(&s->tr, &pp, &s->sc);	/* before any remote syscall */
+	if (!rc)
+		rc = recover_leftovers(s);
 	if (rc) {
 		tracee_resume_all(&s->tr);
 		tracee_detach_all(&s->tr);
@@ -346,6 +352,9 @@ int session_run(const struct options *opt)
 		pr_err("cannot set up the unwinder for %d", s.pid);
 		goto out;
 	}
+	if (membudget_plan(&s))
+		goto out;
+	pr_debug("%s", s.mem_note);
 	/* Symbols first, while the target runs untouched: loading a big
 	 * object's DWARF takes tens of milliseconds, in which a busy target
 	 * would fill the rings with events the tool cannot yet keep up with. */
