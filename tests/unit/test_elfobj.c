@@ -397,49 +397,5 @@ static void test_fixtures(void)
 	}
 }
 
-/* A debug file split off with objcopy is found through .gnu_debuglink and the build id. */
-static void test_debug_file(void)
-{
-	char dir[] = "/tmp/elfobj-test.XXXXXX", cmd[8192], path[64], obj[64];
-	const char *b = getenv("BUILD") ? getenv("BUILD") : "build";
-	struct elfobj *e, *d;
-
-	if (!mkdtemp(dir)) {
-		expect_true(0);
-		return;
-	}
-	snprintf(obj, sizeof(obj), "%s/lib/victim", dir);
-	snprintf(cmd, sizeof(cmd),
-		 "mkdir -p %s/lib/.debug && cp %s/fixtures/printaddrs %s && "
-		 "objcopy --only-keep-debug %s %s/lib/.debug/victim.dbg && "
-		 "objcopy --strip-debug --add-gnu-debuglink=%s/lib/.debug/victim.dbg %s",
-		 dir, b, obj, obj, dir, dir, obj);
-	if (system(cmd)) {
-		fprintf(stderr, "objcopy failed, skipping\n");
-		goto out;
-	}
-	e = elfobj_open_fd(open(obj, O_RDONLY));
-	expect_true(e != NULL);
-	if (!e)
-		goto out;
-	expect_int_eq(elfobj_has_debug_info(e), 0);
-	expect_str_eq(elfobj_debuglink(e, NULL), "victim.dbg");
-	/* the target's view: root dir, object path /lib/victim */
-	d = elfobj_open_debug(e, dir, "/lib/victim");
-	expect_true(d != NULL);
-	if (d) {
-		expect_int_eq(elfobj_has_debug_info(d), 1);
-		expect_str_eq(elfobj_build_id(d), elfobj_build_id(e));
-		elfobj_free(d);
-	}
-	/* a wrong root finds nothing */
-	expect_true(elfobj_open_debug(e, "/nonexistent", "/lib/victim") == NULL);
-	elfobj_free(e);
-out:
-	snprintf(path, sizeof(path), "rm -rf %s", dir);
-	if (system(path))
-		fprintf(stderr, "cannot remove %s\n", dir);
-}
-
 HARNESS_MAIN("elfobj", T(test_image), T(test_load_bias), T(test_truncated), T(test_corrupt),
-	     T(test_self), T(test_fixtures), T(test_debug_file))
+	     T(test_self), T(test_fixtures))
