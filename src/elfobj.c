@@ -7,15 +7,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "elfobj.h"
+#include "mapguard.h"
 #include "xmalloc.h"
 
 struct elfobj {
 	Elf *elf;
 	int fd;                 /* -1 for an in-memory image */
 	char *image;            /* in-memory copy, or NULL */
+	void *map;              /* the file mapped (private), under mapguard, or NULL */
+	size_t map_len;
 	GElf_Ehdr ehdr;
 	struct elfobj_sym *syms;
 	size_t nsyms;
@@ -358,18 +362,30 @@ struct elfobj *elfobj_open_fd_flags(int fd, unsigned flags)
 {
 	struct elfobj *e;
 	struct stat st;
+	void *map;
 
 	if (fd < 0)
 		return NULL;
-	/* never a FIFO or a device: a read of either need not end */
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+	/*
+	 * Never a FIFO or a device: a read of either need not end. A regular
+	 * file is read as far as its size when opened, through a mapping of
+	 * ours that mapguard watches before the first byte is read: the file
+	 * may be truncated meanwhile. Private and writable, as elf_memory()
+	 * wants (libelf edits section headers in place to decompress).
+	 */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+	    (map = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE,
+			fd, 0)) == MAP_FAILED) {
 		close(fd);
 		return NULL;
 	}
+	mapguard_add(map, st.st_size);
 	elf_version(EV_CURRENT);
 	e = xcalloc(1, sizeof(*e));
 	e->fd = fd;
-	e->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	e->map = map;
+	e->map_len = st.st_size;
+	e->elf = elf_memory(map, st.st_size);
 	return load(e, flags);
 }
 
@@ -392,6 +408,10 @@ void elfobj_free(struct elfobj *e)
 		return;
 	if (e->elf)
 		elf_end(e->elf);
+	if (e->map) {
+		mapguard_remove(e->map);
+		munmap(e->map, e->map_len);
+	}
 	if (e->fd >= 0)
 		close(e->fd);
 	free(e->image);
