@@ -14,8 +14,8 @@
 #include <unistd.h>
 #include "elfobj.h"
 #include "hooks.h"
-#include "tfile.h"
 #include "log.h"
+#include "tfile.h"
 #include "xmalloc.h"
 
 /*
