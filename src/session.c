@@ -44,6 +44,28 @@ static void on_child(int sig)
 	child_event = 1;
 }
 
+/* From the first instant: a stop request before the attach leaves the
+ * target untouched, one after it detaches cleanly. */
+static void install_stop_handlers(void)
+{
+	struct sigaction sa;
+	sigset_t set;
+
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on_stop_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	/* a mask inherited blocked would hide them (and one pending since
+	 * before exec is delivered now) */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
 /* Handlers without SA_RESTART, so waitpid returns EINTR; a periodic tick
  * bounds the time a flag set just before waitpid goes unseen. */
 static void install_signals(void)
@@ -53,10 +75,6 @@ static void install_signals(void)
 
 	memset(&sa, 0, sizeof(sa));
 	sigemptyset(&sa.sa_mask);
-	sa.sa_handler = on_stop_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 	sa.sa_handler = on_tick;
 	sigaction(SIGALRM, &sa, NULL);
 	sa.sa_handler = on_child;
@@ -330,6 +348,8 @@ int session_run(const struct options *opt)
 	s.pid = opt->pid;
 	s.fast = opt->mode == MODE_FAST;
 	s.exact = opt->sample_rate == 1;
+	install_stop_handlers();
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	if (tracee_check(s.pid))
 		return 1;
 	snprintf(defout, sizeof(defout), "heapattach.%d.heap", s.pid);
@@ -357,9 +377,16 @@ int session_run(const struct options *opt)
 	pr_debug("%s", s.mem_note);
 	/* Symbols first, while the target runs untouched: loading a big
 	 * object's DWARF takes tens of milliseconds, in which a busy target
-	 * would fill the rings with events the tool cannot yet keep up with. */
-	while (s.warm_next < s.maps.n)
+	 * would fill the rings with events the tool cannot yet keep up with.
+	 * One object at a time, as long as no stop was asked for and half of
+	 * --duration is left; what is not loaded now is loaded at the dump. */
+	while (s.warm_next < s.maps.n && !stop_signal &&
+	       !(opt->duration_ns && clock_ns(CLOCK_MONOTONIC) - t0 >= opt->duration_ns / 2))
 		fast_warm_step(&s);
+	if (stop_signal) {
+		fprintf(stderr, "heapattach: interrupted before attaching; PID %d untouched\n", s.pid);
+		goto out;
+	}
 	install_signals();
 	live_session = &s;
 	xmalloc_oom_hook = emergency_detach;
