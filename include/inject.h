@@ -13,9 +13,8 @@
  * remote; the tool sees the same pages at local (read-write, MAP_SHARED), so
  * whatever the tool writes is visible in the target at once.
  *
- * The first INJECT_STUB_SIZE bytes of a primary region hold a permanent
- * "syscall; int3" stub at remote (see remote_ctx.stub); put code and data
- * after it.
+ * The first INJECT_STUB_SIZE bytes of a region are left zero; put code and
+ * data after them.
  */
 struct inject_region {
 	void *local;		/* tool's RW mapping of the same pages */
@@ -42,8 +41,7 @@ struct inject_region {
  * The object is a memfd "heapattach" (MFD_CLOEXEC) whose target fd is
  * closed again before returning, so no fd leaks into the target; if the
  * target refuses memfd_create, shared anonymous memory reached through
- * /proc/PID/map_files. The stub is written at out->remote and, if ctx->stub
- * was 0, ctx->stub is set to it.
+ * /proc/PID/map_files.
  *
  * Same thread-state contract as remote_syscall(). 0 or -errno; on error
  * nothing is left mapped in either process. Undo with inject_region_remove.
@@ -67,8 +65,7 @@ int inject_region_alias(struct remote_ctx *ctx, const struct inject_region *base
 
 /*
  * Unmap the region in the target and (unless it is an alias) in the tool.
- * If ctx->stub points into it, ctx->stub is reset to 0 first. The region
- * is cleared even when the remote munmap fails. 0 or -errno.
+ * The region is cleared even when the remote munmap fails. 0 or -errno.
  */
 int inject_region_remove(struct remote_ctx *ctx, struct inject_region *region);
 

@@ -11,7 +11,6 @@
 
 #include "inject.h"
 #include "log.h"
-#include "remote_arch.h"
 #include "sys_compat.h"
 #include "xmalloc.h"
 
@@ -259,7 +258,6 @@ int inject_region_near_flags(struct remote_ctx *ctx, uint64_t near_addr,
 			     size_t size, unsigned flags,
 			     struct inject_region *out)
 {
-	static const uint8_t stub[REMOTE_ARCH_STUB_LEN] = REMOTE_ARCH_STUB;
 	uint64_t cand[MAX_CANDIDATES], addr = 0;
 	int ncand, lfd = -1, anon = 0, err;
 	void *local;
@@ -297,8 +295,6 @@ int inject_region_near_flags(struct remote_ctx *ctx, uint64_t near_addr,
 		remote_munmap(ctx, addr, size);
 		goto out;
 	}
-	memset(local, 0xcc, INJECT_STUB_SIZE);
-	memcpy(local, stub, sizeof(stub));
 	*out = (struct inject_region) {
 		.local = local,
 		.remote = addr,
@@ -306,8 +302,6 @@ int inject_region_near_flags(struct remote_ctx *ctx, uint64_t near_addr,
 		.prot = PROT_READ | PROT_EXEC,
 		.anon = anon,
 	};
-	if (!ctx->stub)
-		ctx->stub = addr;
 	pr_debug("inject: %zu bytes at 0x%" PRIx64 " in %d (%s)", size, addr,
 		 (int)ctx->pid, anon ? "anonymous" : "memfd");
 out:
@@ -365,9 +359,6 @@ int inject_region_remove(struct remote_ctx *ctx, struct inject_region *region)
 
 	if (!region->size)
 		return 0;
-	if (ctx->stub >= region->remote &&
-	    ctx->stub < region->remote + region->size)
-		ctx->stub = 0;	/* munmap must not run from the page it unmaps */
 	err = remote_munmap(ctx, region->remote, region->size);
 	if (err)
 		pr_err("inject: cannot unmap 0x%" PRIx64 " in %d: %s",
