@@ -87,7 +87,9 @@ void remote_ctx_init(struct remote_ctx *ctx, pid_t pid, pid_t tid);
  * is group-stopped. Resume it as you would have: PTRACE_CONT/PTRACE_DETACH
  * with signal 0, or PTRACE_LISTEN. No waitpid() status is left for the
  * caller to collect. On -EINVAL, -EAGAIN and errors before the thread ran
- * (ctx->resumed 0) the thread is in the stop it was in.
+ * (ctx->resumed 0) the thread is in the stop it was in. -EAGAIN: this
+ * thread cannot serve, another may (picky refusal, or no room for the
+ * frame below its stack pointer).
  *
  * A thread stopped inside an interrupted syscall (-ERESTARTSYS etc.) keeps
  * its saved rax/orig_rax, so the kernel restarts that syscall (including

@@ -618,8 +618,12 @@ int remote_syscall(struct remote_ctx *ctx, long nr, long a1, long a2, long a3,
 		goto out;
 	}
 	err = write_frame(tid, &st, g.sigreturn, &frame);
-	if (err)
+	if (err) {
+		pr_debug("remote: no room for a frame on the stack of %d: %s", (int)tid,
+			 strerror(-err));
+		err = -EAGAIN;	/* another thread may have it */
 		goto out;
+	}
 	die_at(1);
 
 	/* Registers first: from here on a dead tool leaves the frame in charge. */
