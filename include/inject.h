@@ -54,6 +54,25 @@ int inject_region_near_flags(struct remote_ctx *ctx, uint64_t near_addr,
 			     struct inject_region *out);
 
 /*
+ * Called before the target maps the memfd at addr (once per address tried),
+ * with the tool's fd of it, already of its full size (size bytes, as the
+ * mapping will be): what fn writes there
+ * is in the file before the target can see the mapping, so a tool killed
+ * at any instant leaves a mapping that proves itself ours (recover.c).
+ * 0 or -errno (which ends the injection).
+ */
+typedef int (*inject_prefill_fn)(void *arg, int fd, uint64_t addr, size_t size);
+struct inject_prefill {
+	inject_prefill_fn fn;
+	void *arg;
+	int fd;
+};
+/* inject_region_near_flags, calling fn(arg, ...) on the memfd way. */
+int inject_region_near_prefill(struct remote_ctx *ctx, uint64_t near_addr, size_t size,
+			       unsigned flags, inject_prefill_fn fn, void *arg,
+			       struct inject_region *out);
+
+/*
  * A second target view of base's pages with protection prot (e.g. PROT_READ|
  * PROT_WRITE for data), placed near near_addr like inject_region_near. It
  * needs no fd in the target: mremap(old_size = 0) duplicates a shared

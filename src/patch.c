@@ -102,6 +102,34 @@ uint64_t patch_region_size(const struct session *s)
 			      REGION_DATA_TRAP);
 }
 
+/* Identity and settings a successor needs to undo us (see recover.c). */
+static void fill_header(struct session *s, struct shm_hdr *h, uint64_t code_remote,
+			uint64_t total)
+{
+	h->version = SHM_VERSION;
+	h->total_size = total;
+	h->code_remote = code_remote;
+	h->code_size = REGION_CODE;
+	h->tool_pid = getpid();
+	h->target_pid = s->pid;
+	h->nest_lo = s->nest_lo;
+	h->nest_hi = s->nest_hi;
+	__atomic_store_n(&h->magic, SHM_MAGIC, __ATOMIC_RELEASE);
+}
+
+/* The header, in the memfd before the target maps it at addr: a tool killed
+ * right after that leaves a leftover the next one can prove ours. */
+static int prefill_header(void *arg, int fd, uint64_t addr, size_t size)
+{
+	static struct shm_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	fill_header(arg, &h, addr, size);
+	if (pwrite(fd, &h, sizeof(h), REGION_CODE) != (ssize_t)sizeof(h))
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
 /* Map the next region (code view; in fast mode also the data view) near r->near. */
 static int op_region_map(struct remote_ctx *ctx, void *arg)
 {
@@ -110,8 +138,8 @@ static int op_region_map(struct remote_ctx *ctx, void *arg)
 	int rc;
 
 	/* the flags avoid what the target's seccomp filter may kill on */
-	rc = inject_region_near_flags(ctx, r->near, patch_region_size(s), s->sc.inject_flags,
-				      r->inj);
+	rc = inject_region_near_prefill(ctx, r->near, patch_region_size(s), s->sc.inject_flags,
+					prefill_header, s, r->inj);
 	if (rc || !s->fast)
 		return rc;
 	rc = inject_region_alias(ctx, r->inj, r->near, PROT_READ | PROT_WRITE, r->alias);
@@ -133,19 +161,11 @@ static int64_t dist(uint64_t a, uint64_t b)
 
 /* A region within jump reach of addr with room for one more trampoline,
  * injecting a new one if needed. Index, or -errno. */
-/* Identity and settings a successor needs to undo us (see recover.c). */
+/* The header in our view of the region (prefill_header wrote the same). */
 static void region_header(struct session *s, struct region *r)
 {
 	r->hdr = (struct shm_hdr *)(r->local + REGION_CODE);
-	r->hdr->version = SHM_VERSION;
-	r->hdr->total_size = r->inj->size;
-	r->hdr->code_remote = r->remote;
-	r->hdr->code_size = REGION_CODE;
-	r->hdr->tool_pid = getpid();
-	r->hdr->target_pid = s->pid;
-	r->hdr->nest_lo = s->nest_lo;
-	r->hdr->nest_hi = s->nest_hi;
-	__atomic_store_n(&r->hdr->magic, SHM_MAGIC, __ATOMIC_RELEASE);
+	fill_header(s, r->hdr, r->remote, r->inj->size);
 }
 
 /* Fast mode: shared data, the agent blob, and where trampolines find them. */

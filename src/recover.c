@@ -403,8 +403,13 @@ static int unmap_leftovers(struct session *s, struct leftovers *L)
 
 	for (size_t i = 0; i < L->n && !rc; i++) {
 		const struct leftover *l = &L->v[i];
+		size_t code = 0;
 
-		for (size_t k = 0; l->proven && !l->in_use && k < l->nviews; k++) {
+		while (code + 1 < l->nviews && l->lo[code] != l->hdr.code_remote)
+			code++;
+		for (size_t j = 1; l->proven && !l->in_use && j <= l->nviews; j++) {
+			/* the code view last: a kill meanwhile leaves it proving the rest ours */
+			size_t k = (code + j) % l->nviews;
 			int err;
 
 			if (!view_still_there(&fresh, l, l->lo[k], l->hi[k])) {
