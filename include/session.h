@@ -148,6 +148,8 @@ uint64_t patch_region_size(const struct session *s);
  * saying why heapattach must not attach (exact mode or the least rings do
  * not fit). */
 int membudget_plan(struct session *s);
+/* Close a target fd by a syscall in some stopped thread. 0 or -errno. */
+int patch_close_remote(struct session *s, int fd);
 
 /* ---- recover.c ---- */
 /* Undo what a previous heapattach that died left in the target (jumps into
@@ -169,8 +171,9 @@ int forkchild_separate_memory(pid_t a, pid_t b);
 int events_dispatch(void *sess, pid_t tid, int status);
 
 /* ---- collect.c ---- */
-/* Handle a SIGTRAP at one of our traps for thread tid (stopped). 1 if it was
- * ours, 0 if not (a genuine SIGTRAP to deliver), -errno on error. */
+/* Handle a syscall-stop of thread tid that may be one of our traps (bkpt.h):
+ * 1 if it was a trap's entry stop (recorded unless record is 0), 0 if not,
+ * -errno on error. */
 int collect_trap(struct session *s, pid_t tid, int record);
 
 /* ---- fast.c ---- */

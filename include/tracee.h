@@ -26,6 +26,7 @@ struct tracee {
 	pid_t pid;
 	struct thread *t;
 	size_t n, cap;
+	int syscall_stops;      /* resume with PTRACE_SYSCALL (trap mode's traps) */
 };
 
 /* Called for a wait status (of a known thread or of a new tid) that is not

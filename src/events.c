@@ -148,16 +148,23 @@ int events_dispatch(void *arg, pid_t tid, int status)
 		}
 		return on_ptrace_event(s, th, status);
 	}
-	if (sig == SIGTRAP) {
+	if (sig == (SIGTRAP | 0x80)) {
+		/* A syscall-stop (trap mode): maybe one of our traps. */
 		rc = collect_trap(s, tid, !th->vfork_child);
 		if (rc < 0 && rc != -ESRCH)
 			pr_debug("trap in %d: %d", tid, rc);
 		th = tracee_find(&s->tr, tid);
 		if (!th)
 			return 0;
-		th->pending_sig = rc == 1 ? 0 : SIGTRAP;
-	} else if (sig == (SIGTRAP | 0x80)) {
 		th->pending_sig = 0;
+		if (tracee_stopping && th->interrupted) {
+			/* No place for remote syscalls: stop it again once the
+			 * syscall is done (this stop used up the interrupt). */
+			th->state = TS_RUNNING;
+			ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+			ptrace(PTRACE_CONT, tid, 0, 0);
+			return 0;
+		}
 	} else {
 		th->pending_sig = sig;	/* pass every signal on unchanged */
 	}

@@ -64,34 +64,29 @@ static int restore_child(struct session *s, pid_t child)
 	return clean;
 }
 
-/* Unmap one view of ours in the child; the stub's view must go last. */
+/* Unmap one view of ours in the child. */
 static int unmap_view(struct remote_ctx *ctx, const struct inject_region *v)
 {
 	if (!v || !v->size)
 		return 0;
-	if (ctx->stub >= v->remote && ctx->stub < v->remote + v->size)
-		ctx->stub = 0;	/* munmap must not run from the page it unmaps */
 	return remote_munmap(ctx, v->remote, v->size);
 }
 
 /* Unmap every view of every region in the stopped child. 0 or -errno. */
 static int unmap_child(struct session *s, pid_t child)
 {
-	const struct inject_region *stub_view = s->regions[0].inj;
 	struct remote_ctx ctx;
 	int rc = 0, err;
 
 	remote_ctx_init(&ctx, child, child);
-	ctx.stub = stub_view ? stub_view->remote : 0;
 	for (size_t i = 0; i < s->nregions; i++) {
 		err = unmap_view(&ctx, s->regions[i].alias);
-		if (!err && s->regions[i].inj != stub_view)
+		if (!err)
 			err = unmap_view(&ctx, s->regions[i].inj);
 		if (err && !rc)
 			rc = err;
 	}
-	err = unmap_view(&ctx, stub_view);
-	return rc ? rc : err;
+	return rc;
 }
 
 void forkchild_clean(struct session *s, pid_t child)

@@ -11,7 +11,6 @@
 
 #include "inject.h"
 #include "log.h"
-#include "remote_arch.h"
 #include "sys_compat.h"
 #include "xmalloc.h"
 
@@ -158,13 +157,15 @@ out:
  */
 static int map_at_candidate(struct remote_ctx *ctx, const uint64_t *cand,
 			    int ncand, size_t size, int prot, int flags, int fd,
-			    uint64_t *addr)
+			    const struct inject_prefill *pf, uint64_t *addr)
 {
 	int err = -ENOMEM;
 
 	for (int i = 0; i < ncand; i++) {
 		uint64_t got;
 
+		if (pf && pf->fn && (err = pf->fn(pf->arg, pf->fd, cand[i], size)))
+			return err;
 		err = remote_mmap(ctx, cand[i], size, prot,
 				  flags | MAP_FIXED_NOREPLACE, fd, 0, &got);
 		if (err == -EEXIST)
@@ -195,7 +196,7 @@ static int target_memfd(struct remote_ctx *ctx, int *rfd)
 
 /* The memfd way: the tool's fd of the object in *lfd, mapped at *addr. */
 static int map_memfd(struct remote_ctx *ctx, const uint64_t *cand, int ncand,
-		     size_t size, int *lfd, uint64_t *addr)
+		     size_t size, struct inject_prefill pf, int *lfd, uint64_t *addr)
 {
 	char path[64];
 	int rfd = -1, err, err2;
@@ -214,8 +215,9 @@ static int map_memfd(struct remote_ctx *ctx, const uint64_t *cand, int ncand,
 		err = -errno;
 		goto out;
 	}
+	pf.fd = *lfd;
 	err = map_at_candidate(ctx, cand, ncand, size, PROT_READ | PROT_EXEC,
-			       MAP_SHARED, rfd, addr);
+			       MAP_SHARED, rfd, &pf, addr);
 out:
 	err2 = remote_close(ctx, rfd);
 	if (err2) {
@@ -241,7 +243,7 @@ static int map_anon(struct remote_ctx *ctx, const uint64_t *cand, int ncand,
 	int err;
 
 	err = map_at_candidate(ctx, cand, ncand, size, PROT_READ | PROT_EXEC,
-			       MAP_SHARED | MAP_ANONYMOUS, -1, addr);
+			       MAP_SHARED | MAP_ANONYMOUS, -1, NULL, addr);
 	if (err)
 		return err;
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
@@ -259,7 +261,14 @@ int inject_region_near_flags(struct remote_ctx *ctx, uint64_t near_addr,
 			     size_t size, unsigned flags,
 			     struct inject_region *out)
 {
-	static const uint8_t stub[REMOTE_ARCH_STUB_LEN] = REMOTE_ARCH_STUB;
+	return inject_region_near_prefill(ctx, near_addr, size, flags, NULL, NULL, out);
+}
+
+int inject_region_near_prefill(struct remote_ctx *ctx, uint64_t near_addr, size_t size,
+			       unsigned flags, inject_prefill_fn fn, void *arg,
+			       struct inject_region *out)
+{
+	struct inject_prefill pf = { .fn = fn, .arg = arg };
 	uint64_t cand[MAX_CANDIDATES], addr = 0;
 	int ncand, lfd = -1, anon = 0, err;
 	void *local;
@@ -274,7 +283,7 @@ int inject_region_near_flags(struct remote_ctx *ctx, uint64_t near_addr,
 
 	err = -ENOSYS;
 	if (!(flags & INJECT_F_ANON)) {
-		err = map_memfd(ctx, cand, ncand, size, &lfd, &addr);
+		err = map_memfd(ctx, cand, ncand, size, pf, &lfd, &addr);
 		if (err == -ESRCH)
 			return err;
 		if (err)
@@ -297,8 +306,6 @@ int inject_region_near_flags(struct remote_ctx *ctx, uint64_t near_addr,
 		remote_munmap(ctx, addr, size);
 		goto out;
 	}
-	memset(local, 0xcc, INJECT_STUB_SIZE);
-	memcpy(local, stub, sizeof(stub));
 	*out = (struct inject_region) {
 		.local = local,
 		.remote = addr,
@@ -306,8 +313,6 @@ int inject_region_near_flags(struct remote_ctx *ctx, uint64_t near_addr,
 		.prot = PROT_READ | PROT_EXEC,
 		.anon = anon,
 	};
-	if (!ctx->stub)
-		ctx->stub = addr;
 	pr_debug("inject: %zu bytes at 0x%" PRIx64 " in %d (%s)", size, addr,
 		 (int)ctx->pid, anon ? "anonymous" : "memfd");
 out:
@@ -334,7 +339,7 @@ int inject_region_alias(struct remote_ctx *ctx, const struct inject_region *base
 		return ncand;
 	/* Reserve the spot first: MREMAP_FIXED would replace anything there. */
 	err = map_at_candidate(ctx, cand, ncand, base->size, PROT_NONE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, &resv);
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, NULL, &resv);
 	if (err)
 		return err;
 	err = remote_mremap(ctx, base->remote, 0, base->size,
@@ -365,9 +370,6 @@ int inject_region_remove(struct remote_ctx *ctx, struct inject_region *region)
 
 	if (!region->size)
 		return 0;
-	if (ctx->stub >= region->remote &&
-	    ctx->stub < region->remote + region->size)
-		ctx->stub = 0;	/* munmap must not run from the page it unmaps */
 	err = remote_munmap(ctx, region->remote, region->size);
 	if (err)
 		pr_err("inject: cannot unmap 0x%" PRIx64 " in %d: %s",

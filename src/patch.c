@@ -1,6 +1,7 @@
 /* Installing and removing hooks: trampolines in injected regions, jumps over prologues. */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -8,7 +9,6 @@
 #include <sys/user.h>
 #include <time.h>
 #include <unistd.h>
-#include "bkpt.h"
 #include "clock.h"
 #include "frametab.h"
 #include "inject.h"
@@ -21,7 +21,6 @@
 #define REGION_DATA_TRAP 4096
 #define REACH ((int64_t)INJECT_REACH - REGION_CODE - REGION_DATA_TRAP)
 #define MAX_BODY 8192
-#define NOP_INSN 0x90
 #define INFLIGHT_WAIT_MS 3000
 /* Each trampoline starts a cache line: its fast path (the check and the
  * jump back) then sits in one or two lines whatever came before it. */
@@ -44,24 +43,35 @@ static enum tramp_class class_of(enum hook_kind k)
 
 /*
  * Run op in the first stopped thread that can do remote syscalls (one in
- * an exit or clone event stop answers -EINVAL, an exiting one -ESRCH:
- * try the next). Returns op's result, or -ESRCH if no thread could.
+ * an exit or clone event stop answers -EINVAL, an exiting one -ESRCH: try
+ * the next). First pass: threads that hold no signal and whose interrupted
+ * syscall a dead tool's frame would restart exactly (remote.h, picky);
+ * then any. The thread's bookkeeping follows what remote_syscall did to it.
+ * Returns op's result, or -ESRCH if no thread could.
  */
 static int run_remote(struct session *s, int (*op)(struct remote_ctx *ctx, void *arg), void *arg)
 {
 	int rc = -ESRCH;
 
-	for (size_t i = 0; i < s->tr.n; i++) {
-		struct thread *th = &s->tr.t[i];
-		struct remote_ctx ctx;
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < s->tr.n; i++) {
+			struct thread *th = &s->tr.t[i];
+			struct remote_ctx ctx;
 
-		if (th->state != TS_STOPPED || th->vfork_child ||
-		    (s->sc.remote_listed && !th->remote_ok))
-			continue;	/* its seccomp filter may kill on them */
-		remote_ctx_init(&ctx, s->pid, th->tid);
-		rc = op(&ctx, arg);
-		if (rc != -EINVAL && rc != -ESRCH)
-			break;
+			if (th->state != TS_STOPPED || th->vfork_child ||
+			    (s->sc.remote_listed && !th->remote_ok) ||
+			    (!pass && th->pending_sig > 0))
+				continue;	/* seccomp may kill on them; pass 0: no signal held */
+			remote_ctx_init(&ctx, s->pid, th->tid);
+			ctx.picky = !pass;
+			rc = op(&ctx, arg);
+			if (ctx.resumed)
+				th->interrupted = 0;	/* it stopped in a fresh event stop */
+			if (ctx.delivered)
+				th->pending_sig = ctx.stop_sig == SIGTRAP ? 0 : -1;
+			if (rc != -EINVAL && rc != -ESRCH && rc != -EAGAIN)
+				return rc;
+		}
 	}
 	return rc;
 }
@@ -92,6 +102,34 @@ uint64_t patch_region_size(const struct session *s)
 			      REGION_DATA_TRAP);
 }
 
+/* Identity and settings a successor needs to undo us (see recover.c). */
+static void fill_header(struct session *s, struct shm_hdr *h, uint64_t code_remote,
+			uint64_t total)
+{
+	h->version = SHM_VERSION;
+	h->total_size = total;
+	h->code_remote = code_remote;
+	h->code_size = REGION_CODE;
+	h->tool_pid = getpid();
+	h->target_pid = s->pid;
+	h->nest_lo = s->nest_lo;
+	h->nest_hi = s->nest_hi;
+	__atomic_store_n(&h->magic, SHM_MAGIC, __ATOMIC_RELEASE);
+}
+
+/* The header, in the memfd before the target maps it at addr: a tool killed
+ * right after that leaves a leftover the next one can prove ours. */
+static int prefill_header(void *arg, int fd, uint64_t addr, size_t size)
+{
+	static struct shm_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	fill_header(arg, &h, addr, size);
+	if (pwrite(fd, &h, sizeof(h), REGION_CODE) != (ssize_t)sizeof(h))
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
 /* Map the next region (code view; in fast mode also the data view) near r->near. */
 static int op_region_map(struct remote_ctx *ctx, void *arg)
 {
@@ -100,8 +138,8 @@ static int op_region_map(struct remote_ctx *ctx, void *arg)
 	int rc;
 
 	/* the flags avoid what the target's seccomp filter may kill on */
-	rc = inject_region_near_flags(ctx, r->near, patch_region_size(s), s->sc.inject_flags,
-				      r->inj);
+	rc = inject_region_near_prefill(ctx, r->near, patch_region_size(s), s->sc.inject_flags,
+					prefill_header, s, r->inj);
 	if (rc || !s->fast)
 		return rc;
 	rc = inject_region_alias(ctx, r->inj, r->near, PROT_READ | PROT_WRITE, r->alias);
@@ -123,19 +161,11 @@ static int64_t dist(uint64_t a, uint64_t b)
 
 /* A region within jump reach of addr with room for one more trampoline,
  * injecting a new one if needed. Index, or -errno. */
-/* Identity and settings a successor needs to undo us (see recover.c). */
+/* The header in our view of the region (prefill_header wrote the same). */
 static void region_header(struct session *s, struct region *r)
 {
 	r->hdr = (struct shm_hdr *)(r->local + REGION_CODE);
-	r->hdr->version = SHM_VERSION;
-	r->hdr->total_size = r->inj->size;
-	r->hdr->code_remote = r->remote;
-	r->hdr->code_size = REGION_CODE;
-	r->hdr->tool_pid = getpid();
-	r->hdr->target_pid = s->pid;
-	r->hdr->nest_lo = s->nest_lo;
-	r->hdr->nest_hi = s->nest_hi;
-	__atomic_store_n(&r->hdr->magic, SHM_MAGIC, __ATOMIC_RELEASE);
+	fill_header(s, r->hdr, r->remote, r->inj->size);
 }
 
 /* Fast mode: shared data, the agent blob, and where trampolines find them. */
@@ -235,6 +265,11 @@ static int prepare(struct session *s, const struct hook *h, struct patch *p)
 			p->reloc.why);
 		return rc;
 	}
+	if ((p->reloc.patch_addr & 4095) > 4096 - RELOC_JMP_LEN) {
+		/* A write across two pages can be cut in half by our death. */
+		pr_warn("not hooking %s: its first bytes cross a page", h->names[0]);
+		return -EINVAL;
+	}
 	if (h->size && reloc_branch_into(body, avail, h->addr, p->reloc.patch_addr,
 					 p->reloc.patch_addr + p->reloc.covered, &where) != 0) {
 		pr_warn("not hooking %s: a branch at %#lx leads into its first %zu bytes",
@@ -284,27 +319,32 @@ static int write_jump(struct session *s, struct patch *p)
 	rc = reloc_encode_jmp(jmp, p->reloc.patch_addr, p->tramp);
 	if (rc)
 		return rc;
+	/* Threads inside the bytes go to the relocated copy first: if we die
+	 * before the jump is written, they run on there just as well. */
+	move_threads(s, p);
 	rc = remote_mem_write(s->pid, p->reloc.patch_addr, jmp, RELOC_JMP_LEN);
 	if (rc)
 		return rc;
 	p->installed = 1;
-	move_threads(s, p);
 	return 0;
 }
 
-/* Keep the original bytes in the region's header, for a successor. */
-static void record_patch(struct session *s, const struct patch *p)
+/* Keep the original bytes in the region's header, for a successor: before
+ * the jump, so that a jump is never there without its record. 0, or
+ * -ENOSPC when the header is full. */
+static int record_patch(struct session *s, const struct patch *p)
 {
 	struct shm_hdr *h = s->regions[p->region].hdr;
 	struct shm_patch *rec;
 
 	if (h->npatches >= SHM_MAX_PATCHES)
-		return;
+		return -ENOSPC;
 	rec = &h->patches[h->npatches];
 	rec->addr = p->reloc.patch_addr;
 	rec->len = RELOC_JMP_LEN;
 	memcpy(rec->orig, p->orig, RELOC_JMP_LEN);
 	__atomic_store_n(&h->npatches, h->npatches + 1, __ATOMIC_RELEASE);
+	return 0;
 }
 
 /* The span of the allocator's own hooked functions (in malloc's object):
@@ -361,7 +401,10 @@ int patch_install(struct session *s)
 		goto err;
 	}
 	for (size_t i = 0; i < n; i++) {
-		record_patch(s, &s->patches[i]);
+		if (record_patch(s, &s->patches[i])) {
+			pr_warn("not hooking %s: no room left to record it", s->patches[i].hook->names[0]);
+			continue;
+		}
 		rc = write_jump(s, &s->patches[i]);
 		if (rc) {
 			pr_err("cannot patch %s: %s", s->patches[i].hook->names[0], strerror(-rc));
@@ -480,33 +523,36 @@ int patch_unmap_remote(struct session *s, uint64_t addr, size_t len)
 	return run_remote(s, op_munmap, &a);
 }
 
+static int op_close(struct remote_ctx *ctx, void *arg)
+{
+	return remote_close(ctx, *(int *)arg);
+}
+
+int patch_close_remote(struct session *s, int fd)
+{
+	return run_remote(s, op_close, &fd);
+}
+
 void patch_remove(struct session *s)
 {
-	int busy = 0;
+	int busy = 0, left = 0;
 
-	/* 1. No more traps: a trampoline now runs on its own, traced or not. */
-	for (size_t i = 0; i < s->npatches; i++) {
-		struct patch *p = &s->patches[i];
-
-		if (p->lay.entry_trap >= 0)
-			p->tramp_local[p->lay.entry_trap] = NOP_INSN;
-		if (p->lay.exit_trap >= 0)
-			p->tramp_local[p->lay.exit_trap] = NOP_INSN;
-	}
-	__sync_synchronize();
-	/* 2. The original bytes back. */
+	/* 1. The original bytes back (trampolines have no trap that could
+	 * hurt without us: nothing to disarm first). */
 	for (size_t i = 0; i < s->npatches; i++) {
 		struct patch *p = &s->patches[i];
 
 		if (!p->installed)
 			continue;
-		if (remote_mem_write(s->pid, p->reloc.patch_addr, p->orig, RELOC_JMP_LEN))
+		if (remote_mem_write(s->pid, p->reloc.patch_addr, p->orig, RELOC_JMP_LEN)) {
 			pr_warn("could not restore %s at %#lx", p->hook->names[0],
 				(unsigned long)p->reloc.patch_addr);
-		else
+			left++;
+		} else {
 			p->installed = 0;
+		}
 	}
-	/* 3. Let threads still inside a trampoline (or a call made through one)
+	/* 2. Let threads still inside a trampoline (or a call made through one)
 	 * leave it before the regions go. */
 	if (s->nregions && !s->target_gone)
 		patch_wait_quiet(s, &busy);
@@ -520,11 +566,13 @@ void patch_remove(struct session *s)
 			s->regions[0].inj->local = NULL;
 		}
 	}
-	if (busy) {
-		pr_warn("%d thread(s) still inside a hooked call: leaving %zu trampoline "
-			"region(s) mapped (they work without heapattach)", busy, s->nregions);
+	if (busy || left) {
+		pr_warn("%d thread(s) still inside a hooked call, %d jump(s) still in place: "
+			"leaving %zu trampoline region(s) mapped (they work without heapattach)",
+			busy, left, s->nregions);
 		goto out;
 	}
+	/* 3. Unmap: nothing leads into the regions any more. */
 	for (size_t i = 0; i < s->nregions && !s->target_gone; i++) {
 		int rc = s->regions[i].alias ? region_unmap(s, s->regions[i].alias) : 0;
 

@@ -21,6 +21,7 @@
  * Only proven leftovers are unmapped, and only if the maps still show them
  * unchanged once the target's threads are out of them.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -87,6 +88,49 @@ static int shm_dev(dev_t *dev)
 	}
 	*dev = cached;
 	return 0;
+}
+
+/*
+ * Close the memfds a heapattach killed between creating one in the target
+ * and closing it there left open: named exactly like ours, a memfd (on the
+ * shmem mount, F_GET_SEALS answers) that nothing maps (a mapped one is a
+ * region leftover, handled below). Returns how many.
+ */
+static int close_leftover_fds(struct session *s)
+{
+	char dir[64], path[320], link[64];
+	struct dirent *d;
+	struct stat st;
+	int closed = 0, fd;
+	dev_t dev;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", s->pid);
+	if (shm_dev(&dev) || !(dp = opendir(dir)))
+		return 0;
+	while ((d = readdir(dp))) {
+		ssize_t n;
+		int skip = 0;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		if (strcmp(link, LEFT_PATH " (deleted)") || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		if (fstat(fd, &st) || st.st_dev != dev || fcntl(fd, F_GET_SEALS) < 0)
+			skip = 1;	/* not a memfd: not ours */
+		close(fd);
+		for (size_t i = 0; i < s->maps.n && !skip; i++)
+			skip = s->maps.v[i].inode == st.st_ino && named_ours(&s->maps.v[i]);
+		if (!skip && patch_close_remote(s, atoi(d->d_name)) == 0)
+			closed++;
+	}
+	closedir(dp);
+	if (closed)
+		pr_warn("closed %d memfd(s) a killed heapattach left open in %d", closed, s->pid);
+	return closed;
 }
 
 /* Group the mappings named like ours that live on the shmem mount, by inode. */
@@ -359,8 +403,13 @@ static int unmap_leftovers(struct session *s, struct leftovers *L)
 
 	for (size_t i = 0; i < L->n && !rc; i++) {
 		const struct leftover *l = &L->v[i];
+		size_t code = 0;
 
-		for (size_t k = 0; l->proven && !l->in_use && k < l->nviews; k++) {
+		while (code + 1 < l->nviews && l->lo[code] != l->hdr.code_remote)
+			code++;
+		for (size_t j = 1; l->proven && !l->in_use && j <= l->nviews; j++) {
+			/* the code view last: a kill meanwhile leaves it proving the rest ours */
+			size_t k = (code + j) % l->nviews;
 			int err;
 
 			if (!view_still_there(&fresh, l, l->lo[k], l->hi[k])) {
@@ -461,6 +510,7 @@ int recover_leftovers(struct session *s)
 	int rc, any = 0;
 
 	s->nleftovers = 0;
+	close_leftover_fds(s);
 	for (size_t i = 0; i < s->maps.n && !any; i++)
 		any = named_ours(&s->maps.v[i]);
 	if (!any)

@@ -37,6 +37,7 @@ enum need {
 	NEED_FUTEX,     /* agent: doorbell, sleeping for ring room */
 	NEED_YIELD,     /* agent: exact mode, futex refused */
 	NEED_CLOCK,     /* agent: exact mode, how long it waited */
+	NEED_TRAP,      /* trampolines: --mode trap's trap (bkpt.h) */
 };
 
 struct call {
@@ -51,7 +52,7 @@ struct call {
 enum {
 	C_MEMFD_EXEC, C_MEMFD, C_MMAP_MEMFD, C_CLOSE, C_MMAP_ANON, C_MUNMAP, C_SIGRETURN,
 	C_MMAP_RESV, C_MREMAP, C_MPROTECT, C_VM_READV, C_FUTEX_WAKE, C_FUTEX_WAIT,
-	C_YIELD, C_CLOCK, NCALLS
+	C_YIELD, C_CLOCK, C_GETPID, NCALLS
 };
 
 #define ARGS(...) { __VA_ARGS__ }
@@ -95,6 +96,8 @@ static void plan_calls(const struct seccomp_params *pp, struct call *c)
 		[C_CLOCK] = { "clock_gettime", SYS_clock_gettime, NEED_CLOCK, 0x3d,
 			      ARGS(CLOCK_MONOTONIC), "in exact mode (--sample-rate 1) to time its "
 			      "waits for ring room; a sampling rate does not" },
+		[C_GETPID] = { "getpid", SYS_getpid, NEED_TRAP, 0x3f, ARGS(0),
+			       "in --mode trap, whose traps are getpid calls (--mode fast has none)" },
 	};
 
 	memcpy(c, calls, sizeof(calls));
@@ -191,7 +194,7 @@ int seccomp_plan_decide(struct seccomp_chain *chains, size_t n,
 {
 	struct call c[NCALLS];
 	unsigned *oc, u[NCALLS] = { 0 };
-	pid_t clock_tid = 0;
+	pid_t clock_tid = 0, getpid_tid = 0;
 	size_t memfd_n = 0, anon_n = 0;
 	int rc = 0, bad;
 
@@ -213,6 +216,8 @@ int seccomp_plan_decide(struct seccomp_chain *chains, size_t n,
 		}
 		if (!clock_tid && !SURE(o, C_CLOCK))
 			clock_tid = chains[k].tid;
+		if (!getpid_tid && FATAL(o, C_GETPID))
+			getpid_tid = chains[k].tid;
 		/* remote calls run in one thread: those whose filters allow them */
 		if (remote_bad(o, pp) < 0) {
 			memfd_n += memfd_way(o);
@@ -222,6 +227,10 @@ int seccomp_plan_decide(struct seccomp_chain *chains, size_t n,
 	/* the agent's calls run in any thread: every chain counts */
 	if (pp->fast && pp->exact && !SURE(u, C_CLOCK)) {
 		rc = refuse(why, whylen, pp, clock_tid, u[C_CLOCK], &c[C_CLOCK]);
+		goto out;
+	}
+	if (!pp->fast && getpid_tid) {
+		rc = refuse(why, whylen, pp, getpid_tid, u[C_GETPID], &c[C_GETPID]);
 		goto out;
 	}
 	if (!memfd_n && !anon_n) {

@@ -286,6 +286,7 @@ static int attach(struct session *s)
 	s->start_ns = clock_ns(CLOCK_MONOTONIC);
 	s->start_wall_ns = clock_ns(CLOCK_REALTIME);
 	s->next_every_ns = s->start_ns + s->opt->every_ns;
+	s->tr.syscall_stops = !s->fast;	/* trap mode: the traps are syscall-stops */
 	tracee_resume_all(&s->tr);
 	return 0;
 }
@@ -300,6 +301,7 @@ static void detach(struct session *s)
 	}
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 
+	s->tr.syscall_stops = 0;	/* the traps are plain getpid calls from now on */
 	tracee_stop_all(&s->tr, events_dispatch, s);
 	pr_debug("stopped %zu threads in %.1f ms", s->tr.n, (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	patch_remove(s);	/* the rings are drained after: the target need not wait */

@@ -190,9 +190,11 @@ static int is_group_stop(int status)
 	       (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU);
 }
 
+/* Interrupt th unless it is stopped: again even if an interrupt is
+ * outstanding, since any other stop it reported meanwhile used that up. */
 static int interrupt_one(struct thread *th)
 {
-	if (th->state == TS_STOPPED || th->interrupted)
+	if (th->state == TS_STOPPED)
 		return 0;
 	if (ptrace(PTRACE_INTERRUPT, th->tid, 0, 0) < 0)
 		return -errno;
@@ -270,13 +272,13 @@ int tracee_resume(struct tracee *tr, struct thread *th)
 {
 	long rc;
 
-	(void)tr;
 	if (th->pending_sig == -1) {
 		rc = ptrace(PTRACE_LISTEN, th->tid, 0, 0);
 		th->pending_sig = 0;
 		th->state = TS_LISTENING;
 	} else {
-		rc = ptrace(PTRACE_CONT, th->tid, 0, (void *)(long)th->pending_sig);
+		rc = ptrace(tr->syscall_stops ? PTRACE_SYSCALL : PTRACE_CONT, th->tid, 0,
+			    (void *)(long)th->pending_sig);
 		th->pending_sig = 0;
 		th->state = TS_RUNNING;
 	}
