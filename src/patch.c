@@ -15,6 +15,7 @@
 #include "log.h"
 #include "remote.h"
 #include "session.h"
+#include "shmguard.h"
 #include "unwind.h"
 #include "xmalloc.h"
 
@@ -113,19 +114,28 @@ static int64_t dist(uint64_t a, uint64_t b)
 
 /* A region within jump reach of addr with room for one more trampoline,
  * injecting a new one if needed. Index, or -errno. */
-/* Identity and settings a successor needs to undo us (see recover.c). */
+/* Identity and settings a successor needs to undo us (see recover.c); in
+ * fast mode also kept as s->shm_want, what the header must go on saying. */
 static void region_header(struct session *s, struct region *r)
 {
+	struct shm_hdr h = {
+		.version = SHM_VERSION,
+		.total_size = r->inj->size,
+		.code_remote = r->remote,
+		.code_size = REGION_CODE,
+		.tool_pid = getpid(),
+		.target_pid = s->pid,
+		.nest_lo = s->nest_lo,
+		.nest_hi = s->nest_hi,
+	};
+
 	r->hdr = (struct shm_hdr *)(r->local + REGION_CODE);
-	r->hdr->version = SHM_VERSION;
-	r->hdr->total_size = r->inj->size;
-	r->hdr->code_remote = r->remote;
-	r->hdr->code_size = REGION_CODE;
-	r->hdr->tool_pid = getpid();
-	r->hdr->target_pid = s->pid;
-	r->hdr->nest_lo = s->nest_lo;
-	r->hdr->nest_hi = s->nest_hi;
+	memcpy(r->hdr, &h, sizeof(h));
 	__atomic_store_n(&r->hdr->magic, SHM_MAGIC, __ATOMIC_RELEASE);
+	if (s->fast && !s->nregions) {
+		h.magic = SHM_MAGIC;
+		s->shm_want = h;
+	}
 }
 
 /* Fast mode: shared data, the agent blob, and where trampolines find them. */
@@ -179,6 +189,7 @@ static int region_for(struct session *s, uint64_t addr)
 	}
 	r->remote = r->inj->remote;
 	r->local = r->inj->local;
+	shmguard_add(r->local, r->inj->size);	/* a target that shrinks it cannot kill us */
 	r->size = REGION_CODE;
 	r->used = INJECT_STUB_SIZE;
 	region_header(s, r);
@@ -282,19 +293,25 @@ static int write_jump(struct session *s, struct patch *p)
 	return 0;
 }
 
-/* Keep the original bytes in the region's header, for a successor. */
+/* Keep the original bytes in the region's header, for a successor (and
+ * in s->shm_want); the count is ours: the earlier patches of its region. */
 static void record_patch(struct session *s, const struct patch *p)
 {
 	struct shm_hdr *h = s->regions[p->region].hdr;
-	struct shm_patch *rec;
+	struct shm_patch rec = { .addr = p->reloc.patch_addr, .len = RELOC_JMP_LEN };
+	uint32_t k = 0;
 
-	if (h->npatches >= SHM_MAX_PATCHES)
+	for (const struct patch *q = s->patches; q < p; q++)
+		k += q->region == p->region;
+	if (k >= SHM_MAX_PATCHES)
 		return;
-	rec = &h->patches[h->npatches];
-	rec->addr = p->reloc.patch_addr;
-	rec->len = RELOC_JMP_LEN;
-	memcpy(rec->orig, p->orig, RELOC_JMP_LEN);
-	__atomic_store_n(&h->npatches, h->npatches + 1, __ATOMIC_RELEASE);
+	memcpy(rec.orig, p->orig, RELOC_JMP_LEN);
+	h->patches[k] = rec;
+	__atomic_store_n(&h->npatches, k + 1, __ATOMIC_RELEASE);
+	if (s->fast && p->region == 0) {
+		s->shm_want.patches[k] = rec;
+		s->shm_want.npatches = k + 1;
+	}
 }
 
 /* The span of the allocator's own hooked functions (in malloc's object):
@@ -521,6 +538,8 @@ void patch_remove(struct session *s)
 		if (rc)
 			pr_warn("could not unmap data view at %#lx: %s",
 				(unsigned long)s->regions[i].alias->remote, strerror(-rc));
+		if (s->regions[i].inj->local)
+			shmguard_remove(s->regions[i].inj->local);
 		rc = region_unmap(s, s->regions[i].inj);
 
 		if (rc)
