@@ -31,7 +31,7 @@ struct profile_bucket {
  * live table beyond its cap counts in its bucket's alloc figures only (its
  * free will not be recognized). Together about 100 MiB at most.
  */
-#define PROFILE_MAX_STACKS  (1u << 16)
+#define PROFILE_MAX_STACKS  (1u << 17)
 #define PROFILE_MAX_PCS     (1u << 20)
 #define PROFILE_MAX_BUCKETS (1u << 18)
 #define PROFILE_MAX_LIVE    (1u << 20)
