@@ -34,7 +34,7 @@ else
 QCC =
 endif
 
-.PHONY: all deps check-deps test check unit fixtures tools demo asan clean bench
+.PHONY: all deps check-deps test check unit fixtures tools demo asan clean bench fuzz fuzzers
 
 all: heapattach
 
@@ -133,6 +133,35 @@ asan:
 	$(Q)$(MAKE) --no-print-directory B=build-asan fixtures
 	$(Q)UNIT_ONLY=1 BUILD=build-asan sh tests/run.sh
 
+# Fuzzing (libFuzzer, clang): the ELF, maps and DWARF readers, each for
+# FUZZ_SECONDS, from seeds made of the fixtures (tests/fuzz/run.sh).
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 20
+FB           := build-fuzz
+FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/arch/$(ARCH) -MMD -MP \
+	$(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
+	-Wall -Wextra $(if $(filter true,$(CI)),-Werror) \
+	-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_LIB_SRC := src/elfobj.c src/proc.c src/tfile.c src/debugfile.c src/unwind.c src/frametab.c \
+	src/mapguard.c src/xmalloc.c src/log.c
+FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FB)/%.o)
+FUZZ_BIN     := $(patsubst tests/fuzz/%.c,$(FB)/%,$(wildcard tests/fuzz/fuzz_*.c))
+
+$(FB)/src/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(QCC)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(FB)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(QCC)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) $(LDLIBS)
+
+.SECONDARY: $(FUZZ_LIB_OBJ)
+fuzzers: $(FUZZ_BIN)
+
+fuzz: check-deps
+	$(Q)$(MAKE) --no-print-directory fixtures fuzzers
+	$(Q)FUZZ_SECONDS=$(FUZZ_SECONDS) FB=$(FB) sh tests/fuzz/run.sh
+
 demo: check-deps
 	$(Q)$(MAKE) --no-print-directory all fixtures
 	$(Q)sh tests/demo.sh
@@ -141,6 +170,6 @@ bench: all
 	$(Q)$(MAKE) --no-print-directory $(BENCH_BIN)
 
 clean:
-	rm -rf $(B) build-asan heapattach
+	rm -rf $(B) build-asan $(FB) heapattach
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+-include $(shell find $(B) $(FB) -name '*.d' 2>/dev/null)

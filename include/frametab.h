@@ -78,6 +78,14 @@ int frametab_set_end(struct frametab *ft, uint64_t ip);
  */
 int frametab_rule(struct frametab *ft, uint64_t ip, unsigned flags, struct shm_frame *out);
 
+/*
+ * The rule for link-time address addr of object e, compiled from its CFI as
+ * frametab_rule() does for a mapped object (a seam for tests and fuzzing).
+ * 0 or -ENOENT.
+ */
+struct elfobj;
+int frametab_rule_elf(struct elfobj *e, uint64_t addr, struct shm_frame *out);
+
 /* The table entry for ip, or NULL (reads the table like the agent does). */
 const struct shm_frame *frametab_lookup(const struct shm_frame *table, uint64_t ip);
 

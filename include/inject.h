@@ -31,6 +31,7 @@ struct inject_region {
 #define INJECT_REACH ((1ULL << 31) - (256ULL << 20))
 
 #define INJECT_F_ANON 1		/* skip memfd_create, use the fallback */
+#define INJECT_F_NO_ANON 2	/* never the fallback (the target's seccomp filter may kill it) */
 
 /*
  * Map size bytes (rounded up to pages) PROT_READ|PROT_EXEC in the target,

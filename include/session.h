@@ -7,11 +7,13 @@
 #include <sys/types.h>
 #include "cli.h"
 #include "hooks.h"
+#include "memcg.h"
 #include "proc.h"
 #include "profile.h"
 #include "reloc.h"
 #include "ring.h"
 #include "sampler.h"
+#include "seccomp_plan.h"
 #include "tracee.h"
 #include "shm.h"
 #include "tramp.h"
@@ -85,6 +87,10 @@ struct session {
 	unsigned ticks;                 /* fast mode: timer ticks seen */
 	uint64_t regions_stats[2];      /* fast mode: agent walks, walk misses */
 	uint64_t nest_lo, nest_hi;      /* hooked allocator text: calls from there are nested */
+	struct seccomp_plan sc;         /* what the target's seccomp filters let us make it do */
+	uint64_t ring_size;             /* fast mode: bytes of each ring; 0 = the default */
+	int prefault;                   /* fast mode: fault the shared tables in ourselves */
+	char mem_note[MEMCG_PATH_MAX + 160]; /* what we add to the target's memory (-v, profile) */
 	/* fast mode: the shared area is the target's to write (fast.c) */
 	struct shm_hdr shm_want;        /* region 0's header as we wrote it: never read back */
 	uint64_t shm_since;             /* CLOCK_MONOTONIC ns when it was set up */
@@ -136,17 +142,40 @@ void patch_remove(struct session *s);
 struct patch *patch_by_tramp_ip(struct session *s, uint64_t ip);
 /* Non-zero if addr lies in any injected region (or a leftover being removed). */
 int patch_in_region(const struct session *s, uint64_t addr);
+/* Non-zero if the stopped thread tid runs in, or will return into, a region
+ * (its memory read as the target's: a thread of it, or a child just forked). */
+int patch_in_flight(struct session *s, pid_t tid);
 /* Resume and re-stop the threads until none is inside a region; 0 when
  * quiet, -EBUSY (count in *busy) after the time limit. */
 int patch_wait_quiet(struct session *s, int *busy);
 /* Unmap a target range by a syscall in some stopped thread. 0 or -errno. */
 int patch_unmap_remote(struct session *s, uint64_t addr, size_t len);
+/* Fast mode: bytes of each ring (s->ring_size, or the default for the rate). */
+uint64_t patch_ring_size(const struct session *s);
+/* Bytes of each injected region. */
+uint64_t patch_region_size(const struct session *s);
+
+/* ---- membudget.c ---- */
+/* Size the rings to the room in the target's memory cgroup (before attach):
+ * sets ring_size, prefault and mem_note. 0, or -ENOSPC after one message
+ * saying why heapattach must not attach (exact mode or the least rings do
+ * not fit). */
+int membudget_plan(struct session *s);
 
 /* ---- recover.c ---- */
 /* Undo what a previous heapattach that died left in the target (jumps into
  * memfd:heapattach mappings): restore bytes, wait, unmap. Threads stopped.
  * 0 (nothing left or all undone) or -errno. */
 int recover_leftovers(struct session *s);
+
+/* ---- forkchild.c ---- */
+/* A child forked while attached, stopped before it ran: give it its original
+ * text back and, when nothing in it can reach our regions any more, unmap
+ * them in it. Leaves a child that shares the target's memory alone. */
+void forkchild_clean(struct session *s, pid_t child);
+/* 0 if processes a and b use one address space, 1 if not, -errno when
+ * unknown (no kcmp). */
+int forkchild_separate_memory(pid_t a, pid_t b);
 
 /* ---- events.c ---- */
 /* Handle one waitpid status; resumes the thread unless tracee_stopping. */

@@ -122,6 +122,9 @@ struct shm_counter {
 
 /* shm_hdr.flags */
 #define SHM_F_EXACT     1   /* record every call; writers wait for room while the tool lives */
+#define SHM_F_NO_FUTEX  2   /* the target's seccomp filter may kill futex: no doorbell, and
+			     * writers waiting for room yield (or spin) instead of sleeping */
+#define SHM_F_NO_YIELD  4   /* the same for sched_yield: writers waiting for room spin */
 
 /* Keeps the compiler from reordering the stores that publish a shared
  * table entry (x86-64 keeps stores in order by itself). */

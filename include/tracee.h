@@ -19,6 +19,7 @@ struct thread {
 	int interrupted;        /* a PTRACE_INTERRUPT is outstanding */
 	int vfork_child;        /* a CLONE_VM child sharing the target's memory */
 	int mark;               /* scratch flag for one pass over the set */
+	int remote_ok;          /* its seccomp filters allow our remote syscalls (seccomp_plan.h) */
 };
 
 struct tracee {

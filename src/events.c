@@ -20,16 +20,10 @@ static int settle(struct session *s, struct thread *th)
 }
 
 /* A forked child, stopped before running, is a copy of the target with our
- * jumps in its private text: put the original bytes back, then let it go. */
+ * jumps in its private text and our mappings: undo both, then let it go. */
 static void release_fork_child(struct session *s, pid_t child)
 {
-	for (size_t i = 0; i < s->npatches; i++) {
-		struct patch *p = &s->patches[i];
-
-		if (p->installed &&
-		    remote_mem_write(child, p->reloc.patch_addr, p->orig, RELOC_JMP_LEN))
-			pr_warn("could not restore %s in forked child %d", p->hook->names[0], child);
-	}
+	forkchild_clean(s, child);
 	ptrace(PTRACE_DETACH, child, 0, 0);
 	pr_debug("released forked child %d", child);
 }

@@ -25,11 +25,12 @@
 #include "clock.h"
 #include "frametab.h"
 #include "log.h"
+#include "mapguard.h"
 #include "ring.h"
 #include "session.h"
-#include "shmguard.h"
 #include "stackids.h"
 #include "symbolize.h"
+#include "sys_compat.h"
 #include "unwind.h"
 
 #define DRAIN_BATCH 65536
@@ -61,6 +62,16 @@ void fast_heartbeat(struct session *s)
 			 __ATOMIC_RELEASE);
 }
 
+/* Fault in len bytes of our shared mapping at p (page aligned), so that
+ * their pages are charged to our memory cgroup rather than the target's. */
+static void prefault(uint8_t *p, size_t len)
+{
+	if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
+		return;
+	for (size_t off = 0; off < len; off += 4096)
+		__atomic_fetch_or(&p[off], 0, __ATOMIC_RELAXED);
+}
+
 /* Fill the shared layout of region 0 (already mapped, zeroed by ftruncate);
  * what goes into the header goes into s->shm_want first. */
 void fast_init_data(struct session *s, uint64_t data_remote, uint64_t ring_size)
@@ -69,7 +80,11 @@ void fast_init_data(struct session *s, uint64_t data_remote, uint64_t ring_size)
 	uint8_t *d = (uint8_t *)h;
 
 	s->shm = h;
-	w->flags = s->exact ? SHM_F_EXACT : 0;
+	/* charged to our memory cgroup, not the target's (membudget.c) */
+	if (s->prefault)
+		prefault(d, SHM_OFF_RING);
+	w->flags = (s->exact ? SHM_F_EXACT : 0) | s->sc.shm_flags;
+	h->no_stack_copy = s->sc.no_stack_copy;	/* seccomp: no process_vm_readv */
 	w->data_remote = data_remote;
 	w->ring_size = ring_size;
 	w->rate = s->opt->sample_rate;
@@ -374,7 +389,7 @@ size_t fast_drain_max(struct session *s, size_t max)
 
 	if (!fast_ready(s) || s->hostile)
 		return 0;
-	if (shmguard_tripped()) {
+	if (mapguard_zeroed_in(data_of(s) - REGION_CODE)) {
 		shm_hostile(s, "it cut the memory short");
 		return 0;
 	}
@@ -548,7 +563,7 @@ void fast_release(struct session *s)
 	s->ftab = NULL;
 	s->shm = NULL;
 	if (s->shm_map) {
-		shmguard_remove(s->shm_map);
+		mapguard_remove(s->shm_map);
 		munmap(s->shm_map, s->shm_map_size);
 	}
 	s->shm_map = NULL;

@@ -564,3 +564,22 @@ int frametab_set_end(struct frametab *ft, uint64_t ip)
 	publish(slot, ip, &end);	/* one 8-byte store: old or new rule, both valid */
 	return 1;
 }
+
+int frametab_rule_elf(struct elfobj *e, uint64_t addr, struct shm_frame *out)
+{
+	struct ft_obj o = { .elf = e, .eh = dwarf_getcfi_elf(elfobj_elf(e)) };
+	Dwarf_Frame *fr = NULL;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	ret = find_frame(&o, addr, &fr);
+	if (!ret) {
+		ret = compile_rule(fr, out);
+		free(fr);
+	}
+	if (o.dw)
+		dwarf_end(o.dw);
+	if (o.eh)
+		dwarf_cfi_end(o.eh);
+	return ret;
+}

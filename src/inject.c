@@ -203,7 +203,7 @@ static int target_memfd(struct remote_ctx *ctx, int *rfd)
  * kill us with SIGBUS at our next access, its jumps still in place.
  * F_SEAL_SEAL: nor can it add a write seal later. Then check that the
  * size is still ours (it could have changed before the seal). 0 or -errno;
- * a kernel that refuses the seal leaves it to the SIGBUS guard (shmguard.h).
+ * a kernel that refuses the seal leaves it to the SIGBUS guard (mapguard.h).
  */
 static int seal_size(int fd, size_t size)
 {
@@ -307,6 +307,8 @@ int inject_region_near_flags(struct remote_ctx *ctx, uint64_t near_addr,
 			pr_debug("inject: memfd in %d failed (%s), trying shared anonymous memory",
 				 (int)ctx->pid, strerror(-err));
 	}
+	if (err && (flags & INJECT_F_NO_ANON))
+		return err;
 	if (err) {
 		anon = 1;
 		err = map_anon(ctx, cand, ncand, size, &lfd, &addr);

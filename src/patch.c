@@ -15,7 +15,7 @@
 #include "log.h"
 #include "remote.h"
 #include "session.h"
-#include "shmguard.h"
+#include "mapguard.h"
 #include "unwind.h"
 #include "xmalloc.h"
 
@@ -56,8 +56,9 @@ static int run_remote(struct session *s, int (*op)(struct remote_ctx *ctx, void 
 		struct thread *th = &s->tr.t[i];
 		struct remote_ctx ctx;
 
-		if (th->state != TS_STOPPED || th->vfork_child)
-			continue;
+		if (th->state != TS_STOPPED || th->vfork_child ||
+		    (s->sc.remote_listed && !th->remote_ok))
+			continue;	/* its seccomp filter may kill on them */
 		remote_ctx_init(&ctx, s->pid, th->tid);
 		rc = op(&ctx, arg);
 		if (rc != -EINVAL && rc != -ESRCH)
@@ -79,9 +80,17 @@ static int op_region_remove(struct remote_ctx *ctx, void *arg)
  * the frame table is learnt each event carries an 8 KiB stack copy: they
  * need room for the tool's first, slow moments.
  */
-static uint64_t fast_ring_size(const struct session *s)
+uint64_t patch_ring_size(const struct session *s)
 {
+	if (s->ring_size)
+		return s->ring_size;	/* sized to the target's memory cgroup (membudget.c) */
 	return s->opt->sample_rate >= 256 * 1024 ? 2u << 20 : 8u << 20;
+}
+
+uint64_t patch_region_size(const struct session *s)
+{
+	return REGION_CODE + (s->fast ? SHM_OFF_RING + SHM_NRINGS * patch_ring_size(s) :
+			      REGION_DATA_TRAP);
 }
 
 /* Map the next region (code view; in fast mode also the data view) near r->near. */
@@ -91,8 +100,9 @@ static int op_region_map(struct remote_ctx *ctx, void *arg)
 	struct region *r = &s->regions[s->nregions];
 	int rc;
 
-	rc = inject_region_near(ctx, r->near, REGION_CODE + (s->fast ? SHM_OFF_RING +
-				SHM_NRINGS * fast_ring_size(s) : REGION_DATA_TRAP), r->inj);
+	/* the flags avoid what the target's seccomp filter may kill on */
+	rc = inject_region_near_flags(ctx, r->near, patch_region_size(s), s->sc.inject_flags,
+				      r->inj);
 	if (rc || !s->fast)
 		return rc;
 	rc = inject_region_alias(ctx, r->inj, r->near, PROT_READ | PROT_WRITE, r->alias);
@@ -144,7 +154,7 @@ static int region_fast_setup(struct session *s, struct region *r)
 	size_t at = (r->used + 63) & ~(size_t)63;
 	int rc;
 
-	fast_init_data(s, r->alias->remote + REGION_CODE, fast_ring_size(s));
+	fast_init_data(s, r->alias->remote + REGION_CODE, patch_ring_size(s));
 	s->fenv.data = r->alias->remote + REGION_CODE;
 	/* A locked sub measured ~3% slower with two busy threads; a rare lost
 	 * update between two threads sharing a counter only shifts a sample. */
@@ -189,7 +199,7 @@ static int region_for(struct session *s, uint64_t addr)
 	}
 	r->remote = r->inj->remote;
 	r->local = r->inj->local;
-	shmguard_add(r->local, r->inj->size);	/* a target that shrinks it cannot kill us */
+	mapguard_add_rw(r->local, r->inj->size);	/* a target that shrinks it cannot kill us */
 	r->size = REGION_CODE;
 	r->used = INJECT_STUB_SIZE;
 	region_header(s, r);
@@ -403,20 +413,19 @@ int patch_in_region(const struct session *s, uint64_t addr)
 	return 0;
 }
 
-/* Non-zero if the stopped thread runs in, or will return into, a region. */
-static int in_flight(struct session *s, struct thread *th)
+int patch_in_flight(struct session *s, pid_t tid)
 {
 	struct user_regs_struct r;
 	struct unwind_regs ur;
 	uint64_t pcs[PROFILE_MAX_FRAMES];
 	int n;
 
-	if (ptrace(PTRACE_GETREGS, th->tid, 0, &r) < 0)
+	if (ptrace(PTRACE_GETREGS, tid, 0, &r) < 0)
 		return 0;
 	if (patch_in_region(s, r.rip))
 		return 1;
 	unwind_regs_from_live(&r, &ur);
-	n = unwind_stack(s->unw, th->tid, &ur, pcs, PROFILE_MAX_FRAMES, 0, 0);
+	n = unwind_stack(s->unw, tid, &ur, pcs, PROFILE_MAX_FRAMES, 0, 0);
 	for (int i = 0; i < n; i++)
 		if (patch_in_region(s, pcs[i]))
 			return 1;
@@ -445,7 +454,8 @@ int patch_wait_quiet(struct session *s, int *busy)
 		for (size_t i = 0; i < s->tr.n; i++) {
 			struct thread *th = &s->tr.t[i];
 
-			th->mark = !th->vfork_child && th->state == TS_STOPPED && in_flight(s, th);
+			th->mark = !th->vfork_child && th->state == TS_STOPPED &&
+				   patch_in_flight(s, th->tid);
 			*busy += th->mark;
 		}
 		if (!*busy || s->target_gone)
@@ -539,7 +549,7 @@ void patch_remove(struct session *s)
 			pr_warn("could not unmap data view at %#lx: %s",
 				(unsigned long)s->regions[i].alias->remote, strerror(-rc));
 		if (s->regions[i].inj->local)
-			shmguard_remove(s->regions[i].inj->local);
+			mapguard_remove(s->regions[i].inj->local);
 		rc = region_unmap(s, s->regions[i].inj);
 
 		if (rc)

@@ -45,6 +45,28 @@ static void on_child(int sig)
 	child_event = 1;
 }
 
+/* From the first instant: a stop request before the attach leaves the
+ * target untouched, one after it detaches cleanly. */
+static void install_stop_handlers(void)
+{
+	struct sigaction sa;
+	sigset_t set;
+
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on_stop_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	/* a mask inherited blocked would hide them (and one pending since
+	 * before exec is delivered now) */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
 /* Handlers without SA_RESTART, so waitpid returns EINTR; a periodic tick
  * bounds the time a flag set just before waitpid goes unseen. */
 static void install_signals(void)
@@ -54,10 +76,6 @@ static void install_signals(void)
 
 	memset(&sa, 0, sizeof(sa));
 	sigemptyset(&sa.sa_mask);
-	sa.sa_handler = on_stop_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 	sa.sa_handler = on_tick;
 	sigaction(SIGALRM, &sa, NULL);
 	sa.sa_handler = on_child;
@@ -109,7 +127,9 @@ int session_dump(struct session *s, unsigned seq)
 	struct symbolizer *sym = s->sym;
 	const struct proc_maps *maps = &s->maps;
 	char comment[128];
-	const char *comments[1 + SESSION_MAX_NOTES] = { comment };
+	char sc_note[sizeof(s->sc.note) + 32];
+	const char *comments[3 + SESSION_MAX_NOTES] = { comment, s->mem_note, sc_note };
+	size_t ncomments;
 	struct dump_info d;
 	char *path;
 	int rc;
@@ -120,8 +140,6 @@ int session_dump(struct session *s, unsigned seq)
 		fast_sync_stats(s);
 	}
 	session_note_caps(s);
-	for (size_t i = 0; i < s->nnotes; i++)
-		comments[1 + i] = s->notes[i];
 	if (!s->target_gone && !s->exec_seen && proc_maps_read(s->pid, &fresh) == 0 &&
 	    fresh.n != s->maps.n) {
 		struct symbolizer *nsym = symbolizer_new(s->pid, &fresh);
@@ -131,6 +149,10 @@ int session_dump(struct session *s, unsigned seq)
 			maps = &fresh;
 		}
 	}
+	snprintf(sc_note, sizeof(sc_note), "seccomp filter: %s", s->sc.note);
+	ncomments = s->sc.note[0] ? 3 : 2;
+	for (size_t i = 0; i < s->nnotes; i++)
+		comments[ncomments++] = s->notes[i];
 	snprintf(comment, sizeof(comment), "events=%llu nested=%llu unwind_errors=%llu",
 		 (unsigned long long)s->events, (unsigned long long)s->nested,
 		 (unsigned long long)s->unwind_errors);
@@ -141,7 +163,7 @@ int session_dump(struct session *s, unsigned seq)
 		.maps = maps,
 		.sym = sym,
 		.comments = comments,
-		.ncomments = 1 + s->nnotes,
+		.ncomments = ncomments,
 	};
 	path = seq ? dump_numbered_path(s->output, seq) : xstrdup(s->output);
 	rc = dump_write_file(path, s->opt->format, s->prof, &d);
@@ -257,6 +279,7 @@ static void detach_after_exec(struct session *s)
 
 static int attach(struct session *s)
 {
+	struct seccomp_params pp;
 	int rc;
 
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
@@ -272,7 +295,10 @@ static int attach(struct session *s)
 		tracee_detach_all(&s->tr);
 		return rc ? rc : -ESRCH;
 	}
-	rc = recover_leftovers(s);
+	pp = (struct seccomp_params){ s->pid, s->fast, s->exact, patch_region_size(s) };
+	rc = seccomp_plan_make(&s->tr, &pp, &s->sc);	/* before any remote syscall */
+	if (!rc)
+		rc = recover_leftovers(s);
 	if (rc) {
 		tracee_resume_all(&s->tr);
 		tracee_detach_all(&s->tr);
@@ -357,6 +383,8 @@ int session_run(const struct options *opt)
 	s.pid = opt->pid;
 	s.fast = opt->mode == MODE_FAST;
 	s.exact = opt->sample_rate == 1;
+	install_stop_handlers();
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	if (tracee_check(s.pid))
 		return 1;
 	snprintf(defout, sizeof(defout), "heapattach.%d.heap", s.pid);
@@ -379,11 +407,21 @@ int session_run(const struct options *opt)
 		pr_err("cannot set up the unwinder for %d", s.pid);
 		goto out;
 	}
+	if (membudget_plan(&s))
+		goto out;
+	pr_debug("%s", s.mem_note);
 	/* Symbols first, while the target runs untouched: loading a big
 	 * object's DWARF takes tens of milliseconds, in which a busy target
-	 * would fill the rings with events the tool cannot yet keep up with. */
-	while (s.warm_next < s.maps.n)
+	 * would fill the rings with events the tool cannot yet keep up with.
+	 * One object at a time, as long as no stop was asked for and half of
+	 * --duration is left; what is not loaded now is loaded at the dump. */
+	while (s.warm_next < s.maps.n && !stop_signal &&
+	       !(opt->duration_ns && clock_ns(CLOCK_MONOTONIC) - t0 >= opt->duration_ns / 2))
 		fast_warm_step(&s);
+	if (stop_signal) {
+		fprintf(stderr, "heapattach: interrupted before attaching; PID %d untouched\n", s.pid);
+		goto out;
+	}
 	install_signals();
 	live_session = &s;
 	xmalloc_oom_hook = emergency_detach;
