@@ -13,9 +13,9 @@
 #include "frametab.h"
 #include "inject.h"
 #include "log.h"
+#include "mapguard.h"
 #include "remote.h"
 #include "session.h"
-#include "mapguard.h"
 #include "unwind.h"
 #include "xmalloc.h"
 

@@ -147,6 +147,7 @@ static void stack_index_grow(struct profile *p)
 
 /* ---- distinct return addresses ---- */
 
+/* The slot of pc (not 0) in the set, or the empty slot where it would go. */
 static size_t loc_find(const struct profile *p, uint64_t pc)
 {
 	size_t mask = p->locs_cap - 1, i = mix64(pc) & mask;

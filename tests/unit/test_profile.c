@@ -348,6 +348,16 @@ static void test_scale(void)
 	expect_int_eq(b, (16 << 20) + 1);
 }
 
+/* count allocations of 16 bytes, each from a new stack: pc[1..npcs) and a
+ * leaf of its own. */
+static void alloc_new_stacks(struct profile *p, uint64_t *pc, size_t npcs, unsigned count)
+{
+	for (uint64_t i = 0; i < count; i++) {
+		pc[0] = 0x400000 + i * 8;
+		profile_record_alloc(p, pc, npcs, 16, 0x10000 + i * 16);
+	}
+}
+
 /* Made-up events cannot grow the tables past their caps: new stacks go
  * to the empty stack, new buckets to its power-of-two sizes, new live
  * pointers count as allocated only; the caps reached are told. */
@@ -359,10 +369,7 @@ static void test_caps(void)
 	struct sum s;
 
 	profile_set_caps(p, 4, 0, 8, 16);
-	for (uint64_t i = 0; i < 10; i++) {
-		pc[0] = 0x400000 + i * 8;
-		profile_record_alloc(p, pc, 1, 16, 0x10000 + i * 16);
-	}
+	alloc_new_stacks(p, pc, 1, 10);
 	expect_int_eq(profile_nstacks(p), 5);	/* 4 and the empty one */
 	expect_int_eq(profile_caps_hit(p), PROFILE_CAP_STACKS);
 	pc[0] = 0x480000;
@@ -390,10 +397,7 @@ static void test_caps(void)
 	/* the frames cap: 3 stacks of 4 frames do not fit in 10 */
 	p = profile_new(1);
 	profile_set_caps(p, 0, 10, 0, 0);
-	for (uint64_t i = 0; i < 3; i++) {
-		pc[0] = 0x400000 + i * 8;
-		profile_record_alloc(p, pc, 4, 16, 0x10000 + i * 16);
-	}
+	alloc_new_stacks(p, pc, 4, 3);
 	expect_int_eq(profile_nstacks(p), 3);	/* 2 and the empty one */
 	expect_int_eq(profile_caps_hit(p), PROFILE_CAP_STACKS);
 	profile_free(p);

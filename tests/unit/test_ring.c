@@ -153,6 +153,24 @@ static void hostile_free(uint8_t *area, size_t len)
 	munmap(area - 4096, len + 2 * 4096);
 }
 
+/* A hostile area (hostile_area) and rd reading it; NULL if none. */
+static uint8_t *hostile_reader(struct ring_reader *rd, size_t *len)
+{
+	uint8_t *area = hostile_area(len);
+
+	expect_true(area != NULL);
+	if (area)
+		ring_reader_init(rd, (struct shm_hdr *)area, RSIZE);
+	ngot = 0;
+	return area;
+}
+
+/* The heads of a hostile area: ring r's is [r * 8]. */
+static uint64_t *heads_of(uint8_t *area)
+{
+	return (uint64_t *)(area + SHM_OFF_HEADS);
+}
+
 static uint8_t *taken_from;	/* where the last record handed over lies */
 
 static int take_where(void *arg, const void *rec, uint32_t len)
@@ -178,18 +196,13 @@ static void test_hostile_ring_size(void)
 {
 	struct ring_reader rd;
 	size_t len;
-	uint8_t *area = hostile_area(&len);
-	uint64_t *heads;
+	uint8_t *area = hostile_reader(&rd, &len);
 
-	expect_true(area != NULL);
 	if (!area)
 		return;
-	ring_reader_init(&rd, (struct shm_hdr *)area, RSIZE);
 	((struct shm_hdr *)area)->ring_size = 1ULL << 40;
-	heads = (uint64_t *)(area + SHM_OFF_HEADS);
 	raw(area, 15, 0, 24, SHM_EV_FREE);
-	heads[15 * 8] = 24;
-	ngot = 0;
+	heads_of(area)[15 * 8] = 24;
 	expect_int_eq(ring_drain(&rd, 100, take_where, NULL), 1);
 	expect_true(rd.corrupt == NULL);
 	expect_u64_eq(got[0], 0x1234);
@@ -198,66 +211,50 @@ static void test_hostile_ring_size(void)
 	hostile_free(area, len);
 }
 
-/* Heads behind the tail, or more than a ring ahead of it: corrupt, no
- * record handed over, and the pending figure stays within a ring. */
-static void test_hostile_heads(void)
+/*
+ * Heads behind the tail or more than a ring ahead of it, lengths no agent
+ * writes: corrupt, nothing handed over from there on, nothing zeroed, and
+ * the pending figure stays within a ring.
+ */
+static void test_hostile_input(void)
 {
-	static const uint64_t bad[] = { RSIZE + 8, ~0ULL, 1ULL << 40, ~0ULL - 7 };
-
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct ring_reader rd;
-		size_t len;
-		uint8_t *area = hostile_area(&len);
-
-		if (!area)
-			return;
-		ring_reader_init(&rd, (struct shm_hdr *)area, RSIZE);
-		raw(area, 3, 0, 24, SHM_EV_FREE);
-		((uint64_t *)(area + SHM_OFF_HEADS))[3 * 8] = bad[i];
-		ngot = 0;
-		expect_true(ring_pending_max(&rd) <= RSIZE);
-		expect_int_eq(ring_drain(&rd, 100, take, NULL), 0);
-		expect_int_eq(ngot, 0);
-		expect_true(rd.corrupt != NULL);
-		hostile_free(area, len);
-	}
-}
-
-/* Lengths no agent writes: corrupt, nothing handed over, nothing zeroed
- * beyond the ring. */
-static void test_hostile_records(void)
-{
-	static const struct { uint64_t off; uint32_t len; uint16_t kind; } bad[] = {
-		{ 0, 12, SHM_EV_FREE },			/* not a multiple of 8 */
-		{ 0, 8, SHM_EV_FREE },			/* shorter than a header */
-		{ 0, RSIZE + 8, SHM_EV_FREE },		/* beyond the ring */
-		{ RSIZE - 64, 128, SHM_EV_ALLOC },	/* straddles the end */
-		{ 0, 0xfffffff8, SHM_EV_ALLOC },	/* huge */
-		{ 64, 64, SHM_EV_PAD },			/* a pad short of the end */
-		{ 64, RSIZE, SHM_EV_PAD },		/* a pad beyond it */
-		{ 0, RSIZE, SHM_EV_PAD },		/* a pad of a whole ring */
+	static const struct {
+		uint64_t off;	/* of the record (32-byte records before it) */
+		uint32_t len;
+		uint16_t kind;
+		uint64_t head;	/* 0: just past the record's header */
+	} bad[] = {
+		{ 0, 24, SHM_EV_FREE, RSIZE + 8 },	/* a head beyond a ring */
+		{ 0, 24, SHM_EV_FREE, ~0ULL },
+		{ 0, 24, SHM_EV_FREE, 1ULL << 40 },
+		{ 0, 24, SHM_EV_FREE, ~0ULL - 7 },	/* behind the tail */
+		{ 0, 12, SHM_EV_FREE, 0 },		/* not a multiple of 8 */
+		{ 0, 8, SHM_EV_FREE, 0 },		/* shorter than a header */
+		{ 0, RSIZE + 8, SHM_EV_FREE, 0 },	/* beyond the ring */
+		{ RSIZE - 64, 128, SHM_EV_ALLOC, 0 },	/* straddles the end */
+		{ 0, 0xfffffff8, SHM_EV_ALLOC, 0 },	/* huge */
+		{ 64, 64, SHM_EV_PAD, 0 },		/* a pad short of the end */
+		{ 64, RSIZE, SHM_EV_PAD, 0 },		/* a pad beyond it */
+		{ 0, RSIZE, SHM_EV_PAD, 0 },		/* a pad of a whole ring */
 	};
+	unsigned r = SHM_NRINGS - 1;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct ring_reader rd;
 		size_t len;
-		uint8_t *area = hostile_area(&len);
-		uint64_t *heads;
+		uint8_t *area = hostile_reader(&rd, &len);
 
 		if (!area)
 			return;
-		ring_reader_init(&rd, (struct shm_hdr *)area, RSIZE);
-		heads = (uint64_t *)(area + SHM_OFF_HEADS);
-		if (bad[i].off) {	/* records before it bring the tail there */
-			for (uint64_t o = 0; o < bad[i].off; o += 32)
-				raw(area, SHM_NRINGS - 1, o, 32, SHM_EV_FREE);
-		}
-		raw(area, SHM_NRINGS - 1, bad[i].off, bad[i].len, bad[i].kind);
-		heads[(SHM_NRINGS - 1) * 8] = bad[i].off + 8;
-		expect_int_eq(ring_drain(&rd, 1000, take, NULL), bad[i].off / 32);
+		for (uint64_t o = 0; o < bad[i].off; o += 32)
+			raw(area, r, o, 32, SHM_EV_FREE);
+		raw(area, r, bad[i].off, bad[i].len, bad[i].kind);
+		heads_of(area)[r * 8] = bad[i].head ? bad[i].head : bad[i].off + 8;
+		expect_int_eq(ring_drain(&rd, 1000, take, NULL), bad[i].head ? 0 : bad[i].off / 32);
 		expect_true(rd.corrupt != NULL);
-		expect_int_eq(*(uint32_t *)(area + SHM_OFF_RING + (SHM_NRINGS - 1) * RSIZE +
-					    bad[i].off), bad[i].len);
+		expect_true(ring_pending_max(&rd) <= RSIZE);
+		expect_int_eq(*(uint32_t *)(area + SHM_OFF_RING + r * RSIZE + bad[i].off),
+			      bad[i].len);
 		expect_int_eq(ring_drain(&rd, 1000, take, NULL), 0);
 		hostile_free(area, len);
 	}
@@ -268,27 +265,23 @@ static void test_pad_wraps(void)
 {
 	struct ring_reader rd;
 	size_t len;
-	uint8_t *area = hostile_area(&len);
+	uint8_t *area = hostile_reader(&rd, &len);
 	uint64_t *heads;
 
 	if (!area)
 		return;
-	ring_reader_init(&rd, (struct shm_hdr *)area, RSIZE);
-	heads = (uint64_t *)(area + SHM_OFF_HEADS);
+	heads = heads_of(area);
 	for (uint64_t o = 0; o < RSIZE - 16; o += 24)
 		raw(area, 0, o, 24, SHM_EV_FREE);
 	heads[0] = (RSIZE - 16) / 24 * 24;
-	ngot = 0;
 	ring_drain(&rd, 1000, take, NULL);
 	raw(area, 0, heads[0], (uint32_t)(RSIZE - heads[0]), SHM_EV_PAD);
 	raw(area, 0, 0, 24, SHM_EV_FREE);
 	heads[0] = RSIZE + 24;
-	ngot = 0;
 	expect_int_eq(ring_drain(&rd, 1000, take, NULL), 1);
 	expect_true(rd.corrupt == NULL);
 	hostile_free(area, len);
 }
 
 HARNESS_MAIN("ring", T(test_order), T(test_blocked), T(test_teardown),
-	     T(test_hostile_ring_size), T(test_hostile_heads), T(test_hostile_records),
-	     T(test_pad_wraps))
+	     T(test_hostile_ring_size), T(test_hostile_input), T(test_pad_wraps))
