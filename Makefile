@@ -41,6 +41,11 @@ all: heapattach
 heapattach: $(MAIN_OBJ) $(B)/libheapattach.a
 	$(QCC)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# The same binary in the build directory: make asan links build-asan/heapattach,
+# which the hostile-target tests run too when it is there.
+$(B)/heapattach: $(MAIN_OBJ) $(B)/libheapattach.a
+	$(QCC)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 $(B)/libheapattach.a: $(LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
@@ -93,7 +98,7 @@ $(B)/tools/%: tests/tools/%.c $(B)/libheapattach.a
 
 # Fixtures: victims built -O1 with frame pointers; each may add flags in a
 # first-line comment "/* build: FLAGS */" (e.g. -static, -no-pie, -s).
-$(B)/fixtures/%: fixtures/%.c fixtures/fixture.h
+$(B)/fixtures/%: fixtures/%.c $(wildcard fixtures/*.h)
 	@mkdir -p $(dir $@)
 	$(QCC)$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -Ifixtures -o $@ $< $$(sed -n '1s|.*/\* build: \(.*\) \*/.*|\1|p' $<)
 
@@ -124,7 +129,7 @@ asan:
 	$(Q)$(MAKE) --no-print-directory B=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 		LDFLAGS="-fsanitize=address,undefined" build-asan/libheapattach.a
 	$(Q)$(MAKE) --no-print-directory B=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
-		LDFLAGS="-fsanitize=address,undefined" LDLIBS="-fsanitize=address,undefined $(LDLIBS)" unit
+		LDFLAGS="-fsanitize=address,undefined" LDLIBS="-fsanitize=address,undefined $(LDLIBS)" unit build-asan/heapattach
 	$(Q)$(MAKE) --no-print-directory B=build-asan fixtures
 	$(Q)UNIT_ONLY=1 BUILD=build-asan sh tests/run.sh
 

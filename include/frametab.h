@@ -20,6 +20,7 @@ struct frametab_stats {
 	uint64_t full;		/* skipped: no free slot in the probe window */
 	uint64_t objects;	/* ELF objects opened */
 	uint64_t maps_reads;	/* /proc/PID/maps parses */
+	uint64_t throttled;	/* -EAGAIN: over the budget of CFI searches or maps reads */
 };
 
 struct frametab;
@@ -47,7 +48,8 @@ void frametab_reset(struct frametab *ft);
  * becomes SHM_BASE_END. Returns 1 inserted, 0 already present, -ENOENT no
  * CFI for ip or a rule the table cannot express (nothing is inserted),
  * -ENOSPC no free slot within SHM_FRAME_PROBES of the ip's home slot
- * (skipped), other -errno on failure.
+ * (skipped), -EAGAIN over the budget of CFI searches or maps reads (the
+ * ips come from the target: see frametab.c), other -errno on failure.
  */
 int frametab_learn_flags(struct frametab *ft, uint64_t ip, unsigned flags);
 static inline int frametab_learn(struct frametab *ft, uint64_t ip)

@@ -14,9 +14,18 @@
  * SIGBUS anywhere else keeps its default action. Single-threaded use.
  */
 void mapguard_add(const void *p, size_t len);
+/*
+ * The same for a read-write shared view of memory the target shares with
+ * us and could shrink (the injected memfd, sealed against it, or the
+ * shared anonymous memory of the fallback, which cannot be sealed): the
+ * zero pages are writable, so that our writes go on too (to nowhere).
+ */
+void mapguard_add_rw(void *p, size_t len);
 /* Forget the mapping registered at p (call before it is unmapped). */
 void mapguard_remove(const void *p);
 /* Pages of registered mappings replaced by zeros so far. */
 unsigned long mapguard_zeroed(void);
+/* Pages of the mapping registered at p replaced by zeros so far. */
+unsigned long mapguard_zeroed_in(const void *p);
 
 #endif

@@ -91,6 +91,12 @@ struct session {
 	uint64_t ring_size;             /* fast mode: bytes of each ring; 0 = the default */
 	int prefault;                   /* fast mode: fault the shared tables in ourselves */
 	char mem_note[MEMCG_PATH_MAX + 160]; /* what we add to the target's memory (-v, profile) */
+	/* fast mode: the shared area is the target's to write (fast.c) */
+	struct shm_hdr shm_want;        /* region 0's header as we wrote it: never read back */
+	uint64_t shm_since;             /* CLOCK_MONOTONIC ns when it was set up */
+	uint64_t drain_deadline;        /* a drain hands over no event after this */
+	unsigned drain_left;            /* events until the drain looks at the clock */
+	int hostile;                    /* it held what no agent writes: trusted no more */
 
 	struct profile *prof;
 	struct sampler sampler;
@@ -111,7 +117,14 @@ struct session {
 	int target_gone;                /* every thread exited */
 	int exec_seen;                  /* the target replaced its image */
 	const char *output;
+
+#define SESSION_MAX_NOTES 8
+	char notes[SESSION_MAX_NOTES][192];  /* said on stderr, kept as profile comments */
+	size_t nnotes;
+	unsigned noted;                 /* PROFILE_CAP_* and SESSION_NOTE_* already said */
 };
+
+#define SESSION_NOTE_LEARN 0x100        /* frame rules learnt at the capped rate */
 
 /* Run a whole profile: attach, collect until a stop condition, dump, detach.
  * Returns the process exit code (0 ok, 1 error). */
@@ -206,5 +219,10 @@ void fast_release(struct session *s);
 /* ---- session.c ---- */
 /* Write a numbered dump (seq > 0) or the final one (seq == 0). */
 int session_dump(struct session *s, unsigned seq);
+/* Say something the user must know about the profile: a warning on
+ * stderr, and a comment in every profile written from now on. */
+void session_note(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Note each profile cap the events have reached, once (profile.h). */
+void session_note_caps(struct session *s);
 
 #endif

@@ -333,4 +333,13 @@ struct shm_ev_regs {
 	uint64_t ip, sp, bp, bx, r12, r13, r14, r15;
 };
 
+/* The longest record the agent writes: an allocation whose walk missed at
+ * full depth, with its registers and a whole stack copy. */
+#define SHM_EV_MAX_LEN (sizeof(struct shm_ev_alloc) + SHM_MAX_DEPTH * 8 + \
+			sizeof(struct shm_ev_regs) + SHM_STACK_COPY)
+
+/* No user address (nor size) reaches this, even with 5-level paging: an
+ * allocation event beyond it was not written by the agent. */
+#define SHM_ADDR_LIMIT (1ULL << 57)
+
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "inject.h"
@@ -183,15 +184,37 @@ static int map_at_candidate(struct remote_ctx *ctx, const uint64_t *cand,
 	return err;
 }
 
-/* Create a memfd in the target, trying MFD_EXEC first. Fd in *rfd. */
+/* Create a memfd in the target, trying MFD_EXEC first; sealable (see
+ * map_memfd). Fd in *rfd. */
 static int target_memfd(struct remote_ctx *ctx, int *rfd)
 {
 	int err;
 
-	err = remote_memfd_create(ctx, "heapattach", MFD_CLOEXEC | MFD_EXEC, rfd);
+	err = remote_memfd_create(ctx, "heapattach", MFD_CLOEXEC | MFD_EXEC |
+				  MFD_ALLOW_SEALING, rfd);
 	if (err == -EINVAL || err == -EACCES)
-		err = remote_memfd_create(ctx, "heapattach", MFD_CLOEXEC, rfd);
+		err = remote_memfd_create(ctx, "heapattach", MFD_CLOEXEC | MFD_ALLOW_SEALING,
+					  rfd);
 	return err;
+}
+
+/*
+ * Seal the memfd's size before anything maps it: a target allowed to
+ * reach the file (/proc/self/map_files) could otherwise shrink it and
+ * kill us with SIGBUS at our next access, its jumps still in place.
+ * F_SEAL_SEAL: nor can it add a write seal later. Then check that the
+ * size is still ours (it could have changed before the seal). 0 or -errno;
+ * a kernel that refuses the seal leaves it to the SIGBUS guard (mapguard.h).
+ */
+static int seal_size(int fd, size_t size)
+{
+	struct stat st;
+
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		pr_debug("inject: cannot seal the memfd (%s)", strerror(errno));
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	return st.st_size == (off_t)size ? 0 : -EBUSY;
 }
 
 /* The memfd way: the tool's fd of the object in *lfd, mapped at *addr. */
@@ -215,6 +238,9 @@ static int map_memfd(struct remote_ctx *ctx, const uint64_t *cand, int ncand,
 		err = -errno;
 		goto out;
 	}
+	err = seal_size(*lfd, size);
+	if (err)
+		goto out;
 	pf.fd = *lfd;
 	err = map_at_candidate(ctx, cand, ncand, size, PROT_READ | PROT_EXEC,
 			       MAP_SHARED, rfd, &pf, addr);

@@ -11,6 +11,8 @@
 
 struct range {
 	uintptr_t start, end;
+	int prot;			/* of the zero pages */
+	volatile unsigned long zeroed;	/* pages replaced */
 };
 
 /* Read by the handler: entries are written before n grows, and the handler
@@ -32,9 +34,10 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 		if (a < ranges[i].start || a >= ranges[i].end)
 			continue;
 		page = a & ~((uintptr_t)psz - 1);
-		if (mmap((void *)page, psz, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+		if (mmap((void *)page, psz, ranges[i].prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
 			 -1, 0) == MAP_FAILED)
 			break;
+		ranges[i].zeroed++;
 		zeroed++;
 		return;
 	}
@@ -42,9 +45,12 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 	sigaction(sig, &old_action, NULL);
 	if (old_action.sa_handler == SIG_IGN)
 		signal(sig, SIG_DFL);
+	if (si->si_code <= 0)
+		raise(sig);	/* sent, not a fault: it does not repeat */
 }
 
-void mapguard_add(const void *p, size_t len)
+/* Register [p, p + len), its zero pages of protection prot. */
+static void add(const void *p, size_t len, int prot)
 {
 	struct range *v, *old;
 	struct sigaction sa;
@@ -69,8 +75,18 @@ void mapguard_add(const void *p, size_t len)
 		cap = cap ? 2 * cap : 64;
 		free(old);
 	}
-	ranges[nranges] = (struct range) { (uintptr_t)p, (uintptr_t)p + len };
+	ranges[nranges] = (struct range) { (uintptr_t)p, (uintptr_t)p + len, prot, 0 };
 	nranges = nranges + 1;
+}
+
+void mapguard_add(const void *p, size_t len)
+{
+	add(p, len, PROT_READ);
+}
+
+void mapguard_add_rw(void *p, size_t len)
+{
+	add(p, len, PROT_READ | PROT_WRITE);
 }
 
 void mapguard_remove(const void *p)
@@ -87,4 +103,12 @@ void mapguard_remove(const void *p)
 unsigned long mapguard_zeroed(void)
 {
 	return zeroed;
+}
+
+unsigned long mapguard_zeroed_in(const void *p)
+{
+	for (size_t i = 0; i < nranges; i++)
+		if (ranges[i].start == (uintptr_t)p)
+			return ranges[i].zeroed;
+	return 0;
 }

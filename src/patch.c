@@ -13,6 +13,7 @@
 #include "frametab.h"
 #include "inject.h"
 #include "log.h"
+#include "mapguard.h"
 #include "remote.h"
 #include "session.h"
 #include "unwind.h"
@@ -161,11 +162,16 @@ static int64_t dist(uint64_t a, uint64_t b)
 
 /* A region within jump reach of addr with room for one more trampoline,
  * injecting a new one if needed. Index, or -errno. */
-/* The header in our view of the region (prefill_header wrote the same). */
+/* The header in our view of the region (prefill_header wrote the same); in
+ * fast mode also kept as s->shm_want, what the header must go on saying. */
 static void region_header(struct session *s, struct region *r)
 {
 	r->hdr = (struct shm_hdr *)(r->local + REGION_CODE);
 	fill_header(s, r->hdr, r->remote, r->inj->size);
+	if (s->fast && !s->nregions) {
+		memset(&s->shm_want, 0, sizeof(s->shm_want));
+		fill_header(s, &s->shm_want, r->remote, r->inj->size);
+	}
 }
 
 /* Fast mode: shared data, the agent blob, and where trampolines find them. */
@@ -219,6 +225,7 @@ static int region_for(struct session *s, uint64_t addr)
 	}
 	r->remote = r->inj->remote;
 	r->local = r->inj->local;
+	mapguard_add_rw(r->local, r->inj->size);	/* a target that shrinks it cannot kill us */
 	r->size = REGION_CODE;
 	r->used = INJECT_STUB_SIZE;
 	region_header(s, r);
@@ -329,21 +336,27 @@ static int write_jump(struct session *s, struct patch *p)
 	return 0;
 }
 
-/* Keep the original bytes in the region's header, for a successor: before
- * the jump, so that a jump is never there without its record. 0, or
+/* Keep the original bytes in the region's header, for a successor (and
+ * in s->shm_want): before the jump, so that a jump is never there without
+ * its record. The count is ours: the earlier patches of its region. 0, or
  * -ENOSPC when the header is full. */
 static int record_patch(struct session *s, const struct patch *p)
 {
 	struct shm_hdr *h = s->regions[p->region].hdr;
-	struct shm_patch *rec;
+	struct shm_patch rec = { .addr = p->reloc.patch_addr, .len = RELOC_JMP_LEN };
+	uint32_t k = 0;
 
-	if (h->npatches >= SHM_MAX_PATCHES)
+	for (const struct patch *q = s->patches; q < p; q++)
+		k += q->region == p->region;
+	if (k >= SHM_MAX_PATCHES)
 		return -ENOSPC;
-	rec = &h->patches[h->npatches];
-	rec->addr = p->reloc.patch_addr;
-	rec->len = RELOC_JMP_LEN;
-	memcpy(rec->orig, p->orig, RELOC_JMP_LEN);
-	__atomic_store_n(&h->npatches, h->npatches + 1, __ATOMIC_RELEASE);
+	memcpy(rec.orig, p->orig, RELOC_JMP_LEN);
+	h->patches[k] = rec;
+	__atomic_store_n(&h->npatches, k + 1, __ATOMIC_RELEASE);
+	if (s->fast && p->region == 0) {
+		s->shm_want.patches[k] = rec;
+		s->shm_want.npatches = k + 1;
+	}
 	return 0;
 }
 
@@ -579,6 +592,8 @@ void patch_remove(struct session *s)
 		if (rc)
 			pr_warn("could not unmap data view at %#lx: %s",
 				(unsigned long)s->regions[i].alias->remote, strerror(-rc));
+		if (s->regions[i].inj->local)
+			mapguard_remove(s->regions[i].inj->local);
 		rc = region_unmap(s, s->regions[i].inj);
 
 		if (rc)

@@ -2,6 +2,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,35 @@ static void stop_timer(void)
 	setitimer(ITIMER_REAL, &it, NULL);
 }
 
+void session_note(struct session *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->nnotes == SESSION_MAX_NOTES)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(s->notes[s->nnotes], sizeof(s->notes[0]), fmt, ap);
+	va_end(ap);
+	pr_warn("%s", s->notes[s->nnotes++]);
+}
+
+void session_note_caps(struct session *s)
+{
+	unsigned hit = profile_caps_hit(s->prof) & ~s->noted;
+
+	s->noted |= hit;
+	if (hit & PROFILE_CAP_STACKS)
+		session_note(s, "more distinct stacks than the cap (%u stacks, %u frames): new ones "
+			     "are counted under an empty stack", PROFILE_MAX_STACKS, PROFILE_MAX_PCS);
+	if (hit & PROFILE_CAP_BUCKETS)
+		session_note(s, "more (stack, size) pairs than the cap (%u): new ones are counted "
+			     "under an empty stack, by size rounded down to a power of two",
+			     PROFILE_MAX_BUCKETS);
+	if (hit & PROFILE_CAP_LIVE)
+		session_note(s, "more live sampled blocks than the cap (%u): new ones count as "
+			     "allocated, not as in use", PROFILE_MAX_LIVE);
+}
+
 int session_dump(struct session *s, unsigned seq)
 {
 	struct proc_maps fresh = { 0 };
@@ -98,7 +128,8 @@ int session_dump(struct session *s, unsigned seq)
 	const struct proc_maps *maps = &s->maps;
 	char comment[128];
 	char sc_note[sizeof(s->sc.note) + 32];
-	const char *comments[3] = { comment, s->mem_note, sc_note };
+	const char *comments[3 + SESSION_MAX_NOTES] = { comment, s->mem_note, sc_note };
+	size_t ncomments;
 	struct dump_info d;
 	char *path;
 	int rc;
@@ -108,6 +139,7 @@ int session_dump(struct session *s, unsigned seq)
 		fast_reconcile(s);
 		fast_sync_stats(s);
 	}
+	session_note_caps(s);
 	if (!s->target_gone && !s->exec_seen && proc_maps_read(s->pid, &fresh) == 0 &&
 	    fresh.n != s->maps.n) {
 		struct symbolizer *nsym = symbolizer_new(s->pid, &fresh);
@@ -118,6 +150,9 @@ int session_dump(struct session *s, unsigned seq)
 		}
 	}
 	snprintf(sc_note, sizeof(sc_note), "seccomp filter: %s", s->sc.note);
+	ncomments = s->sc.note[0] ? 3 : 2;
+	for (size_t i = 0; i < s->nnotes; i++)
+		comments[ncomments++] = s->notes[i];
 	snprintf(comment, sizeof(comment), "events=%llu nested=%llu unwind_errors=%llu",
 		 (unsigned long long)s->events, (unsigned long long)s->nested,
 		 (unsigned long long)s->unwind_errors);
@@ -128,7 +163,7 @@ int session_dump(struct session *s, unsigned seq)
 		.maps = maps,
 		.sym = sym,
 		.comments = comments,
-		.ncomments = s->sc.note[0] ? 3 : 2,
+		.ncomments = ncomments,
 	};
 	path = seq ? dump_numbered_path(s->output, seq) : xstrdup(s->output);
 	rc = dump_write_file(path, s->opt->format, s->prof, &d);
@@ -178,7 +213,7 @@ static void fast_loop(struct session *s)
 	int status;
 	pid_t tid;
 
-	while (!stop_signal && !s->target_gone && !s->exec_seen) {
+	while (!stop_signal && !s->target_gone && !s->exec_seen && !s->hostile) {
 		if (ticked) {
 			ticked = 0;
 			child_event = 1;	/* also poll, in case a SIGCHLD was missed */
@@ -434,7 +469,7 @@ int session_run(const struct options *opt)
 	if (session_dump(&s, 0) == 0) {
 		fprintf(stderr, "heapattach: wrote %s (%llu events)\n", s.output,
 			(unsigned long long)s.events);
-		code = 0;
+		code = s.hostile;	/* the target fought us: the profile is partial */
 	}
 out:
 	live_session = NULL;

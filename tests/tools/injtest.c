@@ -22,6 +22,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -340,6 +341,25 @@ static void bench(pid_t pid, int n)
 	printf("injtest: %.1f us per remote syscall\n", (now_us() - t0) / n);
 }
 
+/* The memfd of the region at [at, at + size) is sealed against resizing:
+ * even root, through the target's map_files, cannot shrink it. */
+static void check_sealed(pid_t pid, uint64_t at, size_t size)
+{
+	char path[128];
+	int fd, seals, want = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, at,
+		 at + size);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	check(fd >= 0, "open %s: %s", path, strerror(errno));
+	if (fd < 0)
+		return;
+	seals = fcntl(fd, F_GET_SEALS);
+	check(seals >= 0 && (seals & want) == want, "memfd seals %#x", seals);
+	check(ftruncate(fd, 0) < 0 && errno == EPERM, "memfd could be shrunk");
+	close(fd);
+}
+
 static void check_region(pid_t pid, uint64_t libc, unsigned flags)
 {
 	static const char marker[] = "heapattach-marker-0123456789";
@@ -376,6 +396,8 @@ static void check_region(pid_t pid, uint64_t libc, unsigned flags)
 	else
 		check(strstr(line, "memfd:heapattach") != NULL,
 		      "memfd mapping: %s", line);
+	if (!(flags & INJECT_F_ANON))
+		check_sealed(pid, reg.remote, reg.size);
 	check(fd_list(pid, fds_after, sizeof(fds_after)) == nfd &&
 	      !strcmp(fds_before, fds_after), "no fd left in target: %s / %s",
 	      fds_before, fds_after);
