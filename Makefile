@@ -34,11 +34,16 @@ else
 QCC =
 endif
 
-.PHONY: all deps check-deps test check unit fixtures tools demo asan clean bench
+.PHONY: all deps check-deps test check unit fixtures tools demo asan clean bench fuzz fuzzers
 
 all: heapattach
 
 heapattach: $(MAIN_OBJ) $(B)/libheapattach.a
+	$(QCC)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The same binary in the build directory: make asan links build-asan/heapattach,
+# which the hostile-target tests run too when it is there.
+$(B)/heapattach: $(MAIN_OBJ) $(B)/libheapattach.a
 	$(QCC)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(B)/libheapattach.a: $(LIB_OBJ)
@@ -93,7 +98,7 @@ $(B)/tools/%: tests/tools/%.c $(B)/libheapattach.a
 
 # Fixtures: victims built -O1 with frame pointers; each may add flags in a
 # first-line comment "/* build: FLAGS */" (e.g. -static, -no-pie, -s).
-$(B)/fixtures/%: fixtures/%.c fixtures/fixture.h
+$(B)/fixtures/%: fixtures/%.c $(wildcard fixtures/*.h)
 	@mkdir -p $(dir $@)
 	$(QCC)$(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -Ifixtures -o $@ $< $$(sed -n '1s|.*/\* build: \(.*\) \*/.*|\1|p' $<)
 
@@ -124,9 +129,38 @@ asan:
 	$(Q)$(MAKE) --no-print-directory B=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
 		LDFLAGS="-fsanitize=address,undefined" build-asan/libheapattach.a
 	$(Q)$(MAKE) --no-print-directory B=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer" \
-		LDFLAGS="-fsanitize=address,undefined" LDLIBS="-fsanitize=address,undefined $(LDLIBS)" unit
+		LDFLAGS="-fsanitize=address,undefined" LDLIBS="-fsanitize=address,undefined $(LDLIBS)" unit build-asan/heapattach
 	$(Q)$(MAKE) --no-print-directory B=build-asan fixtures
 	$(Q)UNIT_ONLY=1 BUILD=build-asan sh tests/run.sh
+
+# Fuzzing (libFuzzer, clang): the ELF, maps and DWARF readers, each for
+# FUZZ_SECONDS, from seeds made of the fixtures (tests/fuzz/run.sh).
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 20
+FB           := build-fuzz
+FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/arch/$(ARCH) -MMD -MP \
+	$(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
+	-Wall -Wextra $(if $(filter true,$(CI)),-Werror) \
+	-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_LIB_SRC := src/elfobj.c src/proc.c src/tfile.c src/debugfile.c src/unwind.c src/frametab.c \
+	src/mapguard.c src/xmalloc.c src/log.c
+FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FB)/%.o)
+FUZZ_BIN     := $(patsubst tests/fuzz/%.c,$(FB)/%,$(wildcard tests/fuzz/fuzz_*.c))
+
+$(FB)/src/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(QCC)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(FB)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(QCC)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJ) $(LDLIBS)
+
+.SECONDARY: $(FUZZ_LIB_OBJ)
+fuzzers: $(FUZZ_BIN)
+
+fuzz: check-deps
+	$(Q)$(MAKE) --no-print-directory fixtures fuzzers
+	$(Q)FUZZ_SECONDS=$(FUZZ_SECONDS) FB=$(FB) sh tests/fuzz/run.sh
 
 demo: check-deps
 	$(Q)$(MAKE) --no-print-directory all fixtures
@@ -136,6 +170,6 @@ bench: all
 	$(Q)$(MAKE) --no-print-directory $(BENCH_BIN)
 
 clean:
-	rm -rf $(B) build-asan heapattach
+	rm -rf $(B) build-asan $(FB) heapattach
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+-include $(shell find $(B) $(FB) -name '*.d' 2>/dev/null)

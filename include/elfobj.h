@@ -27,8 +27,16 @@ struct elfobj_segment {
 
 struct elfobj;
 
+/* Bounds on what a file may claim: build ids of 2 to 64 bytes (20 in
+ * practice), debug link names and paths no longer than the kernel takes. */
+#define ELFOBJ_BUILD_ID_MIN 2
+#define ELFOBJ_BUILD_ID_MAX 64
+#define ELFOBJ_NAME_MAX 255
+#define ELFOBJ_PATH_MAX 4095
+
 /* Read the ELF behind fd; takes ownership of fd (closed by elfobj_free, or
- * here on failure). NULL if fd is not a readable ELF file. */
+ * here on failure). NULL if fd is not a readable ELF file (or not a regular
+ * file: a FIFO's or a device's data need not end). */
 struct elfobj *elfobj_open_fd(int fd);
 /* elfobj_open_fd() flags */
 #define ELFOBJ_OPEN_NO_SYMS 1   /* skip .symtab/.dynsym: elfobj_syms() is empty (large files open fast) */
@@ -57,8 +65,12 @@ const struct elfobj_sym *elfobj_lookup(const struct elfobj *e, const char *name,
 const struct elfobj_segment *elfobj_segments(const struct elfobj *e, size_t *n);
 /* Lowercase hex GNU build id, or NULL when the file has none. */
 const char *elfobj_build_id(const struct elfobj *e);
-/* .gnu_debuglink file name (and its CRC in *crc), or NULL. */
+/* .gnu_debuglink file name (and its CRC in *crc), or NULL; never a path,
+ * "." or "..". */
 const char *elfobj_debuglink(const struct elfobj *e, uint32_t *crc);
+/* .gnu_debugaltlink's dwz file name (any path; *build_id, may be NULL, gets
+ * its build id in hex), or NULL. */
+const char *elfobj_altlink(const struct elfobj *e, const char **build_id);
 /* 1 if the file itself carries .debug_info. */
 int elfobj_has_debug_info(const struct elfobj *e);
 /* The libelf handle (for libdw); owned by e. */
@@ -75,20 +87,14 @@ int elfobj_load_bias(const struct elfobj *e, const struct proc_map *m, uint64_t 
  * section (add the bias for its runtime address). 0 or -ENOENT. */
 int elfobj_dt_debug_vaddr(const struct elfobj *e, uint64_t *vaddr);
 
+/* Link-time address and size of .eh_frame_hdr (PT_GNU_EH_FRAME). 0 or -ENOENT. */
+int elfobj_eh_frame_hdr(const struct elfobj *e, uint64_t *vaddr, uint64_t *size);
+
 /* Copy len file bytes that are mapped at link-time address vaddr (inside one
  * PT_LOAD's file part). 0 or -ENOENT. */
 int elfobj_read(const struct elfobj *e, uint64_t vaddr, void *buf, size_t len);
 /* Name of the dynamic symbol whose JUMP_SLOT or GLOB_DAT relocation fills the
  * GOT slot at link-time address got_vaddr, or NULL. Owned by e. */
 const char *elfobj_got_symbol(const struct elfobj *e, uint64_t got_vaddr);
-
-/*
- * Find and open the separate debug file for e: /usr/lib/debug/.build-id/xx/rest.debug,
- * then the .gnu_debuglink name next to the object's directory, in .debug/ and
- * under /usr/lib/debug/DIR, each first below root (e.g. "/proc/PID/root") then
- * below "/". obj_path: the object's path as the target sees it. NULL if none.
- */
-struct elfobj *elfobj_open_debug(const struct elfobj *e, const char *root,
-				 const char *obj_path);
 
 #endif

@@ -20,6 +20,7 @@ struct frametab_stats {
 	uint64_t full;		/* skipped: no free slot in the probe window */
 	uint64_t objects;	/* ELF objects opened */
 	uint64_t maps_reads;	/* /proc/PID/maps parses */
+	uint64_t throttled;	/* -EAGAIN: over the budget of CFI searches or maps reads */
 };
 
 struct frametab;
@@ -47,7 +48,8 @@ void frametab_reset(struct frametab *ft);
  * becomes SHM_BASE_END. Returns 1 inserted, 0 already present, -ENOENT no
  * CFI for ip or a rule the table cannot express (nothing is inserted),
  * -ENOSPC no free slot within SHM_FRAME_PROBES of the ip's home slot
- * (skipped), other -errno on failure.
+ * (skipped), -EAGAIN over the budget of CFI searches or maps reads (the
+ * ips come from the target: see frametab.c), other -errno on failure.
  */
 int frametab_learn_flags(struct frametab *ft, uint64_t ip, unsigned flags);
 static inline int frametab_learn(struct frametab *ft, uint64_t ip)
@@ -75,6 +77,14 @@ int frametab_set_end(struct frametab *ft, uint64_t ip);
  * the table (ip is left 0 in *out). 0, -ENOENT or -errno.
  */
 int frametab_rule(struct frametab *ft, uint64_t ip, unsigned flags, struct shm_frame *out);
+
+/*
+ * The rule for link-time address addr of object e, compiled from its CFI as
+ * frametab_rule() does for a mapped object (a seam for tests and fuzzing).
+ * 0 or -ENOENT.
+ */
+struct elfobj;
+int frametab_rule_elf(struct elfobj *e, uint64_t addr, struct shm_frame *out);
 
 /* The table entry for ip, or NULL (reads the table like the agent does). */
 const struct shm_frame *frametab_lookup(const struct shm_frame *table, uint64_t ip);

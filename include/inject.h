@@ -13,9 +13,8 @@
  * remote; the tool sees the same pages at local (read-write, MAP_SHARED), so
  * whatever the tool writes is visible in the target at once.
  *
- * The first INJECT_STUB_SIZE bytes of a primary region hold a permanent
- * "syscall; int3" stub at remote (see remote_ctx.stub); put code and data
- * after it.
+ * The first INJECT_STUB_SIZE bytes of a region are left zero; put code and
+ * data after them.
  */
 struct inject_region {
 	void *local;		/* tool's RW mapping of the same pages */
@@ -31,6 +30,7 @@ struct inject_region {
 #define INJECT_REACH ((1ULL << 31) - (256ULL << 20))
 
 #define INJECT_F_ANON 1		/* skip memfd_create, use the fallback */
+#define INJECT_F_NO_ANON 2	/* never the fallback (the target's seccomp filter may kill it) */
 
 /*
  * Map size bytes (rounded up to pages) PROT_READ|PROT_EXEC in the target,
@@ -41,8 +41,7 @@ struct inject_region {
  * The object is a memfd "heapattach" (MFD_CLOEXEC) whose target fd is
  * closed again before returning, so no fd leaks into the target; if the
  * target refuses memfd_create, shared anonymous memory reached through
- * /proc/PID/map_files. The stub is written at out->remote and, if ctx->stub
- * was 0, ctx->stub is set to it.
+ * /proc/PID/map_files.
  *
  * Same thread-state contract as remote_syscall(). 0 or -errno; on error
  * nothing is left mapped in either process. Undo with inject_region_remove.
@@ -53,6 +52,25 @@ int inject_region_near(struct remote_ctx *ctx, uint64_t near_addr, size_t size,
 int inject_region_near_flags(struct remote_ctx *ctx, uint64_t near_addr,
 			     size_t size, unsigned flags,
 			     struct inject_region *out);
+
+/*
+ * Called before the target maps the memfd at addr (once per address tried),
+ * with the tool's fd of it, already of its full size (size bytes, as the
+ * mapping will be): what fn writes there
+ * is in the file before the target can see the mapping, so a tool killed
+ * at any instant leaves a mapping that proves itself ours (recover.c).
+ * 0 or -errno (which ends the injection).
+ */
+typedef int (*inject_prefill_fn)(void *arg, int fd, uint64_t addr, size_t size);
+struct inject_prefill {
+	inject_prefill_fn fn;
+	void *arg;
+	int fd;
+};
+/* inject_region_near_flags, calling fn(arg, ...) on the memfd way. */
+int inject_region_near_prefill(struct remote_ctx *ctx, uint64_t near_addr, size_t size,
+			       unsigned flags, inject_prefill_fn fn, void *arg,
+			       struct inject_region *out);
 
 /*
  * A second target view of base's pages with protection prot (e.g. PROT_READ|
@@ -66,7 +84,7 @@ int inject_region_alias(struct remote_ctx *ctx, const struct inject_region *base
 
 /*
  * Unmap the region in the target and (unless it is an alias) in the tool.
- * If ctx->stub points into it, ctx->stub is reset to 0 first. On success
+ * On success
  * the region is cleared; when the remote munmap fails only the tool's view
  * goes, and remote/size stay for another try (in another thread). 0 or
  * -errno, printing nothing: the caller says what failed.

@@ -21,8 +21,32 @@ struct profile_bucket {
 	uint64_t inuse_count, inuse_bytes;
 };
 
+/*
+ * What a profile may hold, whatever the events say (they come from the
+ * target, which can make up as many as it likes): distinct stacks, their
+ * frames in all, (stack, size) buckets, live pointers. A new stack beyond
+ * the first two caps becomes the empty stack (no frames); a new bucket
+ * beyond its cap goes to the empty stack's bucket of its size rounded down
+ * to a power of two (at most 65 more); an allocation that would take the
+ * live table beyond its cap counts in its bucket's alloc figures only (its
+ * free will not be recognized). Together about 100 MiB at most.
+ */
+#define PROFILE_MAX_STACKS  (1u << 17)
+#define PROFILE_MAX_PCS     (1u << 20)
+#define PROFILE_MAX_BUCKETS (1u << 18)
+#define PROFILE_MAX_LIVE    (1u << 20)
+
+/* profile_caps_hit() bits: the caps reached so far */
+#define PROFILE_CAP_STACKS  1	/* stacks or their frames */
+#define PROFILE_CAP_BUCKETS 2
+#define PROFILE_CAP_LIVE    4
+
 /* rate: mean bytes between samples (1 = every allocation recorded). */
 struct profile *profile_new(uint64_t rate);
+/* Other caps than the PROFILE_MAX_* ones (tests); 0 keeps a cap as it is. */
+void profile_set_caps(struct profile *p, size_t stacks, size_t pcs, size_t buckets, size_t live);
+/* PROFILE_CAP_* bits of the caps reached so far. */
+unsigned profile_caps_hit(const struct profile *p);
 void profile_free(struct profile *p);
 uint64_t profile_rate(const struct profile *p);
 

@@ -21,19 +21,19 @@ int remote_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len);
 extern int remote_mem_ptrace_only;
 
 /*
- * One thread that runs system calls for us. Fill it with remote_ctx_init().
- *
- * stub: address of a permanent "syscall; int3" in the target (e.g. in the
- * injected page, see inject.h), or 0. With 0, each call swaps 8 bytes at the
- * start of the first executable file mapping for the stub and puts them back
- * afterwards, so every other thread of the process must be stopped too.
+ * One thread that runs system calls for us. Fill it with remote_ctx_init();
+ * set picky before a call if other threads could serve instead.
  */
 struct remote_ctx {
 	pid_t pid;		/* thread group id */
 	pid_t tid;		/* the stopped thread that executes the syscalls */
-	uint64_t stub;		/* permanent stub, or 0 */
-	uint64_t swap_addr;	/* cached swap location, 0 until first needed */
+	int picky;		/* refuse (-EAGAIN) a thread whose interrupted syscall
+				 * could not be restarted exactly if we died (below) */
 	int gone;		/* set once the thread has exited or is exiting */
+	int resumed;		/* set once the thread ran: an earlier PTRACE_INTERRUPT
+				 * of the caller's is used up */
+	int delivered;		/* set when the signal of the entry stop was delivered */
+	int stop_sig;		/* WSTOPSIG of the event stop it was left in, once resumed */
 	unsigned requeued;	/* signals that arrived during calls, re-sent */
 };
 
@@ -47,9 +47,29 @@ void remote_ctx_init(struct remote_ctx *ctx, pid_t pid, pid_t tid);
  * during the call (then ctx->gone is set; zombie threads are not reaped,
  * that is left to the caller's wait loop).
  *
+ * Kill-safe: if the tool dies at any instant of the call, the thread runs
+ * on as if it had never been stopped (registers, signal mask, FPU state,
+ * rseq; see remote.c for how and for the two exceptions: a SIGSTOP that
+ * arrived during the call, and the restart of an interrupted syscall).
+ * Nothing is written into the target's code and no int3 is executed: the
+ * thread borrows a "syscall; ret" and an rt_sigreturn of the target's own
+ * code (gadgets.h; -ENOENT without them, -EOPNOTSUPP with a shadow stack)
+ * and a signal frame below its stack's red zone. The caller must have
+ * seized the thread with PTRACE_O_TRACESYSGOOD: without it the kernel
+ * turns a syscall-stop that a dying tracer leaves into a SIGTRAP.
+ *
+ * System calls the target may run for this: the one asked for, and
+ * rt_sigreturn if the tool dies during it (a seccomp filter must allow it;
+ * every program that handles signals needs it anyway).
+ *
  * Entry: ctx->tid is PTRACE_SEIZEd by us and in one of
  *   - a PTRACE_EVENT_STOP: the stop after PTRACE_INTERRUPT, or a group-stop;
- *   - a signal-delivery-stop (signal X).
+ *   - a signal-delivery-stop (signal X): X is delivered first, as resuming
+ *     with PTRACE_CONT X would (a handler's frame is set up, a stop signal
+ *     group-stops, a fatal one kills), and the thread is stopped again
+ *     with PTRACE_INTERRUPT before it runs any user code; ctx->delivered
+ *     is set: the caller must not deliver X again. Holding X back while
+ *     the thread runs our syscall would lose it if the tool died then.
  * Refused with -EINVAL: other PTRACE_EVENT_* stops (clone, fork, exec...)
  * and syscall-stops, because there the kernel is still inside a syscall and
  * would overwrite rax when the thread runs on. Turn such a stop into a
@@ -60,37 +80,41 @@ void remote_ctx_init(struct remote_ctx *ctx, pid_t pid, pid_t tid);
  * leader it polls with WNOHANG, because a dying leader's status is held back
  * until all other threads are reaped, which could otherwise deadlock.
  *
- * Exit (on success and on every error but -ESRCH): registers, signal mask,
- * rseq critical-section pointer and any swapped code bytes are as on entry,
- * and the thread is in the same kind of stop as on entry:
- *   - entered in a PTRACE_EVENT_STOP: it is in a fresh PTRACE_EVENT_STOP
- *     (WSTOPSIG SIGTRAP, or the stop signal if the process is group-stopped).
- *     Resume it as you would have: PTRACE_CONT/PTRACE_DETACH with signal 0,
- *     or PTRACE_LISTEN.
- *   - entered in a signal-delivery-stop of X: it is in a signal-delivery-stop
- *     whose siginfo is X's again. Resume with PTRACE_CONT/DETACH passing X
- *     (or 0 to drop it), exactly as before. PTRACE_LISTEN is not valid.
- * No waitpid() status is left for the caller to collect.
+ * Exit (on success and on every error but -ESRCH): registers, signal mask
+ * and rseq critical-section pointer are as on entry (after the delivery of
+ * X, if any), and the thread is in a fresh PTRACE_EVENT_STOP whose
+ * WSTOPSIG is in ctx->stop_sig: SIGTRAP, or the stop signal if the process
+ * is group-stopped. Resume it as you would have: PTRACE_CONT/PTRACE_DETACH
+ * with signal 0, or PTRACE_LISTEN. No waitpid() status is left for the
+ * caller to collect. On -EINVAL, -EAGAIN and errors before the thread ran
+ * (ctx->resumed 0) the thread is in the stop it was in. -EAGAIN: this
+ * thread cannot serve, another may (picky refusal, or no room for the
+ * frame below its stack pointer).
  *
  * A thread stopped inside an interrupted syscall (-ERESTARTSYS etc.) keeps
  * its saved rax/orig_rax, so the kernel restarts that syscall (including
  * restart_syscall for -ERESTART_RESTARTBLOCK) when the thread is resumed.
  * Do not run syscalls that replace the thread's restart block (nanosleep,
- * futex wait, poll) this way.
+ * futex wait, poll) this way. If the tool dies, the frame restarts it
+ * instead: -ERESTART_RESTARTBLOCK by issuing the first syscall again (a
+ * relative timeout starts over) or, when the thread is already in
+ * restart_syscall and that first syscall is unknown, with -EINTR; picky
+ * callers are refused such a thread (-EAGAIN).
  *
- * How the call ends: normally the int3 after the syscall traps (SIGTRAP,
- * SI_KERNEL). If the process ignores SIGTRAP, an int3 would reset it to
- * SIG_DFL for good, so the thread is run with PTRACE_SYSCALL to its
- * syscall-exit-stop instead (one more stop); that mode does not support
- * entry in a signal-delivery-stop (-EOPNOTSUPP).
- *
- * Signals other than SIGTRAP are blocked while the stub runs; one that
- * still arrives (SIGSTOP, or a SIGTRAP someone sent) is held back and re-sent
- * with tgkill() before returning, so it is pending when the thread resumes.
- * A fault at the stub itself gives -EFAULT.
+ * Signals are blocked while the syscall runs; SIGSTOP, which cannot be, is
+ * held back and re-sent with tgkill() before returning, so it is pending
+ * when the thread resumes. A fault at the borrowed code gives -EFAULT.
  */
 int remote_syscall(struct remote_ctx *ctx, long nr, long a1, long a2, long a3,
 		   long a4, long a5, long a6, long *ret);
+/*
+ * Test seam: n > 0 makes remote_syscall SIGKILL this process at its step
+ * n: 1 frame written, 2 registers pointed at the syscall, 3 signals
+ * blocked, 4 resumed, 5 in the syscall's entry stop, 6 in its exit stop,
+ * 7 interrupted, 8 mask back, 9 registers back, 10 resumed into the final
+ * stop.
+ */
+extern int remote_die_at;
 
 /* Wrappers: 0 or -errno, where -errno is the syscall's own error if it ran. */
 int remote_mmap(struct remote_ctx *ctx, uint64_t addr, size_t len, int prot,
@@ -102,8 +126,9 @@ int remote_mremap(struct remote_ctx *ctx, uint64_t old, size_t old_len,
 		  size_t new_len, int flags, uint64_t new_addr, uint64_t *out);
 int remote_close(struct remote_ctx *ctx, int fd);
 /*
- * memfd_create(name, flags) in the target; the new fd in *fd. name is copied
- * below the thread's stack red zone for the call and those bytes restored.
+ * memfd_create(name, flags) in the target; the new fd in *fd. name (at most
+ * REMOTE_ARCH_SCRATCH bytes with its NUL) is copied below the thread's stack
+ * red zone for the call.
  */
 int remote_memfd_create(struct remote_ctx *ctx, const char *name,
 			unsigned flags, int *fd);

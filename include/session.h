@@ -7,11 +7,13 @@
 #include <sys/types.h>
 #include "cli.h"
 #include "hooks.h"
+#include "memcg.h"
 #include "proc.h"
 #include "profile.h"
 #include "reloc.h"
 #include "ring.h"
 #include "sampler.h"
+#include "seccomp_plan.h"
 #include "tracee.h"
 #include "shm.h"
 #include "tramp.h"
@@ -87,6 +89,16 @@ struct session {
 	unsigned ticks;                 /* fast mode: timer ticks seen */
 	uint64_t regions_stats[2];      /* fast mode: agent walks, walk misses */
 	uint64_t nest_lo, nest_hi;      /* hooked allocator text: calls from there are nested */
+	struct seccomp_plan sc;         /* what the target's seccomp filters let us make it do */
+	uint64_t ring_size;             /* fast mode: bytes of each ring; 0 = the default */
+	int prefault;                   /* fast mode: fault the shared tables in ourselves */
+	char mem_note[MEMCG_PATH_MAX + 160]; /* what we add to the target's memory (-v, profile) */
+	/* fast mode: the shared area is the target's to write (fast.c) */
+	struct shm_hdr shm_want;        /* region 0's header as we wrote it: never read back */
+	uint64_t shm_since;             /* CLOCK_MONOTONIC ns when it was set up */
+	uint64_t drain_deadline;        /* a drain hands over no event after this */
+	unsigned drain_left;            /* events until the drain looks at the clock */
+	int hostile;                    /* it held what no agent writes: trusted no more */
 
 	struct profile *prof;
 	struct sampler sampler;
@@ -110,11 +122,19 @@ struct session {
 	size_t regions_left;            /* heapattach mappings detach had to leave in it */
 	const char *output;
 	struct dump_dir out;            /* output's directory, opened before attaching */
+
+#define SESSION_MAX_NOTES 8
+	char notes[SESSION_MAX_NOTES][192];  /* said on stderr, kept as profile comments */
+	size_t nnotes;
+	unsigned noted;                 /* PROFILE_CAP_* and SESSION_NOTE_* already said */
 };
+
+#define SESSION_NOTE_LEARN 0x100        /* frame rules learnt at the capped rate */
 
 /* Run a whole profile: attach, collect until a stop condition, dump, detach.
  * Returns the process exit code: 0 profile written (the target may have
- * exited, with any status), 1 could not attach or write, 3 written but the
+ * exited, with any status), 1 could not attach or write (or the target wrote
+ * over the shared memory: the profile is partial), 3 written but the
  * target was killed by a signal, 4 written but detach had to leave
  * heapattach mappings in the target. */
 int session_run(const struct options *opt);
@@ -132,11 +152,27 @@ void patch_remove(struct session *s);
 struct patch *patch_by_tramp_ip(struct session *s, uint64_t ip);
 /* Non-zero if addr lies in any injected region (or a leftover being removed). */
 int patch_in_region(const struct session *s, uint64_t addr);
+/* Non-zero if the stopped thread tid runs in, or will return into, a region
+ * (its memory read as the target's: a thread of it, or a child just forked). */
+int patch_in_flight(struct session *s, pid_t tid);
 /* Resume and re-stop the threads until none is inside a region; 0 when
  * quiet, -EBUSY (count in *busy) after the time limit. */
 int patch_wait_quiet(struct session *s, int *busy);
 /* Unmap a target range by a syscall in some stopped thread. 0 or -errno. */
 int patch_unmap_remote(struct session *s, uint64_t addr, size_t len);
+/* Fast mode: bytes of each ring (s->ring_size, or the default for the rate). */
+uint64_t patch_ring_size(const struct session *s);
+/* Bytes of each injected region. */
+uint64_t patch_region_size(const struct session *s);
+
+/* ---- membudget.c ---- */
+/* Size the rings to the room in the target's memory cgroup (before attach):
+ * sets ring_size, prefault and mem_note. 0, or -ENOSPC after one message
+ * saying why heapattach must not attach (exact mode or the least rings do
+ * not fit). */
+int membudget_plan(struct session *s);
+/* Close a target fd by a syscall in some stopped thread. 0 or -errno. */
+int patch_close_remote(struct session *s, int fd);
 
 /* ---- recover.c ---- */
 /* Undo what a previous heapattach that died left in the target (jumps into
@@ -144,13 +180,23 @@ int patch_unmap_remote(struct session *s, uint64_t addr, size_t len);
  * 0 (nothing left or all undone) or -errno. */
 int recover_leftovers(struct session *s);
 
+/* ---- forkchild.c ---- */
+/* A child forked while attached, stopped before it ran: give it its original
+ * text back and, when nothing in it can reach our regions any more, unmap
+ * them in it. Leaves a child that shares the target's memory alone. */
+void forkchild_clean(struct session *s, pid_t child);
+/* 0 if processes a and b use one address space, 1 if not, -errno when
+ * unknown (no kcmp). */
+int forkchild_separate_memory(pid_t a, pid_t b);
+
 /* ---- events.c ---- */
 /* Handle one waitpid status; resumes the thread unless tracee_stopping. */
 int events_dispatch(void *sess, pid_t tid, int status);
 
 /* ---- collect.c ---- */
-/* Handle a SIGTRAP at one of our traps for thread tid (stopped). 1 if it was
- * ours, 0 if not (a genuine SIGTRAP to deliver), -errno on error. */
+/* Handle a syscall-stop of thread tid that may be one of our traps (bkpt.h):
+ * 1 if it was a trap's entry stop (recorded unless record is 0), 0 if not,
+ * -errno on error. */
 int collect_trap(struct session *s, pid_t tid, int record);
 
 /* ---- fast.c ---- */
@@ -183,5 +229,10 @@ void fast_release(struct session *s);
 /* ---- session.c ---- */
 /* Write a numbered dump (seq > 0) or the final one (seq == 0). */
 int session_dump(struct session *s, unsigned seq);
+/* Say something the user must know about the profile: a warning on
+ * stderr, and a comment in every profile written from now on. */
+void session_note(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Note each profile cap the events have reached, once (profile.h). */
+void session_note_caps(struct session *s);
 
 #endif

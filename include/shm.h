@@ -122,6 +122,9 @@ struct shm_counter {
 
 /* shm_hdr.flags */
 #define SHM_F_EXACT     1   /* record every call; writers wait for room while the tool lives */
+#define SHM_F_NO_FUTEX  2   /* the target's seccomp filter may kill futex: no doorbell, and
+			     * writers waiting for room yield (or spin) instead of sleeping */
+#define SHM_F_NO_YIELD  4   /* the same for sched_yield: writers waiting for room spin */
 
 /* Keeps the compiler from reordering the stores that publish a shared
  * table entry (x86-64 keeps stores in order by itself). */
@@ -329,5 +332,14 @@ struct shm_ev_alloc {
 struct shm_ev_regs {
 	uint64_t ip, sp, bp, bx, r12, r13, r14, r15;
 };
+
+/* The longest record the agent writes: an allocation whose walk missed at
+ * full depth, with its registers and a whole stack copy. */
+#define SHM_EV_MAX_LEN (sizeof(struct shm_ev_alloc) + SHM_MAX_DEPTH * 8 + \
+			sizeof(struct shm_ev_regs) + SHM_STACK_COPY)
+
+/* No user address (nor size) reaches this, even with 5-level paging: an
+ * allocation event beyond it was not written by the agent. */
+#define SHM_ADDR_LIMIT (1ULL << 57)
 
 #endif

@@ -19,12 +19,14 @@ struct thread {
 	int interrupted;        /* a PTRACE_INTERRUPT is outstanding */
 	int vfork_child;        /* a CLONE_VM child sharing the target's memory */
 	int mark;               /* scratch flag for one pass over the set */
+	int remote_ok;          /* its seccomp filters allow our remote syscalls (seccomp_plan.h) */
 };
 
 struct tracee {
 	pid_t pid;
 	struct thread *t;
 	size_t n, cap;
+	int syscall_stops;      /* resume with PTRACE_SYSCALL (trap mode's traps) */
 };
 
 /* Called for a wait status (of a known thread or of a new tid) that is not

@@ -51,7 +51,7 @@ struct unwind_stats {
 	uint64_t frames;	/* frames returned in total */
 	uint64_t nested;	/* walks that hit the stop range */
 	uint64_t find_proc_info;/* unwind-info lookups (misses of libunwind's cache) */
-	uint64_t objects;	/* per-object libunwind-ptrace contexts created */
+	uint64_t objects;	/* per-object unwind tables found */
 	uint64_t mem_reads;	/* process_vm_readv/PTRACE_PEEKDATA calls */
 	uint64_t maps_reads;	/* /proc/PID/maps parses */
 };
@@ -60,7 +60,7 @@ struct unwinder;
 
 /*
  * An unwinder for process pid (the thread group id). It keeps the target's
- * maps, one libunwind-ptrace context per executable object and a cache of
+ * maps, the unwind table of each executable object and a cache of
  * read-only pages between unwinds. Not thread-safe: use one per tracer
  * thread. NULL on failure (errno set).
  */
@@ -101,6 +101,16 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
  */
 int unwind_stack_copy(struct unwinder *u, const struct unwind_regs *start,
 		      const void *stack, size_t len, uint64_t *pcs, size_t max);
+/*
+ * Check the header of an .eh_frame_hdr section (buf[0..len), the start of
+ * a PT_GNU_EH_FRAME segment of seg_size bytes): version 1, fixed-size
+ * encodings, a table of DW_EH_PE_datarel | DW_EH_PE_sdata4 pairs that fits
+ * in the segment. 0 with *table_off (the table's offset in the section) and
+ * *fde_count (its entries), or -EINVAL.
+ */
+int unwind_parse_eh_frame_hdr(const void *buf, size_t len, uint64_t seg_size,
+			      uint64_t *table_off, uint64_t *fde_count);
+
 /*
  * "After return" start for a thread stopped at an int3 (trap) right after the
  * allocator returned, with rsp pointing at the return address: ip = the word

@@ -1,4 +1,4 @@
-/* Turning a trap in a trampoline into a profile event: arguments, result, stack. */
+/* Turning a trap (bkpt.h) in a trampoline into a profile event: arguments, result, stack. */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <signal.h>
@@ -60,18 +60,16 @@ static int caller_stack(struct session *s, pid_t tid, const struct unwind_regs *
 int collect_trap(struct session *s, pid_t tid, int record)
 {
 	struct user_regs_struct r;
-	uint64_t pcs[PROFILE_MAX_FRAMES], size, ptr;
+	uint64_t pcs[PROFILE_MAX_FRAMES], size, ptr, saved[BKPT_SAVED];
 	struct unwind_regs ur;
-	siginfo_t si;
 	struct patch *p;
 	int kind, n, stack_ok;
 
-	if (ptrace(PTRACE_GETSIGINFO, tid, 0, &si) < 0)
-		return -errno;
-	if (si.si_code != SI_KERNEL)
-		return 0;
 	if (ptrace(PTRACE_GETREGS, tid, 0, &r) < 0)
 		return -errno;
+	/* The entry stop of the trap's getpid (its exit stop has rax = pid). */
+	if (r.orig_rax != BKPT_SYSCALL_NR || (long)r.rax != -ENOSYS)
+		return 0;
 	p = patch_by_tramp_ip(s, r.rip);
 	if (!p)
 		return 0;
@@ -80,6 +78,9 @@ int collect_trap(struct session *s, pid_t tid, int record)
 		return 0;
 	if (!record)
 		return 1;
+	if (remote_mem_read(tid, r.rsp, saved, sizeof(saved)))
+		return -EFAULT;
+	tramp_trap_regs(&r, saved);
 	s->events++;
 	if (kind == TRAMP_TRAP_ENTRY) {
 		/* free, or realloc releasing its old block before the call. */

@@ -1,4 +1,4 @@
-/* ELF files through libelf: symbols, segments, build id, load bias, separate debug files. */
+/* ELF files through libelf: symbols, segments, build id, load bias, debug links. */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
@@ -7,15 +7,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 #include "elfobj.h"
+#include "mapguard.h"
 #include "xmalloc.h"
 
 struct elfobj {
 	Elf *elf;
 	int fd;                 /* -1 for an in-memory image */
 	char *image;            /* in-memory copy, or NULL */
+	void *map;              /* the file mapped (private), under mapguard, or NULL */
+	size_t map_len;
 	GElf_Ehdr ehdr;
 	struct elfobj_sym *syms;
 	size_t nsyms;
@@ -25,9 +29,12 @@ struct elfobj {
 	int has_interp, has_dynamic, has_debug_info;
 	uint64_t dt_debug_vaddr;
 	int has_dt_debug;
+	uint64_t eh_hdr_vaddr, eh_hdr_size;     /* PT_GNU_EH_FRAME; size 0 if none */
 	char *build_id;
 	char *debuglink;
 	uint32_t debuglink_crc;
+	char *altlink;          /* .gnu_debugaltlink: dwz file name, and its build id */
+	char *altlink_id;
 };
 
 /* ---- reading ---- */
@@ -49,6 +56,10 @@ static int read_segments(struct elfobj *e)
 			e->has_interp = 1;
 		if (ph.p_type == PT_DYNAMIC)
 			e->has_dynamic = 1;
+		if (ph.p_type == PT_GNU_EH_FRAME && !e->eh_hdr_size) {
+			e->eh_hdr_vaddr = ph.p_vaddr;
+			e->eh_hdr_size = ph.p_memsz;
+		}
 		if (ph.p_type != PT_LOAD)
 			continue;
 		e->segs[e->nsegs++] = (struct elfobj_segment) {
@@ -58,6 +69,17 @@ static int read_segments(struct elfobj *e)
 		};
 	}
 	return 0;
+}
+
+/* Lowercase hex of n bytes (malloc'd). */
+static char *hex(const unsigned char *d, size_t n)
+{
+	char *h = xmalloc(n * 2 + 1);
+
+	for (size_t i = 0; i < n; i++)
+		sprintf(h + 2 * i, "%02x", d[i]);
+	h[2 * n] = '\0';
+	return h;
 }
 
 /* Set e->build_id from the first NT_GNU_BUILD_ID note in data. */
@@ -70,13 +92,9 @@ static void scan_notes(struct elfobj *e, Elf_Data *data)
 	       (next = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
 		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
 		    !memcmp((char *)data->d_buf + name_off, "GNU", 4) &&
-		    nh.n_descsz > 0 && desc_off + nh.n_descsz <= data->d_size) {
-			const unsigned char *d = (unsigned char *)data->d_buf + desc_off;
-
-			e->build_id = xmalloc(nh.n_descsz * 2 + 1);
-			for (size_t i = 0; i < nh.n_descsz; i++)
-				sprintf(e->build_id + 2 * i, "%02x", d[i]);
-		}
+		    nh.n_descsz >= ELFOBJ_BUILD_ID_MIN && nh.n_descsz <= ELFOBJ_BUILD_ID_MAX &&
+		    desc_off + nh.n_descsz <= data->d_size)
+			e->build_id = hex((unsigned char *)data->d_buf + desc_off, nh.n_descsz);
 		off = next;
 	}
 }
@@ -216,7 +234,51 @@ static void read_symbols(struct elfobj *e)
 	free(raw);
 }
 
-/* Note .debug_info and read .gnu_debuglink (name and CRC). */
+/*
+ * Whether a debug link's file name (NUL-terminated within its section) may
+ * be looked up: a plain file name, never a path, "." or "..".
+ */
+static int plain_name(const char *name)
+{
+	size_t len = strlen(name);
+
+	return len > 0 && len <= ELFOBJ_NAME_MAX && !strchr(name, '/') &&
+	       strcmp(name, ".") && strcmp(name, "..");
+}
+
+/* Read .gnu_debuglink from d: name, NUL, padding to 4, then a 4-byte CRC. */
+static void read_debuglink(struct elfobj *e, Elf_Data *d)
+{
+	size_t len;
+
+	if (!d || !d->d_buf || d->d_size < 8)
+		return;
+	len = strnlen(d->d_buf, d->d_size);
+	if (((len + 4) & ~3UL) + 4 > d->d_size || !plain_name(d->d_buf))
+		return;
+	e->debuglink = xstrdup(d->d_buf);
+	memcpy(&e->debuglink_crc, (char *)d->d_buf + ((len + 4) & ~3UL), 4);
+}
+
+/* Read .gnu_debugaltlink from d: a file name (a path: dwz writes absolute
+ * ones), NUL, then the dwz file's build id. */
+static void read_altlink(struct elfobj *e, Elf_Data *d)
+{
+	size_t len, idlen;
+
+	if (!d || !d->d_buf || !d->d_size)
+		return;
+	len = strnlen(d->d_buf, d->d_size);
+	if (len == 0 || len >= d->d_size || len > ELFOBJ_PATH_MAX)
+		return;
+	idlen = d->d_size - len - 1;
+	if (idlen < ELFOBJ_BUILD_ID_MIN || idlen > ELFOBJ_BUILD_ID_MAX)
+		return;
+	e->altlink = xstrdup(d->d_buf);
+	e->altlink_id = hex((unsigned char *)d->d_buf + len + 1, idlen);
+}
+
+/* Note .debug_info and read .gnu_debuglink and .gnu_debugaltlink. */
 static void read_sections(struct elfobj *e)
 {
 	Elf_Scn *scn = NULL;
@@ -235,19 +297,10 @@ static void read_sections(struct elfobj *e)
 			continue;
 		if (!strcmp(name, ".debug_info") && sh.sh_type != SHT_NOBITS)
 			e->has_debug_info = 1;
-		if (!strcmp(name, ".gnu_debuglink") && !e->debuglink) {
-			Elf_Data *d = elf_getdata(scn, NULL);
-			size_t len;
-
-			if (!d || d->d_size < 8)
-				continue;
-			len = strnlen(d->d_buf, d->d_size);
-			/* name, NUL, padding to 4, then a 4-byte CRC */
-			if (len == 0 || ((len + 4) & ~3UL) + 4 > d->d_size)
-				continue;
-			e->debuglink = xstrdup(d->d_buf);
-			memcpy(&e->debuglink_crc, (char *)d->d_buf + ((len + 4) & ~3UL), 4);
-		}
+		if (!strcmp(name, ".gnu_debuglink") && !e->debuglink && sh.sh_type != SHT_NOBITS)
+			read_debuglink(e, elf_getdata(scn, NULL));
+		if (!strcmp(name, ".gnu_debugaltlink") && !e->altlink && sh.sh_type != SHT_NOBITS)
+			read_altlink(e, elf_getdata(scn, NULL));
 	}
 }
 
@@ -308,13 +361,31 @@ struct elfobj *elfobj_open_fd(int fd)
 struct elfobj *elfobj_open_fd_flags(int fd, unsigned flags)
 {
 	struct elfobj *e;
+	struct stat st;
+	void *map;
 
 	if (fd < 0)
 		return NULL;
+	/*
+	 * Never a FIFO or a device: a read of either need not end. A regular
+	 * file is read as far as its size when opened, through a mapping of
+	 * ours that mapguard watches before the first byte is read: the file
+	 * may be truncated meanwhile. Private and writable, as elf_memory()
+	 * wants (libelf edits section headers in place to decompress).
+	 */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+	    (map = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE,
+			fd, 0)) == MAP_FAILED) {
+		close(fd);
+		return NULL;
+	}
+	mapguard_add(map, st.st_size);
 	elf_version(EV_CURRENT);
 	e = xcalloc(1, sizeof(*e));
 	e->fd = fd;
-	e->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	e->map = map;
+	e->map_len = st.st_size;
+	e->elf = elf_memory(map, st.st_size);
 	return load(e, flags);
 }
 
@@ -337,6 +408,10 @@ void elfobj_free(struct elfobj *e)
 		return;
 	if (e->elf)
 		elf_end(e->elf);
+	if (e->map) {
+		mapguard_remove(e->map);
+		munmap(e->map, e->map_len);
+	}
 	if (e->fd >= 0)
 		close(e->fd);
 	free(e->image);
@@ -345,6 +420,8 @@ void elfobj_free(struct elfobj *e)
 	free(e->segs);
 	free(e->build_id);
 	free(e->debuglink);
+	free(e->altlink);
+	free(e->altlink_id);
 	free(e);
 }
 
@@ -422,6 +499,13 @@ const char *elfobj_debuglink(const struct elfobj *e, uint32_t *crc)
 	return e->debuglink;
 }
 
+const char *elfobj_altlink(const struct elfobj *e, const char **build_id)
+{
+	if (build_id)
+		*build_id = e->altlink_id;
+	return e->altlink;
+}
+
 int elfobj_has_debug_info(const struct elfobj *e)
 {
 	return e->has_debug_info;
@@ -430,6 +514,15 @@ int elfobj_has_debug_info(const struct elfobj *e)
 void *elfobj_elf(const struct elfobj *e)
 {
 	return e->elf;
+}
+
+int elfobj_eh_frame_hdr(const struct elfobj *e, uint64_t *vaddr, uint64_t *size)
+{
+	if (!e->eh_hdr_size)
+		return -ENOENT;
+	*vaddr = e->eh_hdr_vaddr;
+	*size = e->eh_hdr_size;
+	return 0;
 }
 
 int elfobj_dt_debug_vaddr(const struct elfobj *e, uint64_t *vaddr)
@@ -534,81 +627,4 @@ const char *elfobj_got_symbol(const struct elfobj *e, uint64_t got_vaddr)
 		}
 	}
 	return NULL;
-}
-
-/* ---- separate debug files ---- */
-
-/* CRC-32 (zlib's, as .gnu_debuglink uses) of the whole file; rewinds fd. */
-static uint32_t file_crc(int fd)
-{
-	unsigned char buf[65536];
-	uLong crc = crc32(0, NULL, 0);
-	ssize_t r;
-
-	while ((r = read(fd, buf, sizeof(buf))) > 0)
-		crc = crc32(crc, buf, r);
-	lseek(fd, 0, SEEK_SET);
-	return (uint32_t)crc;
-}
-
-/* Open path as a debug file for e; check the build id (if e has one) or the
- * debuglink CRC. NULL if it is absent or does not match. */
-static struct elfobj *try_debug(const struct elfobj *e, const char *path, int check_crc)
-{
-	struct elfobj *d;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return NULL;
-	if (check_crc && !e->build_id && file_crc(fd) != e->debuglink_crc) {
-		close(fd);
-		return NULL;
-	}
-	d = elfobj_open_fd(fd);
-	if (!d)
-		return NULL;
-	if (e->build_id && (!d->build_id || strcmp(d->build_id, e->build_id))) {
-		elfobj_free(d);
-		return NULL;
-	}
-	return d;
-}
-
-struct elfobj *elfobj_open_debug(const struct elfobj *e, const char *root,
-				 const char *obj_path)
-{
-	const char *roots[2] = { root ? root : "", "" };
-	struct elfobj *d = NULL;
-	char dir[4096], path[8192];
-	const char *slash;
-
-	dir[0] = '\0';
-	if (obj_path && (slash = strrchr(obj_path, '/')) && (size_t)(slash - obj_path) < sizeof(dir)) {
-		memcpy(dir, obj_path, slash - obj_path);
-		dir[slash - obj_path] = '\0';
-	}
-	for (int r = 0; r < 2 && !d; r++) {
-		if (r == 1 && !roots[0][0])
-			break;
-		if (e->build_id && strlen(e->build_id) > 2) {
-			snprintf(path, sizeof(path), "%s/usr/lib/debug/.build-id/%.2s/%s.debug",
-				 roots[r], e->build_id, e->build_id + 2);
-			d = try_debug(e, path, 0);
-		}
-		if (d || !e->debuglink || strchr(e->debuglink, '/'))
-			continue;
-		snprintf(path, sizeof(path), "%s%s/%s", roots[r], dir, e->debuglink);
-		/* never the object itself */
-		if (obj_path && strcmp(path + strlen(roots[r]), obj_path))
-			d = try_debug(e, path, 1);
-		if (!d) {
-			snprintf(path, sizeof(path), "%s%s/.debug/%s", roots[r], dir, e->debuglink);
-			d = try_debug(e, path, 1);
-		}
-		if (!d) {
-			snprintf(path, sizeof(path), "%s/usr/lib/debug%s/%s", roots[r], dir, e->debuglink);
-			d = try_debug(e, path, 1);
-		}
-	}
-	return d;
 }

@@ -41,16 +41,10 @@ static void proc_tid_leaves(struct session *s, pid_t tid)
 }
 
 /* A forked child, stopped before running, is a copy of the target with our
- * jumps in its private text: put the original bytes back, then let it go. */
+ * jumps in its private text and our mappings: undo both, then let it go. */
 static void release_fork_child(struct session *s, pid_t child)
 {
-	for (size_t i = 0; i < s->npatches; i++) {
-		struct patch *p = &s->patches[i];
-
-		if (p->installed &&
-		    remote_mem_write(child, p->reloc.patch_addr, p->orig, RELOC_JMP_LEN))
-			pr_warn("could not restore %s in forked child %d", p->hook->names[0], child);
-	}
+	forkchild_clean(s, child);
 	ptrace(PTRACE_DETACH, child, 0, 0);
 	pr_debug("released forked child %d", child);
 }
@@ -179,16 +173,23 @@ int events_dispatch(void *arg, pid_t tid, int status)
 		}
 		return on_ptrace_event(s, th, status);
 	}
-	if (sig == SIGTRAP) {
+	if (sig == (SIGTRAP | 0x80)) {
+		/* A syscall-stop (trap mode): maybe one of our traps. */
 		rc = collect_trap(s, tid, !th->vfork_child);
 		if (rc < 0 && rc != -ESRCH)
 			pr_debug("trap in %d: %d", tid, rc);
 		th = tracee_find(&s->tr, tid);
 		if (!th)
 			return 0;
-		th->pending_sig = rc == 1 ? 0 : SIGTRAP;
-	} else if (sig == (SIGTRAP | 0x80)) {
 		th->pending_sig = 0;
+		if (tracee_stopping && th->interrupted) {
+			/* No place for remote syscalls: stop it again once the
+			 * syscall is done (this stop used up the interrupt). */
+			th->state = TS_RUNNING;
+			ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+			ptrace(PTRACE_CONT, tid, 0, 0);
+			return 0;
+		}
 	} else {
 		th->pending_sig = sig;	/* pass every signal on unchanged */
 	}

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "clock.h"
 #include "elfobj.h"
 #include "frametab.h"
 #include "proc.h"
@@ -36,6 +37,12 @@
  * falls outside all known mappings. Ips that got -ENOENT are remembered in a
  * small direct-mapped cache until frametab_reset(), so a frame the agent
  * keeps missing on costs a hash probe, not a CFI search or a maps read.
+ *
+ * The ips come from the target, which can send as many made-up ones as it
+ * likes: at most FT_RULES_PER_SEC CFI searches a second (a token bucket)
+ * and a maps read at most every FT_MAPS_GAP_NS; beyond that learning
+ * answers -EAGAIN (not remembered: the frame is learnt when it comes
+ * again) and counts it (frametab_stats.throttled).
  */
 
 #define DWARF_REG_RBP 6
@@ -43,6 +50,8 @@
 #define DWARF_REG_RA 16
 
 #define FT_NEG_SIZE 4096	/* direct-mapped cache of ips without a rule */
+#define FT_RULES_PER_SEC 20000	/* CFI searches a second, and the most at once */
+#define FT_MAPS_GAP_NS 10000000ULL	/* 10 ms between two maps reads */
 
 /* ---- objects and mappings ---- */
 
@@ -73,6 +82,8 @@ struct frametab {
 	struct ft_obj **objs;
 	size_t nobjs, cap;
 	uint64_t neg[FT_NEG_SIZE];	/* key: ip * 2 + exact; 0 = empty */
+	uint64_t tokens, tokens_ns;	/* CFI searches left, and when counted */
+	uint64_t maps_ns;		/* when the maps were last read */
 	struct frametab_stats st;
 };
 
@@ -173,8 +184,14 @@ static void drop_maps(struct frametab *ft)
  * stay cached). 0 or -errno. */
 static int read_maps(struct frametab *ft)
 {
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
 	int ret;
 
+	if (ft->maps_ns && now - ft->maps_ns < FT_MAPS_GAP_NS) {
+		ft->st.throttled++;
+		return -EAGAIN;
+	}
+	ft->maps_ns = now;
 	drop_maps(ft);
 	ret = proc_maps_read(ft->pid, &ft->maps);
 	if (ret)
@@ -411,6 +428,26 @@ static int probe(struct frametab *ft, uint64_t ip, struct shm_frame **slot)
 	return -ENOSPC;
 }
 
+/* One CFI search from the budget of FT_RULES_PER_SEC a second: 1 if
+ * granted, 0 (counted as throttled) if spent. */
+static int take_token(struct frametab *ft)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC), add;
+
+	add = (now - ft->tokens_ns) / (1000000000ULL / FT_RULES_PER_SEC);
+	if (add) {
+		ft->tokens = ft->tokens + add > FT_RULES_PER_SEC ? FT_RULES_PER_SEC :
+			     ft->tokens + add;
+		ft->tokens_ns = now;
+	}
+	if (!ft->tokens) {
+		ft->st.throttled++;
+		return 0;
+	}
+	ft->tokens--;
+	return 1;
+}
+
 int frametab_learn_flags(struct frametab *ft, uint64_t ip, unsigned flags)
 {
 	uint64_t key = ip * 2 + !!(flags & FRAMETAB_IP_EXACT);
@@ -430,6 +467,8 @@ int frametab_learn_flags(struct frametab *ft, uint64_t ip, unsigned flags)
 		ft->st.unrepresentable++;
 		return -ENOENT;
 	}
+	if (!take_token(ft))
+		return -EAGAIN;
 	ret = frametab_rule(ft, ip, flags, &rule);
 	if (ret == -ENOENT) {
 		/* no rule, or no code there even in freshly read maps: until a reset */
@@ -466,6 +505,8 @@ struct frametab *frametab_new(pid_t pid, struct shm_frame *table)
 	ft = xcalloc(1, sizeof(*ft));
 	ft->pid = pid;
 	ft->table = table;
+	ft->tokens = FT_RULES_PER_SEC;
+	ft->tokens_ns = clock_ns(CLOCK_MONOTONIC);
 	return ft;
 }
 
@@ -489,6 +530,7 @@ void frametab_reset(struct frametab *ft)
 	drop_maps(ft);
 	drop_objects(ft);
 	memset(ft->neg, 0, sizeof(ft->neg));
+	ft->maps_ns = 0;	/* the maps changed: the next miss reads them at once */
 }
 
 void frametab_free(struct frametab *ft)
@@ -526,4 +568,23 @@ int frametab_set_end(struct frametab *ft, uint64_t ip)
 		ft->st.learned++;
 	publish(slot, ip, &end);	/* one 8-byte store: old or new rule, both valid */
 	return 1;
+}
+
+int frametab_rule_elf(struct elfobj *e, uint64_t addr, struct shm_frame *out)
+{
+	struct ft_obj o = { .elf = e, .eh = dwarf_getcfi_elf(elfobj_elf(e)) };
+	Dwarf_Frame *fr = NULL;
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	ret = find_frame(&o, addr, &fr);
+	if (!ret) {
+		ret = compile_rule(fr, out);
+		free(fr);
+	}
+	if (o.dw)
+		dwarf_end(o.dw);
+	if (o.eh)
+		dwarf_cfi_end(o.eh);
+	return ret;
 }

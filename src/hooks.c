@@ -15,6 +15,7 @@
 #include "elfobj.h"
 #include "hooks.h"
 #include "log.h"
+#include "tfile.h"
 #include "xmalloc.h"
 
 /*
@@ -288,14 +289,13 @@ static int add_link_map(struct objlist *l, pid_t pid, const struct proc_maps *ma
 static const struct proc_map *preload_map(pid_t pid, const struct proc_maps *maps, const char *tok)
 {
 	size_t tlen = strlen(tok);
+	int have_st = 0, root;
 	struct stat st;
-	char *path;
-	int have_st;
 
-	path = xmalloc(tlen + 32);
-	snprintf(path, tlen + 32, "/proc/%d/root%s%s", (int)pid, tok[0] == '/' ? "" : "/", tok);
-	have_st = strchr(tok, '/') && !stat(path, &st);
-	free(path);
+	if (strchr(tok, '/') && (root = tfile_root(pid)) >= 0) {
+		have_st = !tfile_stat(root, tok, &st);
+		close(root);
+	}
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct proc_map *m = &maps->v[i];
 		const char *base;

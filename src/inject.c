@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "inject.h"
 #include "log.h"
-#include "remote_arch.h"
 #include "sys_compat.h"
 #include "xmalloc.h"
 
@@ -158,13 +158,15 @@ out:
  */
 static int map_at_candidate(struct remote_ctx *ctx, const uint64_t *cand,
 			    int ncand, size_t size, int prot, int flags, int fd,
-			    uint64_t *addr)
+			    const struct inject_prefill *pf, uint64_t *addr)
 {
 	int err = -ENOMEM;
 
 	for (int i = 0; i < ncand; i++) {
 		uint64_t got;
 
+		if (pf && pf->fn && (err = pf->fn(pf->arg, pf->fd, cand[i], size)))
+			return err;
 		err = remote_mmap(ctx, cand[i], size, prot,
 				  flags | MAP_FIXED_NOREPLACE, fd, 0, &got);
 		if (err == -EEXIST)
@@ -182,20 +184,42 @@ static int map_at_candidate(struct remote_ctx *ctx, const uint64_t *cand,
 	return err;
 }
 
-/* Create a memfd in the target, trying MFD_EXEC first. Fd in *rfd. */
+/* Create a memfd in the target, trying MFD_EXEC first; sealable (see
+ * map_memfd). Fd in *rfd. */
 static int target_memfd(struct remote_ctx *ctx, int *rfd)
 {
 	int err;
 
-	err = remote_memfd_create(ctx, "heapattach", MFD_CLOEXEC | MFD_EXEC, rfd);
+	err = remote_memfd_create(ctx, "heapattach", MFD_CLOEXEC | MFD_EXEC |
+				  MFD_ALLOW_SEALING, rfd);
 	if (err == -EINVAL || err == -EACCES)
-		err = remote_memfd_create(ctx, "heapattach", MFD_CLOEXEC, rfd);
+		err = remote_memfd_create(ctx, "heapattach", MFD_CLOEXEC | MFD_ALLOW_SEALING,
+					  rfd);
 	return err;
+}
+
+/*
+ * Seal the memfd's size before anything maps it: a target allowed to
+ * reach the file (/proc/self/map_files) could otherwise shrink it and
+ * kill us with SIGBUS at our next access, its jumps still in place.
+ * F_SEAL_SEAL: nor can it add a write seal later. Then check that the
+ * size is still ours (it could have changed before the seal). 0 or -errno;
+ * a kernel that refuses the seal leaves it to the SIGBUS guard (mapguard.h).
+ */
+static int seal_size(int fd, size_t size)
+{
+	struct stat st;
+
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		pr_debug("inject: cannot seal the memfd (%s)", strerror(errno));
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	return st.st_size == (off_t)size ? 0 : -EBUSY;
 }
 
 /* The memfd way: the tool's fd of the object in *lfd, mapped at *addr. */
 static int map_memfd(struct remote_ctx *ctx, const uint64_t *cand, int ncand,
-		     size_t size, int *lfd, uint64_t *addr)
+		     size_t size, struct inject_prefill pf, int *lfd, uint64_t *addr)
 {
 	char path[64];
 	int rfd = -1, err, err2;
@@ -214,8 +238,12 @@ static int map_memfd(struct remote_ctx *ctx, const uint64_t *cand, int ncand,
 		err = -errno;
 		goto out;
 	}
+	err = seal_size(*lfd, size);
+	if (err)
+		goto out;
+	pf.fd = *lfd;
 	err = map_at_candidate(ctx, cand, ncand, size, PROT_READ | PROT_EXEC,
-			       MAP_SHARED, rfd, addr);
+			       MAP_SHARED, rfd, &pf, addr);
 out:
 	err2 = remote_close(ctx, rfd);
 	if (err2) {
@@ -241,7 +269,7 @@ static int map_anon(struct remote_ctx *ctx, const uint64_t *cand, int ncand,
 	int err;
 
 	err = map_at_candidate(ctx, cand, ncand, size, PROT_READ | PROT_EXEC,
-			       MAP_SHARED | MAP_ANONYMOUS, -1, addr);
+			       MAP_SHARED | MAP_ANONYMOUS, -1, NULL, addr);
 	if (err)
 		return err;
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
@@ -259,7 +287,14 @@ int inject_region_near_flags(struct remote_ctx *ctx, uint64_t near_addr,
 			     size_t size, unsigned flags,
 			     struct inject_region *out)
 {
-	static const uint8_t stub[REMOTE_ARCH_STUB_LEN] = REMOTE_ARCH_STUB;
+	return inject_region_near_prefill(ctx, near_addr, size, flags, NULL, NULL, out);
+}
+
+int inject_region_near_prefill(struct remote_ctx *ctx, uint64_t near_addr, size_t size,
+			       unsigned flags, inject_prefill_fn fn, void *arg,
+			       struct inject_region *out)
+{
+	struct inject_prefill pf = { .fn = fn, .arg = arg };
 	uint64_t cand[MAX_CANDIDATES], addr = 0;
 	int ncand, lfd = -1, anon = 0, err;
 	void *local;
@@ -274,13 +309,15 @@ int inject_region_near_flags(struct remote_ctx *ctx, uint64_t near_addr,
 
 	err = -ENOSYS;
 	if (!(flags & INJECT_F_ANON)) {
-		err = map_memfd(ctx, cand, ncand, size, &lfd, &addr);
+		err = map_memfd(ctx, cand, ncand, size, pf, &lfd, &addr);
 		if (err == -ESRCH)
 			return err;
 		if (err)
 			pr_debug("inject: memfd in %d failed (%s), trying shared anonymous memory",
 				 (int)ctx->pid, strerror(-err));
 	}
+	if (err && (flags & INJECT_F_NO_ANON))
+		return err;
 	if (err) {
 		anon = 1;
 		err = map_anon(ctx, cand, ncand, size, &lfd, &addr);
@@ -295,8 +332,6 @@ int inject_region_near_flags(struct remote_ctx *ctx, uint64_t near_addr,
 		remote_munmap(ctx, addr, size);
 		goto out;
 	}
-	memset(local, 0xcc, INJECT_STUB_SIZE);
-	memcpy(local, stub, sizeof(stub));
 	*out = (struct inject_region) {
 		.local = local,
 		.remote = addr,
@@ -304,8 +339,6 @@ int inject_region_near_flags(struct remote_ctx *ctx, uint64_t near_addr,
 		.prot = PROT_READ | PROT_EXEC,
 		.anon = anon,
 	};
-	if (!ctx->stub)
-		ctx->stub = addr;
 	pr_debug("inject: %zu bytes at 0x%" PRIx64 " in %d (%s)", size, addr,
 		 (int)ctx->pid, anon ? "anonymous" : "memfd");
 out:
@@ -332,7 +365,7 @@ int inject_region_alias(struct remote_ctx *ctx, const struct inject_region *base
 		return ncand;
 	/* Reserve the spot first: MREMAP_FIXED would replace anything there. */
 	err = map_at_candidate(ctx, cand, ncand, base->size, PROT_NONE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, &resv);
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, NULL, &resv);
 	if (err)
 		return err;
 	err = remote_mremap(ctx, base->remote, 0, base->size,
@@ -363,9 +396,6 @@ int inject_region_remove(struct remote_ctx *ctx, struct inject_region *region)
 
 	if (!region->size)
 		return 0;
-	if (ctx->stub >= region->remote &&
-	    ctx->stub < region->remote + region->size)
-		ctx->stub = 0;	/* munmap must not run from the page it unmaps */
 	err = remote_munmap(ctx, region->remote, region->size);
 	if (!region->alias && region->local)
 		munmap(region->local, region->size);

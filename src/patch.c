@@ -1,6 +1,7 @@
 /* Installing and removing hooks: trampolines in injected regions, jumps over prologues. */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -8,11 +9,11 @@
 #include <sys/user.h>
 #include <time.h>
 #include <unistd.h>
-#include "bkpt.h"
 #include "clock.h"
 #include "frametab.h"
 #include "inject.h"
 #include "log.h"
+#include "mapguard.h"
 #include "remote.h"
 #include "session.h"
 #include "unwind.h"
@@ -21,7 +22,6 @@
 #define REGION_DATA_TRAP 4096
 #define REACH ((int64_t)INJECT_REACH - REGION_CODE - REGION_DATA_TRAP)
 #define MAX_BODY 8192
-#define NOP_INSN 0x90
 #define INFLIGHT_WAIT_MS 3000
 #define UNMAP_ROUNDS 8		/* tries to find a thread that can unmap the regions */
 /* Each trampoline starts a cache line: its fast path (the check and the
@@ -45,23 +45,35 @@ static enum tramp_class class_of(enum hook_kind k)
 
 /*
  * Run op in the first stopped thread that can do remote syscalls (one in
- * an exit or clone event stop answers -EINVAL, an exiting one -ESRCH:
- * try the next). Returns op's result, or -ESRCH if no thread could.
+ * an exit or clone event stop answers -EINVAL, an exiting one -ESRCH: try
+ * the next). First pass: threads that hold no signal and whose interrupted
+ * syscall a dead tool's frame would restart exactly (remote.h, picky);
+ * then any. The thread's bookkeeping follows what remote_syscall did to it.
+ * Returns op's result, or -ESRCH if no thread could.
  */
 static int run_remote(struct session *s, int (*op)(struct remote_ctx *ctx, void *arg), void *arg)
 {
 	int rc = -ESRCH;
 
-	for (size_t i = 0; i < s->tr.n; i++) {
-		struct thread *th = &s->tr.t[i];
-		struct remote_ctx ctx;
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < s->tr.n; i++) {
+			struct thread *th = &s->tr.t[i];
+			struct remote_ctx ctx;
 
-		if (th->state != TS_STOPPED || th->vfork_child)
-			continue;
-		remote_ctx_init(&ctx, s->pid, th->tid);
-		rc = op(&ctx, arg);
-		if (rc != -EINVAL && rc != -ESRCH)
-			break;
+			if (th->state != TS_STOPPED || th->vfork_child ||
+			    (s->sc.remote_listed && !th->remote_ok) ||
+			    (!pass && th->pending_sig > 0))
+				continue;	/* seccomp may kill on them; pass 0: no signal held */
+			remote_ctx_init(&ctx, s->pid, th->tid);
+			ctx.picky = !pass;
+			rc = op(&ctx, arg);
+			if (ctx.resumed)
+				th->interrupted = 0;	/* it stopped in a fresh event stop */
+			if (ctx.delivered)
+				th->pending_sig = ctx.stop_sig == SIGTRAP ? 0 : -1;
+			if (rc != -EINVAL && rc != -ESRCH && rc != -EAGAIN)
+				return rc;
+		}
 	}
 	return rc;
 }
@@ -79,9 +91,45 @@ static int op_region_remove(struct remote_ctx *ctx, void *arg)
  * the frame table is learnt each event carries an 8 KiB stack copy: they
  * need room for the tool's first, slow moments.
  */
-static uint64_t fast_ring_size(const struct session *s)
+uint64_t patch_ring_size(const struct session *s)
 {
+	if (s->ring_size)
+		return s->ring_size;	/* sized to the target's memory cgroup (membudget.c) */
 	return s->opt->sample_rate >= 256 * 1024 ? 2u << 20 : 8u << 20;
+}
+
+uint64_t patch_region_size(const struct session *s)
+{
+	return REGION_CODE + (s->fast ? SHM_OFF_RING + SHM_NRINGS * patch_ring_size(s) :
+			      REGION_DATA_TRAP);
+}
+
+/* Identity and settings a successor needs to undo us (see recover.c). */
+static void fill_header(struct session *s, struct shm_hdr *h, uint64_t code_remote,
+			uint64_t total)
+{
+	h->version = SHM_VERSION;
+	h->total_size = total;
+	h->code_remote = code_remote;
+	h->code_size = REGION_CODE;
+	h->tool_pid = getpid();
+	h->target_pid = s->pid;
+	h->nest_lo = s->nest_lo;
+	h->nest_hi = s->nest_hi;
+	__atomic_store_n(&h->magic, SHM_MAGIC, __ATOMIC_RELEASE);
+}
+
+/* The header, in the memfd before the target maps it at addr: a tool killed
+ * right after that leaves a leftover the next one can prove ours. */
+static int prefill_header(void *arg, int fd, uint64_t addr, size_t size)
+{
+	static struct shm_hdr h;
+
+	memset(&h, 0, sizeof(h));
+	fill_header(arg, &h, addr, size);
+	if (pwrite(fd, &h, sizeof(h), REGION_CODE) != (ssize_t)sizeof(h))
+		return errno ? -errno : -EIO;
+	return 0;
 }
 
 /* Map the next region (code view; in fast mode also the data view) near r->near. */
@@ -91,8 +139,9 @@ static int op_region_map(struct remote_ctx *ctx, void *arg)
 	struct region *r = &s->regions[s->nregions];
 	int rc;
 
-	rc = inject_region_near(ctx, r->near, REGION_CODE + (s->fast ? SHM_OFF_RING +
-				SHM_NRINGS * fast_ring_size(s) : REGION_DATA_TRAP), r->inj);
+	/* the flags avoid what the target's seccomp filter may kill on */
+	rc = inject_region_near_prefill(ctx, r->near, patch_region_size(s), s->sc.inject_flags,
+					prefill_header, s, r->inj);
 	if (rc || !s->fast)
 		return rc;
 	rc = inject_region_alias(ctx, r->inj, r->near, PROT_READ | PROT_WRITE, r->alias);
@@ -114,19 +163,16 @@ static int64_t dist(uint64_t a, uint64_t b)
 
 /* A region within jump reach of addr with room for one more trampoline,
  * injecting a new one if needed. Index, or -errno. */
-/* Identity and settings a successor needs to undo us (see recover.c). */
+/* The header in our view of the region (prefill_header wrote the same); in
+ * fast mode also kept as s->shm_want, what the header must go on saying. */
 static void region_header(struct session *s, struct region *r)
 {
 	r->hdr = (struct shm_hdr *)(r->local + REGION_CODE);
-	r->hdr->version = SHM_VERSION;
-	r->hdr->total_size = r->inj->size;
-	r->hdr->code_remote = r->remote;
-	r->hdr->code_size = REGION_CODE;
-	r->hdr->tool_pid = getpid();
-	r->hdr->target_pid = s->pid;
-	r->hdr->nest_lo = s->nest_lo;
-	r->hdr->nest_hi = s->nest_hi;
-	__atomic_store_n(&r->hdr->magic, SHM_MAGIC, __ATOMIC_RELEASE);
+	fill_header(s, r->hdr, r->remote, r->inj->size);
+	if (s->fast && !s->nregions) {
+		memset(&s->shm_want, 0, sizeof(s->shm_want));
+		fill_header(s, &s->shm_want, r->remote, r->inj->size);
+	}
 }
 
 /* Fast mode: shared data, the agent blob, and where trampolines find them. */
@@ -135,7 +181,7 @@ static int region_fast_setup(struct session *s, struct region *r)
 	size_t at = (r->used + 63) & ~(size_t)63;
 	int rc;
 
-	fast_init_data(s, r->alias->remote + REGION_CODE, fast_ring_size(s));
+	fast_init_data(s, r->alias->remote + REGION_CODE, patch_ring_size(s));
 	s->fenv.data = r->alias->remote + REGION_CODE;
 	/* A locked sub measured ~3% slower with two busy threads; a rare lost
 	 * update between two threads sharing a counter only shifts a sample. */
@@ -180,6 +226,7 @@ static int region_for(struct session *s, uint64_t addr)
 	}
 	r->remote = r->inj->remote;
 	r->local = r->inj->local;
+	mapguard_add_rw(r->local, r->inj->size);	/* a target that shrinks it cannot kill us */
 	r->size = REGION_CODE;
 	r->used = INJECT_STUB_SIZE;
 	region_header(s, r);
@@ -225,6 +272,11 @@ static int prepare(struct session *s, const struct hook *h, struct patch *p)
 		pr_warn("not hooking %s at %#lx: %s", h->names[0], (unsigned long)h->addr,
 			p->reloc.why);
 		return rc;
+	}
+	if ((p->reloc.patch_addr & 4095) > 4096 - RELOC_JMP_LEN) {
+		/* A write across two pages can be cut in half by our death. */
+		pr_warn("not hooking %s: its first bytes cross a page", h->names[0]);
+		return -EINVAL;
 	}
 	if (h->size && reloc_branch_into(body, avail, h->addr, p->reloc.patch_addr,
 					 p->reloc.patch_addr + p->reloc.covered, &where) != 0) {
@@ -275,27 +327,38 @@ static int write_jump(struct session *s, struct patch *p)
 	rc = reloc_encode_jmp(jmp, p->reloc.patch_addr, p->tramp);
 	if (rc)
 		return rc;
+	/* Threads inside the bytes go to the relocated copy first: if we die
+	 * before the jump is written, they run on there just as well. */
+	move_threads(s, p);
 	rc = remote_mem_write(s->proc_tid, p->reloc.patch_addr, jmp, RELOC_JMP_LEN);
 	if (rc)
 		return rc;
 	p->installed = 1;
-	move_threads(s, p);
 	return 0;
 }
 
-/* Keep the original bytes in the region's header, for a successor. */
-static void record_patch(struct session *s, const struct patch *p)
+/* Keep the original bytes in the region's header, for a successor (and
+ * in s->shm_want): before the jump, so that a jump is never there without
+ * its record. The count is ours: the earlier patches of its region. 0, or
+ * -ENOSPC when the header is full. */
+static int record_patch(struct session *s, const struct patch *p)
 {
 	struct shm_hdr *h = s->regions[p->region].hdr;
-	struct shm_patch *rec;
+	struct shm_patch rec = { .addr = p->reloc.patch_addr, .len = RELOC_JMP_LEN };
+	uint32_t k = 0;
 
-	if (h->npatches >= SHM_MAX_PATCHES)
-		return;
-	rec = &h->patches[h->npatches];
-	rec->addr = p->reloc.patch_addr;
-	rec->len = RELOC_JMP_LEN;
-	memcpy(rec->orig, p->orig, RELOC_JMP_LEN);
-	__atomic_store_n(&h->npatches, h->npatches + 1, __ATOMIC_RELEASE);
+	for (const struct patch *q = s->patches; q < p; q++)
+		k += q->region == p->region;
+	if (k >= SHM_MAX_PATCHES)
+		return -ENOSPC;
+	memcpy(rec.orig, p->orig, RELOC_JMP_LEN);
+	h->patches[k] = rec;
+	__atomic_store_n(&h->npatches, k + 1, __ATOMIC_RELEASE);
+	if (s->fast && p->region == 0) {
+		s->shm_want.patches[k] = rec;
+		s->shm_want.npatches = k + 1;
+	}
+	return 0;
 }
 
 /* The span of the allocator's own hooked functions (in malloc's object):
@@ -352,7 +415,10 @@ int patch_install(struct session *s)
 		goto err;
 	}
 	for (size_t i = 0; i < n; i++) {
-		record_patch(s, &s->patches[i]);
+		if (record_patch(s, &s->patches[i])) {
+			pr_warn("not hooking %s: no room left to record it", s->patches[i].hook->names[0]);
+			continue;
+		}
 		rc = write_jump(s, &s->patches[i]);
 		if (rc) {
 			pr_err("cannot patch %s: %s", s->patches[i].hook->names[0], strerror(-rc));
@@ -387,20 +453,19 @@ int patch_in_region(const struct session *s, uint64_t addr)
 	return 0;
 }
 
-/* Non-zero if the stopped thread runs in, or will return into, a region. */
-static int in_flight(struct session *s, struct thread *th)
+int patch_in_flight(struct session *s, pid_t tid)
 {
 	struct user_regs_struct r;
 	struct unwind_regs ur;
 	uint64_t pcs[PROFILE_MAX_FRAMES];
 	int n;
 
-	if (ptrace(PTRACE_GETREGS, th->tid, 0, &r) < 0)
+	if (ptrace(PTRACE_GETREGS, tid, 0, &r) < 0)
 		return 0;
 	if (patch_in_region(s, r.rip))
 		return 1;
 	unwind_regs_from_live(&r, &ur);
-	n = unwind_stack(s->unw, th->tid, &ur, pcs, PROFILE_MAX_FRAMES, 0, 0);
+	n = unwind_stack(s->unw, tid, &ur, pcs, PROFILE_MAX_FRAMES, 0, 0);
 	for (int i = 0; i < n; i++)
 		if (patch_in_region(s, pcs[i]))
 			return 1;
@@ -429,7 +494,8 @@ int patch_wait_quiet(struct session *s, int *busy)
 		for (size_t i = 0; i < s->tr.n; i++) {
 			struct thread *th = &s->tr.t[i];
 
-			th->mark = !th->vfork_child && th->state == TS_STOPPED && in_flight(s, th);
+			th->mark = !th->vfork_child && th->state == TS_STOPPED &&
+				   patch_in_flight(s, th->tid);
 			*busy += th->mark;
 		}
 		if (!*busy || s->target_gone)
@@ -495,7 +561,13 @@ static size_t unmap_regions(struct session *s, int *err)
 			struct inject_region *v[2] = { s->regions[i].alias, s->regions[i].inj };
 
 			for (int k = 0; k < 2; k++) {
-				int rc = view_mapped(v[k]) ? region_unmap(s, v[k]) : 0;
+				int rc = 0;
+
+				if (view_mapped(v[k])) {
+					if (!v[k]->alias && v[k]->local)
+						mapguard_remove(v[k]->local);	/* unmapped now */
+					rc = region_unmap(s, v[k]);
+				}
 
 				if (rc) {
 					*err = rc;
@@ -514,21 +586,22 @@ static size_t unmap_regions(struct session *s, int *err)
 	}
 }
 
+static int op_close(struct remote_ctx *ctx, void *arg)
+{
+	return remote_close(ctx, *(int *)arg);
+}
+
+int patch_close_remote(struct session *s, int fd)
+{
+	return run_remote(s, op_close, &fd);
+}
+
 void patch_remove(struct session *s)
 {
 	int busy = 0, unrestored = 0, err = 0;
 
-	/* 1. No more traps: a trampoline now runs on its own, traced or not. */
-	for (size_t i = 0; i < s->npatches; i++) {
-		struct patch *p = &s->patches[i];
-
-		if (p->lay.entry_trap >= 0)
-			p->tramp_local[p->lay.entry_trap] = NOP_INSN;
-		if (p->lay.exit_trap >= 0)
-			p->tramp_local[p->lay.exit_trap] = NOP_INSN;
-	}
-	__sync_synchronize();
-	/* 2. The original bytes back. */
+	/* 1. The original bytes back (trampolines have no trap that could
+	 * hurt without us: nothing to disarm first). */
 	for (size_t i = 0; i < s->npatches; i++) {
 		struct patch *p = &s->patches[i];
 
@@ -542,7 +615,7 @@ void patch_remove(struct session *s)
 			p->installed = 0;
 		}
 	}
-	/* 3. Let threads still inside a trampoline (or a call made through one)
+	/* 2. Let threads still inside a trampoline (or a call made through one)
 	 * leave it before the regions go. */
 	if (s->nregions && !s->target_gone)
 		patch_wait_quiet(s, &busy);

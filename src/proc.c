@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "proc.h"
+#include "tfile.h"
 #include "xmalloc.h"
 
 #define DELETED_SUFFIX " (deleted)"
@@ -354,26 +355,23 @@ int proc_no_map_files;
 int proc_open_mapped(pid_t pid, const struct proc_map *m)
 {
 	char path[64];
-	char *root_path;
-	size_t len;
-	int fd;
+	int fd, root;
 
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
 		 (int)pid, m->start, m->end);
-	fd = proc_no_map_files ? -1 : open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0)
+	fd = proc_no_map_files ? -ENOENT : tfile_open(TFILE_HOST, path, NULL);
+	/* the mapped file itself: a path that fails to open now will not do better */
+	if (fd >= 0 || fd == -EINVAL)
 		return fd;
 	/* A deleted file's path now names another file, or none. */
 	if (!m->path || m->path[0] != '/' || m->deleted)
 		return -ENOENT;
 	/* The target's root may be another mount namespace's view. */
-	len = strlen(m->path) + 32;
-	root_path = xmalloc(len);
-	snprintf(root_path, len, "/proc/%d/root%s", (int)pid, m->path);
-	fd = open(root_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		fd = -errno;
-	free(root_path);
+	root = tfile_root(pid);
+	if (root < 0)
+		return root;
+	fd = tfile_open(root, m->path, NULL);
+	close(root);
 	return fd;
 }
 

@@ -22,6 +22,12 @@
  * pairs; pointer 0 marks an empty slot. The indexes double when they are 70%
  * full (live: 50%: short probe runs, each insert or delete mostly one line),
  * so record_alloc and record_free are O(1) amortized.
+ *
+ * Events come from the target, which can make up as many distinct stacks,
+ * sizes and pointers as it likes: each table has a cap (profile.h), and a
+ * set of the distinct return addresses bounds what a writer must look up.
+ * What a cap turns away is merged into the empty stack, and the caps
+ * reached are reported (profile_caps_hit).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -55,6 +61,9 @@ struct live {
 
 struct profile {
 	uint64_t rate;
+	size_t max_stacks, max_pcs, max_buckets, max_live;	/* caps */
+	unsigned caps_hit;      /* PROFILE_CAP_* */
+	uint32_t overflow;      /* the empty stack's id, or EMPTY_IDX before its first use */
 	uint64_t drops;
 	uint64_t total_alloc_bytes, total_alloc_count;
 	uint64_t live_again;     /* allocations at an address already live */
@@ -73,7 +82,14 @@ struct profile {
 
 	struct live *live;
 	size_t nlive, live_cap; /* live_cap: power of two */
+
+	uint64_t *locs;         /* the distinct return addresses of all stacks (0: empty) */
+	size_t nlocs, locs_cap; /* locs_cap: power of two, at most half full */
+	int loc_zero;           /* 0 is one of them */
 };
+
+/* Distinct return addresses at most: what a writer looks up and names. */
+#define PROFILE_MAX_LOCS (1u << 17)
 
 /* ---- hashing ---- */
 
@@ -129,7 +145,79 @@ static void stack_index_grow(struct profile *p)
 	p->stack_idx_cap = cap;
 }
 
-/* Id of the stack pcs[0..n), added to the table if new. */
+/* ---- distinct return addresses ---- */
+
+/* The slot of pc (not 0) in the set, or the empty slot where it would go. */
+static size_t loc_find(const struct profile *p, uint64_t pc)
+{
+	size_t mask = p->locs_cap - 1, i = mix64(pc) & mask;
+
+	while (p->locs[i] && p->locs[i] != pc)
+		i = (i + 1) & mask;
+	return i;
+}
+
+static int loc_known(const struct profile *p, uint64_t pc)
+{
+	return pc ? p->locs[loc_find(p, pc)] != 0 : p->loc_zero;
+}
+
+static void loc_add(struct profile *p, uint64_t pc)
+{
+	size_t i;
+
+	if (!pc) {
+		p->nlocs += !p->loc_zero;
+		p->loc_zero = 1;
+		return;
+	}
+	i = loc_find(p, pc);
+	if (p->locs[i])
+		return;
+	p->locs[i] = pc;
+	if (++p->nlocs * 2 > p->locs_cap) {
+		uint64_t *old = p->locs;
+		size_t old_cap = p->locs_cap;
+
+		p->locs_cap *= 2;
+		p->locs = xcalloc(p->locs_cap, sizeof(*p->locs));
+		for (size_t k = 0; k < old_cap; k++)
+			if (old[k])
+				p->locs[loc_find(p, old[k])] = old[k];
+		free(old);
+	}
+}
+
+/* Whether a new stack pcs[0..n) stays within the caps on stacks, frames
+ * and distinct return addresses. */
+static int stack_fits(const struct profile *p, const uint64_t *pcs, size_t n)
+{
+	size_t fresh = 0;
+
+	if (p->nstacks >= p->max_stacks || p->npcs + n > p->max_pcs)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		fresh += !loc_known(p, pcs[i]);
+	return p->nlocs + fresh <= PROFILE_MAX_LOCS;
+}
+
+static uint32_t stack_intern(struct profile *p, const uint64_t *pcs, size_t n);
+
+/* The empty stack, where what the caps turn away goes. */
+static uint32_t overflow_stack(struct profile *p)
+{
+	if (p->overflow == EMPTY_IDX) {
+		size_t max = p->max_stacks;
+
+		p->max_stacks = SIZE_MAX;	/* this one goes in */
+		p->overflow = stack_intern(p, NULL, 0);
+		p->max_stacks = max;
+	}
+	return p->overflow;
+}
+
+/* Id of the stack pcs[0..n), added to the table if new (the empty stack's
+ * if the caps leave no room for it). */
 static uint32_t stack_intern(struct profile *p, const uint64_t *pcs, size_t n)
 {
 	uint64_t h = hash_pcs(pcs, n);
@@ -139,9 +227,15 @@ static uint32_t stack_intern(struct profile *p, const uint64_t *pcs, size_t n)
 	for (; p->stack_idx[i] != EMPTY_IDX; i = (i + 1) & mask) {
 		s = &p->stacks[p->stack_idx[i]];
 		if (s->hash == h && s->n == n &&
-		    !memcmp(p->pcs + s->off, pcs, n * sizeof(*pcs)))
+		    (!n || !memcmp(p->pcs + s->off, pcs, n * sizeof(*pcs))))
 			return p->stack_idx[i];
 	}
+	if (!stack_fits(p, pcs, n)) {
+		p->caps_hit |= PROFILE_CAP_STACKS;
+		return overflow_stack(p);
+	}
+	for (size_t k = 0; k < n; k++)
+		loc_add(p, pcs[k]);
 	if (p->nstacks == p->stacks_cap) {
 		p->stacks_cap *= 2;
 		p->stacks = xrealloc(p->stacks, p->stacks_cap * sizeof(*p->stacks));
@@ -194,7 +288,9 @@ static void bucket_index_grow(struct profile *p)
 	p->bucket_idx_cap = cap;
 }
 
-/* Index of the bucket (stack, size), created empty if new; h is its hash_bucket_key. */
+/* Index of the bucket (stack, size), created empty if new; h is its
+ * hash_bucket_key. Beyond the cap a new one is the empty stack's bucket of
+ * size rounded down to a power of two. */
 static uint32_t bucket_intern(struct profile *p, uint32_t stack, uint64_t size, uint64_t h)
 {
 	size_t mask = p->bucket_idx_cap - 1, i = h & mask;
@@ -208,6 +304,21 @@ static uint32_t bucket_intern(struct profile *p, uint32_t stack, uint64_t size, 
 		b = &p->buckets[(uint32_t)e];
 		if (b->stack == stack && b->size == size)
 			return (uint32_t)e;
+	}
+	if (p->nbuckets >= p->max_buckets) {
+		uint32_t over = overflow_stack(p);
+		uint64_t rounded = size ? 1ULL << (63 - __builtin_clzll(size)) : 0;
+
+		p->caps_hit |= PROFILE_CAP_BUCKETS;
+		if (stack != over || size != rounded) {
+			size_t max = p->max_buckets;
+			uint32_t id;
+
+			p->max_buckets = SIZE_MAX;	/* at most 65 of them */
+			id = bucket_intern(p, over, rounded, hash_bucket_key(over, rounded));
+			p->max_buckets = max;
+			return id;
+		}
 	}
 	if (p->nbuckets == p->buckets_cap) {
 		p->buckets_cap *= 2;
@@ -283,6 +394,13 @@ struct profile *profile_new(uint64_t rate)
 	struct profile *p = xcalloc(1, sizeof(*p));
 
 	p->rate = rate;
+	p->max_stacks = PROFILE_MAX_STACKS;
+	p->max_pcs = PROFILE_MAX_PCS;
+	p->max_buckets = PROFILE_MAX_BUCKETS;
+	p->max_live = PROFILE_MAX_LIVE;
+	p->overflow = EMPTY_IDX;
+	p->locs_cap = 1024;
+	p->locs = xcalloc(p->locs_cap, sizeof(*p->locs));
 	p->pcs_cap = 1024;
 	p->pcs = xmalloc(p->pcs_cap * sizeof(*p->pcs));
 	p->stacks_cap = 64;
@@ -308,7 +426,25 @@ void profile_free(struct profile *p)
 	free(p->buckets);
 	free(p->bucket_idx);
 	free(p->live);
+	free(p->locs);
 	free(p);
+}
+
+void profile_set_caps(struct profile *p, size_t stacks, size_t pcs, size_t buckets, size_t live)
+{
+	if (stacks)
+		p->max_stacks = stacks;
+	if (pcs)
+		p->max_pcs = pcs;
+	if (buckets)
+		p->max_buckets = buckets;
+	if (live)
+		p->max_live = live;
+}
+
+unsigned profile_caps_hit(const struct profile *p)
+{
+	return p->caps_hit;
 }
 
 uint64_t profile_rate(const struct profile *p)
@@ -343,6 +479,9 @@ static void record_alloc(struct profile *p, uint32_t stack, uint64_t size, uint6
 		p->live_again++;
 		live_delete_slot(p, i);
 		i = live_find(p, ptr);
+	} else if (p->nlive >= p->max_live) {
+		p->caps_hit |= PROFILE_CAP_LIVE;	/* counted as allocated, not as live */
+		return;
 	}
 	p->live[i].ptr = ptr;
 	p->live[i].bucket = bi;
@@ -531,6 +670,15 @@ int profile_foreach(const struct profile *p,
 	return ret;
 }
 
+/* v * scale as an int64, INT64_MAX if it does not fit (the target's
+ * figures can be anything). */
+static int64_t scaled(uint64_t v, double scale)
+{
+	double x = (double)v * scale;
+
+	return x < 9.2e18 ? (int64_t)x : INT64_MAX;
+}
+
 void profile_scale(uint64_t count, uint64_t bytes, uint64_t rate,
 		   int64_t *out_count, int64_t *out_bytes)
 {
@@ -542,12 +690,12 @@ void profile_scale(uint64_t count, uint64_t bytes, uint64_t rate,
 		return;
 	}
 	if (rate <= 1) {
-		*out_count = (int64_t)count;
-		*out_bytes = (int64_t)bytes;
+		*out_count = count > INT64_MAX ? INT64_MAX : (int64_t)count;
+		*out_bytes = bytes > INT64_MAX ? INT64_MAX : (int64_t)bytes;
 		return;
 	}
 	avg = (double)bytes / (double)count;
 	scale = 1 / (1 - exp(-avg / (double)rate));
-	*out_count = (int64_t)((double)count * scale);
-	*out_bytes = (int64_t)((double)bytes * scale);
+	*out_count = scaled(count, scale);
+	*out_bytes = scaled(bytes, scale);
 }

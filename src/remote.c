@@ -1,38 +1,67 @@
 /* Tracee memory access and system calls run inside a ptrace-stopped thread. */
 /* SPDX-License-Identifier: MIT */
 /*
- * How remote_syscall() works, and why the thread is left as it is.
+ * How remote_syscall() works, and why a tool SIGKILLed at any instant
+ * leaves the thread as it was.
  *
- * A seized thread that we stopped sits in get_signal(), either in a
- * PTRACE_EVENT_STOP (interrupt or group-stop) or in a signal-delivery-stop.
- * We save its registers and signal mask, block every signal but SIGTRAP,
- * point rip at "syscall; int3" with orig_rax = -1 (so the kernel applies no
- * syscall-restart fixup on the way out) and PTRACE_CONT it. The int3 raises
- * SIGTRAP (si_code SI_KERNEL), which stops the thread in a signal-delivery-
- * stop; rax holds the result.
+ * Nothing is written into the target's code and no int3 is ever run (an
+ * int3 with no tracer left, or the SIGTRAP stop of one when the tracer
+ * dies, kills the process). A seized thread that we stopped sits in
+ * get_signal(), in a PTRACE_EVENT_STOP. It borrows two pieces of the
+ * target's own code (gadgets.h): a "syscall; ret" and an rt_sigreturn.
+ * Below its stack's red zone (and a scratch area for the wrappers' data)
+ * we write a signal frame (sigframe.h) whose return address is the
+ * rt_sigreturn and which holds the state the thread resumes with if it is
+ * let go now: its registers, signal mask and FPU state. Then, in this
+ * order, we point rip at the syscall and rsp at the frame (orig_rax = -1:
+ * no restart fixup), block every signal, and run it with PTRACE_SYSCALL to
+ * the exit stop of the syscall, where rax holds the result. There we
+ * PTRACE_INTERRUPT it, put back the signal mask, the rseq_cs word and the
+ * registers (in this order), and PTRACE_CONT it into a fresh
+ * PTRACE_EVENT_STOP, before it runs any user code. It never executes the
+ * `ret` while we live.
  *
- * We then put back the registers exactly as saved, including rax =
- * -ERESTART* and orig_rax = the interrupted syscall's number. Whenever the
- * thread later leaves get_signal() without a handler to run, the kernel's own
- * arch_do_signal_or_restart() rewinds rip and restarts that syscall, and for
- * -ERESTART_RESTARTBLOCK it uses restart_syscall with the thread's untouched
- * restart block. Rewriting the restart by hand (as compel does) would have to
- * turn -ERESTART_RESTARTBLOCK into -EINTR; letting the kernel do it keeps
- * nanosleep, poll and futex waits exact.
+ * If the tool dies, the kernel detaches the thread (waking it with
+ * TIF_SIGPENDING set) and it runs on from the state it is in:
+ *   - registers not yet pointed at the syscall, or already put back: it
+ *     resumes as if never stopped, the kernel restarting an interrupted
+ *     syscall from the saved rax/orig_rax (the exit stop of our syscall
+ *     passes through get_signal() on its way out, like any stop);
+ *   - pointed at it (in the entry stop, the exit stop or in between, mask
+ *     blocked or not): the syscall completes, `ret` pops the rt_sigreturn,
+ *     and rt_sigreturn loads the frame: registers, eflags, mask and FPU
+ *     state as before, orig_rax = -1.
+ * A syscall-stop left behind by a dying tracer sends the thread its stop
+ * code as a signal, SIGTRAP|0x80 with PTRACE_O_TRACESYSGOOD, which is no
+ * signal at all; without that option it would be a SIGTRAP.
  *
- * To give the caller the same kind of stop it handed us, an event stop is
- * re-created: PTRACE_INTERRUPT, then PTRACE_CONT with signal 0 drops our
- * SIGTRAP and get_signal() loops straight into do_jobctl_trap(), before it
- * dequeues anything. For a signal-delivery-stop, the saved siginfo is written
- * back into our SIGTRAP stop, so resuming with the original signal delivers
- * that signal.
+ * The frame's state is the one the kernel would resume the thread with
+ * (remote_arch_resume_regs): a syscall interrupted with -ERESTART* is
+ * re-issued (rip back on the syscall instruction, rax = orig_rax). rt_sigreturn
+ * points the restart block at do_no_restart_syscall, so for
+ * -ERESTART_RESTARTBLOCK the first syscall is issued again from the start
+ * (nanosleep sleeps its whole time again; futex and poll timeouts start
+ * over) instead of going through restart_syscall; a thread already in
+ * restart_syscall would get -EINTR from it, which is why picky callers skip
+ * such a thread. A thread stopped inside an rseq critical section resumes
+ * at its abort handler, as the kernel would have sent it there.
  *
- * If the process ignores SIGTRAP, the int3 would make the kernel reset the
- * disposition to SIG_DFL (force_sig_info_to_task), so then every signal is
- * blocked and the thread runs under PTRACE_SYSCALL to the syscall-exit-stop
- * of our syscall. Restoring the registers there and re-interrupting works
- * the same way: PTRACE_INTERRUPT sets TIF_SIGPENDING, so the way back to
- * user space passes through get_signal() and stops before any user code.
+ * While we live, an interrupted syscall restarts exactly: the registers
+ * put back keep rax = -ERESTART* and orig_rax, and whenever the thread
+ * leaves get_signal() without a handler to run, the kernel's own
+ * arch_do_signal_or_restart() rewinds rip and restarts that syscall, with
+ * the untouched restart block for -ERESTART_RESTARTBLOCK (our syscalls do
+ * not use it). Rewriting the restart by hand (as compel does) would have to
+ * turn -ERESTART_RESTARTBLOCK into -EINTR.
+ *
+ * A thread in a signal-delivery-stop cannot be used as it is: running our
+ * syscall means resuming it with the signal dropped, and a dead tool could
+ * not give it back. So the signal is delivered first (PTRACE_INTERRUPT,
+ * PTRACE_CONT with it) and the thread stops again in a PTRACE_EVENT_STOP.
+ *
+ * Signals are all blocked while our syscall runs, so they stay queued with
+ * their siginfo. SIGSTOP cannot be blocked: it is held and re-sent with
+ * tgkill() at the end; a tool that dies meanwhile loses it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,9 +79,11 @@
 #include <unistd.h>
 #include <elf.h>
 
+#include "gadgets.h"
 #include "log.h"
 #include "remote.h"
 #include "remote_arch.h"
+#include "sigframe.h"
 #include "sys_compat.h"
 
 #define MAX_HELD_SIGS 8
@@ -221,12 +252,21 @@ static int set_sigmask(pid_t tid, uint64_t mask)
 	return 0;
 }
 
+/* The critical section an rseq_cs word points to (linux/rseq.h struct rseq_cs). */
+struct rseq_cs_desc {
+	uint32_t version;
+	uint32_t flags;
+	uint64_t start_ip;
+	uint64_t post_commit_offset;
+	uint64_t abort_ip;
+};
+
 /*
  * Address of the thread's rseq_cs word, or 0 when rseq is not registered
- * or the kernel cannot tell us. Returning to user space at our stub makes
- * the kernel clear rseq_cs (the stub is outside any critical section), so
- * we save and restore it: a thread stopped inside a critical section must
- * still abort it when it resumes.
+ * or the kernel cannot tell us. Returning to user space at the borrowed
+ * syscall makes the kernel clear rseq_cs (it is outside any critical
+ * section), so we save and restore it: a thread stopped inside a critical
+ * section must still abort it when it resumes.
  */
 static uint64_t rseq_cs_addr(pid_t tid)
 {
@@ -242,36 +282,18 @@ static uint64_t rseq_cs_addr(pid_t tid)
 }
 
 /*
- * Start of the first private executable file mapping of pid, skipping
- * [vdso] and friends and our own shared pages. 0 or -errno.
- * PRIVATE minimal maps scan; switch to proc_maps_read() once proc.c lands.
+ * For the frame: a thread stopped inside the critical section rseq_cs
+ * points to resumes at its abort handler, as the kernel would send it
+ * there (it was preempted by the stop); r's ip is moved accordingly.
  */
-static int find_swap_addr(pid_t pid, uint64_t *out)
+static void rseq_abort_ip(pid_t tid, uint64_t rseq_cs, remote_regs_t *r)
 {
-	char path[64], line[4096], perms[8];
-	unsigned long long start, end;
-	int err = -ENOENT, n;
-	FILE *f;
+	struct rseq_cs_desc cs;
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		n = 0;
-		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %n", &start, &end,
-			   perms, &n) < 3 || !n)
-			continue;
-		if (perms[2] != 'x' || perms[3] != 'p' || line[n] != '/')
-			continue;
-		if (end - start < REMOTE_ARCH_STUB_LEN)
-			continue;
-		*out = start;
-		err = 0;
-		break;
-	}
-	fclose(f);
-	return err;
+	if (!rseq_cs || remote_mem_read(tid, rseq_cs, &cs, sizeof(cs)))
+		return;
+	if (remote_arch_ip(r) - cs.start_ip < cs.post_commit_offset)
+		remote_arch_set_ip(r, cs.abort_ip);
 }
 
 /* Classification of the stop a thread is in when remote_syscall starts. */
@@ -304,7 +326,7 @@ static int classify_stop(pid_t tid, siginfo_t *si, enum entry_stop *kind)
 	return 0;
 }
 
-/* Signals that arrived while the stub ran, to be re-sent afterwards. */
+/* Signals that arrived while the syscall ran, to be re-sent afterwards. */
 struct held_sigs {
 	int sig[MAX_HELD_SIGS];
 	int n;
@@ -372,18 +394,26 @@ static pid_t wait_tid(struct remote_ctx *ctx, int *status)
 	}
 }
 
+int remote_die_at;
+
+/* Test seam: the tool dies (SIGKILL) at step n of remote_syscall. */
+static void die_at(int n)
+{
+	if (remote_die_at == n)
+		kill(getpid(), SIGKILL);
+}
+
 /* What wait_for() waits for. */
 enum want_stop {
-	WANT_TRAP,	/* the int3 after the stub (resume with PTRACE_CONT) */
-	WANT_SYSEXIT,	/* the syscall-exit-stop (resume with PTRACE_SYSCALL) */
+	WANT_SYSEXIT,	/* the exit stop of our syscall (resume with PTRACE_SYSCALL) */
 	WANT_EVENT,	/* a PTRACE_EVENT_STOP (resume with PTRACE_CONT) */
 };
 
 /*
- * Wait until tid reaches the stop in want; for WANT_TRAP and WANT_SYSEXIT
- * also with rip == ip. Unrelated stops are resumed with signal 0 and their
- * signals held in h. 0, -ESRCH if the thread exits, -EFAULT on a fault at
- * the stub, or -errno.
+ * Wait until tid reaches the stop in want; for WANT_SYSEXIT also with
+ * rip == ip. Unrelated stops are resumed with signal 0 and their signals
+ * held in h. 0, -ESRCH if the thread exits, -EFAULT on a fault at the
+ * borrowed code, or -errno.
  */
 static int wait_for(struct remote_ctx *ctx, enum want_stop want, uint64_t ip,
 		    struct held_sigs *h)
@@ -417,9 +447,11 @@ static int wait_for(struct remote_ctx *ctx, enum want_stop want, uint64_t ip,
 			return -ESRCH;
 		}
 		if (event == PTRACE_EVENT_STOP) {
-			if (want == WANT_EVENT)
+			if (want == WANT_EVENT) {
+				ctx->stop_sig = sig;
 				return 0;
-			goto resume;	/* group-stop while the stub ran */
+			}
+			goto resume;	/* group-stop while the syscall ran */
 		}
 		if (event)
 			goto resume;	/* seccomp or another ptrace event */
@@ -437,6 +469,10 @@ static int wait_for(struct remote_ctx *ctx, enum want_stop want, uint64_t ip,
 
 			if (!entered) {
 				entered = 1;
+				if (sig == SIGTRAP)
+					pr_debug("remote: %d seized without PTRACE_O_TRACESYSGOOD: "
+						 "not kill-safe", (int)tid);
+				die_at(5);
 				goto resume;
 			}
 			err = get_regs(tid, &r);
@@ -444,22 +480,14 @@ static int wait_for(struct remote_ctx *ctx, enum want_stop want, uint64_t ip,
 				return err;
 			if (remote_arch_ip(&r) == ip)
 				return 0;
-			pr_err("remote: thread %d: syscall exit at 0x%llx, not at the stub",
+			pr_err("remote: thread %d: syscall exit at 0x%llx, not at the gadget",
 			       (int)tid, (unsigned long long)remote_arch_ip(&r));
 			return -EFAULT;
-		}
-		if (want == WANT_TRAP && sig == SIGTRAP && si.si_code == SI_KERNEL) {
-			int err = get_regs(tid, &r);
-
-			if (err)
-				return err;
-			if (remote_arch_ip(&r) == ip)
-				return 0;
 		}
 		if (want != WANT_EVENT && si.si_code > 0 && si.si_code != SI_KERNEL &&
 		    (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL ||
 		     sig == SIGFPE)) {
-			pr_err("remote: thread %d faulted (signal %d) at the syscall stub",
+			pr_err("remote: thread %d faulted (signal %d) at the syscall gadget",
 			       (int)tid, sig);
 			return -EFAULT;
 		}
@@ -472,24 +500,86 @@ resume:
 }
 
 /*
- * Whether pid ignores SIGTRAP. An int3 would then reset SIGTRAP to SIG_DFL
- * for good (force_sig_info_to_task), so we stop at syscall exit instead.
+ * Bring tid into a PTRACE_EVENT_STOP: as it is, or for a signal-delivery
+ * stop by delivering the signal first (see remote.h). 0 or -errno.
  */
-static int sigtrap_ignored(pid_t pid)
+static int usable_stop(struct remote_ctx *ctx, struct held_sigs *h)
 {
-	char path[64], line[256];
-	unsigned long long ign = 0;
-	FILE *f;
+	enum entry_stop kind;
+	siginfo_t si;
+	int err;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "SigIgn: %llx", &ign) == 1)
-			break;
-	fclose(f);
-	return !!(ign & (1ULL << (SIGTRAP - 1)));
+	err = classify_stop(ctx->tid, &si, &kind);
+	if (err || kind == ENTRY_EVENT)
+		return err;
+	if (ptrace(PTRACE_INTERRUPT, ctx->tid, NULL, NULL) < 0 ||
+	    ptrace(PTRACE_CONT, ctx->tid, NULL, (void *)(long)si.si_signo) < 0)
+		return -errno;
+	ctx->resumed = 1;
+	ctx->delivered = 1;
+	return wait_for(ctx, WANT_EVENT, 0, h);
+}
+
+/* A thread's state as saved on entry: what the frame and the end restore. */
+struct saved_state {
+	remote_regs_t regs;
+	uint64_t mask;
+	uint64_t rseq_at, rseq_cs;	/* rseq_cs word's address (0: none) and value */
+	uint8_t fpu[SIGFRAME_FPU_MAX];
+	size_t fpu_len;
+	int xsave;
+};
+
+static int save_state(pid_t tid, struct saved_state *st)
+{
+	int err;
+
+	err = get_regs(tid, &st->regs);
+	if (!err)
+		err = get_sigmask(tid, &st->mask);
+	if (!err)
+		err = sigframe_read_fpu(tid, st->fpu, sizeof(st->fpu), &st->fpu_len, &st->xsave);
+	if (err)
+		return err;
+	st->rseq_cs = 0;
+	st->rseq_at = rseq_cs_addr(tid);
+	if (st->rseq_at && remote_mem_read(tid, st->rseq_at, &st->rseq_cs, sizeof(st->rseq_cs)))
+		st->rseq_at = 0;
+	return 0;
+}
+
+/*
+ * Write below the red zone of st's stack the frame that rt_sigreturn turns
+ * back into the state st would resume with; its address in *at.
+ */
+static int write_frame(pid_t tid, const struct saved_state *st, uint64_t restorer,
+		       uint64_t *at)
+{
+	uint8_t frame[SIGFRAME_MAX];
+	remote_regs_t resume = st->regs;
+	uint64_t top = remote_arch_sp(&st->regs) - REMOTE_ARCH_RED_ZONE - REMOTE_ARCH_SCRATCH;
+	size_t len;
+	int err;
+
+	remote_arch_resume_regs(&resume);
+	rseq_abort_ip(tid, st->rseq_cs, &resume);
+	err = sigframe_build(frame, sizeof(frame), top, &resume, st->mask, st->fpu,
+			     st->fpu_len, st->xsave, restorer, at, &len);
+	if (!err)
+		err = remote_mem_write(tid, *at, frame, len);
+	return err;
+}
+
+/* Re-send the signals held during the call, so they are pending again. */
+static void resend_held(struct remote_ctx *ctx, const struct held_sigs *h)
+{
+	for (int i = 0; i < h->n && !ctx->gone; i++) {
+		if (syscall(SYS_tgkill, ctx->pid, ctx->tid, h->sig[i]) < 0)
+			pr_perror("remote: cannot re-send signal %d to %d",
+				  h->sig[i], (int)ctx->tid);
+		else
+			ctx->requeued++;
+	}
 }
 
 /* ---- remote_syscall ---- */
@@ -504,120 +594,95 @@ void remote_ctx_init(struct remote_ctx *ctx, pid_t pid, pid_t tid)
 int remote_syscall(struct remote_ctx *ctx, long nr, long a1, long a2, long a3,
 		   long a4, long a5, long a6, long *ret)
 {
-	static const uint8_t stub_code[REMOTE_ARCH_STUB_LEN] = REMOTE_ARCH_STUB;
 	const long args[6] = { a1, a2, a3, a4, a5, a6 };
-	uint8_t saved_code[REMOTE_ARCH_STUB_LEN];
-	uint64_t oldmask, rseq_cs = 0, rseq_at, stub;
-	remote_regs_t saved, regs;
+	static struct saved_state st;	/* 16 KiB of FPU image: not on the stack */
 	struct held_sigs held = { .n = 0 };
-	enum entry_stop kind;
-	int err, err2, swapped = 0, regs_dirty = 0, mask_dirty = 0, ran = 0;
-	int sysstop;
-	siginfo_t entry_si;
+	struct gadgets g;
+	remote_regs_t regs;
+	uint64_t frame;
+	int err, err2, regs_dirty = 0, mask_dirty = 0, ran = 0;
 	pid_t tid = ctx->tid;
 
 	if (ctx->gone)
 		return -ESRCH;
-	err = classify_stop(tid, &entry_si, &kind);
+	err = usable_stop(ctx, &held);
 	if (err)
-		return err;
-	sysstop = sigtrap_ignored(ctx->tid);
-	if (sysstop && kind == ENTRY_SIGNAL)
-		return -EOPNOTSUPP;
-	err = get_regs(tid, &saved);
+		goto out;
+	err = gadgets_get(ctx->pid, tid, &g);
+	if (!err)
+		err = save_state(tid, &st);
 	if (err)
-		return err;
-	err = get_sigmask(tid, &oldmask);
-	if (err)
-		return err;
-	rseq_at = rseq_cs_addr(tid);
-	if (rseq_at && remote_mem_read(tid, rseq_at, &rseq_cs, sizeof(rseq_cs)))
-		rseq_at = 0;
-
-	stub = ctx->stub;
-	if (!stub) {
-		if (!ctx->swap_addr) {
-			err = find_swap_addr(ctx->tid, &ctx->swap_addr);
-			if (err)
-				return err;
-		}
-		stub = ctx->swap_addr;
-		err = remote_mem_read(tid, stub, saved_code, sizeof(saved_code));
-		if (err)
-			return err;
-		err = remote_mem_write(tid, stub, stub_code, sizeof(stub_code));
-		if (err)
-			return err;
-		swapped = 1;
+		goto out;
+	if (ctx->picky && remote_arch_restart_unknown(&st.regs)) {
+		err = -EAGAIN;
+		goto out;
 	}
+	err = write_frame(tid, &st, g.sigreturn, &frame);
+	if (err) {
+		pr_debug("remote: no room for a frame on the stack of %d: %s", (int)tid,
+			 strerror(-err));
+		err = -EAGAIN;	/* another thread may have it */
+		goto out;
+	}
+	die_at(1);
 
-	mask_dirty = 1;
-	err = set_sigmask(tid, sysstop ? ~0ULL : ~(1ULL << (SIGTRAP - 1)));
-	if (err)
-		goto restore;
-	regs = saved;
-	remote_arch_setup_syscall(&regs, stub, nr, args);
+	/* Registers first: from here on a dead tool leaves the frame in charge. */
+	regs = st.regs;
+	remote_arch_setup_syscall(&regs, g.syscall_ret, frame, nr, args);
 	regs_dirty = 1;
 	err = set_regs(tid, &regs);
 	if (err)
 		goto restore;
-	if (ptrace(sysstop ? PTRACE_SYSCALL : PTRACE_CONT, tid, NULL, NULL) < 0) {
+	die_at(2);
+	mask_dirty = 1;
+	err = set_sigmask(tid, ~0ULL);
+	if (err)
+		goto restore;
+	die_at(3);
+	if (ptrace(PTRACE_SYSCALL, tid, NULL, NULL) < 0) {
 		err = -errno;
 		goto restore;
 	}
-	ran = 1;
-	if (sysstop)
-		err = wait_for(ctx, WANT_SYSEXIT, stub + REMOTE_ARCH_SYSCALL_LEN,
-			       &held);
-	else
-		err = wait_for(ctx, WANT_TRAP, stub + REMOTE_ARCH_TRAP_OFF, &held);
+	ran = ctx->resumed = 1;
+	die_at(4);
+	err = wait_for(ctx, WANT_SYSEXIT, g.syscall_ret + REMOTE_ARCH_SYSCALL_LEN, &held);
 	if (err)
 		goto restore;
 	err = get_regs(tid, &regs);
 	if (!err)
 		*ret = remote_arch_ret(&regs);
+	die_at(6);
 
 restore:
-	if (swapped) {
-		err2 = remote_mem_write(tid, stub, saved_code, sizeof(saved_code));
-		if (err2) {
-			pr_err("remote: cannot restore %d code bytes at 0x%" PRIx64
-			       " in %d: %s", REMOTE_ARCH_STUB_LEN, stub,
-			       (int)ctx->pid, strerror(-err2));
-			err = err ? err : err2;
-		}
-	}
 	if (ctx->gone)
-		return -ESRCH;
-	if (regs_dirty && (err2 = set_regs(tid, &saved)) && !err)
+		goto out;
+	/* First the interrupt: a dead tool's thread then still passes get_signal(). */
+	if (ran && ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0 && !err)
+		err = -errno;
+	die_at(7);
+	/* Then everything the frame would restore, the registers last. */
+	if (mask_dirty && (err2 = set_sigmask(tid, st.mask)) && !err)
 		err = err2;
-	if (mask_dirty && (err2 = set_sigmask(tid, oldmask)) && !err)
-		err = err2;
-	if (rseq_at && remote_mem_write(tid, rseq_at, &rseq_cs, sizeof(rseq_cs)))
+	die_at(8);
+	if (ran && st.rseq_at &&
+	    remote_mem_write(tid, st.rseq_at, &st.rseq_cs, sizeof(st.rseq_cs)))
 		pr_warn("remote: cannot restore rseq_cs of thread %d", (int)tid);
+	if (regs_dirty && (err2 = set_regs(tid, &st.regs)) && !err)
+		err = err2;
+	die_at(9);
 	if (!ran)
-		goto out;	/* never resumed: still in the caller's stop */
-
-	if (kind == ENTRY_SIGNAL) {
-		if (ptrace(PTRACE_SETSIGINFO, tid, NULL, &entry_si) < 0 && !err)
-			err = -errno;
-	} else if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL) < 0 ||
-		   ptrace(PTRACE_CONT, tid, NULL, NULL) < 0) {
+		goto out;	/* never resumed: still in its stop */
+	if (ptrace(PTRACE_CONT, tid, NULL, NULL) < 0) {
 		if (!err)
 			err = -errno;
-	} else {
-		err2 = wait_for(ctx, WANT_EVENT, 0, &held);
-		if (err2 && !err)
-			err = err2;
+		goto out;
 	}
+	die_at(10);
+	err2 = wait_for(ctx, WANT_EVENT, 0, &held);
+	if (err2 && !err)
+		err = err2;
 out:
-	for (int i = 0; i < held.n && !ctx->gone; i++) {
-		if (syscall(SYS_tgkill, ctx->pid, tid, held.sig[i]) < 0)
-			pr_perror("remote: cannot re-send signal %d to %d",
-				  held.sig[i], (int)tid);
-		else
-			ctx->requeued++;
-	}
+	resend_held(ctx, &held);
 	return ctx->gone ? -ESRCH : err;
 }
 
@@ -693,30 +758,29 @@ int remote_close(struct remote_ctx *ctx, int fd)
 int remote_memfd_create(struct remote_ctx *ctx, const char *name,
 			unsigned flags, int *fd)
 {
-	char saved[256];
 	size_t len = strlen(name) + 1;
 	remote_regs_t r;
 	uint64_t at;
+	struct held_sigs held = { .n = 0 };
 	long ret = 0;
-	int err, err2;
+	int err;
 
-	if (len > sizeof(saved))
+	if (len > REMOTE_ARCH_SCRATCH)
 		return -ENAMETOOLONG;
-	err = get_regs(ctx->tid, &r);
+	/* A signal delivered on the way would push its frame over the name. */
+	err = usable_stop(ctx, &held);
+	resend_held(ctx, &held);
+	if (!err)
+		err = get_regs(ctx->tid, &r);
 	if (err)
 		return err;
-	at = (remote_arch_sp(&r) - REMOTE_ARCH_RED_ZONE - len) & ~15ULL;
-	err = remote_mem_read(ctx->tid, at, saved, len);
-	if (err)
-		return err;
+	/* The scratch area below the red zone, above remote_syscall's frame. */
+	at = remote_arch_sp(&r) - REMOTE_ARCH_RED_ZONE - len;
 	err = remote_mem_write(ctx->tid, at, name, len);
 	if (err)
 		return err;
 	err = remote_syscall(ctx, SYS_memfd_create, (long)at, (long)flags, 0, 0,
 			     0, 0, &ret);
-	if (!ctx->gone && (err2 = remote_mem_write(ctx->tid, at, saved, len)))
-		pr_warn("remote: cannot restore stack bytes of thread %d: %s",
-			(int)ctx->tid, strerror(-err2));
 	err = sys_result(err, ret);
 	if (!err)
 		*fd = (int)ret;

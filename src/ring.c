@@ -32,6 +32,17 @@
  * that stamp, or nothing at all while even the stamp is not there yet. A
  * ring blocked at the same place for STUCK_NS (a writer stopped or killed
  * mid-record) stops holding the others back.
+ *
+ * The target can write every byte of the rings, heads and tails, not only
+ * through the agent. So the reader keeps the geometry and the tails to
+ * itself, reads each shared word once, and checks what it reads against
+ * what the agent can write: a head is never behind our tail nor more than
+ * a ring ahead of it, a PAD runs exactly to the end of its ring, and any
+ * other record is 8-byte aligned, 16 to SHM_EV_MAX_LEN bytes long and
+ * within its ring. The first breach of these rules marks the reader
+ * corrupt; it drains nothing after that (the caller stops trusting the
+ * area). A record is copied out before it is handed over, so the target
+ * cannot change it while it is being parsed.
  */
 #include <limits.h>
 #include <string.h>
@@ -55,22 +66,42 @@ static uint64_t *tails_of(struct shm_hdr *h)
 	return (uint64_t *)((uint8_t *)h + SHM_OFF_TAILS);
 }
 
-static const volatile uint64_t *head_of(const struct shm_hdr *h, unsigned r)
+/* Note the first thing found that the agent cannot have written. */
+static void set_corrupt(struct ring_reader *rd, const char *why)
 {
-	return (const volatile uint64_t *)((const uint8_t *)h + SHM_OFF_HEADS + r * 64);
+	if (!rd->corrupt)
+		rd->corrupt = why;
 }
 
-static uint8_t *ring_of(struct shm_hdr *h, unsigned r)
+/*
+ * Ring r's head, read once and checked: between our tail and a ring
+ * ahead of it (writers reserve against the published tail, which is never
+ * ahead of ours). Anything else marks the reader corrupt and reads as our
+ * tail (an empty ring).
+ */
+static uint64_t head_of(struct ring_reader *rd, unsigned r)
 {
-	return (uint8_t *)h + SHM_OFF_RING + r * h->ring_size;
+	uint64_t head = __atomic_load_n((const uint64_t *)((const uint8_t *)rd->hdr +
+					SHM_OFF_HEADS + r * 64), __ATOMIC_ACQUIRE);
+
+	if (head - rd->tail[r] > rd->size) {
+		set_corrupt(rd, "a ring's head behind its tail or more than a ring ahead of it");
+		return rd->tail[r];
+	}
+	return head;
 }
 
-void ring_reader_init(struct ring_reader *rd, struct shm_hdr *hdr)
+static uint8_t *ring_of(struct ring_reader *rd, unsigned r)
+{
+	return rd->rings + r * rd->size;
+}
+
+void ring_reader_init(struct ring_reader *rd, struct shm_hdr *hdr, uint64_t ring_size)
 {
 	memset(rd, 0, sizeof(*rd));
 	rd->hdr = hdr;
-	for (unsigned r = 0; r < SHM_NRINGS; r++)
-		rd->tail[r] = rd->published[r] = tails_of(hdr)[r];
+	rd->rings = (uint8_t *)hdr + SHM_OFF_RING;
+	rd->size = ring_size;
 }
 
 /*
@@ -108,7 +139,7 @@ static void consume(struct ring_reader *rd, unsigned r, uint8_t *rec, uint32_t l
 static int blocked(struct ring_reader *rd, unsigned r, const uint8_t *p, uint64_t off,
 		   uint64_t *tsc)
 {
-	if (rd->no_writers || *head_of(rd->hdr, r) == rd->tail[r])
+	if (rd->no_writers || head_of(rd, r) == rd->tail[r])
 		return 0;
 	if (rd->stuck_tail[r] != rd->tail[r] || !rd->stuck_since[r]) {
 		rd->stuck_tail[r] = rd->tail[r];
@@ -116,37 +147,58 @@ static int blocked(struct ring_reader *rd, unsigned r, const uint8_t *p, uint64_
 	} else if (clock_ns(CLOCK_MONOTONIC) - rd->stuck_since[r] > STUCK_NS) {
 		return 0;
 	}
-	*tsc = off + 16 <= rd->hdr->ring_size ?
+	*tsc = off + 16 <= rd->size ?
 	       __atomic_load_n((const uint64_t *)(p + 8), __ATOMIC_ACQUIRE) : 0;
 	return 1;
 }
 
 /*
+ * Whether a committed record of n bytes and this kind at offset off of a
+ * ring is one the agent could have written: a PAD fills the ring's end
+ * exactly (the agent pads only a record that would straddle it), any
+ * other record holds at least a header and at most SHM_EV_MAX_LEN bytes,
+ * 8-byte aligned, within the ring.
+ */
+static int record_ok(const struct ring_reader *rd, uint64_t off, uint32_t n, uint16_t kind)
+{
+	if (kind == SHM_EV_PAD)
+		return off && n == rd->size - off;
+	return n >= 16 && !(n & 7) && n <= SHM_EV_MAX_LEN && n <= rd->size - off;
+}
+
+/*
  * The committed record at ring r's tail, pads consumed on the way: 1 with
- * *rec, *len and *tsc set; 0 if the ring is empty; -1 if it is blocked
- * (see blocked(), *tsc set).
+ * *rec, *len and *tsc set; 0 if the ring is empty or the reader corrupt
+ * (a record the agent cannot have written marks it so); -1 if it is
+ * blocked (see blocked(), *tsc set).
  */
 static int peek(struct ring_reader *rd, unsigned r, uint8_t **rec, uint32_t *len, uint64_t *tsc)
 {
-	uint64_t size = rd->hdr->ring_size, off;
+	uint64_t off;
+	uint16_t kind;
 	uint8_t *p;
 	uint32_t n;
 
 	for (;;) {
-		off = rd->tail[r] & (size - 1);
-		p = ring_of(rd->hdr, r) + off;
+		if (rd->corrupt)
+			return 0;
+		off = rd->tail[r] & (rd->size - 1);
+		p = ring_of(rd, r) + off;
 		n = __atomic_load_n((uint32_t *)p, __ATOMIC_ACQUIRE);
 		if (n == 0)
 			return blocked(rd, r, p, off, tsc) ? -1 : 0;
-		if (n < 8 || (n & 7) || n > size - off)
-			n = (uint32_t)(size - off);	/* corrupt: skip to the end */
-		if (*(uint16_t *)(p + 4) != SHM_EV_PAD)
+		kind = __atomic_load_n((uint16_t *)(p + 4), __ATOMIC_RELAXED);
+		if (!record_ok(rd, off, n, kind)) {
+			set_corrupt(rd, "a record no agent writes (length or padding)");
+			return 0;
+		}
+		if (kind != SHM_EV_PAD)
 			break;
 		consume(rd, r, p, n);
 	}
 	*rec = p;
 	*len = n;
-	*tsc = n >= 16 ? *(uint64_t *)(p + 8) : 0;
+	*tsc = __atomic_load_n((uint64_t *)(p + 8), __ATOMIC_RELAXED);
 	return 1;
 }
 
@@ -154,7 +206,7 @@ static int peek(struct ring_reader *rd, unsigned r, uint8_t **rec, uint32_t *len
 static void find_used(struct ring_reader *rd)
 {
 	for (unsigned r = 0; r < SHM_NRINGS; r++)
-		if (!(rd->used & (1ULL << r)) && *head_of(rd->hdr, r) != rd->tail[r])
+		if (!(rd->used & (1ULL << r)) && head_of(rd, r) != rd->tail[r])
 			rd->used |= 1ULL << r;
 }
 
@@ -187,7 +239,7 @@ size_t ring_drain(struct ring_reader *rd, size_t max, ring_fn fn, void *arg)
 	size_t n = 0;
 	int idle = 0, stop = 0, held = 0;
 
-	while (n < max && !stop) {
+	while (n < max && !stop && !rd->corrupt) {
 		uint64_t t = arch_timestamp(), bound = t;
 		int nc = 0, progressed = 0, force;
 
@@ -209,7 +261,9 @@ size_t ring_drain(struct ring_reader *rd, size_t max, ring_fn fn, void *arg)
 			/* Stamped after the bound: wait for the next pass. */
 			if (c[m].tsc >= bound && !force)
 				break;
-			stop = fn(arg, c[m].rec, c[m].len);
+			/* a private copy: the target may be rewriting it */
+			memcpy(rd->rec, c[m].rec, c[m].len);
+			stop = fn(arg, rd->rec, c[m].len);
 			n++;
 			progressed = 1;
 			force = 0;
@@ -240,7 +294,7 @@ uint64_t ring_pending_max(struct ring_reader *rd)
 	uint64_t most = 0;
 
 	for (unsigned r = 0; r < SHM_NRINGS; r++) {
-		uint64_t p = *head_of(rd->hdr, r) - rd->tail[r];
+		uint64_t p = head_of(rd, r) - rd->tail[r];
 
 		if (p > most)
 			most = p;
@@ -254,6 +308,6 @@ uint64_t ring_heads_total(struct ring_reader *rd)
 
 	for (unsigned r = 0; r < SHM_NRINGS; r++)
 		if (rd->used & (1ULL << r))
-			total += *head_of(rd->hdr, r);
+			total += head_of(rd, r);
 	return total;
 }

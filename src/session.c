@@ -2,6 +2,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,28 @@ static void on_child(int sig)
 	child_event = 1;
 }
 
+/* From the first instant: a stop request before the attach leaves the
+ * target untouched, one after it detaches cleanly. */
+static void install_stop_handlers(void)
+{
+	struct sigaction sa;
+	sigset_t set;
+
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on_stop_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	/* a mask inherited blocked would hide them (and one pending since
+	 * before exec is delivered now) */
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
 /* Handlers without SA_RESTART, so waitpid returns EINTR; a periodic tick
  * bounds the time a flag set just before waitpid goes unseen. */
 static void install_signals(void)
@@ -53,10 +76,6 @@ static void install_signals(void)
 
 	memset(&sa, 0, sizeof(sa));
 	sigemptyset(&sa.sa_mask);
-	sa.sa_handler = on_stop_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
 	sa.sa_handler = on_tick;
 	sigaction(SIGALRM, &sa, NULL);
 	sa.sa_handler = on_child;
@@ -73,13 +92,44 @@ static void stop_timer(void)
 	setitimer(ITIMER_REAL, &it, NULL);
 }
 
+void session_note(struct session *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (s->nnotes == SESSION_MAX_NOTES)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(s->notes[s->nnotes], sizeof(s->notes[0]), fmt, ap);
+	va_end(ap);
+	pr_warn("%s", s->notes[s->nnotes++]);
+}
+
+void session_note_caps(struct session *s)
+{
+	unsigned hit = profile_caps_hit(s->prof) & ~s->noted;
+
+	s->noted |= hit;
+	if (hit & PROFILE_CAP_STACKS)
+		session_note(s, "more distinct stacks than the cap (%u stacks, %u frames): new ones "
+			     "are counted under an empty stack", PROFILE_MAX_STACKS, PROFILE_MAX_PCS);
+	if (hit & PROFILE_CAP_BUCKETS)
+		session_note(s, "more (stack, size) pairs than the cap (%u): new ones are counted "
+			     "under an empty stack, by size rounded down to a power of two",
+			     PROFILE_MAX_BUCKETS);
+	if (hit & PROFILE_CAP_LIVE)
+		session_note(s, "more live sampled blocks than the cap (%u): new ones count as "
+			     "allocated, not as in use", PROFILE_MAX_LIVE);
+}
+
 int session_dump(struct session *s, unsigned seq)
 {
 	struct proc_maps fresh = { 0 };
 	struct symbolizer *sym = s->sym;
 	const struct proc_maps *maps = &s->maps;
 	char comment[128];
-	const char *comments[1] = { comment };
+	char sc_note[sizeof(s->sc.note) + 32];
+	const char *comments[3 + SESSION_MAX_NOTES] = { comment, s->mem_note, sc_note };
+	size_t ncomments;
 	struct dump_info d;
 	char *path;
 	int rc;
@@ -89,6 +139,7 @@ int session_dump(struct session *s, unsigned seq)
 		fast_reconcile(s);
 		fast_sync_stats(s);
 	}
+	session_note_caps(s);
 	if (!s->target_gone && !s->exec_seen && proc_maps_read(s->proc_tid, &fresh) == 0 &&
 	    fresh.n != s->maps.n) {
 		struct symbolizer *nsym = symbolizer_new(s->proc_tid, &fresh);
@@ -98,6 +149,10 @@ int session_dump(struct session *s, unsigned seq)
 			maps = &fresh;
 		}
 	}
+	snprintf(sc_note, sizeof(sc_note), "seccomp filter: %s", s->sc.note);
+	ncomments = s->sc.note[0] ? 3 : 2;
+	for (size_t i = 0; i < s->nnotes; i++)
+		comments[ncomments++] = s->notes[i];
 	snprintf(comment, sizeof(comment), "events=%llu nested=%llu unwind_errors=%llu",
 		 (unsigned long long)s->events, (unsigned long long)s->nested,
 		 (unsigned long long)s->unwind_errors);
@@ -108,7 +163,7 @@ int session_dump(struct session *s, unsigned seq)
 		.maps = maps,
 		.sym = sym,
 		.comments = comments,
-		.ncomments = 1,
+		.ncomments = ncomments,
 	};
 	path = seq ? dump_numbered_path(s->output, seq) : xstrdup(s->output);
 	rc = dump_write_at(&s->out, path, s->opt->format, s->prof, &d);
@@ -156,7 +211,7 @@ static void fast_loop(struct session *s)
 	int status;
 	pid_t tid;
 
-	while (!stop_signal && !s->target_gone && !s->exec_seen) {
+	while (!stop_signal && !s->target_gone && !s->exec_seen && !s->hostile) {
 		if (ticked) {
 			ticked = 0;
 			child_event = 1;	/* also poll, in case a SIGCHLD was missed */
@@ -250,6 +305,7 @@ static void describe_end(int status, char *buf, size_t len)
 
 static int attach(struct session *s)
 {
+	struct seccomp_params pp;
 	int rc;
 
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
@@ -268,7 +324,10 @@ static int attach(struct session *s)
 		tracee_detach_all(&s->tr);
 		return rc ? rc : -ESRCH;
 	}
-	rc = recover_leftovers(s);
+	pp = (struct seccomp_params){ s->pid, s->fast, s->exact, patch_region_size(s) };
+	rc = seccomp_plan_make(&s->tr, &pp, &s->sc);	/* before any remote syscall */
+	if (!rc)
+		rc = recover_leftovers(s);
 	if (rc) {
 		tracee_resume_all(&s->tr);
 		tracee_detach_all(&s->tr);
@@ -291,6 +350,7 @@ static int attach(struct session *s)
 	s->start_ns = clock_ns(CLOCK_MONOTONIC);
 	s->start_wall_ns = clock_ns(CLOCK_REALTIME);
 	s->next_every_ns = s->start_ns + s->opt->every_ns;
+	s->tr.syscall_stops = !s->fast;	/* trap mode: the traps are syscall-stops */
 	tracee_resume_all(&s->tr);
 	return 0;
 }
@@ -305,6 +365,7 @@ static void detach(struct session *s)
 	}
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 
+	s->tr.syscall_stops = 0;	/* the traps are plain getpid calls from now on */
 	tracee_stop_all(&s->tr, events_dispatch, s);
 	pr_debug("stopped %zu threads in %.1f ms", s->tr.n, (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	patch_remove(s);	/* the rings are drained after: the target need not wait */
@@ -355,6 +416,8 @@ int session_run(const struct options *opt)
 	s.pid = opt->pid;
 	s.fast = opt->mode == MODE_FAST;
 	s.exact = opt->sample_rate == 1;
+	install_stop_handlers();
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	if (tracee_check(s.pid))
 		return 1;
 	s.proc_tid = tracee_live_tid(s.pid);	/* the leader may have exited */
@@ -382,11 +445,21 @@ int session_run(const struct options *opt)
 		pr_err("cannot set up the unwinder for %d", s.pid);
 		goto out;
 	}
+	if (membudget_plan(&s))
+		goto out;
+	pr_debug("%s", s.mem_note);
 	/* Symbols first, while the target runs untouched: loading a big
 	 * object's DWARF takes tens of milliseconds, in which a busy target
-	 * would fill the rings with events the tool cannot yet keep up with. */
-	while (s.warm_next < s.maps.n)
+	 * would fill the rings with events the tool cannot yet keep up with.
+	 * One object at a time, as long as no stop was asked for and half of
+	 * --duration is left; what is not loaded now is loaded at the dump. */
+	while (s.warm_next < s.maps.n && !stop_signal &&
+	       !(opt->duration_ns && clock_ns(CLOCK_MONOTONIC) - t0 >= opt->duration_ns / 2))
 		fast_warm_step(&s);
+	if (stop_signal) {
+		fprintf(stderr, "heapattach: interrupted before attaching; PID %d untouched\n", s.pid);
+		goto out;
+	}
 	install_signals();
 	live_session = &s;
 	xmalloc_oom_hook = emergency_detach;
@@ -436,11 +509,14 @@ int session_run(const struct options *opt)
 	if (session_dump(&s, 0) == 0) {
 		fprintf(stderr, "heapattach: wrote %s (%llu events)\n", s.output,
 			(unsigned long long)s.events);
-		code = 0;
-		if (s.regions_left)
+		if (s.hostile)
+			code = 1;	/* the target fought us: the profile is partial */
+		else if (s.regions_left)
 			code = 4;	/* said by patch_remove */
 		else if (s.target_gone && s.exit_status != -1 && WIFSIGNALED(s.exit_status))
 			code = 3;
+		else
+			code = 0;
 	}
 out:
 	live_session = NULL;

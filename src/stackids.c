@@ -12,10 +12,13 @@ int stackids_publish(struct shm_stack *table, const uint64_t *pcs, size_t n, uin
 	h = shm_stack_hash_end(h, (uint32_t)n);
 	for (int i = 0; i < SHM_STACK_PROBES; i++) {
 		struct shm_stack *e = &table[(h + i) & (SHM_NSTACKS - 1)];
+		/* read once: the target can write the table too (it only
+		 * misleads its own agent) */
+		uint64_t eh = *(volatile uint64_t *)&e->hash;
 
-		if (e->hash == h && e->nframes == n)
+		if (eh == h && *(volatile uint32_t *)&e->nframes == n)
 			return 0;
-		if (e->hash)
+		if (eh)
 			continue;
 		e->id = id;
 		e->nframes = (uint32_t)n;

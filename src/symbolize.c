@@ -7,8 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include "debugfile.h"
 #include "elfobj.h"
 #include "symbolize.h"
+#include "tfile.h"
 #include "xmalloc.h"
 
 /*
@@ -31,7 +34,8 @@ struct symobj {
 	char *path;
 	uint64_t inode;
 	struct elfobj *elf, *dbg;
-	Dwarf *dw;
+	struct debugfile_dwarf dwarf;
+	Dwarf *dw;                      /* dwarf.dw, or NULL */
 	uint64_t bias;
 	int have_bias;
 	struct fsym *syms;
@@ -45,7 +49,7 @@ struct symbolizer {
 	unsigned char *tried;           /* per mapping index */
 	struct symobj **objs;
 	size_t nobjs, capobjs;
-	char root[40];                  /* "/proc/PID/root" */
+	int root;                       /* the target's root (tfile_root), or -errno */
 };
 
 /* ---- demangling: libstdc++'s __cxa_demangle (C linkage), loaded on demand ---- */
@@ -152,7 +156,8 @@ static struct symobj *load_obj(struct symbolizer *s, const struct proc_map *m)
 {
 	const struct proc_map *first = first_map(s->maps, m);
 	struct symobj *o = xcalloc(1, sizeof(*o));
-	Elf *elf = NULL;
+	struct elfobj *dwelf = NULL;
+	char *where = NULL;
 
 	o->path = xstrdup(m->path);
 	o->inode = m->inode;
@@ -161,13 +166,16 @@ static struct symobj *load_obj(struct symbolizer *s, const struct proc_map *m)
 		return o;
 	o->have_bias = !elfobj_load_bias(o->elf, first, &o->bias) ||
 		       !elfobj_load_bias(o->elf, m, &o->bias);
-	if (elfobj_has_debug_info(o->elf))
-		elf = elfobj_elf(o->elf);
-	else if ((o->dbg = elfobj_open_debug(o->elf, s->root, m->path)) &&
-		 elfobj_has_debug_info(o->dbg))
-		elf = elfobj_elf(o->dbg);
-	if (elf)
-		o->dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
+	if (elfobj_has_debug_info(o->elf)) {
+		dwelf = o->elf;
+		where = xstrdup(m->path);
+	} else if ((o->dbg = debugfile_open(o->elf, s->root, m->path, &where)) &&
+		   elfobj_has_debug_info(o->dbg)) {
+		dwelf = o->dbg;
+	}
+	if (dwelf && !debugfile_dwarf_begin(&o->dwarf, dwelf, s->root, where))
+		o->dw = o->dwarf.dw;
+	free(where);
 	build_table(o);
 	return o;
 }
@@ -177,8 +185,7 @@ static void free_obj(struct symobj *o)
 	for (size_t i = 0; i < o->nsyms; i++)
 		free(o->syms[i].demangled);
 	free(o->syms);
-	if (o->dw)
-		dwarf_end(o->dw);
+	debugfile_dwarf_end(&o->dwarf);
 	elfobj_free(o->dbg);
 	elfobj_free(o->elf);
 	free(o->path);
@@ -248,7 +255,7 @@ struct symbolizer *symbolizer_new(pid_t pid, const struct proc_maps *maps)
 	s->maps = maps;
 	s->by_map = xcalloc(maps->n ? maps->n : 1, sizeof(*s->by_map));
 	s->tried = xcalloc(maps->n ? maps->n : 1, 1);
-	snprintf(s->root, sizeof(s->root), "/proc/%d/root", (int)pid);
+	s->root = tfile_root(pid);
 	return s;
 }
 
@@ -259,6 +266,8 @@ void symbolizer_free(struct symbolizer *s)
 	for (size_t i = 0; i < s->nobjs; i++)
 		free_obj(s->objs[i]);
 	free(s->objs);
+	if (s->root >= 0)
+		close(s->root);
 	free(s->by_map);
 	free(s->tried);
 	free(s);

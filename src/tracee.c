@@ -241,13 +241,8 @@ static int is_group_stop(int status)
 	       (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU);
 }
 
-/*
- * Interrupt th unless it is stopped. Sent again even when an interrupt is
- * outstanding: another ptrace stop (a clone event) can come first and take
- * the interrupt's place, and a thread then left waiting on a futex would
- * never stop. A second PTRACE_INTERRUPT while one is pending costs nothing:
- * it still makes one stop.
- */
+/* Interrupt th unless it is stopped: again even if an interrupt is
+ * outstanding, since any other stop it reported meanwhile used that up. */
 static int interrupt_one(struct thread *th)
 {
 	if (th->state == TS_STOPPED)
@@ -347,13 +342,13 @@ int tracee_resume(struct tracee *tr, struct thread *th)
 {
 	long rc;
 
-	(void)tr;
 	if (th->pending_sig == -1) {
 		rc = ptrace(PTRACE_LISTEN, th->tid, 0, 0);
 		th->pending_sig = 0;
 		th->state = TS_LISTENING;
 	} else {
-		rc = ptrace(PTRACE_CONT, th->tid, 0, (void *)(long)th->pending_sig);
+		rc = ptrace(tr->syscall_stops ? PTRACE_SYSCALL : PTRACE_CONT, th->tid, 0,
+			    (void *)(long)th->pending_sig);
 		th->pending_sig = 0;
 		th->state = TS_RUNNING;
 	}

@@ -12,16 +12,22 @@
  *    direct-mapped page cache. Pages of file-backed, non-writable mappings
  *    (.eh_frame_hdr, .eh_frame, code) stay cached across unwinds; other pages
  *    live for one unwind only;
- *  - find_proc_info goes to libunwind-ptrace's _UPT_find_proc_info, but with
- *    one _UPT context per executable mapping. A _UPT context caches the
- *    unwind table of a single object and re-reads /proc/PID/maps and re-maps
- *    the ELF file on every miss, so a shared context thrashes as soon as a
- *    stack crosses two objects;
+ *  - find_proc_info searches the object's .eh_frame_hdr table with
+ *    libunwind's own search (dwarf_search_unwind_table, as
+ *    libunwind-ptrace's _UPT_find_proc_info does), over a table entry we
+ *    build once per executable mapping: the ELF is opened only by
+ *    proc_open_mapped (the mapped file itself, never a path resolved on the
+ *    host, never a FIFO or device) and the header checked here. The table
+ *    and the FDEs are then read from the target's memory through
+ *    access_mem. libunwind-ptrace itself is not used: it opens
+ *    /proc/PID/root + path with a plain open() (a FIFO blocks it, an
+ *    absolute symlink resolves on the host, and without /proc/PID/root it
+ *    opens the bare path on the host), follows .gnu_debuglink by path, and
+ *    abort()s on an .eh_frame_hdr table encoding it does not expect;
  *  - libunwind's own register-state cache (keyed by ip) is on, so a known ip
  *    costs no unwind-info lookup at all.
- * _UPT_find_proc_info passes its own (context) argument to access_mem, so the
- * accessors find the unwinder through a thread-local pointer that is set for
- * the duration of unwind_stack().
+ * The accessors find the unwinder through a thread-local pointer that is set
+ * for the duration of unwind_stack().
  *
  * Cost (tests/tools/unwtest bench, 13 frames over exe/libgcc_s/libc): ~10 us
  * per warm unwind, one process_vm_readv; most of the rest is the
@@ -40,11 +46,19 @@
 #include <unistd.h>
 #include <elf.h>
 #include <libunwind.h>
-#include <libunwind-ptrace.h>
 
+#include "elfobj.h"
 #include "log.h"
+#include "proc.h"
 #include "unwind.h"
 #include "xmalloc.h"
+
+/* libunwind's search of a binary-search table (remote: read through the
+ * accessors); exported, and called by libunwind-ptrace, but not declared in
+ * libunwind's public headers. */
+#define dwarf_search_unwind_table UNW_OBJ(dwarf_search_unwind_table)
+extern int dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip, unw_dyn_info_t *di,
+				     unw_proc_info_t *pi, int need_unwind_info, void *arg);
 
 #define UNWIND_STACK_WINDOW	(32 * 1024)
 #define PAGE_SZ			4096UL
@@ -52,7 +66,7 @@
 #define UNWIND_RS_CACHE_SIZE	2048	/* libunwind register states (ips) */
 
 struct umap {
-	uint64_t start, end;
+	uint64_t start, end, offset;
 	int writable, exec;
 	int file;			/* backed by a regular, stable file */
 	char *path;
@@ -60,7 +74,8 @@ struct umap {
 
 struct uobj {
 	uint64_t start, end;		/* the executable mapping */
-	void *upt;			/* _UPT context, NULL if no unwind info */
+	int have_table;			/* di is valid */
+	unw_dyn_info_t di;		/* its .eh_frame_hdr table, in target memory */
 };
 
 struct pslot {
@@ -157,6 +172,7 @@ static int maps_parse_line(char *line, struct umap *m)
 	p[strcspn(p, "\n")] = 0;
 	m->start = start;
 	m->end = end;
+	m->offset = off;
 	m->writable = perms[1] == 'w';
 	m->exec = perms[2] == 'x';
 	/* not: anonymous, [stack]/[vdso], deleted, memfd (e.g. our trampoline
@@ -240,28 +256,108 @@ static struct umap *maps_lookup(struct unwinder *u, uint64_t addr)
 	return m;
 }
 
-/*
- * Whether the file behind m, opened the way libunwind-ptrace opens it
- * (/proc/PID/root + path), starts with a valid 64-bit ELF header. libunwind
- * 1.6.2 unmaps an invalid image without forgetting it and unmaps it again
- * later (libunwind #738), so such files must never reach it.
- */
-static int elf_ok(pid_t pid, const struct umap *m)
+/* Byte size of a DW_EH_PE_* encoded value (low nibble: format), or -1 for
+ * variable-length or unknown formats. */
+static int enc_size(uint8_t enc)
 {
-	unsigned char id[EI_NIDENT];
-	char path[PATH_MAX];
-	int fd, ok;
+	if (enc == 0xff)	/* DW_EH_PE_omit */
+		return 0;
+	switch (enc & 0x0f) {
+	case 0x00:		/* absptr */
+	case 0x04:		/* udata8 */
+	case 0x0c:		/* sdata8 */
+		return 8;
+	case 0x02:		/* udata2 */
+	case 0x0a:		/* sdata2 */
+		return 2;
+	case 0x03:		/* udata4 */
+	case 0x0b:		/* sdata4 */
+		return 4;
+	default:
+		return -1;
+	}
+}
 
-	if (snprintf(path, sizeof(path), "/proc/%d/root%s", pid, m->path) >= (int)sizeof(path))
-		return 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ok = pread(fd, id, sizeof(id), 0) == sizeof(id) &&
-	     !memcmp(id, ELFMAG, SELFMAG) && id[EI_CLASS] == ELFCLASS64 &&
-	     id[EI_VERSION] != EV_NONE && id[EI_VERSION] <= EV_CURRENT;
-	close(fd);
-	return ok;
+int unwind_parse_eh_frame_hdr(const void *buf, size_t len, uint64_t seg_size,
+			      uint64_t *table_off, uint64_t *fde_count)
+{
+	const uint8_t *b = buf;
+	int psz, csz;
+	uint64_t off, n = 0;
+
+	if (len < 4 || seg_size < 4 || b[0] != 1)
+		return -EINVAL;
+	psz = enc_size(b[1]);
+	csz = enc_size(b[2]);
+	/* a count stored as an absolute, fixed-size number; the table as
+	 * DW_EH_PE_datarel | DW_EH_PE_sdata4 pairs, the one layout libunwind reads */
+	if (psz < 0 || csz <= 0 || (b[2] & 0xf0) || b[3] != 0x3b)
+		return -EINVAL;
+	off = 4 + (uint64_t)psz + (uint64_t)csz;
+	if (off > len || off > seg_size)
+		return -EINVAL;
+	memcpy(&n, b + 4 + psz, csz);	/* little-endian */
+	if (csz == 2 && (b[2] & 0x08))
+		n = (uint64_t)(int64_t)(int16_t)n;
+	else if (csz == 4 && (b[2] & 0x08))
+		n = (uint64_t)(int64_t)(int32_t)n;
+	if ((int64_t)n < 0 || n > (seg_size - off) / 8)
+		return -EINVAL;
+	*table_off = off;
+	*fde_count = n;
+	return 0;
+}
+
+/*
+ * Fill o->di from the ELF behind m (an executable file mapping): the
+ * .eh_frame_hdr binary-search table, located by PT_GNU_EH_FRAME. 0, or
+ * -ENOENT when the object has no usable table.
+ */
+static int load_table(struct unwinder *u, const struct umap *m, struct uobj *o)
+{
+	struct proc_map pm = {
+		.start = m->start, .end = m->end, .offset = m->offset,
+		.prot = PROC_MAP_R | PROC_MAP_X, .path = m->path,
+	};
+	const struct elfobj_segment *seg;
+	uint64_t vaddr, size, bias, toff, nfde, lo = UINT64_MAX, hi = 0;
+	uint8_t hdr[20];
+	struct elfobj *e;
+	size_t nseg;
+	int ret = -ENOENT;
+
+	e = elfobj_open_fd_flags(proc_open_mapped(u->pid, &pm), ELFOBJ_OPEN_NO_SYMS);
+	if (!e || elfobj_eh_frame_hdr(e, &vaddr, &size) || elfobj_load_bias(e, &pm, &bias))
+		goto out;
+	if (elfobj_read(e, vaddr, hdr, size < sizeof(hdr) ? size : sizeof(hdr)) ||
+	    unwind_parse_eh_frame_hdr(hdr, size < sizeof(hdr) ? size : sizeof(hdr), size,
+				      &toff, &nfde))
+		goto out;
+	seg = elfobj_segments(e, &nseg);
+	for (size_t i = 0; i < nseg; i++) {
+		if (seg[i].vaddr < lo)
+			lo = seg[i].vaddr;
+		if (seg[i].vaddr + seg[i].memsz > hi)
+			hi = seg[i].vaddr + seg[i].memsz;
+	}
+	if (lo >= hi)
+		goto out;
+	memset(&o->di, 0, sizeof(o->di));
+	o->di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+	/* the object's extent, and never less than the mapping */
+	o->di.start_ip = lo + bias < m->start ? lo + bias : m->start;
+	o->di.end_ip = hi + bias > m->end ? hi + bias : m->end;
+	/* datarel FDE pointers (never emitted on x86-64) would need DT_PLTGOT */
+	o->di.gp = 0;
+	/* table entries are relative to the start of .eh_frame_hdr */
+	o->di.u.rti.segbase = bias + vaddr;
+	o->di.u.rti.table_data = bias + vaddr + toff;
+	/* in words; each entry is two int32 */
+	o->di.u.rti.table_len = nfde * 8 / sizeof(unw_word_t);
+	ret = 0;
+out:
+	elfobj_free(e);
+	return ret;
 }
 
 /* The object record for the executable mapping that contains ip, created on
@@ -284,20 +380,17 @@ static struct uobj *obj_for_ip(struct unwinder *u, uint64_t ip)
 	o = &u->objs[u->nobjs++];
 	o->start = m->start;
 	o->end = m->end;
-	o->upt = elf_ok(u->pid, m) ? _UPT_create(u->pid) : NULL;
-	if (o->upt)
+	o->have_table = !load_table(u, m, o);
+	if (o->have_table)
 		u->st.objects++;
 	else
 		pr_debug("unwind: no unwind info for %s", m->path);
 	return o;
 }
 
-/* Destroy the per-object _UPT contexts (unmapping their ELF images). */
+/* Forget the per-object tables. */
 static void objs_drop(struct unwinder *u)
 {
-	for (size_t i = 0; i < u->nobjs; i++)
-		if (u->objs[i].upt)
-			_UPT_destroy(u->objs[i].upt);
 	u->nobjs = 0;
 }
 
@@ -372,16 +465,21 @@ static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_
 	(void)arg;
 	u->st.find_proc_info++;
 	o = obj_for_ip(u, ip);
-	if (!o || !o->upt)
+	/* libunwind asserts that ip is in the table's range */
+	if (!o || !o->have_table || ip < o->di.start_ip || ip >= o->di.end_ip)
 		return -UNW_ENOINFO;
-	return _UPT_find_proc_info(as, ip, pi, need_unwind_info, o->upt);
+	return dwarf_search_unwind_table(as, ip, &o->di, pi, need_unwind_info, arg);
 }
 
+/*
+ * Nothing to free: libunwind calls this for dynamically registered unwind
+ * info only, and frees the CIE info it allocated for a table entry itself.
+ */
 static void acc_put_unwind_info(unw_addr_space_t as, unw_proc_info_t *pi, void *arg)
 {
+	(void)as;
+	(void)pi;
 	(void)arg;
-	/* frees pi->unwind_info; does not look at its context argument */
-	_UPT_put_unwind_info(as, pi, NULL);
 }
 
 /*

@@ -9,9 +9,12 @@
  *        must hold it back and re-send it, so PID is stopped after detach
  *   -m groupstop: PID is already group-stopped (kill -STOP); it must still
  *        be after detach
- *   -b N time N remote getpid calls, with the swapped and the permanent stub
+ *   -b N time N remote getpid calls
  *   -o   seize with the options heapattach uses (TRACECLONE|TRACEFORK|
  *        TRACEVFORK|TRACEEXEC|TRACEEXIT) plus TRACESYSGOOD, instead of 0
+ *   -d STEP -t TID: only run getpid in thread TID (picky, see remote.h),
+ *        dying by SIGKILL at step STEP of remote_syscall (remote_die_at);
+ *        exits 3 if the call returned instead, 4 if the thread was refused
  * Exits 0 when every check passes, 1 otherwise (after detaching).
  *
  * The seize/interrupt/detach code here is a minimal local stand-in for the
@@ -19,6 +22,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -205,7 +209,7 @@ static int fd_list(pid_t pid, char *sig, size_t siglen)
 
 /* ---- checks ---- */
 
-static void check_ids(pid_t pid, uint64_t stub, const char *how)
+static void check_ids(pid_t pid, const char *how)
 {
 	for (int i = 0; i < ntids; i++) {
 		struct remote_ctx ctx;
@@ -215,7 +219,6 @@ static void check_ids(pid_t pid, uint64_t stub, const char *how)
 		siginfo_t a, b;
 
 		remote_ctx_init(&ctx, pid, tids[i]);
-		ctx.stub = stub;
 		memset(&a, 0, sizeof(a));
 		memset(&b, 0, sizeof(b));
 		ptrace(PTRACE_GETSIGINFO, tids[i], NULL, &a);
@@ -286,14 +289,12 @@ static void check_sigdeliver(pid_t pid)
 	remote_ctx_init(&ctx, pid, pid);
 	err = remote_syscall(&ctx, SYS_getpid, 0, 0, 0, 0, 0, 0, &ret);
 	check(!err && ret == pid, "getpid in sigdeliver stop: %d %ld", err, ret);
+	/* SIGWINCH was delivered (ignored by default): now an event stop. */
+	check(ctx.delivered && ctx.stop_sig == SIGTRAP, "delivered %d, stop %d",
+	      ctx.delivered, ctx.stop_sig);
 	check(ptrace(PTRACE_GETSIGINFO, pid, NULL, &si) == 0 &&
-	      si.si_signo == SIGWINCH, "siginfo restored: signo %d",
-	      si.si_signo);
-	/* Deliver it (ignored by default) and go back to an event stop. */
-	ptrace(PTRACE_INTERRUPT, pid, NULL, NULL);
-	if (ptrace(PTRACE_CONT, pid, NULL, (void *)(long)SIGWINCH) < 0)
-		check(0, "resume with SIGWINCH: %s", strerror(errno));
-	check(wait_event_stop(pid) == 0, "event stop after SIGWINCH");
+	      si.si_signo == SIGTRAP && si.si_code >> 8 == PTRACE_EVENT_STOP,
+	      "in an event stop: signo %d code 0x%x", si.si_signo, si.si_code);
 }
 
 /* Is SIGSTOP pending for thread tid (its own queue)? */
@@ -324,22 +325,39 @@ static double now_us(void)
 }
 
 /* Print the mean cost of n remote getpid calls in the main thread. */
-static void bench(pid_t pid, uint64_t stub, int n, const char *how)
+static void bench(pid_t pid, int n)
 {
 	struct remote_ctx ctx;
 	double t0 = now_us();
 	long ret;
 
 	remote_ctx_init(&ctx, pid, pid);
-	ctx.stub = stub;
 	for (int i = 0; i < n; i++)
 		if (remote_syscall(&ctx, SYS_getpid, 0, 0, 0, 0, 0, 0, &ret) ||
 		    ret != pid) {
 			check(0, "bench getpid %d", i);
 			return;
 		}
-	printf("injtest: %s stub: %.1f us per remote syscall\n", how,
-	       (now_us() - t0) / n);
+	printf("injtest: %.1f us per remote syscall\n", (now_us() - t0) / n);
+}
+
+/* The memfd of the region at [at, at + size) is sealed against resizing:
+ * even root, through the target's map_files, cannot shrink it. */
+static void check_sealed(pid_t pid, uint64_t at, size_t size)
+{
+	char path[128];
+	int fd, seals, want = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid, at,
+		 at + size);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	check(fd >= 0, "open %s: %s", path, strerror(errno));
+	if (fd < 0)
+		return;
+	seals = fcntl(fd, F_GET_SEALS);
+	check(seals >= 0 && (seals & want) == want, "memfd seals %#x", seals);
+	check(ftruncate(fd, 0) < 0 && errno == EPERM, "memfd could be shrunk");
+	close(fd);
 }
 
 static void check_region(pid_t pid, uint64_t libc, unsigned flags)
@@ -363,7 +381,6 @@ static void check_region(pid_t pid, uint64_t libc, unsigned flags)
 	check(dist > -(int64_t)INJECT_REACH && dist < (int64_t)INJECT_REACH,
 	      "region 0x%" PRIx64 " too far from libc 0x%" PRIx64, reg.remote,
 	      libc);
-	check(ctx.stub == reg.remote, "ctx.stub set");
 
 	memcpy((char *)reg.local + 64, marker, sizeof(marker));
 	rv.iov_base = (void *)(reg.remote + 64);
@@ -379,16 +396,16 @@ static void check_region(pid_t pid, uint64_t libc, unsigned flags)
 	else
 		check(strstr(line, "memfd:heapattach") != NULL,
 		      "memfd mapping: %s", line);
+	if (!(flags & INJECT_F_ANON))
+		check_sealed(pid, reg.remote, reg.size);
 	check(fd_list(pid, fds_after, sizeof(fds_after)) == nfd &&
 	      !strcmp(fds_before, fds_after), "no fd left in target: %s / %s",
 	      fds_before, fds_after);
 
-	/* Syscalls from the permanent stub, in every thread. */
-	check_ids(pid, ctx.stub, "stub");
-	if (nbench) {
-		bench(pid, 0, nbench, "swapped");
-		bench(pid, ctx.stub, nbench, "permanent");
-	}
+	/* Syscalls with the region mapped, in every thread. */
+	check_ids(pid, "mapped");
+	if (nbench)
+		bench(pid, nbench);
 
 	/* A second, RW view of the same pages. */
 	err = inject_region_alias(&ctx, &reg, libc, PROT_READ | PROT_WRITE,
@@ -410,22 +427,54 @@ static void check_region(pid_t pid, uint64_t libc, unsigned flags)
 	where = reg.remote;
 	err = inject_region_remove(&ctx, &reg);
 	check(!err, "inject_region_remove: %s", strerror(-err));
-	check(ctx.stub == 0, "ctx.stub reset");
 	check(!maps_line_at(pid, where, line, sizeof(line)), "mapping gone: %s",
 	      line);
 	check(fd_list(pid, fds_after, sizeof(fds_after)) == nfd,
 	      "fd count unchanged at the end");
 }
 
+/* -d: one getpid in thread tid that dies at step die_step. Exit 3 or 4. */
+static int die_in(pid_t pid, pid_t tid, int die_step)
+{
+	struct user_regs_struct r;
+	struct remote_ctx ctx;
+	long ret = 0;
+	int err;
+
+	if (ptrace(PTRACE_GETREGS, tid, NULL, &r) == 0) {
+		printf("injtest: step %d in thread %d: orig_rax %lld rax %lld\n", die_step,
+		       (int)tid, (long long)r.orig_rax, (long long)r.rax);
+		fflush(stdout);
+	}
+	remote_ctx_init(&ctx, pid, tid);
+	ctx.picky = 1;
+	remote_die_at = die_step;
+	err = remote_syscall(&ctx, SYS_getpid, 0, 0, 0, 0, 0, 0, &ret);
+	remote_die_at = 0;
+	detach_all();
+	if (err == -EAGAIN) {
+		printf("injtest: thread %d refused (restart would be lost)\n", (int)tid);
+		return 4;
+	}
+	printf("injtest: step %d not reached in %d: %d, %ld\n", die_step, (int)tid, err, ret);
+	return 3;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned flags = 0;
-	int sigdeliver = 0, pendstop = 0, opt, err;
+	int sigdeliver = 0, pendstop = 0, die_step = 0, opt, err;
+	pid_t pid, die_tid = 0;
 	uint64_t libc;
-	pid_t pid;
 
-	while ((opt = getopt(argc, argv, "ab:ovm:")) != -1) {
+	while ((opt = getopt(argc, argv, "ab:d:ot:vm:")) != -1) {
 		switch (opt) {
+		case 'd':
+			die_step = atoi(optarg);
+			break;
+		case 't':
+			die_tid = atoi(optarg);
+			break;
 		case 'o':
 			seize_opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK |
 				     PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC |
@@ -459,13 +508,15 @@ int main(int argc, char **argv)
 		detach_all();
 		return 1;
 	}
+	if (die_step)
+		return die_in(pid, die_tid ? die_tid : pid, die_step);
 	libc = find_libc(pid);
 	check(libc != 0, "libc found in maps");
 	if (sigdeliver)
 		check_sigdeliver(pid);
 	if (pendstop)
 		syscall(SYS_tgkill, pid, pid, SIGSTOP);
-	check_ids(pid, 0, "swap");
+	check_ids(pid, "first");
 	if (pendstop) {
 		check(requeued > 0, "the pending SIGSTOP was held and re-sent");
 		check(sigstop_pending(pid, pid), "SIGSTOP pending again");
@@ -479,6 +530,7 @@ int main(int argc, char **argv)
 	       requeued, failures);
 	return failures ? 1 : 0;
 usage:
-	fprintf(stderr, "usage: injtest [-a] [-o] [-v] [-b N] [-m sigdeliver|pendstop|groupstop] PID\n");
+	fprintf(stderr, "usage: injtest [-a] [-o] [-v] [-b N] [-m sigdeliver|pendstop|groupstop] "
+		"[-d STEP [-t TID]] PID\n");
 	return 2;
 }

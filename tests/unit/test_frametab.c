@@ -239,6 +239,9 @@ static void test_rule_no_code(void)
 	expect_int_eq(frametab_learn(ft, 0), -ENOENT);
 	expect_int_eq(frametab_learn(ft, (uint64_t)heap + 8), -ENOENT);
 	expect_int_eq(frametab_learn(ft, (uint64_t)&data_word + 1), -ENOENT);
+	/* in no mapping: the maps were read a moment ago, not again yet */
+	expect_int_eq(frametab_learn(ft, 8), -EAGAIN);
+	frametab_reset(ft);
 	expect_int_eq(frametab_learn(ft, 8), -ENOENT);
 	free(heap);
 }

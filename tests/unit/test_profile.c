@@ -168,6 +168,8 @@ static void test_live_table_scale(void)
 	struct profile *p = profile_new(524288);
 	uint64_t *ptrs = malloc(n * sizeof(*ptrs));
 	uint64_t seed = 12345, pc[2];
+
+	profile_set_caps(p, 0, 0, 0, n);	/* beyond PROFILE_MAX_LIVE: the table itself */
 	struct sum s;
 	size_t bad = 0;
 
@@ -346,7 +348,78 @@ static void test_scale(void)
 	expect_int_eq(b, (16 << 20) + 1);
 }
 
+/* count allocations of 16 bytes, each from a new stack: pc[1..npcs) and a
+ * leaf of its own. */
+static void alloc_new_stacks(struct profile *p, uint64_t *pc, size_t npcs, unsigned count)
+{
+	for (uint64_t i = 0; i < count; i++) {
+		pc[0] = 0x400000 + i * 8;
+		profile_record_alloc(p, pc, npcs, 16, 0x10000 + i * 16);
+	}
+}
+
+/* Made-up events cannot grow the tables past their caps: new stacks go
+ * to the empty stack, new buckets to its power-of-two sizes, new live
+ * pointers count as allocated only; the caps reached are told. */
+static void test_caps(void)
+{
+	struct profile *p = profile_new(1);
+	uint64_t pc[4] = { 0, 0x500000, 0x600000, 0x700000 };
+	uint32_t over;
+	struct sum s;
+
+	profile_set_caps(p, 4, 0, 8, 16);
+	alloc_new_stacks(p, pc, 1, 10);
+	expect_int_eq(profile_nstacks(p), 5);	/* 4 and the empty one */
+	expect_int_eq(profile_caps_hit(p), PROFILE_CAP_STACKS);
+	pc[0] = 0x480000;
+	over = profile_stack_id(p, pc, 1);
+	pc[0] = 0x490000;
+	expect_int_eq(profile_stack_id(p, pc, 1), over);
+	expect_int_eq(profile_stack_id(p, NULL, 0), over);
+	/* 5 buckets so far; 3 more sizes of a known stack fill the cap, then
+	 * sizes 100..199 of it go to (empty stack, 64) and (empty stack, 128) */
+	pc[0] = 0x400000;
+	for (uint64_t sz = 100; sz < 200; sz++)
+		profile_record_alloc(p, pc, 1, sz, 0x900000 + sz * 16);
+	expect_int_eq(profile_nbuckets(p), 10);
+	expect_true(profile_caps_hit(p) & PROFILE_CAP_BUCKETS);
+	/* 110 allocations, 16 of them live */
+	expect_int_eq(profile_nlive(p), 16);
+	expect_true(profile_caps_hit(p) & PROFILE_CAP_LIVE);
+	s = sum_of(p);
+	expect_int_eq(s.alloc_count, 110);
+	expect_int_eq(s.inuse_count, 16);
+	/* a free of a pointer turned away is unknown */
+	expect_int_eq(profile_record_free(p, 0x900000 + 199 * 16), 0);
+	profile_free(p);
+
+	/* the frames cap: 3 stacks of 4 frames do not fit in 10 */
+	p = profile_new(1);
+	profile_set_caps(p, 0, 10, 0, 0);
+	alloc_new_stacks(p, pc, 4, 3);
+	expect_int_eq(profile_nstacks(p), 3);	/* 2 and the empty one */
+	expect_int_eq(profile_caps_hit(p), PROFILE_CAP_STACKS);
+	profile_free(p);
+}
+
+/* Figures the target made up do not overflow the unsampled ones. */
+static void test_scale_saturates(void)
+{
+	int64_t c, b;
+
+	profile_scale(1, UINT64_MAX, 524288, &c, &b);
+	expect_int_eq(c, 1);
+	expect_true(b == INT64_MAX);
+	profile_scale(UINT64_MAX, 1, 524288, &c, &b);
+	expect_true(c == INT64_MAX);
+	profile_scale(UINT64_MAX, UINT64_MAX, 1, &c, &b);
+	expect_true(c == INT64_MAX && b == INT64_MAX);
+}
+
 HARNESS_MAIN("profile",
+	T(test_caps),
+	T(test_scale_saturates),
 	T(test_dedup_and_buckets),
 	T(test_missed_free_and_null),
 	T(test_empty_and_deep_stacks),

@@ -325,6 +325,32 @@ static void test_encode_jmp(void)
 	expect_int_eq(reloc_encode_jmp(b, FROM, FROM + 4 - 0x80000000ull), -ERANGE);
 }
 
+/* Decoding is encoding's inverse, both ways of the sign; only e9 is a jmp. */
+static void test_decode_jmp(void)
+{
+	static const uint8_t call[] = { 0xe8, 0, 0, 0, 0 };
+	uint8_t b[5];
+	uint64_t to = 0;
+
+	expect_int_eq(reloc_encode_jmp(b, FROM, FROM + 5 + 0x7fffffff), 0);
+	expect_int_eq(reloc_decode_jmp(b, FROM, &to), 0);
+	expect_u64_eq(to, FROM + 5 + 0x7fffffff);
+	expect_int_eq(reloc_encode_jmp(b, FROM, FROM - 0x1000), 0);
+	expect_int_eq(reloc_decode_jmp(b, FROM, &to), 0);
+	expect_u64_eq(to, FROM - 0x1000);
+	expect_int_eq(reloc_decode_jmp(call, FROM, &to), -EINVAL);
+}
+
+static void test_patch_skip(void)
+{
+	static const uint8_t endbr[] = { 0xf3, 0x0f, 0x1e, 0xfa, 0xe9, 0, 0, 0, 0 };
+	static const uint8_t plain[] = { 0x55, 0x48, 0x89, 0xe5 };
+
+	expect_int_eq(reloc_patch_skip(endbr, sizeof(endbr)), 4);
+	expect_int_eq(reloc_patch_skip(endbr, 3), 0);
+	expect_int_eq(reloc_patch_skip(plain, sizeof(plain)), 0);
+}
+
 static void test_map_ip(void)
 {
 	/* endbr64; je rel8 (2 -> 6 bytes); mov rbx,rdi at patch+2 -> copy+6 */
@@ -637,6 +663,7 @@ HARNESS_MAIN("reloc",
 	T(test_plain_pushes), T(test_free_je_rel32), T(test_jcc_rel8),
 	T(test_jmp_rel32_and_rel8), T(test_riprel_cmpb), T(test_endbr64),
 	T(test_branch_within_region), T(test_refusals), T(test_call_flag),
-	T(test_far_copy), T(test_encode_jmp), T(test_map_ip), T(test_branch_into),
+	T(test_far_copy), T(test_encode_jmp), T(test_decode_jmp),
+	T(test_patch_skip), T(test_map_ip), T(test_branch_into),
 	T(test_libc_prologues), T(test_libc_sweep), T(test_execute_relocated),
 	T(test_libstdcxx))

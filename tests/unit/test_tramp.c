@@ -1,8 +1,13 @@
-/* Unit tests for tramp.c: exact layouts, and trampolines executed with a SIGTRAP handler. */
+/* Unit tests for tramp.c: exact layouts, and trampolines executed, untraced and trapped by seccomp. */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <signal.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
 #include "harness.h"
 #include "near_page.h"
@@ -28,66 +33,70 @@ static int32_t rel32_at(const uint8_t *p)
 
 static void test_reloc_offsets(void)
 {
-	expect_int_eq(tramp_reloc_offset(TRAMP_ALLOC), 13);
-	expect_int_eq(tramp_reloc_offset(TRAMP_REALLOC), 14);
-	expect_int_eq(tramp_reloc_offset(TRAMP_FREE), 6);
+	expect_int_eq(tramp_reloc_offset(TRAMP_ALLOC), 27);
+	expect_int_eq(tramp_reloc_offset(TRAMP_REALLOC), 42);
+	expect_int_eq(tramp_reloc_offset(TRAMP_FREE), 20);
 	expect_int_eq(tramp_reloc_offset((enum tramp_class)42), -EINVAL);
 }
 
+/* The trap sequence of bkpt.h: push rax, rcx, r11; getpid; pop them. */
+#define TRAP 0x50, 0x51, 0x41, 0x53, 0xb8, 0x27, 0, 0, 0, 0x0f, 0x05, 0x41, 0x5b, 0x59, 0x58
+
 static void test_alloc_layout(void)
 {
-	static const uint8_t head[] = { 0x57, 0x56, 0x52, 0xe8, 0x05, 0, 0, 0,
-					0x5a, 0x5e, 0x5f, 0xcc, 0xc3 };
+	static const uint8_t head[] = { 0x57, 0x56, 0x52, 0xe8, 0x13, 0, 0, 0,
+					0x5a, 0x5e, 0x5f, TRAP, 0xc3 };
 	uint8_t buf[TRAMP_MAX_SIZE];
 	struct reloc_result r;
 	struct tramp_layout lay;
 
-	expect_int_eq(reloc_prologue(malloc_like, sizeof(malloc_like), FROM, TAT + 13, &r), 0);
+	expect_int_eq(sizeof(head), 27);
+	expect_int_eq(reloc_prologue(malloc_like, sizeof(malloc_like), FROM, TAT + 27, &r), 0);
 	expect_int_eq(tramp_emit(TRAMP_ALLOC, TAT, &r, buf, sizeof(buf), &lay), 0);
 	expect_true(!memcmp(buf, head, sizeof(head)));
 	expect_int_eq(lay.entry_trap, -1);
-	expect_int_eq(lay.exit_trap, 11);
-	expect_int_eq(lay.reloc_off, 13);
-	expect_int_eq(lay.size, 13 + r.code_len);
-	expect_true(!memcmp(buf + 13, r.code, r.code_len));
-	expect_int_eq(tramp_trap_kind(&lay, TAT, TAT + 12), TRAMP_TRAP_EXIT);
+	expect_int_eq(lay.exit_trap, 20);
+	expect_int_eq(lay.reloc_off, 27);
+	expect_int_eq(lay.size, 27 + r.code_len);
+	expect_true(!memcmp(buf + 27, r.code, r.code_len));
+	expect_int_eq(tramp_trap_kind(&lay, TAT, TAT + 22), TRAMP_TRAP_EXIT);
 	expect_int_eq(tramp_trap_kind(&lay, TAT, TAT + 1), -ENOENT);
-	expect_int_eq(tramp_trap_kind(&lay, TAT, TAT + 11), -ENOENT);
+	expect_int_eq(tramp_trap_kind(&lay, TAT, TAT + 20), -ENOENT);
 }
 
 static void test_realloc_layout(void)
 {
-	static const uint8_t head[] = { 0xcc, 0x57, 0x56, 0x52, 0xe8, 0x05, 0, 0, 0,
-					0x5a, 0x5e, 0x5f, 0xcc, 0xc3 };
+	static const uint8_t head[] = { TRAP, 0x57, 0x56, 0x52, 0xe8, 0x13, 0, 0, 0,
+					0x5a, 0x5e, 0x5f, TRAP, 0xc3 };
 	uint8_t buf[TRAMP_MAX_SIZE];
 	struct reloc_result r;
 	struct tramp_layout lay;
 
-	expect_int_eq(reloc_prologue(malloc_like, sizeof(malloc_like), FROM, TAT + 14, &r), 0);
+	expect_int_eq(reloc_prologue(malloc_like, sizeof(malloc_like), FROM, TAT + 42, &r), 0);
 	expect_int_eq(tramp_emit(TRAMP_REALLOC, TAT, &r, buf, sizeof(buf), &lay), 0);
 	expect_true(!memcmp(buf, head, sizeof(head)));
-	expect_int_eq(lay.entry_trap, 0);
-	expect_int_eq(lay.exit_trap, 12);
-	expect_int_eq(lay.reloc_off, 14);
-	expect_int_eq(lay.size, 14 + r.code_len);
-	expect_int_eq(tramp_trap_kind(&lay, TAT, TAT + 1), TRAMP_TRAP_ENTRY);
-	expect_int_eq(tramp_trap_kind(&lay, TAT, TAT + 13), TRAMP_TRAP_EXIT);
+	expect_int_eq(lay.entry_trap, 9);
+	expect_int_eq(lay.exit_trap, 35);
+	expect_int_eq(lay.reloc_off, 42);
+	expect_int_eq(lay.size, 42 + r.code_len);
+	expect_int_eq(tramp_trap_kind(&lay, TAT, TAT + 11), TRAMP_TRAP_ENTRY);
+	expect_int_eq(tramp_trap_kind(&lay, TAT, TAT + 37), TRAMP_TRAP_EXIT);
 }
 
 static void test_free_layout(void)
 {
-	static const uint8_t head[] = { 0xcc, 0xe9, 0, 0, 0, 0 };
+	static const uint8_t head[] = { TRAP, 0xe9, 0, 0, 0, 0 };
 	uint8_t buf[TRAMP_MAX_SIZE];
 	struct reloc_result r;
 	struct tramp_layout lay;
 
-	expect_int_eq(reloc_prologue(malloc_like, sizeof(malloc_like), FROM, TAT + 6, &r), 0);
+	expect_int_eq(reloc_prologue(malloc_like, sizeof(malloc_like), FROM, TAT + 20, &r), 0);
 	expect_int_eq(tramp_emit(TRAMP_FREE, TAT, &r, buf, sizeof(buf), &lay), 0);
 	expect_true(!memcmp(buf, head, sizeof(head)));
-	expect_int_eq(lay.entry_trap, 0);
+	expect_int_eq(lay.entry_trap, 9);
 	expect_int_eq(lay.exit_trap, -1);
-	expect_int_eq(lay.reloc_off, 6);
-	expect_int_eq(tramp_trap_kind(&lay, TAT, TAT + 1), TRAMP_TRAP_ENTRY);
+	expect_int_eq(lay.reloc_off, 20);
+	expect_int_eq(tramp_trap_kind(&lay, TAT, TAT + 11), TRAMP_TRAP_ENTRY);
 	/* the jmp back at the end still targets the original code */
 	expect_u64_eq(TAT + lay.size + rel32_at(buf + lay.size - 4), FROM + 7);
 }
@@ -98,23 +107,32 @@ static void test_emit_errors(void)
 	struct reloc_result r;
 	struct tramp_layout lay;
 
-	expect_int_eq(reloc_prologue(malloc_like, sizeof(malloc_like), FROM, TAT + 13, &r), 0);
+	expect_int_eq(reloc_prologue(malloc_like, sizeof(malloc_like), FROM, TAT + 27, &r), 0);
 	expect_int_eq(tramp_emit(TRAMP_FREE, TAT, &r, buf, sizeof(buf), &lay), -EINVAL);
 	expect_int_eq(tramp_emit(TRAMP_ALLOC, TAT + 1, &r, buf, sizeof(buf), &lay), -EINVAL);
-	expect_int_eq(tramp_emit(TRAMP_ALLOC, TAT, &r, buf, 20, &lay), -ENOSPC);
+	expect_int_eq(tramp_emit(TRAMP_ALLOC, TAT, &r, buf, 30, &lay), -ENOSPC);
 }
 
 static void test_bkpt_helpers(void)
 {
-	static const uint8_t stub[] = SYSCALL_STUB_BYTES;
+	static const uint8_t seq[] = BKPT_SEQ_BYTES;
+	struct user_regs_struct r;
+	const uint64_t saved[BKPT_SAVED] = { 11, 22, 33 };
 
-	expect_int_eq(BKPT_INSN, 0xcc);
-	expect_u64_eq(bkpt_ip_after(0x1000), 0x1001);
-	expect_u64_eq(bkpt_addr_from_ip(0x1001), 0x1000);
-	expect_int_eq(sizeof(stub), SYSCALL_STUB_LEN);
-	expect_int_eq(stub[0], 0x0f);
-	expect_int_eq(stub[1], 0x05);
-	expect_int_eq(stub[2], BKPT_INSN);
+	expect_int_eq(sizeof(seq), BKPT_SEQ_LEN);
+	expect_int_eq(seq[BKPT_SYSCALL_OFF], 0x0f);
+	expect_int_eq(seq[BKPT_SYSCALL_OFF + 1], 0x05);
+	expect_int_eq(BKPT_SYSCALL_NR, SYS_getpid);
+	expect_true(memchr(seq, 0xcc, sizeof(seq)) == NULL);	/* no int3 */
+	expect_u64_eq(bkpt_ip_after(0x1000), 0x1002);
+	expect_u64_eq(bkpt_addr_from_ip(0x1002), 0x1000);
+	memset(&r, 0, sizeof(r));
+	r.rsp = 0x7000;
+	tramp_trap_regs(&r, saved);
+	expect_u64_eq(r.r11, 11);
+	expect_u64_eq(r.rcx, 22);
+	expect_u64_eq(r.rax, 33);
+	expect_u64_eq(r.rsp, 0x7018);
 }
 
 static void test_regs_macros(void)
@@ -176,10 +194,13 @@ struct trap {
 static struct trap traps[8];
 static volatile int ntraps;
 
+/* SIGSYS of the seccomp filter at a trap's getpid: the registers as
+ * collect_trap sees them once tramp_trap_regs undid the pushes. */
 static void on_trap(int sig, siginfo_t *si, void *uc_)
 {
 	ucontext_t *uc = uc_;
 	greg_t *g = uc->uc_mcontext.gregs;
+	struct user_regs_struct r;
 	struct trap *t;
 
 	(void)sig;
@@ -187,13 +208,20 @@ static void on_trap(int sig, siginfo_t *si, void *uc_)
 	if (ntraps >= 8)
 		return;
 	t = &traps[ntraps++];
+	memset(&r, 0, sizeof(r));
+	r.rsp = g[REG_RSP];
+	r.rdi = g[REG_RDI];
+	r.rsi = g[REG_RSI];
+	r.rdx = g[REG_RDX];
+	r.rbx = g[REG_RBX];
+	tramp_trap_regs(&r, (const uint64_t *)(uintptr_t)r.rsp);
 	t->rip = g[REG_RIP];
-	t->rsp = g[REG_RSP];
-	t->rax = g[REG_RAX];
-	t->rdi = g[REG_RDI];
-	t->rsi = g[REG_RSI];
-	t->rdx = g[REG_RDX];
-	t->rbx = g[REG_RBX];
+	t->rsp = r.rsp;
+	t->rax = r.rax;
+	t->rdi = r.rdi;
+	t->rsi = r.rsi;
+	t->rdx = r.rdx;
+	t->rbx = r.rbx;
 	t->top = *(uint64_t *)t->rsp;
 }
 
@@ -227,6 +255,8 @@ static uint8_t *page;
 static void *(*lmalloc)(size_t);
 static void (*lfree)(void *);
 
+static int filtered;	/* the seccomp filter is in: traps raise SIGSYS */
+
 static void setup_traps(void)
 {
 	struct sigaction sa;
@@ -235,8 +265,63 @@ static void setup_traps(void)
 	sa.sa_sigaction = on_trap;
 	sa.sa_flags = SA_SIGINFO;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTRAP, &sa, NULL);
+	sigaction(SIGSYS, &sa, NULL);
 	ntraps = 0;
+}
+
+/* Without a tracer a trap is a getpid: realloc through its trampoline,
+ * two traps on the way, works with no handler at all. */
+static void test_exec_untraced(void)
+{
+	struct tramp_layout lay;
+	uint64_t rsp = 0, ret;
+	uint8_t *t;
+	char *p;
+
+	if (!page)
+		return;
+	p = lmalloc(16);
+	t = build(TRAMP_REALLOC, "realloc", NULL, 0, page, 3072, &lay);
+	expect_true(t != NULL);
+	if (!t)
+		return;
+	strcpy(p, "untraced");
+	ret = tcall(t, (uintptr_t)p, 300, 0, &rsp);
+	expect_true(ret != 0);
+	expect_str_eq((char *)ret, "untraced");
+	lfree((void *)ret);
+}
+
+/*
+ * From here on the traps stop: a seccomp filter answers getpid from the
+ * test page with SIGSYS (SECCOMP_RET_TRAP), standing in for the tracer's
+ * syscall-stop; on_trap records the registers.
+ */
+static void test_exec_filter(void)
+{
+	uint64_t lo = (uintptr_t)page;
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getpid, 0, 5),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, instruction_pointer) + 4),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)(lo >> 32), 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, instruction_pointer)),
+		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (uint32_t)lo, 0, 1),
+		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (uint32_t)lo + 4096, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (!page || ((uint32_t)lo + 4096) < (uint32_t)lo)
+		return;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+		printf("note: no seccomp filter, trap execution tests skipped\n");
+		return;
+	}
+	filtered = 1;
+	expect_int_eq(getpid() > 0, 1);	/* other getpid calls are not trapped */
 }
 
 static void test_exec_alloc_malloc(void)
@@ -245,7 +330,7 @@ static void test_exec_alloc_malloc(void)
 	uint64_t rsp = 0, ret;
 	uint8_t *t;
 
-	if (!page)
+	if (!filtered)
 		return;
 	t = build(TRAMP_ALLOC, "malloc", NULL, 0, page, 0, &lay);
 	expect_true(t != NULL);
@@ -276,7 +361,7 @@ static void test_exec_alloc_posix_memalign(void)
 	void *p = NULL;
 	uint8_t *t;
 
-	if (!page)
+	if (!filtered)
 		return;
 	t = build(TRAMP_ALLOC, "posix_memalign", NULL, 0, page, 256, &lay);
 	expect_true(t != NULL);
@@ -301,7 +386,7 @@ static void test_exec_realloc(void)
 	uint8_t *t;
 	char *p;
 
-	if (!page)
+	if (!filtered)
 		return;
 	p = lmalloc(16);
 	t = build(TRAMP_REALLOC, "realloc", NULL, 0, page, 512, &lay);
@@ -334,7 +419,7 @@ static void test_exec_free(void)
 	uint8_t *t;
 	void *p, *q;
 
-	if (!page)
+	if (!filtered)
 		return;
 	p = lmalloc(40);
 	t = build(TRAMP_FREE, "free", NULL, 0, page, 768, &lay);
@@ -367,7 +452,7 @@ static void test_exec_patched_fake(void)
 	uint64_t rsp = 0, ret;
 	uint8_t *fake, *t;
 
-	if (!page)
+	if (!filtered)
 		return;
 	fake = page + 2048;
 	memcpy(fake, body, sizeof(body));
@@ -400,7 +485,7 @@ static void test_exec_setup(void)
 
 static void test_exec_teardown(void)
 {
-	signal(SIGTRAP, SIG_DFL);
+	signal(SIGSYS, SIG_DFL);
 	if (page)
 		munmap(page, 4096);
 	page = NULL;
@@ -409,6 +494,7 @@ static void test_exec_teardown(void)
 HARNESS_MAIN("tramp",
 	T(test_reloc_offsets), T(test_alloc_layout), T(test_realloc_layout),
 	T(test_free_layout), T(test_emit_errors), T(test_bkpt_helpers),
-	T(test_regs_macros), T(test_exec_setup), T(test_exec_alloc_malloc),
+	T(test_regs_macros), T(test_exec_setup), T(test_exec_untraced), T(test_exec_filter),
+	T(test_exec_alloc_malloc),
 	T(test_exec_alloc_posix_memalign), T(test_exec_realloc), T(test_exec_free),
 	T(test_exec_patched_fake), T(test_exec_teardown))

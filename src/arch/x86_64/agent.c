@@ -94,22 +94,33 @@ struct waiting {
  * spinning on its own CPU only delays the drain it waits for. A futex
  * that fails otherwise than by being woken, timing out, finding wake_seq
  * moved or being interrupted (refused by seccomp, say) is replaced by a
- * sched_yield.
+ * sched_yield. When the target's seccomp filter may kill on futex
+ * (SHM_F_NO_FUTEX) the writer yields instead, and when it may kill on
+ * sched_yield too (SHM_F_NO_YIELD) it spins: the tool decided at attach.
  */
 static void sleep_for_room(struct shm_hdr *h, const volatile uint64_t *tailp, uint64_t tail)
 {
 	struct {
 		int64_t sec, nsec;
 	} ts = { 0, SLEEP_NS };
-	uint32_t seq = h->wake_seq;
-	long rc = 0;
+	uint32_t seq = h->wake_seq, flags = h->flags;
+	long rc = -ENOSYS;
 
-	__atomic_fetch_add(&h->waiters, 1, __ATOMIC_SEQ_CST);
-	if (*tailp == tail)
-		rc = sys6(NR_FUTEX, (long)&h->wake_seq, FUTEX_WAIT, seq, (long)&ts, 0, 0);
-	__atomic_fetch_sub(&h->waiters, 1, __ATOMIC_SEQ_CST);
-	if (rc < 0 && rc != -EAGAIN && rc != -ETIMEDOUT && rc != -EINTR)
+	if (!(flags & SHM_F_NO_FUTEX)) {
+		rc = 0;
+		__atomic_fetch_add(&h->waiters, 1, __ATOMIC_SEQ_CST);
+		if (*tailp == tail)
+			rc = sys6(NR_FUTEX, (long)&h->wake_seq, FUTEX_WAIT, seq, (long)&ts, 0, 0);
+		__atomic_fetch_sub(&h->waiters, 1, __ATOMIC_SEQ_CST);
+	}
+	if (rc >= 0 || rc == -EAGAIN || rc == -ETIMEDOUT || rc == -EINTR)
+		return;
+	if (!(flags & SHM_F_NO_YIELD)) {
 		sys6(NR_SCHED_YIELD, 0, 0, 0, 0, 0, 0);
+		return;
+	}
+	for (int i = 0; i < SPIN_PAUSES; i++)
+		cpu_pause();
 }
 
 /*
@@ -232,7 +243,7 @@ static char *ring_reserve(struct shm_hdr *h, unsigned r, uint32_t len, uint64_t 
 			 * ordered our store of head before this load, see
 			 * fast.c; a stale tail only makes the ring look fuller) */
 			if (head + pad + len - tail >= SHM_DOORBELL_FILL(size) && h->tool_asleep &&
-			    !(h->flags & SHM_F_EXACT) &&
+			    !(h->flags & (SHM_F_EXACT | SHM_F_NO_FUTEX)) &&
 			    __atomic_exchange_n(&h->tool_asleep, 0, __ATOMIC_SEQ_CST))
 				ring_doorbell(h);
 			if (pad) {

@@ -88,6 +88,23 @@ int reloc_encode_jmp(uint8_t buf[RELOC_JMP_LEN], uint64_t at, uint64_t target)
 	return 0;
 }
 
+int reloc_decode_jmp(const uint8_t buf[RELOC_JMP_LEN], uint64_t at, uint64_t *target)
+{
+	int32_t d;
+
+	if (buf[0] != 0xe9)
+		return -EINVAL;
+	memcpy(&d, buf + 1, sizeof(d));
+	*target = at + RELOC_JMP_LEN + (uint64_t)(int64_t)d;
+	return 0;
+}
+
+size_t reloc_patch_skip(const uint8_t *code, size_t avail)
+{
+	return avail >= sizeof(endbr64) && !memcmp(code, endbr64, sizeof(endbr64)) ?
+	       sizeof(endbr64) : 0;
+}
+
 /*
  * Offset of the first opcode byte after legacy and REX prefixes, or -1 if
  * none is left.  *opsize is set when a 0x66 prefix was seen.
@@ -396,8 +413,7 @@ int reloc_prologue_flags(const uint8_t *code, size_t avail, uint64_t from, uint6
 	memset(plan, 0, sizeof(plan));
 	out->from = from;
 	out->to = to;
-	if (avail >= sizeof(endbr64) && !memcmp(code, endbr64, sizeof(endbr64)))
-		out->skipped = sizeof(endbr64);
+	out->skipped = reloc_patch_skip(code, avail);
 	out->patch_addr = from + out->skipped;
 	if (avail < out->skipped + RELOC_JMP_LEN)
 		return refuse(out, out->patch_addr, -EINVAL, "function shorter than 5 bytes");

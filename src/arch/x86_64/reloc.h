@@ -72,6 +72,12 @@ int reloc_branch_into(const uint8_t *code, size_t size, uint64_t from,
 
 /* Encode "jmp rel32" at address at to target into buf[5]; 0 or -ERANGE. */
 int reloc_encode_jmp(uint8_t buf[RELOC_JMP_LEN], uint64_t at, uint64_t target);
+/* The target of the "jmp rel32" that buf[5] holds at address at: 0, or
+ * -EINVAL when buf is not one. */
+int reloc_decode_jmp(const uint8_t buf[RELOC_JMP_LEN], uint64_t at, uint64_t *target);
+/* Bytes kept in place before the patch address of a function whose code
+ * starts with code[0..avail): 4 after an endbr64, else 0. */
+size_t reloc_patch_skip(const uint8_t *code, size_t avail);
 
 /*
  * Where a thread whose rip is `ip` must continue once the prologue is

@@ -22,9 +22,9 @@ int tramp_reloc_offset(enum tramp_class cls)
 	case TRAMP_ALLOC:
 		return TRAMP_ALLOC_PREFIX;
 	case TRAMP_REALLOC:
-		return 1 + TRAMP_ALLOC_PREFIX;
+		return BKPT_SEQ_LEN + TRAMP_ALLOC_PREFIX;
 	case TRAMP_FREE:
-		return 1 + RELOC_JMP_LEN;
+		return BKPT_SEQ_LEN + RELOC_JMP_LEN;
 	}
 	return -EINVAL;
 }
@@ -34,13 +34,23 @@ static void put_rel32(uint8_t *p, int32_t v)
 	memcpy(p, &v, sizeof(v));	/* x86 is little endian */
 }
 
+/* The trap sequence (bkpt.h) at p; returns the offset of its syscall. */
+static int emit_trap(uint8_t *p)
+{
+	static const uint8_t seq[BKPT_SEQ_LEN] = BKPT_SEQ_BYTES;
+
+	memcpy(p, seq, sizeof(seq));
+	return BKPT_SYSCALL_OFF;
+}
+
 /*
  * The ALLOC sequence at p (trampoline offset base), calling RELOC at
- * trampoline offset reloc.  Returns the offset of its int3 within p.
+ * trampoline offset reloc.  Returns the offset of its trap's syscall
+ * within p.
  */
 static int emit_alloc(uint8_t *p, int base, int reloc)
 {
-	int n = 0;
+	int n = 0, trap;
 
 	p[n++] = PUSH_RDI;
 	p[n++] = PUSH_RSI;
@@ -51,9 +61,10 @@ static int emit_alloc(uint8_t *p, int base, int reloc)
 	p[n++] = POP_RDX;
 	p[n++] = POP_RSI;
 	p[n++] = POP_RDI;
-	p[n++] = BKPT_INSN;
+	trap = n + emit_trap(p + n);
+	n += BKPT_SEQ_LEN;
 	p[n++] = RET;
-	return n - 2;
+	return trap;
 }
 
 int tramp_emit(enum tramp_class cls, uint64_t at, const struct reloc_result *r,
@@ -73,21 +84,27 @@ int tramp_emit(enum tramp_class cls, uint64_t at, const struct reloc_result *r,
 		lay->exit_trap = emit_alloc(buf, 0, reloc);
 		break;
 	case TRAMP_REALLOC:
-		buf[0] = BKPT_INSN;
-		lay->entry_trap = 0;
-		lay->exit_trap = 1 + emit_alloc(buf + 1, 1, reloc);
+		lay->entry_trap = emit_trap(buf);
+		lay->exit_trap = BKPT_SEQ_LEN + emit_alloc(buf + BKPT_SEQ_LEN, BKPT_SEQ_LEN, reloc);
 		break;
 	case TRAMP_FREE:
-		buf[0] = BKPT_INSN;
-		lay->entry_trap = 0;
-		buf[1] = JMP_REL32;
-		put_rel32(buf + 2, reloc - (1 + RELOC_JMP_LEN));
+		lay->entry_trap = emit_trap(buf);
+		buf[BKPT_SEQ_LEN] = JMP_REL32;
+		put_rel32(buf + BKPT_SEQ_LEN + 1, reloc - (BKPT_SEQ_LEN + RELOC_JMP_LEN));
 		break;
 	}
 	memcpy(buf + reloc, r->code, r->code_len);
 	lay->reloc_off = reloc;
 	lay->size = reloc + r->code_len;
 	return 0;
+}
+
+void tramp_trap_regs(struct user_regs_struct *r, const uint64_t saved[3])
+{
+	r->r11 = saved[0];
+	r->rcx = saved[1];
+	r->rax = saved[2];
+	r->rsp += BKPT_SAVED * 8;
 }
 
 int tramp_trap_kind(const struct tramp_layout *lay, uint64_t at, uint64_t ip)

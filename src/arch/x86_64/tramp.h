@@ -5,13 +5,16 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/user.h>
 
+#include "bkpt.h"
 #include "reloc.h"
 
 /*
  * Layout (offsets in bytes from the trampoline's address T; RELOC is the
  * relocated prologue from reloc_prologue(), encoded for T + reloc_off, which
- * ends with a jmp back into the original function):
+ * ends with a jmp back into the original function; TRAP is the 15-byte trap
+ * sequence of bkpt.h, whose syscall-stop the tool handles):
  *
  * TRAMP_ALLOC (malloc, calloc, posix_memalign, memalign/aligned_alloc,
  * valloc, pvalloc, operator new):
@@ -22,24 +25,27 @@
  *	 8  5a		pop %rdx
  *	 9  5e		pop %rsi
  *	10  5f		pop %rdi
- *	11  cc		int3		<- exit trap
- *	12  c3		ret
- *	13  RELOC
+ *	11  TRAP		<- exit trap (its syscall at 20)
+ *	26  c3		ret
+ *	27  RELOC
  *   Entry rsp == 8 (mod 16); after three pushes and the call, the function
- *   sees rsp == 8 (mod 16) as the ABI wants.  At the exit trap rsp equals
- *   the entry rsp, [rsp] is the caller's return address, rax the result,
- *   rdi/rsi/rdx the original arguments, callee-saved registers as at entry.
+ *   sees rsp == 8 (mod 16) as the ABI wants.  At the exit trap, once
+ *   tramp_trap_regs() undid the trap's pushes, rsp equals the entry rsp,
+ *   [rsp] is the caller's return address, rax the result, rdi/rsi/rdx the
+ *   original arguments, callee-saved registers as at entry.
  *
  * TRAMP_REALLOC (realloc, reallocarray):
- *	 0  cc		int3		<- entry trap (registers as at entry)
- *	 1  the TRAMP_ALLOC sequence: exit trap at 12, RELOC at 14
+ *	 0  TRAP		<- entry trap (its syscall at 9; registers as at entry)
+ *	15  the TRAMP_ALLOC sequence: exit trap's syscall at 35, RELOC at 42
  *
  * TRAMP_FREE (free, cfree, operator delete):
- *	 0  cc		int3		<- entry trap (registers as at entry)
- *	 1  e9 00000000	jmp RELOC	(a rel32 slot the tracer may retarget)
- *	 6  RELOC
+ *	 0  TRAP		<- entry trap (its syscall at 9; registers as at entry)
+ *	15  e9 00000000	jmp RELOC	(a rel32 slot the tracer may retarget)
+ *	20  RELOC
  *
- * A SIGTRAP from the trap at offset k reports rip == T + k + 1 (bkpt.h).
+ * Without a tracer (or resumed with PTRACE_CONT) a trap is a getpid that
+ * changes nothing: the trampolines run on their own. The syscall-stop of
+ * the trap whose syscall is at offset k reports rip == T + k + 2 (bkpt.h).
  */
 enum tramp_class {
 	TRAMP_ALLOC,
@@ -52,14 +58,14 @@ enum tramp_trap {
 	TRAMP_TRAP_EXIT,
 };
 
-#define TRAMP_ALLOC_PREFIX	13
-#define TRAMP_MAX_SIZE		(TRAMP_ALLOC_PREFIX + 1 + RELOC_MAX_CODE)
+#define TRAMP_ALLOC_PREFIX	27
+#define TRAMP_MAX_SIZE		(BKPT_SEQ_LEN + TRAMP_ALLOC_PREFIX + RELOC_MAX_CODE)
 
 struct tramp_layout {
 	size_t size;		/* total bytes written */
 	size_t reloc_off;	/* where RELOC starts */
-	int entry_trap;		/* offset of the entry int3, or -1 */
-	int exit_trap;		/* offset of the exit int3, or -1 */
+	int entry_trap;		/* offset of the entry trap's syscall, or -1 */
+	int exit_trap;		/* offset of the exit trap's syscall, or -1 */
 };
 
 /*
@@ -80,9 +86,15 @@ int tramp_emit(enum tramp_class cls, uint64_t at, const struct reloc_result *r,
 	       uint8_t *buf, size_t bufsz, struct tramp_layout *lay);
 
 /*
- * Which trap of the trampoline at `at` a SIGTRAP stop at rip `ip` comes
+ * Which trap of the trampoline at `at` a syscall-stop at rip `ip` comes
  * from: TRAMP_TRAP_ENTRY or TRAMP_TRAP_EXIT, or -ENOENT if neither.
  */
 int tramp_trap_kind(const struct tramp_layout *lay, uint64_t at, uint64_t ip);
+
+/*
+ * The registers r of a thread stopped at a trap, as they were before the
+ * trap sequence: saved holds the BKPT_SAVED words at r->rsp.
+ */
+void tramp_trap_regs(struct user_regs_struct *r, const uint64_t saved[3]);
 
 #endif

@@ -1,0 +1,83 @@
+/* What heapattach adds to the target's memory: rings sized to the room in its memory cgroup. */
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shared area is a memfd (or shared anonymous memory): each of its
+ * pages is charged to the memory cgroup of the process that first touches
+ * it. The tool writes the code, the header and the counters itself; the
+ * agent, running in the target, is the first to touch each ring page
+ * (and, unless the tool touched them first, the pages of the tables it
+ * reads or writes: live pointers, frame rules, stack ids). So up to
+ * SHM_NRINGS rings (one per thread stack; more threads share them) are
+ * charged to the target's cgroup, and a target near its limit would be
+ * OOM-killed by attaching. When its cgroup has a limit the tool faults the
+ * tables in itself at setup (charged to its own cgroup) and picks the
+ * largest ring size whose SHM_NRINGS rings take at most 1/ROOM_SHARE of
+ * the room left; exact mode, which needs big rings to keep up, is refused
+ * below EXACT_MIN_RING.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "memcg.h"
+#include "session.h"
+
+#define ROOM_SHARE 2                    /* take at most half of the room left */
+#define SAMPLED_MIN_RING (64u << 10)    /* holds a few 8 KiB stack copies */
+#define EXACT_MIN_RING (1u << 20)
+
+/* Whether dir is inside (or is) the cgroup directory top. */
+static int within(const char *dir, const char *top)
+{
+	size_t tl = strlen(top);
+
+	return !strncmp(dir, top, tl) && (!dir[tl] || dir[tl] == '/');
+}
+
+int membudget_plan(struct session *s)
+{
+	char a[32], b[32], c[32], d[32];
+	struct memcg_info mi, self;
+	uint64_t want, min, fixed = 0, ring;
+
+	s->ring_size = 0;
+	s->prefault = 0;
+	if (!s->fast) {
+		snprintf(s->mem_note, sizeof(s->mem_note), "heapattach adds nothing to the "
+			 "target's memory (trap mode: heapattach writes every page it maps)");
+		return 0;
+	}
+	want = patch_ring_size(s);
+	if (memcg_read(s->pid, &mi) || mi.avail == MEMCG_NONE) {
+		s->ring_size = want;
+		snprintf(s->mem_note, sizeof(s->mem_note), "heapattach adds up to %s to the "
+			 "target's memory (%d rings of %s, %s of tables; no memory cgroup limit)",
+			 memcg_fmt(SHM_NRINGS * want + SHM_OFF_RING, a, sizeof(a)), SHM_NRINGS,
+			 memcg_fmt(want, b, sizeof(b)), memcg_fmt(SHM_OFF_RING, c, sizeof(c)));
+		return 0;
+	}
+	/* Our own pages count too if we run inside the limited cgroup. */
+	if (!memcg_read(getpid(), &self) && self.version == mi.version && within(self.dir, mi.tight))
+		fixed = SHM_OFF_RING + REGION_CODE;
+	min = s->exact ? EXACT_MIN_RING : SAMPLED_MIN_RING;
+	ring = memcg_fit_ring(mi.avail / ROOM_SHARE, want, min, SHM_NRINGS, fixed);
+	if (!ring) {
+		pr_err("cannot attach to %d%s: its memory cgroup %s has %s of room (limit %s) and "
+		       "heapattach would add at least %s to it (%d rings of %s; it takes at most "
+		       "1/%d of the room)%s", s->pid, s->exact ? " in exact mode" : "", mi.tight,
+		       memcg_fmt(mi.avail, a, sizeof(a)), memcg_fmt(mi.limit, b, sizeof(b)),
+		       memcg_fmt(SHM_NRINGS * min + fixed, c, sizeof(c)), SHM_NRINGS,
+		       memcg_fmt(min, d, sizeof(d)), ROOM_SHARE,
+		       s->exact ? "; use a sampling rate, or raise the limit" : "; raise the limit");
+		return -ENOSPC;
+	}
+	s->ring_size = ring;
+	s->prefault = 1;
+	snprintf(s->mem_note, sizeof(s->mem_note), "heapattach adds up to %s to the target's "
+		 "memory cgroup %s (%d rings of %s%s; limit %s, room %s)",
+		 memcg_fmt(SHM_NRINGS * ring + fixed, a, sizeof(a)), mi.tight, SHM_NRINGS,
+		 memcg_fmt(ring, b, sizeof(b)), fixed ? ", and its tables: heapattach runs in it" :
+		 "", memcg_fmt(mi.limit, c, sizeof(c)), memcg_fmt(mi.avail, d, sizeof(d)));
+	return 0;
+}

@@ -1,0 +1,62 @@
+#!/bin/sh
+# Runs each libFuzzer target (build-fuzz/fuzz_*) for FUZZ_SECONDS: first its regression inputs, then new ones from seeds.
+# SPDX-License-Identifier: MIT
+#
+# Seeds are made fresh from the fixtures: their binaries (whole, stripped,
+# and their split debug files) for the ELF and DWARF readers, maps and
+# status texts (the fixtures' and this shell's own) for the maps reader.
+# The corpus a target grows stays in $FB/corpus/NAME between runs. A crash
+# leaves its input in $FB/artifacts/; fix the bug and add the input to
+# tests/fuzz/regress/NAME/ so that every later run replays it.
+cd "$(dirname "$0")/../.." || exit 99
+FB=${FB:-build-fuzz}
+BUILD=${BUILD:-build}
+SECS=${FUZZ_SECONDS:-20}
+FIX=$BUILD/fixtures
+fail=0
+
+mkdir -p "$FB/seeds/elf" "$FB/seeds/dwarf" "$FB/seeds/maps" "$FB/artifacts"
+for f in "$FIX"/*; do
+	[ -x "$f" ] || continue
+	n=$(basename "$f")
+	# the static ones are large and add nothing the others lack
+	[ "$(wc -c <"$f")" -gt 200000 ] && continue
+	objcopy --strip-all "$f" "$FB/seeds/elf/$n.stripped" 2>/dev/null
+	cp "$f" "$FB/seeds/dwarf/$n"
+	objcopy --only-keep-debug "$f" "$FB/seeds/dwarf/$n.debug" 2>/dev/null
+done
+cp fixtures/maps/* fixtures/status/* "$FB/seeds/maps/"
+cat /proc/self/maps >"$FB/seeds/maps/self.txt"
+cat /proc/self/status >"$FB/seeds/maps/status.txt"
+
+for bin in "$FB"/fuzz_*; do
+	[ -x "$bin" ] || continue
+	name=${bin##*/fuzz_}
+	seeds=$FB/seeds/$name
+	[ -d "$seeds" ] || seeds=$FB/seeds/elf
+	regress=tests/fuzz/regress/$name
+	mkdir -p "$FB/corpus/$name"
+	if [ -d "$regress" ] && [ -n "$(ls "$regress")" ]; then
+		if ! "$bin" "$regress"/* >"$FB/$name.regress.log" 2>&1; then
+			echo "FAIL fuzz/$name: a regression input fails"
+			tail -n 30 "$FB/$name.regress.log"
+			fail=1
+			continue
+		fi
+	fi
+	# no leak checks: libelf and libdw keep per-process caches
+	"$bin" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -detect_leaks=0 \
+		-print_final_stats=1 -artifact_prefix="$FB/artifacts/$name-" \
+		"$FB/corpus/$name" "$seeds" >"$FB/$name.log" 2>&1
+	rc=$?
+	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$FB/$name.log")
+	cov=$(grep -o 'cov: [0-9]*' "$FB/$name.log" | tail -n 1)
+	if [ $rc -eq 0 ]; then
+		echo "PASS fuzz/$name (${SECS}s, $runs runs, $cov)"
+	else
+		echo "FAIL fuzz/$name (exit $rc): input in $FB/artifacts/"
+		grep -A 30 'ERROR\|runtime error\|deadly signal\|timeout' "$FB/$name.log" | head -n 40
+		fail=1
+	fi
+done
+exit $fail
