@@ -9,6 +9,8 @@
 #include "dump.h"
 
 #define CLI_DEFAULT_RATE (512 * 1024)
+/* Above this the agent's gap arithmetic would sample nothing at all. */
+#define CLI_MAX_RATE (1ULL << 40)
 
 enum run_mode { MODE_TRAP, MODE_FAST };
 
@@ -28,6 +30,8 @@ struct options {
 /* Parse argv into o. Returns 0 to run, 1 when --help/--version was printed
  * (exit 0), -EINVAL after printing one error line (exit 2). */
 int cli_parse(int argc, char **argv, struct options *o);
+/* A plain decimal process id ("123"; not "+123", " 123", "0x10"). 0 or -EINVAL. */
+int cli_parse_pid(const char *s, pid_t *out);
 /* "512", "64K", "200M", "1G" (also "KB"/"KiB"; powers of 1024). 0 or -EINVAL. */
 int cli_parse_size(const char *s, uint64_t *out);
 /* "500ms", "30s", "5m", "1h", bare number = seconds. 0 or -EINVAL. */

@@ -27,7 +27,28 @@ struct dump_info {
 int pprof_write(FILE *f, const struct profile *p, const struct dump_info *d);
 /* Write p in the gperftools legacy heap text format to f. 0 or -errno. */
 int legacy_write(FILE *f, const struct profile *p, const struct dump_info *d);
-/* Write to path via a temporary file in the same directory and rename(). */
+/* The directory profiles go to, opened once: every dump is created and
+ * renamed through this one fd, so no component of its path is resolved twice. */
+struct dump_dir {
+	int fd;                   /* -1: not open */
+};
+
+/*
+ * Open the directory of path and check that a profile can be written
+ * there: the name must be free or a regular file (a device, FIFO, socket,
+ * directory or symbolic link is refused, never replaced) and, with probe,
+ * a temporary file with 64 KiB allocated must be creatable (it is removed
+ * again): a missing, read-only or full directory fails here, before any
+ * work. 0, or -errno after one message.
+ */
+int dump_dir_open(struct dump_dir *dd, const char *path, int probe);
+void dump_dir_close(struct dump_dir *dd);
+/* Write p to path, a name in dd's directory (its last component is used),
+ * through a temporary file (mode 0600) and renameat. 0, or -errno after one
+ * message. */
+int dump_write_at(const struct dump_dir *dd, const char *path, enum dump_format fmt,
+		  const struct profile *p, const struct dump_info *d);
+/* dump_dir_open (no probe) + dump_write_at + dump_dir_close. */
 int dump_write_file(const char *path, enum dump_format fmt,
 		    const struct profile *p, const struct dump_info *d);
 /* "out.heap", 3 -> "out.0003.heap"; "out" -> "out.0003". Caller frees. */

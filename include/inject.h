@@ -84,7 +84,10 @@ int inject_region_alias(struct remote_ctx *ctx, const struct inject_region *base
 
 /*
  * Unmap the region in the target and (unless it is an alias) in the tool.
- * The region is cleared even when the remote munmap fails. 0 or -errno.
+ * On success
+ * the region is cleared; when the remote munmap fails only the tool's view
+ * goes, and remote/size stay for another try (in another thread). 0 or
+ * -errno, printing nothing: the caller says what failed.
  */
 int inject_region_remove(struct remote_ctx *ctx, struct inject_region *region);
 

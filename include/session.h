@@ -60,6 +60,8 @@ struct region {
 struct session {
 	const struct options *opt;
 	pid_t pid;
+	pid_t proc_tid;                 /* a live thread: /proc/TID and memory reads go through it
+					 * (pid, unless the leader has exited) */
 	struct tracee tr;
 	struct proc_maps maps;
 	struct hook_set hooks;
@@ -116,7 +118,10 @@ struct session {
 	int maps_changed;               /* s->maps was re-read: rebuild what points into it */
 	int target_gone;                /* every thread exited */
 	int exec_seen;                  /* the target replaced its image */
+	int exit_status;                /* wait status of the last of its threads seen to end */
+	size_t regions_left;            /* heapattach mappings detach had to leave in it */
 	const char *output;
+	struct dump_dir out;            /* output's directory, opened before attaching */
 
 #define SESSION_MAX_NOTES 8
 	char notes[SESSION_MAX_NOTES][192];  /* said on stderr, kept as profile comments */
@@ -127,7 +132,11 @@ struct session {
 #define SESSION_NOTE_LEARN 0x100        /* frame rules learnt at the capped rate */
 
 /* Run a whole profile: attach, collect until a stop condition, dump, detach.
- * Returns the process exit code (0 ok, 1 error). */
+ * Returns the process exit code: 0 profile written (the target may have
+ * exited, with any status), 1 could not attach or write (or the target wrote
+ * over the shared memory: the profile is partial), 3 written but the
+ * target was killed by a signal, 4 written but detach had to leave
+ * heapattach mappings in the target. */
 int session_run(const struct options *opt);
 
 /* ---- patch.c ---- */
@@ -135,7 +144,8 @@ int session_run(const struct options *opt);
  * 0, or -errno after undoing everything. */
 int patch_install(struct session *s);
 /* Disarm traps, restore every patched byte, wait until no thread is inside
- * a trampoline (resuming briefly), then unmap the regions. Threads are all
+ * a trampoline (resuming briefly), then unmap the regions; what had to stay
+ * mapped is counted in regions_left (and said once). Threads are all
  * stopped on return. */
 void patch_remove(struct session *s);
 /* The patch whose trampoline holds ip, or NULL. */

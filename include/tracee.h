@@ -37,8 +37,16 @@ typedef int (*tracee_event_fn)(void *arg, pid_t tid, int status);
 
 /* Check that pid can be traced and say why not: 0, or -errno after one
  * clear message on stderr (no such process, our own pid, a kernel thread,
- * already traced, no permission with the reason). */
+ * a zombie, already traced, no permission with the reason). */
 int tracee_check(pid_t pid);
+/* The part of tracee_check that needs no ptrace (no such process, a thread
+ * id, a kernel thread, a zombie); sets *live to tracee_live_tid(pid). */
+int tracee_probe(pid_t pid, pid_t *live);
+/* A thread of pid that has not exited, through whose /proc/TID files and
+ * memory the process can be read: pid while the leader lives, else another
+ * (a leader that called pthread_exit is a zombie whose /proc/PID/maps is
+ * empty while its threads run). 0 if none. */
+pid_t tracee_live_tid(pid_t pid);
 /* Seize every thread of pid (re-reading /proc/PID/task until stable) with
  * the fork/clone/exec/exit options and interrupt each; the caller then waits
  * for the stops with tracee_stop_all. 0, or -errno with nothing attached. */

@@ -36,9 +36,10 @@ void cli_usage(FILE *f)
 "Profile the heap of a running process; writes a pprof heap profile.\n"
 "\n"
 "  -p, --pid PID            process to attach to\n"
-"  -o, --output FILE        profile path (default heapattach.PID.heap)\n"
-"      --sample-rate SIZE   mean bytes between samples (default 512K;\n"
-"                           1 records every allocation)\n"
+"  -o, --output FILE        profile path (default heapattach.PID.heap), mode\n"
+"                           0600; an existing FILE must be a regular file\n"
+"      --sample-rate SIZE   mean bytes between samples, 1 to 1T (default\n"
+"                           512K; 1 records every allocation)\n"
 "      --interval SIZE      also write FILE.0001.heap, ... every SIZE allocated\n"
 "      --every DURATION     also write numbered profiles every DURATION\n"
 "      --duration DURATION  detach after DURATION (default: until Ctrl-C,\n"
@@ -52,7 +53,12 @@ void cli_usage(FILE *f)
 "  -h, --help               this help\n"
 "      --version            print the version\n"
 "\n"
-"SIZE: 512, 64K, 200M, 1G.  DURATION: 500ms, 30s, 5m, 1h.\n");
+"SIZE: 512, 64K, 200M, 1G.  DURATION: 500ms, 30s, 5m, 1h.\n"
+"\n"
+"Exit status: 0 profile written (the target may have exited, with any\n"
+"status); 1 could not attach or write; 2 bad command line; 3 profile\n"
+"written, but the target was killed by a signal; 4 profile written, but\n"
+"heapattach mappings had to stay in the target.\n");
 }
 
 int cli_parse_size(const char *s, uint64_t *out)
@@ -61,8 +67,8 @@ int cli_parse_size(const char *s, uint64_t *out)
 	unsigned long long v;
 	uint64_t mul = 1;
 
-	if (!s || !*s || *s == '-' || *s == '+')
-		return -EINVAL;
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;	/* strtoull would take a sign or blanks */
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (errno || end == s)
@@ -116,6 +122,27 @@ int cli_parse_duration(const char *s, uint64_t *out_ns)
 	return 0;
 }
 
+/* A process id: plain decimal digits only (no sign, blank or base prefix),
+ * 1..INT_MAX. 0 or -EINVAL. */
+int cli_parse_pid(const char *s, pid_t *out)
+{
+	unsigned long long v = 0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (const char *c = s; *c; c++) {
+		if (*c < '0' || *c > '9')
+			return -EINVAL;
+		v = v * 10 + (unsigned)(*c - '0');
+		if (v > INT_MAX)
+			return -EINVAL;
+	}
+	if (!v)
+		return -EINVAL;
+	*out = (pid_t)v;
+	return 0;
+}
+
 static int bad(const char *what, const char *val)
 {
 	fprintf(stderr, "heapattach: invalid %s '%s' (try --help)\n", what, val);
@@ -125,8 +152,6 @@ static int bad(const char *what, const char *val)
 int cli_parse(int argc, char **argv, struct options *o)
 {
 	int c;
-	char *end;
-	long pid;
 
 	memset(o, 0, sizeof(*o));
 	o->sample_rate = CLI_DEFAULT_RATE;
@@ -137,11 +162,8 @@ int cli_parse(int argc, char **argv, struct options *o)
 	while ((c = getopt_long(argc, argv, ":p:o:vh", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			errno = 0;
-			pid = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || pid <= 0 || pid > INT_MAX)
+			if (cli_parse_pid(optarg, &o->pid))
 				return bad("PID", optarg);
-			o->pid = (pid_t)pid;
 			break;
 		case 'o':
 			if (!*optarg)
@@ -149,8 +171,9 @@ int cli_parse(int argc, char **argv, struct options *o)
 			o->output = optarg;
 			break;
 		case OPT_SAMPLE_RATE:
-			if (cli_parse_size(optarg, &o->sample_rate) || o->sample_rate == 0)
-				return bad("sample rate", optarg);
+			if (cli_parse_size(optarg, &o->sample_rate) || o->sample_rate == 0 ||
+			    o->sample_rate > CLI_MAX_RATE)
+				return bad("sample rate (1 to 1T)", optarg);
 			break;
 		case OPT_INTERVAL:
 			if (cli_parse_size(optarg, &o->interval) || o->interval == 0)

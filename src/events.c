@@ -5,10 +5,12 @@
 #include <stdlib.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
+#include "frametab.h"
 #include "log.h"
 #include "proc.h"
 #include "remote.h"
 #include "session.h"
+#include "unwind.h"
 
 /* Leave th stopped while the tracer is stopping everyone, else resume it. */
 static int settle(struct session *s, struct thread *th)
@@ -17,6 +19,25 @@ static int settle(struct session *s, struct thread *th)
 	if (!tracee_stopping)
 		tracee_resume(&s->tr, th);	/* -ESRCH: its exit will be reported */
 	return 0;
+}
+
+/* The thread the process is read through (s->proc_tid) is exiting: read
+ * it through another one (a leader's /proc/PID/maps and mem go empty when
+ * it exits before its other threads). */
+static void proc_tid_leaves(struct session *s, pid_t tid)
+{
+	if (tid != s->proc_tid)
+		return;
+	for (size_t i = 0; i < s->tr.n; i++)
+		if (s->tr.t[i].tid != tid && !s->tr.t[i].vfork_child) {
+			s->proc_tid = s->tr.t[i].tid;
+			if (s->unw)
+				unwinder_set_pid(s->unw, s->proc_tid);
+			if (s->ftab)
+				frametab_set_pid(s->ftab, s->proc_tid);
+			pr_debug("reading %d through thread %d from now on", s->pid, s->proc_tid);
+			return;
+		}
 }
 
 /* A forked child, stopped before running, is a copy of the target with our
@@ -110,6 +131,8 @@ static int on_ptrace_event(struct session *s, struct thread *th, int status)
 		th->state = TS_STOPPED;
 		return 0;
 	case PTRACE_EVENT_EXIT:
+		proc_tid_leaves(s, th->tid);
+		break;
 	case PTRACE_EVENT_STOP:
 	default:
 		break;
@@ -126,7 +149,9 @@ int events_dispatch(void *arg, pid_t tid, int status)
 	if (!th)
 		return unknown_tid(s, tid, status);
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		s->exit_status = status;	/* the last thread's says how the process ended */
 		tracee_remove(&s->tr, tid);
+		proc_tid_leaves(s, tid);
 		if (!s->tr.n || tid == s->pid) {
 			int others = 0;
 

@@ -107,7 +107,7 @@ void fast_init_data(struct session *s, uint64_t data_remote, uint64_t ring_size)
 	memset(d + SHM_OFF_BITS, s->exact ? 0xff : 0, SHM_BLOOM_SIZE / 8);
 	fast_heartbeat(s);
 	ring_reader_init(&s->rings, h, ring_size);
-	s->ftab = frametab_new(s->pid, (struct shm_frame *)(d + SHM_OFF_FRAMES));
+	s->ftab = frametab_new(s->proc_tid, (struct shm_frame *)(d + SHM_OFF_FRAMES));
 }
 
 /*

@@ -542,6 +542,11 @@ void frametab_free(struct frametab *ft)
 	free(ft);
 }
 
+void frametab_set_pid(struct frametab *ft, pid_t pid)
+{
+	ft->pid = pid;
+}
+
 void frametab_get_stats(const struct frametab *ft, struct frametab_stats *st)
 {
 	*st = ft->st;

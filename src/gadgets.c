@@ -108,7 +108,8 @@ int gadgets_get(pid_t pid, pid_t tid, struct gadgets *g)
 {
 	int err;
 
-	if (cache.pid == pid && still_there(pid, &cache.g)) {
+	/* maps and memory through tid: pid's are empty once its leader exited */
+	if (cache.pid == pid && still_there(tid, &cache.g)) {
 		*g = cache.g;
 		return 0;
 	}
@@ -118,7 +119,7 @@ int gadgets_get(pid_t pid, pid_t tid, struct gadgets *g)
 		       (int)tid, (int)pid);
 		return -EOPNOTSUPP;
 	}
-	err = scan_maps(pid, g);
+	err = scan_maps(tid, g);
 	if (err) {
 		pr_err("no \"syscall; ret\" and rt_sigreturn found in the code of %d", (int)pid);
 		return err;

@@ -227,11 +227,11 @@ static int map_memfd(struct remote_ctx *ctx, const uint64_t *cand, int ncand,
 	err = target_memfd(ctx, &rfd);
 	if (err)
 		return err;
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)ctx->pid, rfd);
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)ctx->tid, rfd);
 	*lfd = open(path, O_RDWR | O_CLOEXEC);
 	if (*lfd < 0) {
 		err = -errno;
-		pr_perror("inject: open %s", path);
+		pr_debug("inject: open %s: %s", path, strerror(-err));
 		goto out;
 	}
 	if (ftruncate(*lfd, (off_t)size) < 0) {
@@ -247,8 +247,8 @@ static int map_memfd(struct remote_ctx *ctx, const uint64_t *cand, int ncand,
 out:
 	err2 = remote_close(ctx, rfd);
 	if (err2) {
-		pr_err("inject: cannot close fd %d in %d: %s", rfd,
-		       (int)ctx->pid, strerror(-err2));
+		pr_debug("inject: cannot close fd %d in %d: %s", rfd,
+			 (int)ctx->pid, strerror(-err2));
 		if (!err) {
 			remote_munmap(ctx, *addr, size);
 			err = err2;
@@ -273,11 +273,11 @@ static int map_anon(struct remote_ctx *ctx, const uint64_t *cand, int ncand,
 	if (err)
 		return err;
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
-		 (int)ctx->pid, *addr, *addr + size);
+		 (int)ctx->tid, *addr, *addr + size);
 	*lfd = open(path, O_RDWR | O_CLOEXEC);
 	if (*lfd < 0) {
 		err = -errno;
-		pr_perror("inject: open %s", path);
+		pr_debug("inject: open %s: %s", path, strerror(-err));
 		remote_munmap(ctx, *addr, size);
 	}
 	return err;
@@ -303,7 +303,7 @@ int inject_region_near_prefill(struct remote_ctx *ctx, uint64_t near_addr, size_
 	size = (size + 4095) & ~(size_t)4095;
 	if (size < INJECT_STUB_SIZE)
 		return -EINVAL;
-	ncand = candidates_for(ctx->pid, near_addr, size, cand, MAX_CANDIDATES);
+	ncand = candidates_for(ctx->tid, near_addr, size, cand, MAX_CANDIDATES);
 	if (ncand < 0)
 		return ncand;
 
@@ -328,7 +328,7 @@ int inject_region_near_prefill(struct remote_ctx *ctx, uint64_t near_addr, size_
 	local = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, lfd, 0);
 	if (local == MAP_FAILED) {
 		err = -errno;
-		pr_perror("inject: mmap of the injected object");
+		pr_debug("inject: mmap of the injected object: %s", strerror(-err));
 		remote_munmap(ctx, addr, size);
 		goto out;
 	}
@@ -359,7 +359,7 @@ int inject_region_alias(struct remote_ctx *ctx, const struct inject_region *base
 	int ncand, err;
 
 	memset(out, 0, sizeof(*out));
-	ncand = candidates_for(ctx->pid, near_addr, base->size, cand,
+	ncand = candidates_for(ctx->tid, near_addr, base->size, cand,
 			       MAX_CANDIDATES);
 	if (ncand < 0)
 		return ncand;
@@ -397,11 +397,10 @@ int inject_region_remove(struct remote_ctx *ctx, struct inject_region *region)
 	if (!region->size)
 		return 0;
 	err = remote_munmap(ctx, region->remote, region->size);
-	if (err)
-		pr_err("inject: cannot unmap 0x%" PRIx64 " in %d: %s",
-		       region->remote, (int)ctx->pid, strerror(-err));
 	if (!region->alias && region->local)
 		munmap(region->local, region->size);
-	memset(region, 0, sizeof(*region));
+	region->local = NULL;
+	if (!err)
+		memset(region, 0, sizeof(*region));
 	return err;
 }

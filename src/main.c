@@ -15,9 +15,12 @@ static int list_hooks(pid_t pid)
 {
 	struct proc_maps maps = { 0 };
 	struct hook_set set = { 0 };
+	pid_t live;
 	int rc;
 
-	rc = proc_maps_read(pid, &maps);
+	if (tracee_probe(pid, &live))
+		return 1;	/* no such process, a kernel thread, a zombie: said */
+	rc = proc_maps_read(live, &maps);
 	if (rc == -ENOENT || rc == -ESRCH) {
 		pr_err("no such process: %d", pid);
 		return 1;
@@ -27,11 +30,11 @@ static int list_hooks(pid_t pid)
 		return 1;
 	}
 	if (!maps.n) {
-		pr_err("%d has no memory map (a kernel thread?)", pid);
+		pr_err("%d has no memory map (it is exiting?)", pid);
 		proc_maps_free(&maps);
 		return 1;
 	}
-	rc = hooks_resolve(pid, &maps, &set);
+	rc = hooks_resolve(live, &maps, &set);
 	if (rc) {
 		pr_err("no allocator found in %d: %s", pid, strerror(-rc));
 		proc_maps_free(&maps);

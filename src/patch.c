@@ -23,6 +23,7 @@
 #define REACH ((int64_t)INJECT_REACH - REGION_CODE - REGION_DATA_TRAP)
 #define MAX_BODY 8192
 #define INFLIGHT_WAIT_MS 3000
+#define UNMAP_ROUNDS 8		/* tries to find a thread that can unmap the regions */
 /* Each trampoline starts a cache line: its fast path (the check and the
  * jump back) then sits in one or two lines whatever came before it. */
 #define TRAMP_ALIGN 64
@@ -251,7 +252,7 @@ static int prepare(struct session *s, const struct hook *h, struct patch *p)
 
 	if (avail > MAX_BODY)
 		avail = MAX_BODY;
-	rc = remote_mem_read(s->pid, h->addr, body, avail);
+	rc = remote_mem_read(s->proc_tid, h->addr, body, avail);
 	if (rc)
 		return rc;
 	memset(p, 0, sizeof(*p));
@@ -329,7 +330,7 @@ static int write_jump(struct session *s, struct patch *p)
 	/* Threads inside the bytes go to the relocated copy first: if we die
 	 * before the jump is written, they run on there just as well. */
 	move_threads(s, p);
-	rc = remote_mem_write(s->pid, p->reloc.patch_addr, jmp, RELOC_JMP_LEN);
+	rc = remote_mem_write(s->proc_tid, p->reloc.patch_addr, jmp, RELOC_JMP_LEN);
 	if (rc)
 		return rc;
 	p->installed = 1;
@@ -536,6 +537,55 @@ int patch_unmap_remote(struct session *s, uint64_t addr, size_t len)
 	return run_remote(s, op_munmap, &a);
 }
 
+/* A view of a region that is still mapped in the target. */
+static int view_mapped(const struct inject_region *v)
+{
+	return v && v->size;
+}
+
+/*
+ * Unmap every region's views, each in the first stopped thread that can
+ * run a syscall. Under heavy thread churn every stopped thread may sit in
+ * a clone or exit stop, where none can: then let the threads run for a
+ * moment (the original bytes are back and no thread is inside a region,
+ * so none can enter one) and try again, UNMAP_ROUNDS times. Returns how
+ * many views stay mapped, with the last error in *err.
+ */
+static size_t unmap_regions(struct session *s, int *err)
+{
+	size_t left = 0;
+
+	for (int round = 1;; round++) {
+		left = 0;
+		for (size_t i = 0; i < s->nregions && !s->target_gone; i++) {
+			struct inject_region *v[2] = { s->regions[i].alias, s->regions[i].inj };
+
+			for (int k = 0; k < 2; k++) {
+				int rc = 0;
+
+				if (view_mapped(v[k])) {
+					if (!v[k]->alias && v[k]->local)
+						mapguard_remove(v[k]->local);	/* unmapped now */
+					rc = region_unmap(s, v[k]);
+				}
+
+				if (rc) {
+					*err = rc;
+					left++;
+				}
+			}
+		}
+		if (!left || s->target_gone)
+			return 0;
+		if (round == UNMAP_ROUNDS)
+			return left;
+		pr_debug("%zu view(s) not unmapped (%s): round %d", left, strerror(-*err), round);
+		tracee_resume_all(&s->tr);
+		sleep_us(round < 4 ? 200 : 2000);
+		tracee_stop_all(&s->tr, events_dispatch, s);
+	}
+}
+
 static int op_close(struct remote_ctx *ctx, void *arg)
 {
 	return remote_close(ctx, *(int *)arg);
@@ -548,7 +598,7 @@ int patch_close_remote(struct session *s, int fd)
 
 void patch_remove(struct session *s)
 {
-	int busy = 0, left = 0;
+	int busy = 0, unrestored = 0, err = 0;
 
 	/* 1. The original bytes back (trampolines have no trap that could
 	 * hurt without us: nothing to disarm first). */
@@ -557,10 +607,10 @@ void patch_remove(struct session *s)
 
 		if (!p->installed)
 			continue;
-		if (remote_mem_write(s->pid, p->reloc.patch_addr, p->orig, RELOC_JMP_LEN)) {
-			pr_warn("could not restore %s at %#lx", p->hook->names[0],
-				(unsigned long)p->reloc.patch_addr);
-			left++;
+		if (remote_mem_write(s->proc_tid, p->reloc.patch_addr, p->orig, RELOC_JMP_LEN)) {
+			pr_err("cannot restore %s at %#lx in %d", p->hook->names[0],
+			       (unsigned long)p->reloc.patch_addr, s->pid);
+			unrestored++;
 		} else {
 			p->installed = 0;
 		}
@@ -579,27 +629,27 @@ void patch_remove(struct session *s)
 			s->regions[0].inj->local = NULL;
 		}
 	}
-	if (busy || left) {
-		pr_warn("%d thread(s) still inside a hooked call, %d jump(s) still in place: "
-			"leaving %zu trampoline region(s) mapped (they work without heapattach)",
-			busy, left, s->nregions);
+	if (s->target_gone)
+		goto out;
+	if (unrestored || busy) {
+		/* A jump or a thread still leads there: unmapping would crash it. */
+		for (size_t i = 0; i < s->nregions; i++)
+			s->regions_left += view_mapped(s->regions[i].inj) +
+					   view_mapped(s->regions[i].alias);
+		if (busy)
+			pr_err("%d thread(s) of %d still inside a hooked call after %d ms: "
+			       "leaving %zu heapattach mapping(s) in it (they work without "
+			       "heapattach)", busy, s->pid, INFLIGHT_WAIT_MS, s->regions_left);
+		else
+			pr_err("leaving %zu heapattach mapping(s) in %d: %d entry point(s) still "
+			       "jump there", s->regions_left, s->pid, unrestored);
 		goto out;
 	}
-	/* 3. Unmap: nothing leads into the regions any more. */
-	for (size_t i = 0; i < s->nregions && !s->target_gone; i++) {
-		int rc = s->regions[i].alias ? region_unmap(s, s->regions[i].alias) : 0;
-
-		if (rc)
-			pr_warn("could not unmap data view at %#lx: %s",
-				(unsigned long)s->regions[i].alias->remote, strerror(-rc));
-		if (s->regions[i].inj->local)
-			mapguard_remove(s->regions[i].inj->local);
-		rc = region_unmap(s, s->regions[i].inj);
-
-		if (rc)
-			pr_warn("could not unmap region at %#lx: %s",
-				(unsigned long)s->regions[i].remote, strerror(-rc));
-	}
+	s->regions_left = unmap_regions(s, &err);
+	if (s->regions_left)
+		pr_err("cannot unmap %zu heapattach mapping(s) from %d (%s, in every thread, "
+		       "%d tries): they stay, unused (no jump leads there any more)",
+		       s->regions_left, s->pid, strerror(-err), UNMAP_ROUNDS);
 out:
 	for (size_t i = 0; i < s->nregions; i++) {
 		free(s->regions[i].inj);

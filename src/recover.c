@@ -105,7 +105,7 @@ static int close_leftover_fds(struct session *s)
 	dev_t dev;
 	DIR *dp;
 
-	snprintf(dir, sizeof(dir), "/proc/%d/fd", s->pid);
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", s->proc_tid);
 	if (shm_dev(&dev) || !(dp = opendir(dir)))
 		return 0;
 	while ((d = readdir(dp))) {
@@ -259,11 +259,11 @@ static int file_bytes(struct session *s, const struct hook *h, uint8_t *buf, siz
 			m = &s->maps.v[i];
 			break;
 		}
-	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)s->pid,
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)s->proc_tid,
 		 m->start, m->end);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		fd = proc_open_mapped(s->pid, m);
+		fd = proc_open_mapped(s->proc_tid, m);
 		if (fd < 0)
 			return fd;
 		if (fstat(fd, &st) < 0 || st.st_ino != m->inode ||
@@ -294,7 +294,7 @@ static int restore_entry(struct session *s, struct leftovers *L, const struct ho
 	size_t skip;
 	int rc;
 
-	if (remote_mem_read(s->pid, h->addr, cur, sizeof(cur)))
+	if (remote_mem_read(s->proc_tid, h->addr, cur, sizeof(cur)))
 		return 0;
 	skip = reloc_patch_skip(cur, sizeof(cur));
 	at = h->addr + skip;
@@ -310,8 +310,8 @@ static int restore_entry(struct session *s, struct leftovers *L, const struct ho
 	/* the bytes before the patch address were never ours to change */
 	if (memcmp(cur, orig, skip))
 		return -EINVAL;
-	rc = remote_mem_write(s->pid, at, orig + skip, RELOC_JMP_LEN);
-	if (!rc && (rc = remote_mem_read(s->pid, at, cur, RELOC_JMP_LEN)) == 0 &&
+	rc = remote_mem_write(s->proc_tid, at, orig + skip, RELOC_JMP_LEN);
+	if (!rc && (rc = remote_mem_read(s->proc_tid, at, cur, RELOC_JMP_LEN)) == 0 &&
 	    memcmp(cur, orig + skip, RELOC_JMP_LEN))
 		rc = -EIO;
 	return rc ? rc : 1;
@@ -340,7 +340,7 @@ static int still_jumped_into(struct session *s, struct leftovers *L)
 		uint8_t cur[ENTRY_PEEK];
 		uint64_t at, to;
 
-		if (remote_mem_read(s->pid, h->addr, cur, sizeof(cur)))
+		if (remote_mem_read(s->proc_tid, h->addr, cur, sizeof(cur)))
 			continue;
 		at = h->addr + reloc_patch_skip(cur, sizeof(cur));
 		if (reloc_decode_jmp(cur + (at - h->addr), at, &to) || !named_at(&s->maps, to))
@@ -359,7 +359,7 @@ static int still_jumped_into(struct session *s, struct leftovers *L)
 			struct leftover *l;
 			uint64_t to;
 
-			if (jump_at(s->pid, h->patches[k].addr, &to) || !(l = code_owner(L, to)))
+			if (jump_at(s->proc_tid, h->patches[k].addr, &to) || !(l = code_owner(L, to)))
 				continue;
 			if (!l->in_use)
 				pr_warn("%#" PRIx64 ", named in the header of the heapattach "
@@ -399,7 +399,7 @@ static int view_still_there(const struct proc_maps *fresh, const struct leftover
 static int unmap_leftovers(struct session *s, struct leftovers *L)
 {
 	struct proc_maps fresh = { 0 };
-	int rc = proc_maps_read(s->pid, &fresh);
+	int rc = proc_maps_read(s->proc_tid, &fresh);
 
 	for (size_t i = 0; i < L->n && !rc; i++) {
 		const struct leftover *l = &L->v[i];
@@ -440,7 +440,7 @@ static int recover(struct session *s, struct leftovers *L)
 		return 0;	/* no memfd here: nothing can be proven ours */
 	collect(&s->maps, dev, L);
 	for (size_t i = 0; i < L->n; i++) {
-		L->v[i].proven = prove(s->pid, &L->v[i], dev);
+		L->v[i].proven = prove(s->proc_tid, &L->v[i], dev);
 		if (!L->v[i].proven)
 			pr_debug("mapping of inode %" PRIx64 " is named like ours but is not a "
 				 "heapattach leftover: left alone", L->v[i].ino);
@@ -496,12 +496,12 @@ static int recover(struct session *s, struct leftovers *L)
 		return rc;
 	s->maps_changed = 1;
 	proc_maps_free(&s->maps);
-	rc = proc_maps_read(s->pid, &s->maps);
+	rc = proc_maps_read(s->proc_tid, &s->maps);
 	if (rc)
 		return rc;
 	/* Hook addresses point into the old maps array: resolve again. */
 	hooks_free(&s->hooks);
-	return hooks_resolve(s->pid, &s->maps, &s->hooks);
+	return hooks_resolve(s->proc_tid, &s->maps, &s->hooks);
 }
 
 int recover_leftovers(struct session *s)

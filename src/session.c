@@ -140,9 +140,9 @@ int session_dump(struct session *s, unsigned seq)
 		fast_sync_stats(s);
 	}
 	session_note_caps(s);
-	if (!s->target_gone && !s->exec_seen && proc_maps_read(s->pid, &fresh) == 0 &&
+	if (!s->target_gone && !s->exec_seen && proc_maps_read(s->proc_tid, &fresh) == 0 &&
 	    fresh.n != s->maps.n) {
-		struct symbolizer *nsym = symbolizer_new(s->pid, &fresh);
+		struct symbolizer *nsym = symbolizer_new(s->proc_tid, &fresh);
 
 		if (nsym) {
 			sym = nsym;
@@ -166,10 +166,8 @@ int session_dump(struct session *s, unsigned seq)
 		.ncomments = ncomments,
 	};
 	path = seq ? dump_numbered_path(s->output, seq) : xstrdup(s->output);
-	rc = dump_write_file(path, s->opt->format, s->prof, &d);
-	if (rc)
-		pr_err("cannot write %s: %s", path, strerror(-rc));
-	else if (seq)
+	rc = dump_write_at(&s->out, path, s->opt->format, s->prof, &d);
+	if (!rc && seq)
 		pr_debug("wrote %s", path);
 	free(path);
 	if (sym != s->sym)
@@ -277,6 +275,34 @@ static void detach_after_exec(struct session *s)
 	s->tr.n = 0;
 }
 
+/* How the target ended, from the wait status of its last thread: "exited
+ * with status 3", "was killed by SIGKILL (the OOM killer?)". */
+static void describe_end(int status, char *buf, size_t len)
+{
+	const char *name, *why = "";
+	int sig;
+
+	if (status == -1) {
+		snprintf(buf, len, "is gone (how it ended was not seen)");
+		return;
+	}
+	if (WIFEXITED(status)) {
+		snprintf(buf, len, "exited with status %d", WEXITSTATUS(status));
+		return;
+	}
+	sig = WTERMSIG(status);
+	name = sigabbrev_np(sig);
+	if (sig == SIGKILL)
+		why = " (the OOM killer?)";
+	else if (sig == SIGSYS)
+		why = " (seccomp)";
+	if (name)
+		snprintf(buf, len, "was killed by SIG%s%s%s", name, why,
+			 WCOREDUMP(status) ? ", core dumped" : "");
+	else
+		snprintf(buf, len, "was killed by signal %d", sig);
+}
+
 static int attach(struct session *s)
 {
 	struct seccomp_params pp;
@@ -291,7 +317,10 @@ static int attach(struct session *s)
 	pr_debug("seized and stopped %zu threads in %.1f ms", s->tr.n,
 		 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	if (rc || s->target_gone) {
-		pr_err("cannot attach to %d: it exited while attaching", s->pid);
+		char how[96];
+
+		describe_end(s->exit_status, how, sizeof(how));
+		pr_err("cannot attach to %d: it %s while attaching", s->pid, how);
 		tracee_detach_all(&s->tr);
 		return rc ? rc : -ESRCH;
 	}
@@ -307,7 +336,7 @@ static int attach(struct session *s)
 	if (s->maps_changed) {
 		if (s->sym)
 			symbolizer_free(s->sym);
-		s->sym = symbolizer_new(s->pid, &s->maps);
+		s->sym = symbolizer_new(s->proc_tid, &s->maps);
 		unwinder_flush(s->unw);
 		s->maps_changed = 0;
 	}
@@ -381,6 +410,8 @@ int session_run(const struct options *opt)
 	int rc, code = 1;
 
 	memset(&s, 0, sizeof(s));
+	s.out.fd = -1;
+	s.exit_status = -1;
 	s.opt = opt;
 	s.pid = opt->pid;
 	s.fast = opt->mode == MODE_FAST;
@@ -389,22 +420,27 @@ int session_run(const struct options *opt)
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	if (tracee_check(s.pid))
 		return 1;
+	s.proc_tid = tracee_live_tid(s.pid);	/* the leader may have exited */
 	snprintf(defout, sizeof(defout), "heapattach.%d.heap", s.pid);
 	s.output = opt->output ? opt->output : defout;
-	rc = proc_maps_read(s.pid, &s.maps);
+	/* Before the target is touched: a profile that cannot be written
+	 * must not cost it a whole session. */
+	if (dump_dir_open(&s.out, s.output, 1))
+		return 1;
+	rc = proc_maps_read(s.proc_tid, &s.maps);
 	if (rc) {
 		pr_err("cannot read the memory map of %d: %s", s.pid, strerror(-rc));
-		return 1;
+		goto out_maps;
 	}
-	rc = hooks_resolve(s.pid, &s.maps, &s.hooks);
+	rc = hooks_resolve(s.proc_tid, &s.maps, &s.hooks);
 	if (rc) {
 		pr_err("no allocator found in %d: %s", s.pid, strerror(-rc));
 		goto out_maps;
 	}
 	s.prof = profile_new(opt->sample_rate);
 	sampler_init(&s.sampler, opt->sample_rate, clock_ns(CLOCK_REALTIME) ^ (uint64_t)getpid());
-	s.unw = unwinder_new(s.pid);
-	s.sym = symbolizer_new(s.pid, &s.maps);
+	s.unw = unwinder_new(s.proc_tid);
+	s.sym = symbolizer_new(s.proc_tid, &s.maps);
 	if (!s.unw || !s.prof) {
 		pr_err("cannot set up the unwinder for %d", s.pid);
 		goto out;
@@ -440,9 +476,7 @@ int session_run(const struct options *opt)
 		fast_loop(&s);
 	else
 		collect_loop(&s);
-	if (s.target_gone)
-		fprintf(stderr, "heapattach: %d exited\n", s.pid);
-	else if (s.exec_seen)
+	if (s.exec_seen && !s.target_gone)
 		fprintf(stderr, "heapattach: %d called exec; profile of the old image ends here\n",
 			s.pid);
 	urgent(1);
@@ -450,9 +484,15 @@ int session_run(const struct options *opt)
 	detach(&s);
 	s.attached = 0;
 	urgent(0);
-	if (!s.target_gone)
+	if (s.target_gone) {
+		char how[96];
+
+		describe_end(s.exit_status, how, sizeof(how));
+		fprintf(stderr, "heapattach: %d %s\n", s.pid, how);
+	} else {
 		fprintf(stderr, "heapattach: detached from %d in %.1f ms\n", s.pid,
 			(clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
+	}
 	stop_timer();
 	if (s.fast) {
 		fast_reconcile(&s);	/* what the rings still hold (detach, exit or exec) */
@@ -469,7 +509,14 @@ int session_run(const struct options *opt)
 	if (session_dump(&s, 0) == 0) {
 		fprintf(stderr, "heapattach: wrote %s (%llu events)\n", s.output,
 			(unsigned long long)s.events);
-		code = s.hostile;	/* the target fought us: the profile is partial */
+		if (s.hostile)
+			code = 1;	/* the target fought us: the profile is partial */
+		else if (s.regions_left)
+			code = 4;	/* said by patch_remove */
+		else if (s.target_gone && s.exit_status != -1 && WIFSIGNALED(s.exit_status))
+			code = 3;
+		else
+			code = 0;
 	}
 out:
 	live_session = NULL;
@@ -484,5 +531,6 @@ out:
 out_maps:
 	proc_maps_free(&s.maps);
 	tracee_release(&s.tr);
+	dump_dir_close(&s.out);
 	return code;
 }

@@ -97,6 +97,42 @@ static unsigned long stat_flags(pid_t pid)
 	return flags;
 }
 
+/* Non-zero if thread tid of pid has exited (a zombie, dead, or gone). */
+static int thread_dead(pid_t pid, pid_t tid)
+{
+	char path[64], buf[512], *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	if (read_file(path, buf, sizeof(buf)))
+		return 1;
+	p = strrchr(buf, ')');
+	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
+/* Non-zero if we trace tid already (a clone of a thread we seized). */
+static int traced_by_us(pid_t tid)
+{
+	char val[32];
+
+	return !proc_status_read(tid, "TracerPid", val, sizeof(val)) && atol(val) == getpid();
+}
+
+pid_t tracee_live_tid(pid_t pid)
+{
+	pid_t *tids = NULL, live = 0;
+	size_t n = 0;
+
+	if (!thread_dead(pid, pid))
+		return pid;
+	if (proc_tasks_read(pid, &tids, &n))
+		return 0;
+	for (size_t i = 0; i < n && !live; i++)
+		if (tids[i] != pid && !thread_dead(pid, tids[i]))
+			live = tids[i];
+	free(tids);
+	return live;
+}
+
 static void comm_of(pid_t pid, char *out, size_t len)
 {
 	char path[64];
@@ -115,8 +151,8 @@ static void diagnose_eperm(pid_t pid)
 	char val[256], comm[64], scope[16] = "";
 	long tracer;
 
-	if (!proc_status_read(pid, "TracerPid", val, sizeof(val)) &&
-	    (tracer = atol(val)) != 0) {
+	if (!proc_status_read(tracee_live_tid(pid) ? tracee_live_tid(pid) : pid, "TracerPid",
+			      val, sizeof(val)) && (tracer = atol(val)) != 0) {
 		comm_of((pid_t)tracer, comm, sizeof(comm));
 		pr_err("cannot attach to %d: it is already traced by process %ld (%s)",
 		       pid, tracer, comm);
@@ -144,15 +180,11 @@ static void diagnose_eperm(pid_t pid)
 	       "a seccomp or LSM policy?)", pid);
 }
 
-int tracee_check(pid_t pid)
+int tracee_probe(pid_t pid, pid_t *live)
 {
 	char path[64], val[64], comm[64];
 	struct stat st;
 
-	if (pid == getpid()) {
-		pr_err("cannot attach to %d: that is heapattach itself", pid);
-		return -EINVAL;
-	}
 	snprintf(path, sizeof(path), "/proc/%d", pid);
 	if (stat(path, &st) || (kill(pid, 0) && errno == ESRCH)) {
 		pr_err("cannot attach to %d: no such process", pid);
@@ -169,11 +201,30 @@ int tracee_check(pid_t pid)
 		       pid, comm);
 		return -EINVAL;
 	}
-	if (!proc_status_read(pid, "State", val, sizeof(val)) && val[0] == 'Z') {
+	/* A leader that called pthread_exit is a zombie too, but its other
+	 * threads run: only a process without a live thread is one. */
+	*live = tracee_live_tid(pid);
+	if (!*live) {
 		pr_err("cannot attach to %d: it is a zombie (exited, not yet reaped)", pid);
 		return -ESRCH;
 	}
-	if (!proc_status_read(pid, "TracerPid", val, sizeof(val)) && atol(val) != 0) {
+	return 0;
+}
+
+int tracee_check(pid_t pid)
+{
+	char val[64];
+	pid_t live;
+	int rc;
+
+	if (pid == getpid()) {
+		pr_err("cannot attach to %d: that is heapattach itself", pid);
+		return -EINVAL;
+	}
+	rc = tracee_probe(pid, &live);
+	if (rc)
+		return rc;
+	if (!proc_status_read(live, "TracerPid", val, sizeof(val)) && atol(val) != 0) {
 		diagnose_eperm(pid);
 		return -EBUSY;
 	}
@@ -202,6 +253,21 @@ static int interrupt_one(struct thread *th)
 	return 0;
 }
 
+/*
+ * A leader that exited while other threads run is a zombie whose exit the
+ * kernel reports only after theirs: it never stops again and nothing waits
+ * for it. Forget it (th is then replaced by the set's last entry) and
+ * return 1; 0 if th is anything else.
+ */
+static int drop_dead_leader(struct tracee *tr, struct thread *th)
+{
+	if (th->tid != tr->pid || tr->n == 1 || !thread_dead(tr->pid, th->tid))
+		return 0;
+	pr_debug("the leader %d has exited; its other threads go on", th->tid);
+	tracee_remove(tr, th->tid);
+	return 1;
+}
+
 /* Wait for every thread to be TS_STOPPED, feeding other stops to fn. */
 static int wait_all_stopped(struct tracee *tr, tracee_event_fn fn, void *arg)
 {
@@ -213,9 +279,13 @@ static int wait_all_stopped(struct tracee *tr, tracee_event_fn fn, void *arg)
 		struct thread *th;
 		size_t i;
 
-		for (i = 0; i < tr->n; i++)
-			if (tr->t[i].state != TS_STOPPED)
+		for (i = 0; i < tr->n; i++) {
+			if (tr->t[i].state == TS_STOPPED)
+				continue;
+			if (!drop_dead_leader(tr, &tr->t[i]))
 				break;
+			i--;	/* the slot now holds the set's last thread */
+		}
 		if (i == tr->n)
 			break;
 		tid = waitpid(-1, &status, __WALL);
@@ -328,8 +398,13 @@ static int seize_new_threads(struct tracee *tr, int *added)
 		if (tracee_find(tr, tids[i]))
 			continue;
 		if (ptrace(PTRACE_SEIZE, tids[i], 0, (void *)(long)TRACE_OPTIONS) < 0) {
-			if (errno == ESRCH)
-				continue;	/* exited meanwhile */
+			/* exited meanwhile; an exited thread (a leader that
+			 * called pthread_exit) answers EPERM, and so does a
+			 * thread that a seized one just created (traced by us
+			 * already: its first stop comes through the events) */
+			if (errno == ESRCH || (errno == EPERM && (thread_dead(tr->pid, tids[i]) ||
+								  traced_by_us(tids[i]))))
+				continue;
 			rc = -errno;
 			goto out;
 		}

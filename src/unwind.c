@@ -636,6 +636,12 @@ void unwinder_flush(struct unwinder *u)
 	unw_flush_cache(u->as, 0, 0);
 }
 
+void unwinder_set_pid(struct unwinder *u, pid_t pid)
+{
+	unwinder_flush(u);	/* the _UPT contexts hold the old pid */
+	u->pid = pid;
+}
+
 void unwinder_get_stats(const struct unwinder *u, struct unwind_stats *st)
 {
 	*st = u->st;

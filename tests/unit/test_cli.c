@@ -18,6 +18,8 @@ static void sizes(void)
 	expect_int_eq(cli_parse_size("K", &v), -EINVAL);
 	expect_int_eq(cli_parse_size("99999999999999999999", &v), -EINVAL);
 	expect_int_eq(cli_parse_size("20000000000000G", &v), -EINVAL);
+	expect_int_eq(cli_parse_size(" 64K", &v), -EINVAL);
+	expect_int_eq(cli_parse_size("+64K", &v), -EINVAL);
 }
 
 static void durations(void)
@@ -80,4 +82,49 @@ static void options(void)
 	expect_int_eq(parse(&o, 4, a8), -EINVAL);
 }
 
-HARNESS_MAIN("cli", T(sizes), T(durations), T(options))
+/* -p takes plain decimal digits only: strtol's blanks, sign and trailing
+ * garbage used to pass ("+123", " 123"). */
+static void pids(void)
+{
+	static const char *const badv[] = { "+123", " 123", "123 ", "0x10", "123abc", "-1",
+					    "0", "", "2147483648", "99999999999999999999" };
+	struct options o;
+	pid_t pid = 0;
+
+	expect_int_eq(cli_parse_pid("123", &pid), 0); expect_int_eq(pid, 123);
+	expect_int_eq(cli_parse_pid("2147483647", &pid), 0); expect_int_eq(pid, 2147483647);
+	for (size_t i = 0; i < sizeof(badv) / sizeof(badv[0]); i++) {
+		char *argv[] = { "heapattach", "-p", (char *)badv[i], NULL };
+
+		pid = 77;
+		expect_int_eq(cli_parse_pid(badv[i], &pid), -EINVAL);
+		expect_int_eq(pid, 77);
+		if (parse(&o, 3, argv) != -EINVAL)
+			fprintf(stderr, "-p '%s' was accepted\n", badv[i]);
+		expect_int_eq(parse(&o, 3, argv), -EINVAL);
+	}
+}
+
+/* Sample rates above 1 TiB are refused (they used to give no event at all). */
+static void rates(void)
+{
+	static const char *const badv[] = { "1025G", "2T", "1099511627777", "0", " 64K",
+					    "+64K" };
+	struct options o;
+	char *ok[] = { "heapattach", "-p", "1", "--sample-rate", "1T", NULL };
+	char *ok2[] = { "heapattach", "-p", "1", "--sample-rate", "1099511627776", NULL };
+
+	expect_int_eq(parse(&o, 5, ok), 0);
+	expect_u64_eq(o.sample_rate, 1ULL << 40);
+	expect_int_eq(parse(&o, 5, ok2), 0);
+	expect_u64_eq(o.sample_rate, 1ULL << 40);
+	for (size_t i = 0; i < sizeof(badv) / sizeof(badv[0]); i++) {
+		char *argv[] = { "heapattach", "-p", "1", "--sample-rate", (char *)badv[i], NULL };
+
+		if (parse(&o, 5, argv) != -EINVAL)
+			fprintf(stderr, "--sample-rate '%s' was accepted\n", badv[i]);
+		expect_int_eq(parse(&o, 5, argv), -EINVAL);
+	}
+}
+
+HARNESS_MAIN("cli", T(sizes), T(durations), T(options), T(pids), T(rates))

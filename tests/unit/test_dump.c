@@ -2,7 +2,9 @@
 /* SPDX-License-Identifier: MIT */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <zlib.h>
 #include "harness.h"
@@ -400,6 +402,70 @@ static void test_write_errors(void)
 	profile_free(p);
 }
 
+/* A FIFO, a device node (when mknod is allowed) and a symbolic link are
+ * refused and left as they were; nothing is left behind. */
+static void test_not_regular(void)
+{
+	struct dump_info di = { .pid = 1 };
+	struct profile *p = make_profile(4096);
+	struct dump_dir dd;
+	char path[160], target[160];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/fifo", tmpdir);
+	expect_int_eq(mkfifo(path, 0600), 0);
+	expect_true(dump_write_file(path, DUMP_PPROF, p, &di) < 0);
+	expect_true(dump_dir_open(&dd, path, 1) < 0);
+	expect_int_eq(dd.fd, -1);
+	expect_true(lstat(path, &st) == 0 && S_ISFIFO(st.st_mode));
+	unlink(path);
+
+	snprintf(path, sizeof(path), "%s/null", tmpdir);
+	if (mknod(path, S_IFCHR | 0600, makedev(1, 3)) == 0) {
+		expect_true(dump_write_file(path, DUMP_LEGACY, p, &di) < 0);
+		expect_true(lstat(path, &st) == 0 && S_ISCHR(st.st_mode) &&
+			    st.st_rdev == makedev(1, 3));
+		unlink(path);
+	}
+
+	snprintf(path, sizeof(path), "%s/link.heap", tmpdir);
+	snprintf(target, sizeof(target), "%s/target.heap", tmpdir);
+	expect_int_eq(symlink(target, path), 0);
+	expect_true(dump_write_file(path, DUMP_PPROF, p, &di) < 0);
+	expect_true(lstat(path, &st) == 0 && S_ISLNK(st.st_mode));
+	expect_int_eq(access(target, F_OK), -1);
+	unlink(path);
+	expect_int_eq(count_dir_entries(), 0);
+	profile_free(p);
+}
+
+/* Profiles hold the target's names and paths: mode 0600 whatever the umask,
+ * also when they replace a file that was 0644. The probe leaves nothing. */
+static void test_mode(void)
+{
+	struct dump_info di = { .pid = 1 };
+	struct profile *p = make_profile(4096);
+	struct dump_dir dd;
+	char path[160];
+	struct stat st;
+	mode_t old = umask(0);
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/m.heap", tmpdir);
+	fd = open(path, O_WRONLY | O_CREAT, 0644);
+	expect_true(fd >= 0);
+	close(fd);
+	expect_int_eq(dump_dir_open(&dd, path, 1), 0);
+	expect_int_eq(count_dir_entries(), 1);
+	expect_int_eq(dump_write_at(&dd, path, DUMP_PPROF, p, &di), 0);
+	expect_true(stat(path, &st) == 0 && (st.st_mode & 07777) == 0600);
+	dump_dir_close(&dd);
+	expect_int_eq(dd.fd, -1);
+	umask(old);
+	unlink(path);
+	profile_free(p);
+}
+
 static void setup(void)
 {
 	strcpy(tmpdir, "/tmp/test_dump.XXXXXX");
@@ -425,4 +491,6 @@ HARNESS_MAIN("dump",
 	T(test_legacy_exact),
 	T(test_pprof_large),
 	T(test_write_errors),
+	T(test_not_regular),
+	T(test_mode),
 	T(test_teardown))

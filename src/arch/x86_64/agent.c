@@ -20,6 +20,7 @@
 #define barrier()	shm_barrier()
 
 #define NR_SCHED_YIELD		24
+#define NR_GETTID		186
 #define NR_FUTEX		202
 #define NR_CLOCK_GETTIME	228
 #define NR_PROCESS_VM_READV	310
@@ -361,17 +362,20 @@ static int64_t stack_id(const struct shm_hdr *h, uint64_t hash, uint32_t n)
 
 /*
  * Copy up to len bytes of our own stack from sp into dst. process_vm_readv
- * stops at the end of the mapping instead of faulting. Returns the bytes
- * copied; 0 if refused (then later misses skip the copy).
+ * stops at the end of the mapping instead of faulting. It is given our own
+ * thread id, valid in our PID namespace, and live: the process id names the
+ * leader, which has no memory left once it called pthread_exit. Returns the
+ * bytes copied; 0 if refused (then later misses skip the copy).
  */
 static uint32_t stack_copy(struct shm_hdr *h, void *dst, uint64_t sp, uint32_t len)
 {
 	struct {
 		uint64_t base, len;
 	} local = { (uint64_t)dst, len }, remote = { sp, len };
-	long rc;
+	long rc, self = sys6(NR_GETTID, 0, 0, 0, 0, 0, 0);
 
-	rc = sys6(NR_PROCESS_VM_READV, h->target_pid, (long)&local, 1, (long)&remote, 1, 0);
+	rc = sys6(NR_PROCESS_VM_READV, self > 0 ? self : h->target_pid, (long)&local, 1,
+		  (long)&remote, 1, 0);
 	if (rc == -EPERM || rc == -ENOSYS || rc == -EACCES)
 		h->no_stack_copy = 1;
 	return rc > 0 ? (uint32_t)rc : 0;
