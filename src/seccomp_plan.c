@@ -65,9 +65,10 @@ static void plan_calls(const struct seccomp_params *pp, struct call *c)
 	const uint64_t sz = pp->region_size, none = (uint64_t)-1;
 	const struct call calls[NCALLS] = {
 		[C_MEMFD_EXEC] = { "memfd_create", SYS_memfd_create, NEED_MEMFD, 0x3e,
-				   ARGS(0, MFD_CLOEXEC | MFD_EXEC), "to make its shared memory" },
+				   ARGS(0, MFD_CLOEXEC | MFD_EXEC | MFD_ALLOW_SEALING),
+				   "to make its shared memory" },
 		[C_MEMFD] = { "memfd_create", SYS_memfd_create, NEED_MEMFD, 0x3e,
-			      ARGS(0, MFD_CLOEXEC), "to make its shared memory" },
+			      ARGS(0, MFD_CLOEXEC | MFD_ALLOW_SEALING), "to make its shared memory" },
 		[C_MMAP_MEMFD] = { "mmap", SYS_mmap, NEED_MEMFD, 0x2e,
 				   ARGS(0, sz, RX, MAP_SHARED | NOREPL, 0, 0), "to map its code" },
 		[C_CLOSE] = { "close", SYS_close, NEED_MEMFD, 0x3e, ARGS(0),

@@ -405,6 +405,11 @@ static void test_plan_arguments(void)
 		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 4, 0, 1),
 		RET(SECCOMP_RET_KILL_PROCESS), RET(SECCOMP_RET_ALLOW),
 	};
+	struct sock_filter memfd_seal[] = {	/* kills it with MFD_ALLOW_SEALING only */
+		LD(OFF_NR), JEQ(SYS_memfd_create, 0, 3), LD(OFF_ARG_LO(1)),
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, MFD_ALLOW_SEALING, 0, 1),
+		RET(SECCOMP_RET_KILL_PROCESS), RET(SECCOMP_RET_ALLOW),
+	};
 	struct sock_filter mmap_anon[] = {	/* kills anonymous mmap only */
 		LD(OFF_NR), JEQ(SYS_mmap, 0, 3), LD(OFF_ARG_LO(3)),
 		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, MAP_ANONYMOUS, 0, 1),
@@ -425,6 +430,9 @@ static void test_plan_arguments(void)
 	expect_int_eq(plan.inject_flags, INJECT_F_ANON);
 	expect_int_eq(decide(PROG(memfd_huge), params(1, 0), &plan, why, sizeof(why)), 0);
 	expect_int_eq(plan.inject_flags, 0);
+	/* inject.c always asks for the seal */
+	expect_int_eq(decide(PROG(memfd_seal), params(1, 0), &plan, why, sizeof(why)), 0);
+	expect_int_eq(plan.inject_flags, INJECT_F_ANON);
 	expect_int_eq(decide(PROG(mmap_anon), params(0, 0), &plan, why, sizeof(why)), 0);
 	expect_int_eq(plan.inject_flags, INJECT_F_NO_ANON);
 	expect_int_eq(decide(PROG(mmap_anon), params(1, 0), &plan, why, sizeof(why)), -EPERM);
