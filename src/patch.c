@@ -596,9 +596,20 @@ int patch_close_remote(struct session *s, int fd)
 	return run_remote(s, op_close, &fd);
 }
 
+/* Threads that tracee_stop_all could not stop (tracee.h): they run no
+ * user code before they stop, but may be inside a trampoline. */
+static int unstopped(const struct session *s)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < s->tr.n; i++)
+		n += s->tr.t[i].state != TS_STOPPED;
+	return n;
+}
+
 void patch_remove(struct session *s)
 {
-	int busy = 0, unrestored = 0, err = 0;
+	int busy = 0, unrestored = 0, err = 0, stuck;
 
 	/* 1. The original bytes back (trampolines have no trap that could
 	 * hurt without us: nothing to disarm first). */
@@ -631,7 +642,8 @@ void patch_remove(struct session *s)
 	}
 	if (s->target_gone)
 		goto out;
-	if (unrestored || busy) {
+	stuck = unstopped(s);
+	if (unrestored || busy || stuck) {
 		/* A jump or a thread still leads there: unmapping would crash it. */
 		for (size_t i = 0; i < s->nregions; i++)
 			s->regions_left += view_mapped(s->regions[i].inj) +
@@ -640,6 +652,11 @@ void patch_remove(struct session *s)
 			pr_err("%d thread(s) of %d still inside a hooked call after %d ms: "
 			       "leaving %zu heapattach mapping(s) in it (they work without "
 			       "heapattach)", busy, s->pid, INFLIGHT_WAIT_MS, s->regions_left);
+		else if (stuck)
+			pr_err("%d thread(s) of %d did not stop (%d: a vfork parent waiting for its "
+			       "child, or an uninterruptible sleep): leaving %zu heapattach "
+			       "mapping(s) in it (they work without heapattach)", stuck, s->pid,
+			       s->tr.unstopped, s->regions_left);
 		else
 			pr_err("leaving %zu heapattach mapping(s) in %d: %d entry point(s) still "
 			       "jump there", s->regions_left, s->pid, unrestored);
