@@ -1,0 +1,71 @@
+/* JIT code names from the target's perf map (/tmp/perf-PID.map), read as it grows. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_PERFMAP_H
+#define HEAPATTACH_PERFMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+/* What is read of a map the target writes (beyond them nothing more is). */
+#define PERFMAP_MAX_BYTES	(64u << 20)	/* from the file's start */
+#define PERFMAP_MAX_LINE	4096		/* longer lines are skipped */
+#define PERFMAP_MAX_ENTRIES	(1u << 20)	/* lines taken */
+
+/* perfmap_caps_hit() bits */
+#define PERFMAP_CAP_BYTES	1u
+#define PERFMAP_CAP_LINE	2u
+#define PERFMAP_CAP_ENTRIES	4u
+
+struct perfmap;
+
+/* "/tmp/perf-N.map" for the process of thread tid (a host id), N being its
+ * pid as the process sees it (the last NStgid of /proc/TID/status: its id
+ * in its own pid namespace). 0 or -errno. */
+int perfmap_path_of(pid_t tid, char *path, size_t len);
+
+/* For --list-hooks: one "# perf map ..." line on f if the process of tid
+ * has a perf map in its root (what it is, not opened). 0, or -errno
+ * (-ENOENT: none). */
+int perfmap_describe(FILE *f, pid_t tid);
+
+/*
+ * A perf map at path inside root (an O_PATH directory fd, duplicated; see
+ * tfile_open), nothing read yet. Never NULL.
+ */
+struct perfmap *perfmap_new(int root, const char *path);
+/* The same for the process of thread tid, in its root (/proc/TID/root),
+ * or NULL if neither can be found. */
+struct perfmap *perfmap_open_target(pid_t tid);
+void perfmap_free(struct perfmap *pm);
+
+/*
+ * Read what was appended since the last call (the whole file if it was
+ * replaced or truncated) and take its entries. A later entry wins over an
+ * earlier one wherever they overlap, as perf does. The file is opened with
+ * tfile_open's rules each time (a regular file in the target's root, never
+ * blocking) and read within the caps above. 0, or -errno (-ENOENT: no map
+ * yet; -EINVAL: not a regular file), which leaves the entries as they were.
+ */
+int perfmap_refresh(struct perfmap *pm);
+
+/* The name of the entry holding addr and addr's offset in it, or NULL.
+ * The string lives until the next perfmap_refresh or perfmap_free. */
+const char *perfmap_lookup(const struct perfmap *pm, uint64_t addr, uint64_t *offset);
+
+const char *perfmap_path(const struct perfmap *pm);
+/* Entries taken so far, and lines refused as malformed. */
+size_t perfmap_entries(const struct perfmap *pm);
+size_t perfmap_garbage(const struct perfmap *pm);
+/* PERFMAP_CAP_* bits hit so far. */
+unsigned perfmap_caps_hit(const struct perfmap *pm);
+
+/*
+ * One line (into buf) saying what is new since the last call: a cap first
+ * reached, or a map that is not a regular file. 1 if buf was written, else 0.
+ */
+int perfmap_take_note(struct perfmap *pm, char *buf, size_t len);
+
+#endif
