@@ -307,16 +307,22 @@ static int cmp_start(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Max-heap of indices into v, on seq. */
+/* Max-heap of indices, on seq, over the old segments then the batch. */
 struct seqheap {
-	const struct pm_seg *v;
+	const struct pm_seg *segs, *batch;
+	size_t nsegs;
 	uint32_t *h;
 	size_t n;
 };
 
+static const struct pm_seg *item(const struct seqheap *hp, size_t idx)
+{
+	return idx < hp->nsegs ? &hp->segs[idx] : &hp->batch[idx - hp->nsegs];
+}
+
 static int heap_above(const struct seqheap *hp, size_t i, size_t j)
 {
-	return hp->v[hp->h[i]].seq > hp->v[hp->h[j]].seq;
+	return item(hp, hp->h[i])->seq > item(hp, hp->h[j])->seq;
 }
 
 static void heap_swap(struct seqheap *hp, size_t i, size_t j)
@@ -375,48 +381,63 @@ static void emit(struct pm_seg **out, size_t *n, size_t *cap, uint64_t start, ui
 	};
 }
 
-/* Paint the batch over the segments: the later entry owns each point. */
+/* Paint the batch over the segments: the later entry owns each point.
+ * Each entry adds at most two boundaries, so the result has at most
+ * nsegs + 2 * nbatch pieces. */
 static void paint(struct perfmap *pm)
 {
-	size_t n = pm->nsegs + pm->nbatch, i = 0, j = 0, k = 0, nout = 0, capout = 0;
-	struct pm_seg *all, *out = NULL;
-	struct seqheap hp;
+	size_t n = pm->nsegs + pm->nbatch, i = 0, j = 0, nout = 0, capout = n + pm->nbatch;
+	struct pm_seg *out = xmalloc(capout * sizeof(*out));
+	struct seqheap hp = {
+		.segs = pm->segs, .batch = pm->batch, .nsegs = pm->nsegs,
+		.h = xmalloc(n * sizeof(*hp.h)),
+	};
 	uint64_t x = 0;
+	int sorted = 1;
 
-	if (!pm->nbatch)
-		return;
-	qsort(pm->batch, pm->nbatch, sizeof(*pm->batch), cmp_start);
-	all = xmalloc(n * sizeof(*all));
-	while (i < pm->nsegs || j < pm->nbatch)
-		all[k++] = j == pm->nbatch ||
-			   (i < pm->nsegs && cmp_start(&pm->segs[i], &pm->batch[j]) < 0) ?
-			   pm->segs[i++] : pm->batch[j++];
-	hp = (struct seqheap){ .v = all, .h = xmalloc(n * sizeof(*hp.h)) };
-	for (k = 0; k < n || hp.n;) {
+	for (size_t k = 1; k < pm->nbatch && sorted; k++)
+		sorted = cmp_start(&pm->batch[k - 1], &pm->batch[k]) <= 0;
+	if (!sorted)
+		qsort(pm->batch, pm->nbatch, sizeof(*pm->batch), cmp_start);
+	/* i, j: the next old segment and batch entry, taken in start order */
+	while (i < pm->nsegs || j < pm->nbatch || hp.n) {
 		const struct pm_seg *top;
-		uint64_t next;
+		uint64_t next = UINT64_MAX;
 
-		if (!hp.n && x < all[k].start)
-			x = all[k].start;
-		while (k < n && all[k].start <= x)
-			heap_push(&hp, (uint32_t)k++);
-		while (hp.n && all[hp.h[0]].end <= x)
+		while (hp.n && item(&hp, hp.h[0])->end <= x)
 			heap_pop(&hp);
-		if (!hp.n)
-			continue;
-		top = &all[hp.h[0]];
+		if (i < pm->nsegs && pm->segs[i].start < next)
+			next = pm->segs[i].start;
+		if (j < pm->nbatch && pm->batch[j].start < next)
+			next = pm->batch[j].start;
+		if (!hp.n) {
+			if (next == UINT64_MAX)
+				break;
+			x = next > x ? next : x;
+		}
+		while (i < pm->nsegs && pm->segs[i].start <= x)
+			heap_push(&hp, (uint32_t)i++);
+		while (j < pm->nbatch && pm->batch[j].start <= x)
+			heap_push(&hp, (uint32_t)(pm->nsegs + j++));
+		top = item(&hp, hp.h[0]);
 		next = top->end;
-		if (k < n && all[k].start < next)
-			next = all[k].start;
+		if (i < pm->nsegs && pm->segs[i].start < next)
+			next = pm->segs[i].start;
+		if (j < pm->nbatch && pm->batch[j].start < next)
+			next = pm->batch[j].start;
 		emit(&out, &nout, &capout, x, next, top);
 		x = next;
 	}
 	free(hp.h);
-	free(all);
 	free(pm->segs);
-	pm->segs = out;
+	pm->segs = nout ? xrealloc(out, nout * sizeof(*out)) : (free(out), NULL);
 	pm->nsegs = nout;
 	pm->nbatch = 0;
+	if (pm->capbatch > 4096) {
+		free(pm->batch);
+		pm->batch = NULL;
+		pm->capbatch = 0;
+	}
 }
 
 /* ---- reading ---- */
@@ -472,7 +493,8 @@ int perfmap_refresh(struct perfmap *pm)
 		memmove(buf, buf + used, have);
 	}
 	pm->off = pos;
-	paint(pm);
+	if (pm->nbatch)
+		paint(pm);
 out:
 	free(buf);
 	close(fd);
