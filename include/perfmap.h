@@ -14,7 +14,7 @@
 #define PERFMAP_MAX_LINE	4096		/* longer lines are skipped */
 #define PERFMAP_MAX_ENTRIES	(1u << 20)	/* lines taken */
 
-/* perfmap_caps_hit() bits */
+/* perfmap_stats.caps bits */
 #define PERFMAP_CAP_BYTES	1u
 #define PERFMAP_CAP_LINE	2u
 #define PERFMAP_CAP_ENTRIES	4u
@@ -56,11 +56,12 @@ int perfmap_refresh(struct perfmap *pm);
 const char *perfmap_lookup(const struct perfmap *pm, uint64_t addr, uint64_t *offset);
 
 const char *perfmap_path(const struct perfmap *pm);
-/* Entries taken so far, and lines refused as malformed. */
-size_t perfmap_entries(const struct perfmap *pm);
-size_t perfmap_garbage(const struct perfmap *pm);
-/* PERFMAP_CAP_* bits hit so far. */
-unsigned perfmap_caps_hit(const struct perfmap *pm);
+struct perfmap_stats {
+	size_t entries;         /* taken so far (of the file now read) */
+	size_t garbage;         /* malformed lines skipped */
+	unsigned caps;          /* PERFMAP_CAP_* bits hit */
+};
+void perfmap_get_stats(const struct perfmap *pm, struct perfmap_stats *st);
 
 /*
  * One line (into buf) saying what is new since the last call: a cap first

@@ -530,19 +530,9 @@ const char *perfmap_path(const struct perfmap *pm)
 	return pm->path;
 }
 
-size_t perfmap_entries(const struct perfmap *pm)
+void perfmap_get_stats(const struct perfmap *pm, struct perfmap_stats *st)
 {
-	return pm->seq;
-}
-
-size_t perfmap_garbage(const struct perfmap *pm)
-{
-	return pm->garbage;
-}
-
-unsigned perfmap_caps_hit(const struct perfmap *pm)
-{
-	return pm->caps;
+	*st = (struct perfmap_stats){ .entries = pm->seq, .garbage = pm->garbage, .caps = pm->caps };
 }
 
 int perfmap_take_note(struct perfmap *pm, char *buf, size_t len)

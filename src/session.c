@@ -477,9 +477,13 @@ int session_run(const struct options *opt)
 	while (s.warm_next < s.maps.n && !stop_signal &&
 	       !(opt->duration_ns && clock_ns(CLOCK_MONOTONIC) - t0 >= opt->duration_ns / 2))
 		fast_warm_step(&s);
-	if (!jit_refresh(&s))
+	if (!jit_refresh(&s)) {
+		struct perfmap_stats st;
+
+		perfmap_get_stats(s.jit, &st);
 		pr_debug("perf map %s: %zu entries, %zu malformed lines", perfmap_path(s.jit),
-			 perfmap_entries(s.jit), perfmap_garbage(s.jit));
+			 st.entries, st.garbage);
+	}
 	if (stop_signal) {
 		fprintf(stderr, "heapattach: interrupted before attaching; PID %d untouched\n", s.pid);
 		goto out;

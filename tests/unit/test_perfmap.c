@@ -31,9 +31,28 @@ static void fresh(void)
 	unlink(file);
 }
 
+static struct perfmap_stats stats(const struct perfmap *pm)
+{
+	struct perfmap_stats st;
+
+	perfmap_get_stats(pm, &st);
+	return st;
+}
+
 static const char *name_at(struct perfmap *pm, uint64_t a)
 {
 	return perfmap_lookup(pm, a, NULL);
+}
+
+/* pm hit exactly the caps given, and says so in one note holding what. */
+static void expect_note_once(struct perfmap *pm, unsigned caps, const char *what)
+{
+	char note[256];
+
+	expect_int_eq(stats(pm).caps, caps);
+	expect_int_eq(perfmap_take_note(pm, note, sizeof(note)), 1);
+	expect_true(strstr(note, what) != NULL);
+	expect_int_eq(perfmap_take_note(pm, note, sizeof(note)), 0);
 }
 
 static void test_basic(void)
@@ -47,7 +66,7 @@ static void test_basic(void)
 	expect_true(name_at(pm, 0x1000) == NULL);
 	put("1000 40 first\n2000 10 LazyCompile:~second /app/x.js:12:3\n");
 	expect_int_eq(perfmap_refresh(pm), 0);
-	expect_int_eq(perfmap_entries(pm), 2);
+	expect_int_eq(stats(pm).entries, 2);
 	expect_str_eq(perfmap_lookup(pm, 0x1000, &off), "first");
 	expect_u64_eq(off, 0);
 	expect_str_eq(perfmap_lookup(pm, 0x103f, &off), "first");
@@ -68,22 +87,22 @@ static void test_growth(void)
 	pm = perfmap_new(root, MAP_PATH);
 	put("1000 40 a\n20");
 	expect_int_eq(perfmap_refresh(pm), 0);
-	expect_int_eq(perfmap_entries(pm), 1);
+	expect_int_eq(stats(pm).entries, 1);
 	expect_true(name_at(pm, 0x2000) == NULL);
 	/* the half line is taken once complete */
 	put("00 40 b");
 	expect_int_eq(perfmap_refresh(pm), 0);
-	expect_int_eq(perfmap_entries(pm), 1);
+	expect_int_eq(stats(pm).entries, 1);
 	put("\n3000 40 c\n");
 	expect_int_eq(perfmap_refresh(pm), 0);
-	expect_int_eq(perfmap_entries(pm), 3);
+	expect_int_eq(stats(pm).entries, 3);
 	expect_str_eq(name_at(pm, 0x1001), "a");
 	expect_str_eq(name_at(pm, 0x2001), "b");
 	expect_str_eq(name_at(pm, 0x3001), "c");
 	/* nothing new: nothing changes */
 	expect_int_eq(perfmap_refresh(pm), 0);
-	expect_int_eq(perfmap_entries(pm), 3);
-	expect_int_eq(perfmap_garbage(pm), 0);
+	expect_int_eq(stats(pm).entries, 3);
+	expect_int_eq(stats(pm).garbage, 0);
 	perfmap_free(pm);
 }
 
@@ -179,7 +198,6 @@ static void test_garbage(void)
 {
 	static const char bin[] = "\x01\x02\xff\xfe\x00\x80 junk\n";
 	struct perfmap *pm;
-	char note[256];
 	char *big;
 	int fd;
 
@@ -228,12 +246,9 @@ static void test_garbage(void)
 	expect_true(name_at(pm, 0x7000) == NULL);
 	expect_str_eq(name_at(pm, 0x8000), "after_long");
 	expect_true(name_at(pm, 0x7f0000001000) == NULL);
-	expect_int_eq(perfmap_entries(pm), 6);
-	expect_int_eq(perfmap_garbage(pm), 12);
-	expect_int_eq(perfmap_caps_hit(pm), PERFMAP_CAP_LINE);
-	expect_int_eq(perfmap_take_note(pm, note, sizeof(note)), 1);
-	expect_true(strstr(note, "longer than 4096 bytes") != NULL);
-	expect_int_eq(perfmap_take_note(pm, note, sizeof(note)), 0);
+	expect_int_eq(stats(pm).entries, 6);
+	expect_int_eq(stats(pm).garbage, 12);
+	expect_note_once(pm, PERFMAP_CAP_LINE, "longer than 4096 bytes");
 	perfmap_free(pm);
 }
 
@@ -242,7 +257,6 @@ static void test_entry_cap(void)
 	size_t cap = 1 << 20, len = 0;
 	char *buf = malloc(cap + 64);
 	struct perfmap *pm;
-	char note[256];
 	int fd;
 
 	fresh();
@@ -261,17 +275,14 @@ static void test_entry_cap(void)
 	free(buf);
 	pm = perfmap_new(root, MAP_PATH);
 	expect_int_eq(perfmap_refresh(pm), 0);
-	expect_int_eq(perfmap_entries(pm), PERFMAP_MAX_ENTRIES);
+	expect_int_eq(stats(pm).entries, PERFMAP_MAX_ENTRIES);
 	expect_str_eq(name_at(pm, 0x100000), "e0");
 	expect_str_eq(name_at(pm, 0x100000 + 16 * (uint64_t)(PERFMAP_MAX_ENTRIES - 1)), "e1048575");
 	expect_true(name_at(pm, 0x100000 + 16 * (uint64_t)PERFMAP_MAX_ENTRIES) == NULL);
 	put("1000 10 later\n");
 	expect_int_eq(perfmap_refresh(pm), 0);
 	expect_true(name_at(pm, 0x1000) == NULL);
-	expect_int_eq(perfmap_caps_hit(pm), PERFMAP_CAP_ENTRIES);
-	expect_int_eq(perfmap_take_note(pm, note, sizeof(note)), 1);
-	expect_true(strstr(note, "more than 1048576 entries") != NULL);
-	expect_int_eq(perfmap_take_note(pm, note, sizeof(note)), 0);
+	expect_note_once(pm, PERFMAP_CAP_ENTRIES, "more than 1048576 entries");
 	perfmap_free(pm);
 }
 
@@ -289,7 +300,7 @@ static void test_byte_cap(void)
 	expect_int_eq(perfmap_refresh(pm), 0);
 	expect_str_eq(name_at(pm, 0x1000), "before_hole");
 	expect_true(name_at(pm, 0x2000) == NULL);
-	expect_int_eq(perfmap_caps_hit(pm), PERFMAP_CAP_BYTES | PERFMAP_CAP_LINE);
+	expect_int_eq(stats(pm).caps, PERFMAP_CAP_BYTES | PERFMAP_CAP_LINE);
 	expect_int_eq(perfmap_take_note(pm, note, sizeof(note)), 1);
 	expect_true(strstr(note, "larger than 64 MiB") != NULL);
 	expect_int_eq(perfmap_take_note(pm, note, sizeof(note)), 1);
@@ -328,7 +339,7 @@ static void test_replaced(void)
 	expect_int_eq(perfmap_refresh(pm), 0);
 	expect_true(name_at(pm, 0x2000) == NULL);
 	expect_str_eq(name_at(pm, 0x3000), "t");
-	expect_int_eq(perfmap_entries(pm), 1);
+	expect_int_eq(stats(pm).entries, 1);
 	perfmap_free(pm);
 }
 
