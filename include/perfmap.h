@@ -36,18 +36,24 @@ int perfmap_describe(FILE *f, pid_t tid);
  * tfile_open), nothing read yet. Never NULL.
  */
 struct perfmap *perfmap_new(int root, const char *path);
-/* The same for the process of thread tid, in its root (/proc/TID/root),
- * or NULL if neither can be found. */
+/* The same for the process of thread tid, in its root (/proc/TID/root,
+ * opened afresh at each read), or NULL if its pid cannot be read. */
 struct perfmap *perfmap_open_target(pid_t tid);
+/* Another live thread of that process to find its root through, or 0: the
+ * process is gone (or exec'd), only the file already open is read on. */
+void perfmap_set_tid(struct perfmap *pm, pid_t tid);
 void perfmap_free(struct perfmap *pm);
 
 /*
  * Read what was appended since the last call (the whole file if it was
  * replaced or truncated) and take its entries. A later entry wins over an
- * earlier one wherever they overlap, as perf does. The file is opened with
- * tfile_open's rules each time (a regular file in the target's root, never
- * blocking) and read within the caps above. 0, or -errno (-ENOENT: no map
- * yet; -EINVAL: not a regular file), which leaves the entries as they were.
+ * earlier one wherever they overlap, as perf does. While the target lives
+ * the path is looked up again each time with tfile_open's rules (a regular
+ * file in the target's root, never blocking); the file read last stays
+ * open and is read on once the target is gone or the path names nothing.
+ * Within the caps above. 0, or -errno (-ENOENT: no map yet; -EINVAL: not a
+ * regular file; -ESRCH: no target and no file), which leaves the entries
+ * as they were.
  */
 int perfmap_refresh(struct perfmap *pm);
 

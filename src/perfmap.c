@@ -43,11 +43,12 @@ struct pm_seg {
 };
 
 struct perfmap {
-	int root;                       /* O_PATH directory, owned */
+	pid_t tid;                      /* path is in this thread's root; 0: not any more */
+	int root;                       /* or in this directory (perfmap_new), or -EBADF */
 	char *path;
 
-	int have_file;                  /* dev, ino: the file last read */
-	dev_t dev;
+	int fd;                         /* the file last read, kept open, or -1 */
+	dev_t dev;                      /* and its identity */
 	ino_t ino;
 	uint64_t off;                   /* first byte not taken yet */
 	int skipping;                   /* inside an overlong line */
@@ -104,6 +105,7 @@ struct perfmap *perfmap_new(int root, const char *path)
 	if (pm->root < 0)
 		pm->root = -EBADF;	/* tfile_open refuses it: never the host */
 	pm->path = xstrdup(path);
+	pm->fd = -1;
 	return pm;
 }
 
@@ -111,32 +113,55 @@ struct perfmap *perfmap_open_target(pid_t tid)
 {
 	struct perfmap *pm;
 	char path[64];
-	int root;
 
 	if (perfmap_path_of(tid, path, sizeof(path)))
 		return NULL;
-	root = tfile_root(tid);
-	if (root < 0)
-		return NULL;
-	pm = perfmap_new(root, path);
-	close(root);
+	pm = perfmap_new(-1, path);
+	pm->tid = tid;
 	return pm;
+}
+
+void perfmap_set_tid(struct perfmap *pm, pid_t tid)
+{
+	if (pm)
+		pm->tid = tid > 0 ? tid : 0;
+}
+
+/*
+ * Open (open_it) or stat path in the root of thread tid as it is now,
+ * with tfile_open's rules. The root is /proc/TID/root opened afresh, and
+ * the thread must still have one after the lookup: an exiting process
+ * drops its root (exit_fs) before its mount namespace is torn down, and a
+ * root kept from before then leads to the mounts underneath, such as the
+ * host's /tmp. The fd (open_it) or 0, or -errno (-ESRCH: no root now).
+ */
+static int in_target(pid_t tid, const char *path, struct stat *st, int open_it)
+{
+	int root = tfile_root(tid), ret, again;
+
+	if (root < 0)
+		return -ESRCH;
+	ret = open_it ? tfile_open(root, path, st) : tfile_stat(root, path, st);
+	close(root);
+	again = tfile_root(tid);
+	if (again < 0) {
+		if (open_it && ret >= 0)
+			close(ret);
+		return -ESRCH;
+	}
+	close(again);
+	return ret;
 }
 
 int perfmap_describe(FILE *f, pid_t tid)
 {
 	struct stat st;
 	char path[64];
-	int root, rc;
+	int rc;
 
 	rc = perfmap_path_of(tid, path, sizeof(path));
-	if (rc)
-		return rc;
-	root = tfile_root(tid);
-	if (root < 0)
-		return root;
-	rc = tfile_stat(root, path, &st);
-	close(root);
+	if (!rc)
+		rc = in_target(tid, path, &st, 0);
 	if (rc)
 		return rc;
 	if (S_ISREG(st.st_mode))
@@ -167,6 +192,8 @@ void perfmap_free(struct perfmap *pm)
 		return;
 	if (pm->root >= 0)
 		close(pm->root);
+	if (pm->fd >= 0)
+		close(pm->fd);
 	free(pm->segs);
 	free(pm->batch);
 	free(pm->names);
@@ -442,33 +469,60 @@ static void paint(struct perfmap *pm)
 
 /* ---- reading ---- */
 
+/*
+ * The file to read now, in *st: the one at the path in the target's root
+ * while the target lives (another file there than last time starts over),
+ * else the file last read (the target is gone, or removed its map). pm's
+ * fd, or -errno.
+ */
+static int current_file(struct perfmap *pm, struct stat *st)
+{
+	int fd;
+
+	if (pm->tid)
+		fd = in_target(pm->tid, pm->path, st, 1);
+	else if (pm->root >= 0)
+		fd = tfile_open(pm->root, pm->path, st);
+	else
+		fd = -ESRCH;
+	if (fd == -EINVAL)
+		pm->refused = 1;
+	if (fd >= 0 && pm->fd >= 0 && st->st_dev == pm->dev && st->st_ino == pm->ino) {
+		close(fd);
+	} else if (fd >= 0) {
+		if (pm->fd >= 0) {
+			close(pm->fd);
+			reset(pm);
+		}
+		pm->fd = fd;
+		pm->dev = st->st_dev;
+		pm->ino = st->st_ino;
+	} else if (pm->fd < 0 || (fd != -ESRCH && fd != -ENOENT)) {
+		return fd;
+	}
+	return fstat(pm->fd, st) ? -errno : pm->fd;
+}
+
 int perfmap_refresh(struct perfmap *pm)
 {
 	uint64_t limit, pos;
 	struct stat st;
 	size_t have = 0;
-	char *buf = NULL;
-	int fd, ret = 0;
+	char *buf;
+	int fd;
 
-	fd = tfile_open(pm->root, pm->path, &st);
-	if (fd < 0) {
-		if (fd == -EINVAL)
-			pm->refused = 1;
+	fd = current_file(pm, &st);
+	if (fd < 0)
 		return fd;
-	}
-	if (pm->have_file && (st.st_dev != pm->dev || st.st_ino != pm->ino ||
-			      (uint64_t)st.st_size < pm->off))
-		reset(pm);
-	pm->have_file = 1;
-	pm->dev = st.st_dev;
-	pm->ino = st.st_ino;
+	if ((uint64_t)st.st_size < pm->off)
+		reset(pm);	/* truncated */
 	limit = (uint64_t)st.st_size;
 	if (limit > PERFMAP_MAX_BYTES) {
 		limit = PERFMAP_MAX_BYTES;
 		pm->caps |= PERFMAP_CAP_BYTES;
 	}
 	if (pm->full || pm->off >= limit)
-		goto out;
+		return 0;
 	buf = xmalloc(PERFMAP_BUF);
 	pos = pm->off;
 	while (pos + have < limit && !pm->full) {
@@ -480,25 +534,19 @@ int perfmap_refresh(struct perfmap *pm)
 		n = pread(fd, buf + have, want, (off_t)(pos + have));
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			ret = -errno;
-			break;
-		}
-		if (n == 0)
-			break;	/* shorter than it was a moment ago */
+		if (n <= 0)
+			break;	/* an error, or shorter than it was a moment ago */
 		have += (size_t)n;
 		used = take_lines(pm, buf, have);
 		pos += used;
 		have -= used;
 		memmove(buf, buf + used, have);
 	}
+	free(buf);
 	pm->off = pos;
 	if (pm->nbatch)
 		paint(pm);
-out:
-	free(buf);
-	close(fd);
-	return ret;
+	return 0;
 }
 
 /* ---- queries ---- */

@@ -132,6 +132,7 @@ static int jit_refresh(struct session *s)
 
 	if (!s->jit)
 		return -ENOENT;
+	perfmap_set_tid(s->jit, s->target_gone || s->exec_seen ? 0 : s->proc_tid);
 	rc = perfmap_refresh(s->jit);
 	while (perfmap_take_note(s->jit, note, sizeof(note)))
 		session_note(s, "%s", note);

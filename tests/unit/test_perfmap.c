@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "harness.h"
 #include "perfmap.h"
@@ -343,6 +345,75 @@ static void test_replaced(void)
 	perfmap_free(pm);
 }
 
+/* A map removed from its path is read on through the descriptor kept. */
+static void test_kept_file(void)
+{
+	struct perfmap *pm;
+	int fd;
+
+	fresh();
+	put("1000 40 before\n");
+	pm = perfmap_new(root, MAP_PATH);
+	expect_int_eq(perfmap_refresh(pm), 0);
+	fd = open(file, O_WRONLY | O_APPEND);
+	expect_true(fd >= 0);
+	unlink(file);
+	expect_int_eq(write(fd, "2000 40 after\n", 14), 14);
+	close(fd);
+	expect_int_eq(perfmap_refresh(pm), 0);
+	expect_str_eq(name_at(pm, 0x1000), "before");
+	expect_str_eq(name_at(pm, 0x2000), "after");
+	perfmap_free(pm);
+}
+
+/*
+ * Once the target is gone, its path is not looked up again (a root kept
+ * from before would by then lead to the host's /tmp): only the file
+ * already open is read on, whatever the path names now.
+ */
+static void test_target_gone(void)
+{
+	char path[64], other[80];
+	struct perfmap *pm;
+	pid_t child;
+	FILE *f;
+	int fd;
+
+	child = fork();
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	expect_true(child > 0);
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)child);
+	snprintf(other, sizeof(other), "%s.other", path);
+	f = fopen(path, "w");
+	expect_true(f != NULL);
+	fputs("1000 40 alive\n", f);
+	fclose(f);
+	pm = perfmap_open_target(child);
+	expect_true(pm != NULL);
+	expect_str_eq(perfmap_path(pm), path);
+	expect_int_eq(perfmap_refresh(pm), 0);
+	expect_str_eq(name_at(pm, 0x1000), "alive");
+	fd = open(path, O_WRONLY | O_APPEND);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	expect_int_eq(write(fd, "3000 40 appended\n", 17), 17);
+	close(fd);
+	f = fopen(other, "w");
+	expect_true(f != NULL);
+	fputs("2000 40 someone_else\n", f);
+	fclose(f);
+	expect_int_eq(rename(other, path), 0);
+	expect_int_eq(perfmap_refresh(pm), 0);
+	expect_str_eq(name_at(pm, 0x1000), "alive");
+	expect_str_eq(name_at(pm, 0x3000), "appended");
+	expect_true(name_at(pm, 0x2000) == NULL);
+	perfmap_free(pm);
+	unlink(path);
+}
+
 /* FIFOs, devices, directories and links out of the root are never read. */
 static void test_unsafe(void)
 {
@@ -437,7 +508,8 @@ static void teardown(void)
 
 static const struct harness_test tests[] = {
 	T(test_basic), T(test_growth), T(test_override), T(test_random), T(test_garbage),
-	T(test_entry_cap), T(test_byte_cap), T(test_replaced), T(test_unsafe), T(test_path_of),
+	T(test_entry_cap), T(test_byte_cap), T(test_replaced), T(test_kept_file), T(test_target_gone),
+	T(test_unsafe), T(test_path_of),
 };
 
 int main(void)
