@@ -16,8 +16,9 @@
  * A perf map is a text file a JIT appends "START SIZE name" lines to (hex
  * START and SIZE): node --perf-basic-prof, Java agents, LuaJIT, .NET with
  * DOTNET_PerfMapEnabled. It is the target's file, so it is input from an
- * adversary: opened through tfile_open in the target's root each time it
- * is read (a FIFO or device is never opened), read from where the last
+ * adversary: looked up with tfile_open in the target's root (a FIFO or
+ * device is never opened) each time it is read while the target lives,
+ * the file last opened read on once it is gone; read from where the last
  * read stopped (the start of a line not yet complete) up to
  * PERFMAP_MAX_BYTES from its start, one line at most PERFMAP_MAX_LINE
  * bytes, at most PERFMAP_MAX_ENTRIES entries; malformed lines are counted
