@@ -21,6 +21,7 @@
 
 struct unwinder;
 struct symbolizer;
+struct perfmap;
 struct frametab;
 struct inject_region;
 
@@ -104,6 +105,7 @@ struct session {
 	struct sampler sampler;
 	struct unwinder *unw;
 	struct symbolizer *sym;         /* kept warm while the target lives */
+	struct perfmap *jit;            /* the target's perf map (JIT names), or NULL */
 
 	uint64_t leftover_lo[SESSION_MAX_REGIONS], leftover_hi[SESSION_MAX_REGIONS];
 	size_t nleftovers;

@@ -8,6 +8,7 @@
 #include "proc.h"
 
 struct symbolizer;
+struct perfmap;
 
 struct sym_info {
 	const char *function;   /* demangled-if-possible name, or NULL if unknown */
@@ -26,6 +27,9 @@ void symbolizer_free(struct symbolizer *s);
  * Strings stay valid until symbolizer_free. 0 when a symbol or a source line
  * was found (missing parts are NULL/0), else -ENOENT. */
 int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out);
+/* Name code that is in no ELF object from pm (may be NULL: none), which
+ * must outlive s; its names are valid until its next refresh. */
+void symbolizer_set_perfmap(struct symbolizer *s, const struct perfmap *pm);
 /* Build id (lowercase hex) of the object behind map, or NULL. */
 const char *symbolizer_build_id(struct symbolizer *s, const struct proc_map *map);
 

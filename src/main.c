@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "hooks.h"
 #include "log.h"
+#include "perfmap.h"
 #include "proc.h"
 #include "session.h"
 #include "tracee.h"
@@ -41,6 +42,7 @@ static int list_hooks(pid_t pid)
 		return 1;
 	}
 	rc = hooks_print(stdout, &set);
+	perfmap_describe(stdout, live);
 	hooks_free(&set);
 	proc_maps_free(&maps);
 	return rc ? 1 : 0;

@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "dump.h"
 #include "log.h"
+#include "perfmap.h"
 #include "session.h"
 #include "symbolize.h"
 #include "unwind.h"
@@ -121,6 +122,23 @@ void session_note_caps(struct session *s)
 			     "allocated, not as in use", PROFILE_MAX_LIVE);
 }
 
+/* Take what the target's perf map gained since the last read (its names
+ * are the latest for each range, as perf has them); say once what is cut.
+ * 0, or -errno: no perf map (-ENOENT), not a regular file (-EINVAL). */
+static int jit_refresh(struct session *s)
+{
+	char note[sizeof(s->notes[0])];
+	int rc;
+
+	if (!s->jit)
+		return -ENOENT;
+	perfmap_set_tid(s->jit, s->target_gone || s->exec_seen ? 0 : s->proc_tid);
+	rc = perfmap_refresh(s->jit);
+	while (perfmap_take_note(s->jit, note, sizeof(note)))
+		session_note(s, "%s", note);
+	return rc;
+}
+
 int session_dump(struct session *s, unsigned seq)
 {
 	struct proc_maps fresh = { 0 };
@@ -140,6 +158,7 @@ int session_dump(struct session *s, unsigned seq)
 		fast_sync_stats(s);
 	}
 	session_note_caps(s);
+	jit_refresh(s);
 	if (!s->target_gone && !s->exec_seen && proc_maps_read(s->proc_tid, &fresh) == 0 &&
 	    fresh.n != s->maps.n) {
 		struct symbolizer *nsym = symbolizer_new(s->proc_tid, &fresh);
@@ -149,6 +168,8 @@ int session_dump(struct session *s, unsigned seq)
 			maps = &fresh;
 		}
 	}
+	if (sym)
+		symbolizer_set_perfmap(sym, s->jit);
 	snprintf(sc_note, sizeof(sc_note), "seccomp filter: %s", s->sc.note);
 	ncomments = s->sc.note[0] ? 3 : 2;
 	for (size_t i = 0; i < s->nnotes; i++)
@@ -448,6 +469,7 @@ int session_run(const struct options *opt)
 	sampler_init(&s.sampler, opt->sample_rate, clock_ns(CLOCK_REALTIME) ^ (uint64_t)getpid());
 	s.unw = unwinder_new(s.proc_tid);
 	s.sym = symbolizer_new(s.proc_tid, &s.maps);
+	s.jit = perfmap_open_target(s.proc_tid);
 	if (!s.unw || !s.prof) {
 		pr_err("cannot set up the unwinder for %d", s.pid);
 		goto out;
@@ -463,6 +485,13 @@ int session_run(const struct options *opt)
 	while (s.warm_next < s.maps.n && !stop_signal &&
 	       !(opt->duration_ns && clock_ns(CLOCK_MONOTONIC) - t0 >= opt->duration_ns / 2))
 		fast_warm_step(&s);
+	if (!jit_refresh(&s)) {
+		struct perfmap_stats st;
+
+		perfmap_get_stats(s.jit, &st);
+		pr_debug("perf map %s: %zu entries, %zu malformed lines", perfmap_path(s.jit),
+			 st.entries, st.garbage);
+	}
 	if (stop_signal) {
 		fprintf(stderr, "heapattach: interrupted before attaching; PID %d untouched\n", s.pid);
 		goto out;
@@ -530,6 +559,7 @@ out:
 	fast_release(&s);
 	if (s.sym)
 		symbolizer_free(s.sym);
+	perfmap_free(s.jit);
 	if (s.unw)
 		unwinder_free(s.unw);
 	if (s.prof)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "debugfile.h"
 #include "elfobj.h"
+#include "perfmap.h"
 #include "symbolize.h"
 #include "tfile.h"
 #include "xmalloc.h"
@@ -50,6 +51,7 @@ struct symbolizer {
 	struct symobj **objs;
 	size_t nobjs, capobjs;
 	int root;                       /* the target's root (tfile_root), or -errno */
+	const struct perfmap *jit;      /* names for code in no ELF object, or NULL */
 };
 
 /* ---- demangling: libstdc++'s __cxa_demangle (C linkage), loaded on demand ---- */
@@ -242,6 +244,19 @@ static struct fsym *find_sym(struct symobj *o, uint64_t a)
 	return NULL;
 }
 
+/* Code in no ELF object (anonymous, a memfd, not mapped when the maps were
+ * read): the perf map's name, if any. */
+static int jit_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
+{
+	const char *name = perfmap_lookup(s->jit, addr, &out->offset);
+
+	if (!name)
+		return -ENOENT;
+	out->function = name;
+	out->system_name = name;
+	return 0;
+}
+
 /* ---- API ---- */
 
 struct symbolizer *symbolizer_new(pid_t pid, const struct proc_maps *maps)
@@ -283,7 +298,7 @@ int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
 	memset(out, 0, sizeof(*out));
 	out->map = m;
 	if (!m || !(o = obj_for(s, m)) || !o->have_bias)
-		return -ENOENT;
+		return jit_lookup(s, addr, out);
 	a = addr - o->bias;
 	f = find_sym(o, a);
 	if (f) {
@@ -308,6 +323,11 @@ int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
 		}
 	}
 	return f || out->file ? 0 : -ENOENT;
+}
+
+void symbolizer_set_perfmap(struct symbolizer *s, const struct perfmap *pm)
+{
+	s->jit = pm;
 }
 
 const char *symbolizer_build_id(struct symbolizer *s, const struct proc_map *map)

@@ -4,7 +4,8 @@
 #
 # Seeds are made fresh from the fixtures: their binaries (whole, stripped,
 # and their split debug files) for the ELF and DWARF readers, maps and
-# status texts (the fixtures' and this shell's own) for the maps reader.
+# status texts (the fixtures' and this shell's own) for the maps reader,
+# fixtures/perfmap/ for the perf map reader.
 # The corpus a target grows stays in $FB/corpus/NAME between runs. A crash
 # leaves its input in $FB/artifacts/; fix the bug and add the input to
 # tests/fuzz/regress/NAME/ so that every later run replays it.
@@ -15,7 +16,7 @@ SECS=${FUZZ_SECONDS:-20}
 FIX=$BUILD/fixtures
 fail=0
 
-mkdir -p "$FB/seeds/elf" "$FB/seeds/dwarf" "$FB/seeds/maps" "$FB/artifacts"
+mkdir -p "$FB/seeds/elf" "$FB/seeds/dwarf" "$FB/seeds/maps" "$FB/seeds/perfmap" "$FB/artifacts"
 for f in "$FIX"/*; do
 	[ -x "$f" ] || continue
 	n=$(basename "$f")
@@ -28,6 +29,9 @@ done
 cp fixtures/maps/* fixtures/status/* "$FB/seeds/maps/"
 cat /proc/self/maps >"$FB/seeds/maps/self.txt"
 cat /proc/self/status >"$FB/seeds/maps/status.txt"
+for f in fixtures/perfmap/*; do
+	printf '\200' | cat - "$f" >"$FB/seeds/perfmap/${f##*/}"	# first byte: where it is split
+done
 
 for bin in "$FB"/fuzz_*; do
 	[ -x "$bin" ] || continue
