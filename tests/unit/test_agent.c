@@ -41,6 +41,9 @@ static size_t code_used;
 static void *(*lmalloc)(size_t);
 static void (*lfree)(void *);
 
+/* A hook of this kind (and nargs, calls 0) for the emitter. */
+#define HK(k) (&(const struct hook){ .kind = (k) })
+
 /* Trampolines under test (CODE view addresses). */
 struct hook_t {
 	const char *name;
@@ -376,11 +379,11 @@ static void *build(const char *name, int kind, enum tramp_class cls, const struc
 
 	if (libc_func(name, &f, &size))
 		return NULL;
-	if (reloc_prologue(f, size, (uintptr_t)f, at + tramp_fast_reloc_offset(cls, kind, e), &r)) {
+	if (reloc_prologue(f, size, (uintptr_t)f, at + tramp_fast_reloc_offset(cls, HK(kind), e), &r)) {
 		fprintf(stderr, "%s: %s\n", name, r.why);
 		return NULL;
 	}
-	rc = tramp_fast_emit(cls, kind, at, &r, e, buf, sizeof(buf), &lay);
+	rc = tramp_fast_emit(cls, HK(kind), at, &r, e, buf, sizeof(buf), &lay);
 	if (rc) {
 		fprintf(stderr, "%s: tramp_fast_emit %d\n", name, rc);
 		return NULL;
@@ -499,7 +502,7 @@ static void test_layouts(void)
 	const uint64_t from = 0x7f0000400000ull, at = from + 0x100000;
 	struct tramp_fast_env e = { .data = at + 0x10000, .agent_alloc = at - 0x1000,
 				    .agent_free = at - 0x800 };
-#define EMIT(cls, kind, at) tramp_fast_emit(cls, kind, at, &r, &e, buf, sizeof(buf), &lay)
+#define EMIT(cls, kind, at) tramp_fast_emit(cls, HK(kind), at, &r, &e, buf, sizeof(buf), &lay)
 	uint8_t buf[TRAMP_FAST_MAX_SIZE];
 	struct reloc_result r;
 	struct tramp_layout lay;
@@ -508,15 +511,15 @@ static void test_layouts(void)
 	/* malloc: counter, lock sub %rdi, jle SLOW; calloc adds the mov and
 	 * imul into r11; memalign (may nest) a jmp CALLTHRU; plain_sub drops
 	 * the lock */
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALLOC, &e), 30);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_CALLOC, &e), 37);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALIGNED, &e), 35);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE, HOOK_FREE, &e), 51);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_REALLOC, HOOK_REALLOC, &e), 51 + 39);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE, HOOK_ALLOC, &e), -EINVAL);
-	expect_int_eq(tramp_fast_reloc_offset((enum tramp_class)9, HOOK_ALLOC, &e), -EINVAL);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HK(HOOK_ALLOC), &e), 30);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HK(HOOK_CALLOC), &e), 37);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HK(HOOK_ALIGNED), &e), 35);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE, HK(HOOK_FREE), &e), 51);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_REALLOC, HK(HOOK_REALLOC), &e), 51 + 39);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE, HK(HOOK_ALLOC), &e), -EINVAL);
+	expect_int_eq(tramp_fast_reloc_offset((enum tramp_class)9, HK(HOOK_ALLOC), &e), -EINVAL);
 	e.plain_sub = 1;
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALLOC, &e), 29);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HK(HOOK_ALLOC), &e), 29);
 	e.plain_sub = 0;
 
 	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 30, &r), 0);
@@ -572,7 +575,7 @@ static void test_layouts(void)
 	expect_int_eq(EMIT(TRAMP_FREE, HOOK_ALLOC, at), -EINVAL);
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_REALLOCARRAY, at), -EINVAL);
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at + 1), -EINVAL);
-	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, HOOK_ALLOC, at, &r, &e, buf, 40, &lay), -ENOSPC);
+	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, HK(HOOK_ALLOC), at, &r, &e, buf, 40, &lay), -ENOSPC);
 	e.data = at + (3ull << 30);
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at), -ERANGE);
 	e.data = at + 0x10000;
@@ -1189,8 +1192,8 @@ static uint64_t fake_build(uint64_t fake, const uint8_t *body, size_t len, int k
 
 	memcpy(fake_rw, body, len);
 	expect_int_eq(reloc_prologue(body, len, fake,
-				     at + tramp_fast_reloc_offset(TRAMP_ALLOC, kind, &env), &r), 0);
-	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, kind, at, &r, &env, buf, sizeof(buf), &lay), 0);
+				     at + tramp_fast_reloc_offset(TRAMP_ALLOC, HK(kind), &env), &r), 0);
+	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, HK(kind), at, &r, &env, buf, sizeof(buf), &lay), 0);
 	memcpy(fake_rw + 64, buf, lay.size);
 	code_used = fake + 64 + lay.size - ((uintptr_t)code_view + DATA_SIZE);
 	return at;
