@@ -278,20 +278,21 @@ static void emit_free_check(struct emitter *e, const struct plan *p,
 }
 
 /* SLOW only, reallocarr: agent_free(*rdi) unless rdi is NULL. */
-static void emit_free_deref(struct emitter *e, const struct tramp_fast_env *env)
+static void emit_free_deref(struct emitter *e, const struct plan *p,
+			    const struct tramp_fast_env *env)
 {
 	size_t je;
 
 	PUT(e, 0x48, 0x85, 0xff);			/* test %rdi,%rdi */
 	PUT(e, 0x74, 0x00);				/* je past the call */
 	je = e->n;
-	put_save_args(e, 0);
+	put_save_args(e, p->wide);
 	PUT(e, 0x48, 0x8b, 0x3f);			/* mov (%rdi),%rdi */
 	PUT(e, 0x48, 0x8d, 0x35);			/* lea DATA(%rip),%rsi */
 	put_rel32(e, env->data);
 	PUT(e, 0xe8);					/* call agent_free */
 	put_rel32(e, env->agent_free);
-	put_restore_args(e, 0);
+	put_restore_args(e, p->wide);
 	e->p[je - 1] = (uint8_t)(e->n - je);
 }
 
@@ -402,7 +403,7 @@ static void emit_head(struct emitter *e, const struct plan *p, uint64_t slow,
 {
 	if (p->slow_only) {
 		if (p->free_deref)
-			emit_free_deref(e, env);
+			emit_free_deref(e, p, env);
 		return;
 	}
 	if (p->old != NONE)
