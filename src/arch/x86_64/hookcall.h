@@ -18,7 +18,7 @@ struct hook_call {
 
 /* Longest string whose copy is measured in the target (trap mode): a
  * longer one counts as this many bytes. */
-#define HOOK_CALL_STR_MAX	(64u << 20)
+#define HOOK_CALL_STR_MAX	(1u << 20)
 
 /*
  * The pointer a call of kind frees before it runs, from the registers r of
