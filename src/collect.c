@@ -5,37 +5,11 @@
 #include <sys/ptrace.h>
 #include <sys/user.h>
 #include "bkpt.h"
+#include "hookcall.h"
 #include "log.h"
 #include "remote.h"
 #include "session.h"
 #include "unwind.h"
-
-/* Requested size of the call, from the registers at the exit trap. */
-static uint64_t call_size(enum hook_kind k, const struct user_regs_struct *r)
-{
-	switch (k) {
-	case HOOK_ALLOC:		return r->rdi;
-	case HOOK_CALLOC:		return r->rdi * r->rsi;
-	case HOOK_REALLOC:		return r->rsi;
-	case HOOK_REALLOCARRAY:		return r->rsi * r->rdx;
-	case HOOK_POSIX_MEMALIGN:	return r->rdx;
-	case HOOK_ALIGNED:		return r->rsi;
-	case HOOK_FREE:			return 0;
-	}
-	return 0;
-}
-
-/* The block an allocation call returned, 0 when it failed. */
-static uint64_t call_result(pid_t tid, enum hook_kind k, const struct user_regs_struct *r)
-{
-	uint64_t p = 0;
-
-	if (k != HOOK_POSIX_MEMALIGN)
-		return r->rax;
-	if (r->rax != 0 || remote_mem_read(tid, r->rdi, &p, sizeof(p)))
-		return 0;
-	return p;
-}
 
 /* Unwind from the caller of the allocator (state ur); -EDEADLK when the
  * call was made from inside another hooked call (the outer one records it). */
@@ -60,7 +34,8 @@ static int caller_stack(struct session *s, pid_t tid, const struct unwind_regs *
 int collect_trap(struct session *s, pid_t tid, int record)
 {
 	struct user_regs_struct r;
-	uint64_t pcs[PROFILE_MAX_FRAMES], size, ptr, saved[BKPT_SAVED];
+	uint64_t pcs[PROFILE_MAX_FRAMES], freed, saved[BKPT_SAVED];
+	struct hook_call c;
 	struct unwind_regs ur;
 	struct patch *p;
 	int kind, n, stack_ok;
@@ -84,13 +59,13 @@ int collect_trap(struct session *s, pid_t tid, int record)
 	s->events++;
 	if (kind == TRAMP_TRAP_ENTRY) {
 		/* free, or realloc releasing its old block before the call. */
-		if (r.rdi)
-			profile_record_free(s->prof, r.rdi);
+		freed = hook_call_freed(tid, p->hook->kind, &r);
+		if (freed)
+			profile_record_free(s->prof, freed);
 		return 1;
 	}
-	size = call_size(p->hook->kind, &r);
-	ptr = call_result(tid, p->hook->kind, &r);
-	if (!ptr)
+	hook_call_made(tid, p->hook->kind, &r, &c);
+	if (!c.ptr)
 		return 1;
 	stack_ok = unwind_regs_from_user(tid, &r, &ur) == 0;
 	if (stack_ok &&
@@ -98,8 +73,10 @@ int collect_trap(struct session *s, pid_t tid, int record)
 		s->nested++;	/* e.g. realloc(NULL, n) calling malloc */
 		return 1;
 	}
-	s->bytes_since_dump += size;
-	if (!sampler_should_sample(&s->sampler, size) || !stack_ok)
+	if (c.inplace)
+		profile_record_free(s->prof, c.ptr);	/* resized: its old record goes */
+	s->bytes_since_dump += c.size;
+	if (!sampler_should_sample(&s->sampler, c.size) || !stack_ok)
 		return 1;
 	n = caller_stack(s, tid, &ur, pcs, PROFILE_MAX_FRAMES);
 	if (n == -EDEADLK) {
@@ -108,6 +85,6 @@ int collect_trap(struct session *s, pid_t tid, int record)
 	}
 	if (n < 0)
 		return 1;
-	profile_record_alloc(s->prof, pcs, (size_t)n, size, ptr);
+	profile_record_alloc(s->prof, pcs, (size_t)n, c.size, c.ptr);
 	return 1;
 }

@@ -22,6 +22,7 @@
 #define REGION_DATA_TRAP 4096
 #define REACH ((int64_t)INJECT_REACH - REGION_CODE - REGION_DATA_TRAP)
 #define MAX_BODY 8192
+#define MAX_BODY_CHECK (1u << 20)	/* bytes of a body searched for branches into its start */
 #define INFLIGHT_WAIT_MS 3000
 #define UNMAP_ROUNDS 8		/* tries to find a thread that can unmap the regions */
 /* Each trampoline starts a cache line: its fast path (the check and the
@@ -37,6 +38,9 @@ static enum tramp_class class_of(enum hook_kind k)
 		return TRAMP_FREE;
 	case HOOK_REALLOC:
 	case HOOK_REALLOCARRAY:
+	case HOOK_HEAP_REALLOC:
+	case HOOK_HEAP_REALLOCN:
+	case HOOK_REALLOCARR:
 		return TRAMP_REALLOC;
 	default:
 		return TRAMP_ALLOC;
@@ -241,6 +245,30 @@ static int region_for(struct session *s, uint64_t addr)
 	return (int)(s->nregions - 1);
 }
 
+/*
+ * Whether a direct branch in h's body (st_size bytes, at most
+ * MAX_BODY_CHECK) leads into the bytes p overwrites: 1 (*where: the
+ * branch), 0, or -errno (-EINVAL: undecodable bytes at *where). A body cut
+ * at MAX_BODY_CHECK may end in half an instruction: that is not an error.
+ */
+static int body_branch_into(struct session *s, const struct hook *h, const struct patch *p,
+			    uint64_t *where)
+{
+	size_t len = h->size < MAX_BODY_CHECK ? h->size : MAX_BODY_CHECK;
+	uint8_t *body = xmalloc(len);
+	int rc;
+
+	*where = h->addr;
+	rc = remote_mem_read(s->proc_tid, h->addr, body, len);
+	if (!rc)
+		rc = reloc_branch_into(body, len, h->addr, p->reloc.patch_addr,
+				       p->reloc.patch_addr + p->reloc.covered, where);
+	if (rc == -EINVAL && len < h->size && *where + 15 > h->addr + len)
+		rc = 0;
+	free(body);
+	return rc;
+}
+
 /* Build the trampoline of one hook (not yet reachable: no jmp written). */
 static int prepare(struct session *s, const struct hook *h, struct patch *p)
 {
@@ -263,11 +291,15 @@ static int prepare(struct session *s, const struct hook *h, struct patch *p)
 		return ri;
 	r = &s->regions[ri];
 	at = r->remote + r->used;
-	off = s->fast ? tramp_fast_reloc_offset(p->cls, h->kind, &s->fenv) :
+	off = s->fast ? tramp_fast_reloc_offset(p->cls, h, &s->fenv) :
 			tramp_reloc_offset(p->cls);
 	if (off < 0)
 		return off;
-	rc = reloc_prologue(body, avail, h->addr, at + (uint64_t)off, &p->reloc);
+	/* a call among the first bytes (mi_reallocarray's "push; call") runs
+	 * from the copy: what it allocates is nested in this hook, and a
+	 * thread inside it at detach is waited for like one inside the hook */
+	rc = reloc_prologue_flags(body, avail, h->addr, at + (uint64_t)off, RELOC_ALLOW_CALL,
+				  &p->reloc);
 	if (rc) {
 		pr_warn("not hooking %s at %#lx: %s", h->names[0], (unsigned long)h->addr,
 			p->reloc.why);
@@ -278,14 +310,17 @@ static int prepare(struct session *s, const struct hook *h, struct patch *p)
 		pr_warn("not hooking %s: its first bytes cross a page", h->names[0]);
 		return -EINVAL;
 	}
-	if (h->size && reloc_branch_into(body, avail, h->addr, p->reloc.patch_addr,
-					 p->reloc.patch_addr + p->reloc.covered, &where) != 0) {
-		pr_warn("not hooking %s: a branch at %#lx leads into its first %zu bytes",
-			h->names[0], (unsigned long)where, p->reloc.covered);
+	if (h->size && (rc = body_branch_into(s, h, p, &where)) != 0) {
+		if (rc == 1)
+			pr_warn("not hooking %s: a branch at %#lx leads into its first %zu bytes",
+				h->names[0], (unsigned long)where, p->reloc.covered);
+		else
+			pr_warn("not hooking %s: its code cannot be checked at %#lx",
+				h->names[0], (unsigned long)where);
 		return -EINVAL;
 	}
 	if (s->fast)
-		rc = tramp_fast_emit(p->cls, h->kind, at, &p->reloc, &s->fenv, r->local + r->used,
+		rc = tramp_fast_emit(p->cls, h, at, &p->reloc, &s->fenv, r->local + r->used,
 				     r->size - r->used, &p->lay);
 	else
 		rc = tramp_emit(p->cls, at, &p->reloc, r->local + r->used, r->size - r->used,

@@ -41,6 +41,9 @@ static size_t code_used;
 static void *(*lmalloc)(size_t);
 static void (*lfree)(void *);
 
+/* A hook of this kind (and nargs, calls 0) for the emitter. */
+#define HK(k) (&(const struct hook){ .kind = (k) })
+
 /* Trampolines under test (CODE view addresses). */
 struct hook_t {
 	const char *name;
@@ -376,11 +379,11 @@ static void *build(const char *name, int kind, enum tramp_class cls, const struc
 
 	if (libc_func(name, &f, &size))
 		return NULL;
-	if (reloc_prologue(f, size, (uintptr_t)f, at + tramp_fast_reloc_offset(cls, kind, e), &r)) {
+	if (reloc_prologue(f, size, (uintptr_t)f, at + tramp_fast_reloc_offset(cls, HK(kind), e), &r)) {
 		fprintf(stderr, "%s: %s\n", name, r.why);
 		return NULL;
 	}
-	rc = tramp_fast_emit(cls, kind, at, &r, e, buf, sizeof(buf), &lay);
+	rc = tramp_fast_emit(cls, HK(kind), at, &r, e, buf, sizeof(buf), &lay);
 	if (rc) {
 		fprintf(stderr, "%s: tramp_fast_emit %d\n", name, rc);
 		return NULL;
@@ -499,7 +502,7 @@ static void test_layouts(void)
 	const uint64_t from = 0x7f0000400000ull, at = from + 0x100000;
 	struct tramp_fast_env e = { .data = at + 0x10000, .agent_alloc = at - 0x1000,
 				    .agent_free = at - 0x800 };
-#define EMIT(cls, kind, at) tramp_fast_emit(cls, kind, at, &r, &e, buf, sizeof(buf), &lay)
+#define EMIT(cls, kind, at) tramp_fast_emit(cls, HK(kind), at, &r, &e, buf, sizeof(buf), &lay)
 	uint8_t buf[TRAMP_FAST_MAX_SIZE];
 	struct reloc_result r;
 	struct tramp_layout lay;
@@ -508,15 +511,15 @@ static void test_layouts(void)
 	/* malloc: counter, lock sub %rdi, jle SLOW; calloc adds the mov and
 	 * imul into r11; memalign (may nest) a jmp CALLTHRU; plain_sub drops
 	 * the lock */
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALLOC, &e), 30);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_CALLOC, &e), 37);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALIGNED, &e), 35);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE, HOOK_FREE, &e), 51);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_REALLOC, HOOK_REALLOC, &e), 51 + 39);
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE, HOOK_ALLOC, &e), -EINVAL);
-	expect_int_eq(tramp_fast_reloc_offset((enum tramp_class)9, HOOK_ALLOC, &e), -EINVAL);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HK(HOOK_ALLOC), &e), 30);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HK(HOOK_CALLOC), &e), 37);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HK(HOOK_ALIGNED), &e), 35);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE, HK(HOOK_FREE), &e), 51);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_REALLOC, HK(HOOK_REALLOC), &e), 51 + 39);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_FREE, HK(HOOK_ALLOC), &e), -EINVAL);
+	expect_int_eq(tramp_fast_reloc_offset((enum tramp_class)9, HK(HOOK_ALLOC), &e), -EINVAL);
 	e.plain_sub = 1;
-	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HOOK_ALLOC, &e), 29);
+	expect_int_eq(tramp_fast_reloc_offset(TRAMP_ALLOC, HK(HOOK_ALLOC), &e), 29);
 	e.plain_sub = 0;
 
 	expect_int_eq(reloc_prologue(body, sizeof(body), from, at + 30, &r), 0);
@@ -572,7 +575,7 @@ static void test_layouts(void)
 	expect_int_eq(EMIT(TRAMP_FREE, HOOK_ALLOC, at), -EINVAL);
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_REALLOCARRAY, at), -EINVAL);
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at + 1), -EINVAL);
-	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, HOOK_ALLOC, at, &r, &e, buf, 40, &lay), -ENOSPC);
+	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, HK(HOOK_ALLOC), at, &r, &e, buf, 40, &lay), -ENOSPC);
 	e.data = at + (3ull << 30);
 	expect_int_eq(EMIT(TRAMP_ALLOC, HOOK_ALLOC, at), -ERANGE);
 	e.data = at + 0x10000;
@@ -1176,10 +1179,11 @@ static uint64_t fake_next(void)
 
 /*
  * Copy a fake allocator's body to fake (from fake_next()) and build its
- * fast trampoline (hook kind `kind`, class ALLOC) 64 bytes after it.
- * Returns the trampoline's address.
+ * fast trampoline (hook h, class cls) 64 bytes after it. Returns the
+ * trampoline's address.
  */
-static uint64_t fake_build(uint64_t fake, const uint8_t *body, size_t len, int kind)
+static uint64_t fake_build_hook(uint64_t fake, const uint8_t *body, size_t len,
+				enum tramp_class cls, const struct hook *h)
 {
 	uint8_t *fake_rw = code_rw(fake);
 	uint64_t at = fake + 64;
@@ -1189,11 +1193,17 @@ static uint64_t fake_build(uint64_t fake, const uint8_t *body, size_t len, int k
 
 	memcpy(fake_rw, body, len);
 	expect_int_eq(reloc_prologue(body, len, fake,
-				     at + tramp_fast_reloc_offset(TRAMP_ALLOC, kind, &env), &r), 0);
-	expect_int_eq(tramp_fast_emit(TRAMP_ALLOC, kind, at, &r, &env, buf, sizeof(buf), &lay), 0);
+				     at + tramp_fast_reloc_offset(cls, h, &env), &r), 0);
+	expect_int_eq(tramp_fast_emit(cls, h, at, &r, &env, buf, sizeof(buf), &lay), 0);
 	memcpy(fake_rw + 64, buf, lay.size);
 	code_used = fake + 64 + lay.size - ((uintptr_t)code_view + DATA_SIZE);
 	return at;
+}
+
+/* fake_build_hook for a hook of kind `kind` (3 arguments at most), class ALLOC. */
+static uint64_t fake_build(uint64_t fake, const uint8_t *body, size_t len, int kind)
+{
+	return fake_build_hook(fake, body, len, TRAMP_ALLOC, HK(kind));
 }
 
 /*
@@ -1268,7 +1278,204 @@ static void test_patched_fake(void)
 	mode_exact();
 }
 
-/* ---- (f) threads in exact mode, one consumer ---- */
+/* ---- (f) the other kinds, on fake allocators ---- */
+
+/* A fake allocator for hook h (class cls) at the next free spot: its trampoline. */
+static uint64_t fake_kind(const uint8_t *body, size_t len, enum tramp_class cls, int kind,
+			  int nargs)
+{
+	return fake_build_hook(fake_next(), body, len, cls,
+			       &(const struct hook){ .kind = kind, .nargs = nargs });
+}
+
+/* Bodies: return an argument (then nop, nop, ret), or store rcx at *rdi and return 0. */
+static const uint8_t ret_rdi[] = { 0x48, 0x89, 0xf8, 0x90, 0x90, 0xc3 };
+static const uint8_t ret_rsi[] = { 0x48, 0x89, 0xf0, 0x90, 0x90, 0xc3 };
+static const uint8_t ret_rdx[] = { 0x48, 0x89, 0xd0, 0x90, 0x90, 0xc3 };
+static const uint8_t ret_rcx[] = { 0x48, 0x89, 0xc8, 0x90, 0x90, 0xc3 };
+static const uint8_t set_rdi[] = { 0x48, 0x89, 0x0f, 0x31, 0xc0, 0xc3 };
+
+#define FAKE(body, cls, kind, nargs) fake_kind(body, sizeof(body), cls, kind, nargs)
+
+/*
+ * Exact mode: the heap kinds find size and old pointer in other arguments
+ * and keep rcx for functions of 4 and more (the fake returns it); a
+ * mi_heap_reallocn's size rdx * rcx reaches the agent pushed.
+ */
+static void test_kinds_args(void)
+{
+	struct ev ev[8];
+	uint64_t at;
+
+	if (!ready)
+		return;
+	mode_exact();
+	at = FAKE(ret_rcx, TRAMP_ALLOC, HOOK_HEAP_ALLOC, 4);
+	expect_u64_eq(hcall((void *)(uintptr_t)at, 0x1000, 300, 64, 0x5550), 0x5550);
+	expect_int_eq(drain(ev, 8), 1);
+	expect_alloc(&ev[0], HOOK_HEAP_ALLOC, 300, 0x5550);
+
+	at = FAKE(ret_rcx, TRAMP_ALLOC, HOOK_HEAP_CALLOC, 4);
+	expect_u64_eq(hcall((void *)(uintptr_t)at, 0x1000, 30, 7, 0x6660), 0x6660);
+	expect_int_eq(drain(ev, 8), 1);
+	expect_alloc(&ev[0], HOOK_HEAP_CALLOC, 210, 0x6660);
+
+	/* the FREE check on rsi calls agent_free: rcx survives it */
+	at = FAKE(ret_rcx, TRAMP_REALLOC, HOOK_HEAP_REALLOC, 5);
+	expect_u64_eq(hcall((void *)(uintptr_t)at, 0x1000, 0x7770, 500, 0x8880), 0x8880);
+	expect_int_eq(drain(ev, 8), 2);
+	expect_free(&ev[0], 0x7770);
+	expect_alloc(&ev[1], HOOK_HEAP_REALLOC, 500, 0x8880);
+
+	at = FAKE(ret_rdi, TRAMP_REALLOC, HOOK_HEAP_REALLOCN, 4);
+	expect_u64_eq(hcall((void *)(uintptr_t)at, 0x9990, 0x7770, 3, 200), 0x9990);
+	expect_int_eq(drain(ev, 8), 2);
+	expect_free(&ev[0], 0x7770);
+	expect_alloc(&ev[1], HOOK_HEAP_REALLOCN, 600, 0x9990);
+
+	at = FAKE(ret_rdi, TRAMP_REALLOC, HOOK_REALLOCARRAY, 3);
+	expect_u64_eq(hcall((void *)(uintptr_t)at, 0x4440, 5, 9, 0), 0x4440);
+	expect_int_eq(drain(ev, 8), 2);
+	expect_free(&ev[0], 0x4440);
+	expect_alloc(&ev[1], HOOK_REALLOCARRAY, 45, 0x4440);
+
+	/* a realloc class with a NULL old pointer frees nothing */
+	expect_u64_eq(hcall((void *)(uintptr_t)at, 0, 5, 9, 0), 0);
+	expect_int_eq(drain(ev, 8), 0);
+	expect_u64_eq(hdr->drops, 0);
+}
+
+/*
+ * Exact mode, kinds whose size is known after the call (every call goes
+ * to the agent): in-place resizes free the block's record and record it
+ * again, or record nothing when they failed; string copies count their
+ * length + 1; reallocarr frees *p first.
+ */
+static void test_kinds_after(void)
+{
+	static const uint16_t wide[] = { 'a', 'b', 'c', 0 };
+	static const char *str = "hello";
+	uint64_t at, slot = 0xaaa0;
+	char buf[8];
+	struct ev ev[8];
+
+	if (!ready)
+		return;
+	mode_exact();
+	/* xallocx(ptr, size, extra, flags): the fake says its usable size is extra */
+	at = FAKE(ret_rdx, TRAMP_ALLOC, HOOK_XALLOCX, 4);
+	expect_u64_eq(hcall((void *)(uintptr_t)at, 0x9990, 100, 120, 0), 120);
+	expect_int_eq(drain(ev, 8), 2);
+	expect_free(&ev[0], 0x9990);
+	expect_alloc(&ev[1], HOOK_XALLOCX, 120, 0x9990);
+	expect_u64_eq(hcall((void *)(uintptr_t)at, 0x9990, 100, 80, 0), 80);	/* not reached */
+	expect_int_eq(drain(ev, 8), 0);
+
+	/* mi_expand(ptr, size): the fake returns rdx, ptr or NULL */
+	at = FAKE(ret_rdx, TRAMP_ALLOC, HOOK_EXPAND, 2);
+	expect_u64_eq(hcall((void *)(uintptr_t)at, 0x3330, 64, 0x3330, 0), 0x3330);
+	expect_int_eq(drain(ev, 8), 2);
+	expect_free(&ev[0], 0x3330);
+	expect_alloc(&ev[1], HOOK_EXPAND, 64, 0x3330);
+	expect_u64_eq(hcall((void *)(uintptr_t)at, 0x3330, 64, 0, 0), 0);
+	expect_int_eq(drain(ev, 8), 0);
+
+	at = FAKE(ret_rdi, TRAMP_ALLOC, HOOK_STRDUP, 1);
+	expect_u64_eq(hcall((void *)(uintptr_t)at, (uintptr_t)str, 0, 0, 0), (uintptr_t)str);
+	expect_int_eq(drain(ev, 8), 1);
+	expect_alloc(&ev[0], HOOK_STRDUP, 6, (uintptr_t)str);
+
+	at = FAKE(ret_rdi, TRAMP_ALLOC, HOOK_WCSDUP, 1);
+	hcall((void *)(uintptr_t)at, (uintptr_t)wide, 0, 0, 0);
+	expect_int_eq(drain(ev, 8), 1);
+	expect_alloc(&ev[0], HOOK_WCSDUP, 8, (uintptr_t)wide);
+
+	/* realpath(fname, resolved): a new block only without a buffer */
+	at = FAKE(ret_rdi, TRAMP_ALLOC, HOOK_REALPATH, 2);
+	hcall((void *)(uintptr_t)at, (uintptr_t)str, 0, 0, 0);
+	hcall((void *)(uintptr_t)at, (uintptr_t)str, (uintptr_t)buf, 0, 0);
+	expect_int_eq(drain(ev, 8), 1);
+	expect_alloc(&ev[0], HOOK_REALPATH, 6, (uintptr_t)str);
+	at = FAKE(ret_rsi, TRAMP_ALLOC, HOOK_HEAP_REALPATH, 3);
+	hcall((void *)(uintptr_t)at, 0x1000, (uintptr_t)str + 3, (uintptr_t)buf, 0);
+	hcall((void *)(uintptr_t)at, 0x1000, (uintptr_t)str + 3, 0, 0);
+	expect_int_eq(drain(ev, 8), 1);
+	expect_alloc(&ev[0], HOOK_HEAP_REALPATH, 3, (uintptr_t)str + 3);
+
+	/* dupenv_s(&buf, &size, name): the fake stores rcx at *rdi */
+	at = FAKE(set_rdi, TRAMP_ALLOC, HOOK_DUPENV, 3);
+	expect_u64_eq(hcall((void *)(uintptr_t)at, (uintptr_t)&slot, 0, 0, (uintptr_t)str), 0);
+	expect_int_eq(drain(ev, 8), 1);
+	expect_alloc(&ev[0], HOOK_DUPENV, 6, (uintptr_t)str);
+
+	/* reallocarr(&p, n, size): *p freed first (rcx kept for the fake) */
+	slot = 0xaaa0;
+	at = FAKE(set_rdi, TRAMP_REALLOC, HOOK_REALLOCARR, 4);
+	expect_u64_eq(hcall((void *)(uintptr_t)at, (uintptr_t)&slot, 3, 10, 0xbbb0), 0);
+	expect_u64_eq(slot, 0xbbb0);
+	expect_int_eq(drain(ev, 8), 2);
+	expect_free(&ev[0], 0xaaa0);
+	expect_alloc(&ev[1], HOOK_REALLOCARR, 30, 0xbbb0);
+	expect_u64_eq(hdr->drops, 0);
+}
+
+/*
+ * Sampled: the agent takes the size of a SLOW-only call off its counter
+ * (6 bytes a copy of "hello" from 100: the 17th is sampled, then the
+ * counter is re-armed); an in-place resize of an unsampled block reports
+ * nothing. A hook whose code calls another entry point takes CALLTHRU:
+ * its inner call does not count.
+ */
+static void test_kinds_sampled(void)
+{
+	uint8_t body[10] = { 0x90, 0x90, 0x90, 0x90, 0x90, 0xe9 };	/* nop x5; jmp malloc */
+	static const char *str = "hello";
+	uint64_t at, fake, p;
+	struct ev ev[4];
+	int at0 = 0, at100 = 0;
+	int32_t rel;
+
+	if (!ready)
+		return;
+	at = FAKE(ret_rdi, TRAMP_ALLOC, HOOK_STRDUP, 1);
+	mode_sampled(1ull << 40, 100);
+	for (int i = 0; i < 16; i++)
+		hcall((void *)(uintptr_t)at, (uintptr_t)str, 0, 0, 0);
+	expect_int_eq(drain(ev, 4), 0);
+	hcall((void *)(uintptr_t)at, (uintptr_t)str, 0, 0, 0);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_alloc(&ev[0], HOOK_STRDUP, 6, (uintptr_t)str);
+	for (int i = 0; i < SHM_NCOUNTERS; i++)
+		at100 += *counter(i) > 100;
+	expect_int_eq(at100, 1);
+
+	at = FAKE(ret_rdx, TRAMP_ALLOC, HOOK_EXPAND, 2);
+	mode_sampled(1ull << 40, 1ll << 40);
+	expect_u64_eq(hcall((void *)(uintptr_t)at, 0x3330, 64, 0x3330, 0), 0x3330);
+	expect_int_eq(drain(ev, 4), 0);
+
+	fake = fake_next();
+	rel = (int32_t)((uintptr_t)hooks[H_MALLOC].fn - (fake + 10));
+	memcpy(body + 6, &rel, 4);
+	at = fake_build_hook(fake, body, sizeof(body), TRAMP_ALLOC,
+			     &(const struct hook){ .kind = HOOK_ALLOC, .nargs = 1,
+						   .calls = 1u << HOOK_ALLOC });
+	mode_sampled(1ull << 40, 100);
+	p = hcall((void *)(uintptr_t)at, 40, 0, 0, 0);
+	expect_true(p != 0);
+	expect_int_eq(drain(ev, 4), 0);
+	at100 = 0;
+	for (int i = 0; i < SHM_NCOUNTERS; i++) {
+		at0 += *counter(i) == 60;
+		at100 += *counter(i) == 100;
+	}
+	expect_int_eq(at0, 1);
+	expect_int_eq(at100, SHM_NCOUNTERS - 1);
+	lfree((void *)p);
+	mode_exact();
+}
+
+/* ---- (g) threads in exact mode, one consumer ---- */
 
 #define NTHREADS	4
 #define ITERS		20000
@@ -1467,7 +1674,7 @@ static void test_threads_exact(void)
 	       NTHREADS, ITERS, got.n[HOOK_FREE], heads_total() / RING_SIZE);
 }
 
-/* ---- (g) benchmark ---- */
+/* ---- (h) benchmark ---- */
 
 /* ns per malloc(64)+free pair through m and f, both called by hcall. */
 static double bench_pairs(void *m, void *f, long n)
@@ -1554,4 +1761,5 @@ static void test_teardown(void)
 HARNESS_MAIN("agent",
 	T(test_exp_gap), T(test_setup), T(test_layouts), T(test_rate_large), T(test_exact_events),
 	T(test_exact_walk), T(test_sampled_free), T(test_ring_full), T(test_nested), T(test_callthru),
-	T(test_patched_fake), T(test_threads_exact), T(test_bench), T(test_teardown))
+	T(test_patched_fake), T(test_kinds_args), T(test_kinds_after), T(test_kinds_sampled),
+	T(test_threads_exact), T(test_bench), T(test_teardown))

@@ -511,6 +511,80 @@ static inline int nested_call(const struct shm_hdr *h, uint64_t ip)
 	return ip - h->code_remote < h->code_size || ip - h->nest_lo < h->nest_hi - h->nest_lo;
 }
 
+/* Bytes of the string at s with its terminator, in units of unit bytes (1 or 2). */
+static uint64_t str_bytes(uint64_t s, unsigned unit)
+{
+	uint64_t n = 0;
+
+	if (unit == 2)
+		while (((const volatile uint16_t *)s)[n])
+			n++;
+	else
+		while (((const volatile uint8_t *)s)[n])
+			n++;
+	return (n + 1) * unit;
+}
+
+/*
+ * The block a call made, from its frame: *size and the pointer (0: none).
+ * For the size classes of SLOW-only hooks (AGENT_SZ_POST and above) the
+ * size of a string is read only once the call is known not to be nested:
+ * *str is then the unit of its characters. *inplace: the block kept its
+ * address (its old record is freed first).
+ */
+static uint64_t call_block(const struct agent_frame *f, unsigned sz, uint64_t *size,
+			   unsigned *str, int *inplace)
+{
+	*size = 0;
+	*str = 0;
+	*inplace = 0;
+	switch (sz) {
+	case AGENT_SZ_MUL:
+		*size = f->rdi * f->rsi;
+		return f->rax;
+	case AGENT_SZ_RSI:
+		*size = f->rsi;
+		return f->rax;
+	case AGENT_SZ_PM:
+		*size = f->rdx;
+		return f->rax || !f->rdi ? 0 : *(const uint64_t *)f->rdi;
+	case AGENT_SZ_RDX:
+	case AGENT_SZ_PUSHED:
+		*size = f->rdx;		/* PUSHED: the slot holds the size */
+		return f->rax;
+	case AGENT_SZ_MUL12:
+		*size = f->rsi * f->rdx;
+		return f->rax;
+	case AGENT_SZ_ARR:
+		*size = f->rsi * f->rdx;
+		return f->rax || !f->rdi ? 0 : *(const uint64_t *)f->rdi;
+	case AGENT_SZ_XALLOCX:
+		*size = f->rax;
+		*inplace = 1;
+		return f->rax >= f->rsi ? f->rdi : 0;
+	case AGENT_SZ_EXPAND:
+		*size = f->rsi;
+		*inplace = 1;
+		return f->rax ? f->rdi : 0;
+	case AGENT_SZ_STR:
+	case AGENT_SZ_WSTR:
+		*str = sz == AGENT_SZ_WSTR ? 2 : 1;
+		return f->rax;
+	case AGENT_SZ_PATH1:
+	case AGENT_SZ_PATH2:
+		*str = 1;
+		return (sz == AGENT_SZ_PATH1 ? f->rsi : f->rdx) ? 0 : f->rax;
+	case AGENT_SZ_ENV:
+		*str = 1;
+		return f->rax || !f->rdi ? 0 : *(const uint64_t *)f->rdi;
+	default:
+		*size = f->rdi;
+		return f->rax;
+	}
+}
+
+static void free_block(uint64_t ptr, struct shm_hdr *h);
+
 /* Called by the ALLOC/REALLOC trampolines after a sampled call returned. */
 HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 {
@@ -520,32 +594,26 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 	int64_t id = -1;
 	struct shm_counter *c;
 	struct shm_ev_alloc *ev;
-	unsigned n;
+	unsigned n, str;
+	int inplace;
 
-	switch (AGENT_INFO_SZ(info)) {
-	case AGENT_SZ_MUL:
-		size = f->rdi * f->rsi;
-		ptr = f->rax;
-		break;
-	case AGENT_SZ_RSI:
-		size = f->rsi;
-		ptr = f->rax;
-		break;
-	case AGENT_SZ_PM:
-		size = f->rdx;
-		ptr = f->rax || !f->rdi ? 0 : *(const uint64_t *)f->rdi;
-		break;
-	default:
-		size = f->rdi;
-		ptr = f->rax;
-		break;
-	}
+	ptr = call_block(f, AGENT_INFO_SZ(info), &size, &str, &inplace);
 	if (!ptr)
 		return;
 	c = counter_of(h, (uint64_t)&f->ret);
 	if (nested_call(h, f->ret)) {
 		c->nested++;
 		return;
+	}
+	if (AGENT_INFO_SZ(info) >= AGENT_SZ_POST) {
+		/* every call comes here: the fast path's work is ours */
+		if (str)
+			size = str_bytes(ptr, str);
+		if (inplace)
+			free_block(ptr, h);
+		if (!(h->flags & SHM_F_EXACT) &&
+		    __atomic_sub_fetch(&c->left, (int64_t)size, __ATOMIC_RELAXED) > 0)
+			return;
 	}
 	if (!(h->flags & SHM_F_EXACT)) {
 		rearm(h, c);
@@ -607,17 +675,14 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 }
 
 /*
- * Called by the FREE/REALLOC trampolines on a bit hit, before the real
- * call: takes ptr out of the live table if it was sampled; reports the free
- * in exact mode, or if the table cannot tell (an overflowed bucket).
+ * Take ptr out of the live table if it was sampled; report its free in
+ * exact mode, or if the table cannot tell (an overflowed bucket).
  */
-HIDDEN void agent_free(uint64_t ptr, struct shm_hdr *h)
+static void free_block(uint64_t ptr, struct shm_hdr *h)
 {
 	struct shm_ev_free *ev;
 	uint64_t tsc;
 
-	if (!ptr)
-		return;		/* free(NULL): the trampoline does not test for it */
 	if (!(h->flags & SHM_F_EXACT) && !live_del(h, ptr))
 		return;
 	ev = (struct shm_ev_free *)ring_reserve(h, ring_of((uint64_t)&tsc), sizeof(*ev), &tsc);
@@ -628,4 +693,14 @@ HIDDEN void agent_free(uint64_t ptr, struct shm_hdr *h)
 	ev->tsc = tsc;
 	ev->ptr = ptr;
 	commit(ev, sizeof(*ev));
+}
+
+/*
+ * Called by the FREE/REALLOC trampolines on a bit hit, before the real
+ * call (and by reallocarr's on every call, with *p).
+ */
+HIDDEN void agent_free(uint64_t ptr, struct shm_hdr *h)
+{
+	if (ptr)	/* free(NULL): the trampoline does not test for it */
+		free_block(ptr, h);
 }

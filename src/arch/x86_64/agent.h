@@ -23,6 +23,23 @@
 #define AGENT_SZ_MUL	1	/* size = rdi * rsi, ptr = rax: calloc */
 #define AGENT_SZ_RSI	2	/* size = rsi, ptr = rax: realloc, aligned_alloc, memalign */
 #define AGENT_SZ_PM	3	/* size = rdx, ptr = *rdi if rax == 0: posix_memalign */
+#define AGENT_SZ_RDX	4	/* size = rdx, ptr = rax: mi_heap_realloc */
+#define AGENT_SZ_MUL12	5	/* size = rsi * rdx, ptr = rax: reallocarray, mi_heap_calloc */
+#define AGENT_SZ_PUSHED	6	/* size = the word SLOW pushed in rdx's place (r11, the
+				 * size it computed), ptr = rax: mi_heap_reallocn */
+/*
+ * SLOW only: the trampoline calls the agent on every call, which takes
+ * the size off the counter itself (AGENT_SZ_POST and above).
+ */
+#define AGENT_SZ_POST	7
+#define AGENT_SZ_ARR	7	/* size = rsi * rdx, ptr = *rdi if rax == 0: reallocarr */
+#define AGENT_SZ_XALLOCX 8	/* in place: ptr = rdi, size = rax if rax >= rsi */
+#define AGENT_SZ_EXPAND	9	/* in place: ptr = rdi, size = rsi if rax != 0 */
+#define AGENT_SZ_STR	10	/* ptr = rax, size = strlen(rax) + 1 */
+#define AGENT_SZ_WSTR	11	/* ptr = rax, size = 2 * (16-bit length + 1) */
+#define AGENT_SZ_PATH1	12	/* ptr = rax if rsi == 0, size = strlen + 1: realpath */
+#define AGENT_SZ_PATH2	13	/* ptr = rax if rdx == 0, size = strlen + 1: mi_heap_realpath */
+#define AGENT_SZ_ENV	14	/* ptr = *rdi if rax == 0, size = strlen + 1: dupenv_s */
 
 /* The word the trampoline pushes: size class and the hook's kind
  * (enum hook_kind, reported in the event's flags, see SHM_EVF_HOOK). */

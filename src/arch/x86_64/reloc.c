@@ -219,6 +219,10 @@ static int classify(csh cs, const cs_insn *insn, unsigned int flags,
 			if (!(flags & RELOC_ALLOW_CALL))
 				return refuse(out, insn->address, -EINVAL,
 					      "call in patched bytes (a thread may return into them)");
+			/* "call 1f; 1: pop" reads its own address: not movable */
+			if (p->target == insn->address + insn->size)
+				return refuse(out, insn->address, -EINVAL,
+					      "call to the next instruction in patched bytes");
 			p->kind = K_CALL;
 		} else {
 			return refuse(out, insn->address, -EINVAL,

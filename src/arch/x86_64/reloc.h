@@ -12,7 +12,10 @@
 #define RELOC_WHY_LEN	128
 
 /* Flags for reloc_prologue_flags(). */
-#define RELOC_ALLOW_CALL	0x1	/* relocate call rel32 (return address lands in the copy) */
+/* Relocate call rel32: the callee returns into the copy, and a thread
+ * already inside it returns to the original address just after the patched
+ * bytes (a call always ends them). Not a call to the next instruction. */
+#define RELOC_ALLOW_CALL	0x1
 
 /* One instruction of the overwritten region. */
 struct reloc_map {

@@ -14,6 +14,7 @@ _Static_assert(SHM_NCOUNTERS == 64 && SHM_COUNTER_STRIDE == 64,
 	       "the ALLOC sequence hard-codes shr $15 / and $0xfc0");
 _Static_assert(SHM_BLOOM_BITS == 16, "the FREE check hard-codes and $0x7ff (dwords of the bitmap)");
 _Static_assert(sizeof(struct agent_frame) == 12 * 8, "SLOW pushes 11 words");
+_Static_assert(HOOK_NKINDS <= 32 && HOOK_NKINDS <= 256, "hook->calls, AGENT_INFO_HOOK");
 
 /* The blob, from the generated agent_blob.S. */
 extern const uint8_t agent_blob[], agent_blob_end[];
@@ -55,89 +56,302 @@ static void put_imm32(struct emitter *e, uint32_t v)
 	put(e, &v, 4);
 }
 
-/* ---- sequences ---- */
+/* ---- registers (their encoding numbers) ---- */
 
-#define NEST_ALWAYS	1	/* may_nest(): every call goes through CALLTHRU */
-#define NEST_IF_NULL	2	/* calls with rdi == NULL do */
+enum {
+	RAX = 0, RCX = 1, RDX = 2, RSI = 6, RDI = 7, R10 = 10, R11 = 11,
+	NONE = -1
+};
 
-static void emit_free_check(struct emitter *e, const struct tramp_fast_env *env)
+#define NEST_ALWAYS	1	/* every unsampled call goes through CALLTHRU */
+#define NEST_IF_NULL	2	/* calls whose old pointer is NULL do */
+
+/* What the trampoline of one hook does, from its kind, arguments and calls. */
+struct plan {
+	int sz;			/* AGENT_SZ_* */
+	int size_a, size_b;	/* size register, or the two factors of a product */
+	int old;		/* register of the pointer freed at entry, or NONE */
+	int nest;		/* 0, NEST_ALWAYS, NEST_IF_NULL (tests old) */
+	int scratch;		/* rcx, or r10 when rcx holds an argument */
+	int wide;		/* 4 and more arguments: rcx, r8, r9 kept */
+	int slow_only;		/* no checks: every call goes to SLOW */
+	int free_deref;		/* SLOW only: agent_free(*rdi) first */
+};
+
+#define CALLS_ALLOC	(~(1u << HOOK_FREE))
+#define CALLS_REALLOC	(1u << HOOK_REALLOC | 1u << HOOK_REALLOCARRAY | 1u << HOOK_HEAP_REALLOC | \
+			 1u << HOOK_HEAP_REALLOCN | 1u << HOOK_REALLOCARR)
+
+/*
+ * The plan of hook h in class cls; -EINVAL if cls does not fit its kind.
+ * The glibc kinds keep their nesting (memalign family: always; realloc:
+ * for NULL); a hook whose code calls another allocating entry point
+ * nests always (a realloc only if it calls another realloc).
+ */
+static int make_plan(enum tramp_class cls, const struct hook *h, struct plan *p)
 {
-	size_t skip = e->n + TRAMP_FAST_FREE_LEN;	/* past the check */
+	enum tramp_class want = TRAMP_ALLOC;
+	uint32_t nest_mask = CALLS_ALLOC;
 
-	PUT(e, 0x48, 0x89, 0xf8);			/* mov %rdi,%rax */
+	memset(p, 0, sizeof(*p));
+	p->size_a = p->size_b = p->old = NONE;
+	p->wide = h->nargs > 3 || h->kind == HOOK_HEAP_REALLOCN;	/* (heap, p, n, size) */
+	p->scratch = p->wide ? R10 : RCX;
+	switch (h->kind) {
+	case HOOK_ALLOC:
+		p->sz = AGENT_SZ_RDI;
+		p->size_a = RDI;
+		break;
+	case HOOK_CALLOC:
+		p->sz = AGENT_SZ_MUL;
+		p->size_a = RDI;
+		p->size_b = RSI;
+		break;
+	case HOOK_POSIX_MEMALIGN:
+		p->sz = AGENT_SZ_PM;
+		p->size_a = RDX;
+		p->nest = NEST_ALWAYS;
+		break;
+	case HOOK_ALIGNED:
+		p->nest = NEST_ALWAYS;
+		/* fall through */
+	case HOOK_HEAP_ALLOC:
+		p->sz = AGENT_SZ_RSI;
+		p->size_a = RSI;
+		break;
+	case HOOK_HEAP_CALLOC:
+		p->sz = AGENT_SZ_MUL12;
+		p->size_a = RSI;
+		p->size_b = RDX;
+		break;
+	case HOOK_REALLOC:
+		p->sz = AGENT_SZ_RSI;
+		p->size_a = RSI;
+		p->old = RDI;
+		break;
+	case HOOK_REALLOCARRAY:
+		p->sz = AGENT_SZ_MUL12;
+		p->size_a = RSI;
+		p->size_b = RDX;
+		p->old = RDI;
+		break;
+	case HOOK_HEAP_REALLOC:
+		p->sz = AGENT_SZ_RDX;
+		p->size_a = RDX;
+		p->old = RSI;
+		break;
+	case HOOK_HEAP_REALLOCN:
+		p->sz = AGENT_SZ_PUSHED;
+		p->size_a = RDX;
+		p->size_b = RCX;
+		p->old = RSI;
+		break;
+	case HOOK_FREE:
+		p->old = RDI;
+		want = TRAMP_FREE;
+		break;
+	case HOOK_REALLOCARR:
+		p->free_deref = 1;
+		p->sz = AGENT_SZ_ARR;
+		want = TRAMP_REALLOC;
+		break;
+	case HOOK_XALLOCX:
+		p->sz = AGENT_SZ_XALLOCX;
+		break;
+	case HOOK_EXPAND:
+		p->sz = AGENT_SZ_EXPAND;
+		break;
+	case HOOK_STRDUP:
+	case HOOK_DUPENV:
+		p->sz = h->kind == HOOK_STRDUP ? AGENT_SZ_STR : AGENT_SZ_ENV;
+		break;
+	case HOOK_WCSDUP:
+		p->sz = AGENT_SZ_WSTR;
+		break;
+	case HOOK_REALPATH:
+	case HOOK_HEAP_REALPATH:
+		p->sz = h->kind == HOOK_REALPATH ? AGENT_SZ_PATH1 : AGENT_SZ_PATH2;
+		break;
+	default:
+		return -EINVAL;
+	}
+	p->slow_only = p->sz >= AGENT_SZ_POST;
+	if (p->old != NONE && want != TRAMP_FREE) {
+		want = TRAMP_REALLOC;
+		p->nest = NEST_IF_NULL;
+		nest_mask = CALLS_REALLOC;
+	}
+	if (want != TRAMP_FREE && (h->calls & nest_mask))
+		p->nest = NEST_ALWAYS;
+	/* SLOW saves three arguments: a product needing rcx is pushed */
+	if (p->size_b == RCX && p->sz != AGENT_SZ_PUSHED)
+		return -EINVAL;
+	return cls == want ? 0 : -EINVAL;
+}
+
+/* REX.W prefix for a 64-bit operation with reg (ModRM.reg) and rm registers. */
+static uint8_t rex_w(int reg, int rm)
+{
+	return (uint8_t)(0x48 | (reg >= 8 ? 4 : 0) | (rm >= 8 ? 1 : 0));
+}
+
+/* mov %src,%dst (64-bit) */
+static void put_mov(struct emitter *e, int src, int dst)
+{
+	put8(e, rex_w(src, dst));
+	put8(e, 0x89);
+	put8(e, (uint8_t)(0xc0 | (src & 7) << 3 | (dst & 7)));
+}
+
+/* push %r / pop %r */
+static void put_push(struct emitter *e, int r)
+{
+	if (r >= 8)
+		put8(e, 0x41);
+	put8(e, (uint8_t)(0x50 | (r & 7)));
+}
+
+static void put_pop(struct emitter *e, int r)
+{
+	if (r >= 8)
+		put8(e, 0x41);
+	put8(e, (uint8_t)(0x58 | (r & 7)));
+}
+
+/* The argument registers a FREE check saves around agent_free: rdi, rsi,
+ * rdx; with rcx, r8, r9 (and r10 for the stack's alignment) if wide. */
+static const int saved_args[] = { RDI, RSI, RDX, RCX, 8, 9, R10 };
+
+static void put_save_args(struct emitter *e, int wide)
+{
+	for (int i = 0; i < (wide ? 7 : 3); i++)
+		put_push(e, saved_args[i]);
+}
+
+static void put_restore_args(struct emitter *e, int wide)
+{
+	for (int i = (wide ? 7 : 3) - 1; i >= 0; i--)
+		put_pop(e, saved_args[i]);
+}
+
+/*
+ * The FREE check on the pointer in register p->old: call agent_free when
+ * its page's bit is set. On rdi, up to 3 arguments, this is the sequence
+ * of tramp_fast.h, byte for byte.
+ */
+static void emit_free_check(struct emitter *e, const struct plan *p,
+			    const struct tramp_fast_env *env)
+{
+	int src = p->old, c = p->scratch;
+	size_t jnc;
+
+	put_mov(e, src, RAX);				/* mov SRC,%rax */
 	PUT(e, 0x48, 0xc1, 0xe8, SHM_BLOOM_SHIFT + 5);	/* shr $17,%rax */
 	PUT(e, 0x25, 0xff, 0x07, 0x00, 0x00);		/* and $0x7ff,%eax */
 	PUT(e, 0x4c, 0x8d, 0x1d);			/* lea BITS(%rip),%r11 */
 	put_rel32(e, env->data + SHM_OFF_BITS);
 	PUT(e, 0x41, 0x8b, 0x04, 0x83);			/* mov (%r11,%rax,4),%eax */
-	PUT(e, 0x89, 0xf9);				/* mov %edi,%ecx */
-	PUT(e, 0xc1, 0xe9, SHM_BLOOM_SHIFT);		/* shr $12,%ecx */
-	PUT(e, 0x0f, 0xa3, 0xc8);			/* bt %ecx,%eax (ecx mod 32) */
-	PUT(e, 0x73);					/* jnc skip */
-	put8(e, (uint8_t)(skip - (e->n + 1)));
-	PUT(e, 0x57, 0x56, 0x52);			/* push %rdi, %rsi, %rdx */
+	if (c >= 8)
+		put8(e, 0x41);
+	put8(e, 0x89);					/* mov SRC32,C32 */
+	put8(e, (uint8_t)(0xc0 | (src & 7) << 3 | (c & 7)));
+	if (c >= 8)
+		put8(e, 0x41);
+	PUT(e, 0xc1);					/* shr $12,C32 */
+	put8(e, (uint8_t)(0xe8 | (c & 7)));
+	put8(e, SHM_BLOOM_SHIFT);
+	if (c >= 8)
+		put8(e, 0x44);
+	PUT(e, 0x0f, 0xa3);				/* bt C32,%eax (C mod 32) */
+	put8(e, (uint8_t)(0xc0 | (c & 7) << 3));
+	PUT(e, 0x73, 0x00);				/* jnc past the call */
+	jnc = e->n;
+	put_save_args(e, p->wide);
+	if (src != RDI)
+		put_mov(e, src, RDI);
 	PUT(e, 0x48, 0x8d, 0x35);			/* lea DATA(%rip),%rsi */
 	put_rel32(e, env->data);
 	PUT(e, 0xe8);					/* call agent_free */
 	put_rel32(e, env->agent_free);
-	PUT(e, 0x5a, 0x5e, 0x5f);			/* pop %rdx, %rsi, %rdi */
+	put_restore_args(e, p->wide);
+	e->p[jnc - 1] = (uint8_t)(e->n - jnc);
+}
+
+/* SLOW only, reallocarr: agent_free(*rdi) unless rdi is NULL. */
+static void emit_free_deref(struct emitter *e, const struct plan *p,
+			    const struct tramp_fast_env *env)
+{
+	size_t je;
+
+	PUT(e, 0x48, 0x85, 0xff);			/* test %rdi,%rdi */
+	PUT(e, 0x74, 0x00);				/* je past the call */
+	je = e->n;
+	put_save_args(e, p->wide);
+	PUT(e, 0x48, 0x8b, 0x3f);			/* mov (%rdi),%rdi */
+	PUT(e, 0x48, 0x8d, 0x35);			/* lea DATA(%rip),%rsi */
+	put_rel32(e, env->data);
+	PUT(e, 0xe8);					/* call agent_free */
+	put_rel32(e, env->agent_free);
+	put_restore_args(e, p->wide);
+	e->p[je - 1] = (uint8_t)(e->n - je);
 }
 
 /*
  * The ALLOC sequence: subtract the requested size from the counter this
  * stack maps to; SLOW when it runs out. Hooks that may call another hook
- * then take CALLTHRU (realloc only when its pointer is NULL), others fall
- * into RELOC. No padding: its length depends on sz, env->plain_sub and
- * may_nest (tramp_fast_reloc_offset).
+ * then take CALLTHRU (a realloc only when its pointer is NULL), others fall
+ * into RELOC. No padding: its length depends on the plan and
+ * env->plain_sub (tramp_fast_reloc_offset).
  */
-static void emit_alloc_check(struct emitter *e, int sz, int nest, uint64_t slow,
+static void emit_alloc_check(struct emitter *e, const struct plan *p, uint64_t slow,
 			     uint64_t callthru, const struct tramp_fast_env *env)
 {
-	uint8_t modrm;
+	int sz = p->size_a, c = p->scratch;
 
-	switch (sz) {
-	case AGENT_SZ_MUL:
-		PUT(e, 0x49, 0x89, 0xfb);		/* mov %rdi,%r11 */
-		PUT(e, 0x4c, 0x0f, 0xaf, 0xde);		/* imul %rsi,%r11 */
-		modrm = 0x1c;				/* r11 */
-		break;
-	case AGENT_SZ_RSI:
-		modrm = 0x34;				/* rsi */
-		break;
-	case AGENT_SZ_PM:
-		modrm = 0x14;				/* rdx */
-		break;
-	default:
-		modrm = 0x3c;				/* rdi */
-		break;
+	if (p->size_b != NONE) {
+		put_mov(e, p->size_a, R11);		/* mov A,%r11 */
+		PUT(e, 0x4c, 0x0f, 0xaf);		/* imul B,%r11 */
+		put8(e, (uint8_t)(0xd8 | (p->size_b & 7)));
+		sz = R11;
 	}
 	PUT(e, 0x48, 0x89, 0xe0);			/* mov %rsp,%rax */
 	PUT(e, 0x48, 0xc1, 0xe8, 0x0f);			/* shr $15,%rax */
 	PUT(e, 0x25, 0xc0, 0x0f, 0x00, 0x00);		/* and $0xfc0,%eax */
-	PUT(e, 0x48, 0x8d, 0x0d);			/* lea COUNTERS(%rip),%rcx */
+	put8(e, rex_w(c, 0));				/* lea COUNTERS(%rip),C */
+	put8(e, 0x8d);
+	put8(e, (uint8_t)(0x05 | (c & 7) << 3));
 	put_rel32(e, env->data + SHM_OFF_COUNTERS);
 	if (!env->plain_sub)
 		PUT(e, 0xf0);				/* lock */
-	put8(e, sz == AGENT_SZ_MUL ? 0x4c : 0x48);	/* REX.W (+R for r11) */
-	PUT(e, 0x29);					/* sub SZ,(%rcx,%rax,1) */
-	put8(e, modrm);
-	PUT(e, 0x01);
+	put8(e, rex_w(sz, c));				/* sub SZ,(C,%rax,1) */
+	PUT(e, 0x29);
+	put8(e, (uint8_t)(0x04 | (sz & 7) << 3));
+	put8(e, (uint8_t)(c & 7));
 	PUT(e, 0x0f, 0x8e);				/* jle SLOW */
 	put_rel32(e, slow);
-	if (nest == NEST_IF_NULL) {
-		PUT(e, 0x48, 0x85, 0xff);		/* test %rdi,%rdi */
+	if (p->nest == NEST_IF_NULL) {
+		put8(e, rex_w(p->old, p->old));		/* test OLD,OLD */
+		put8(e, 0x85);
+		put8(e, (uint8_t)(0xc0 | (p->old & 7) << 3 | (p->old & 7)));
 		PUT(e, 0x0f, 0x84);			/* je CALLTHRU */
 		put_rel32(e, callthru);
-	} else if (nest == NEST_ALWAYS) {
+	} else if (p->nest == NEST_ALWAYS) {
 		PUT(e, 0xe9);				/* jmp CALLTHRU */
 		put_rel32(e, callthru);
 	}
 }
 
-static void emit_slow(struct emitter *e, uint64_t reloc, uint32_t info,
+/* SLOW's length for plan p. */
+static size_t slow_len(const struct plan *p)
+{
+	return TRAMP_FAST_SLOW_LEN + (p->sz == AGENT_SZ_PUSHED);
+}
+
+static void emit_slow(struct emitter *e, const struct plan *p, uint64_t reloc, uint32_t info,
 		      const struct tramp_fast_env *env)
 {
-	PUT(e, 0x57, 0x56, 0x52);			/* push %rdi, %rsi, %rdx */
+	PUT(e, 0x57, 0x56);				/* push %rdi, %rsi */
+	put_push(e, p->sz == AGENT_SZ_PUSHED ? R11 : RDX); /* push %rdx (or the size) */
 	PUT(e, 0xe8);					/* call RELOC */
 	put_rel32(e, reloc);
 	PUT(e, 0x50, 0x53, 0x55);			/* push %rax, %rbx, %rbp */
@@ -156,13 +370,16 @@ static void emit_slow(struct emitter *e, uint64_t reloc, uint32_t info,
 
 /*
  * CALLTHRU, for an unsampled call of a hook that may call another one:
- * the counter (rcx + rax) is set out of reach for the duration of the
+ * the counter (C + rax) is set out of reach for the duration of the
  * call, so that the inner call is not counted a second time, then given
  * back the value the outer call left.
  */
-static void emit_callthru(struct emitter *e, uint64_t reloc)
+static void emit_callthru(struct emitter *e, const struct plan *p, uint64_t reloc)
 {
-	PUT(e, 0x4c, 0x8d, 0x1c, 0x01);			/* lea (%rcx,%rax,1),%r11 */
+	if (p->scratch == R10)
+		PUT(e, 0x4d, 0x8d, 0x1c, 0x02);		/* lea (%r10,%rax,1),%r11 */
+	else
+		PUT(e, 0x4c, 0x8d, 0x1c, 0x01);		/* lea (%rcx,%rax,1),%r11 */
 	PUT(e, 0x41, 0x53);				/* push %r11 */
 	PUT(e, 0x41, 0xff, 0x33);			/* push (%r11) */
 	PUT(e, 0x49, 0xc7, 0x03, 0xff, 0xff, 0xff, 0x7f); /* movq $0x7fffffff,(%r11) */
@@ -175,92 +392,81 @@ static void emit_callthru(struct emitter *e, uint64_t reloc)
 	PUT(e, 0xc3);					/* ret */
 }
 
-/*
- * Whether a hook may call another hook from inside: glibc's memalign
- * family calls malloc, and realloc(NULL, n) is malloc(n). realloc of a
- * block calls malloc only in rare fallbacks (an mmapped block mremap
- * cannot move, an arena out of memory); there the inner call is counted
- * too, and if it is the one sampled the agent sees it nested and leaves
- * the sample to the next call.
- */
-static int may_nest(int hook_kind)
-{
-	if (hook_kind == HOOK_REALLOC)
-		return NEST_IF_NULL;
-	return hook_kind == HOOK_ALIGNED || hook_kind == HOOK_POSIX_MEMALIGN ? NEST_ALWAYS : 0;
-}
-
 /* ---- API ---- */
 
-/* The size class of an allocating hook kind, or -EINVAL if cls does not fit it. */
-static int size_class(enum tramp_class cls, int hook_kind)
+/*
+ * Emit what comes before RELOC. slow: where SLOW is (unused for a SLOW-only
+ * plan, whose SLOW comes here, calling RELOC right after it).
+ */
+static void emit_head(struct emitter *e, const struct plan *p, uint64_t slow,
+		      const struct tramp_fast_env *env)
 {
-	switch (hook_kind) {
-	case HOOK_ALLOC:
-		return cls == TRAMP_ALLOC ? AGENT_SZ_RDI : -EINVAL;
-	case HOOK_CALLOC:
-		return cls == TRAMP_ALLOC ? AGENT_SZ_MUL : -EINVAL;
-	case HOOK_POSIX_MEMALIGN:
-		return cls == TRAMP_ALLOC ? AGENT_SZ_PM : -EINVAL;
-	case HOOK_ALIGNED:
-		return cls == TRAMP_ALLOC ? AGENT_SZ_RSI : -EINVAL;
-	case HOOK_REALLOC:
-		return cls == TRAMP_REALLOC ? AGENT_SZ_RSI : -EINVAL;
-	case HOOK_FREE:
-		return cls == TRAMP_FREE ? 0 : -EINVAL;
+	if (p->slow_only) {
+		if (p->free_deref)
+			emit_free_deref(e, p, env);
+		return;
 	}
-	return -EINVAL;		/* HOOK_REALLOCARRAY: forwards to realloc */
+	if (p->old != NONE)
+		emit_free_check(e, p, env);
+	if (p->size_a != NONE)
+		emit_alloc_check(e, p, slow, slow + slow_len(p), env);
 }
 
-/* Emit the checks before RELOC (emitter without a buffer: only count). */
-static void emit_checks(struct emitter *e, enum tramp_class cls, int hook_kind, int sz,
-			uint64_t slow, const struct tramp_fast_env *env)
+/* Offset of RELOC for plan p (emitted without a buffer's worth of care:
+ * into scratch, rel32 fields aimed at DATA so that they fit). */
+static int reloc_offset(const struct plan *p, const struct tramp_fast_env *env)
 {
-	if (cls != TRAMP_ALLOC)
-		emit_free_check(e, env);
-	if (cls != TRAMP_FREE)
-		emit_alloc_check(e, sz, may_nest(hook_kind), slow, slow + TRAMP_FAST_SLOW_LEN,
-				 env);
+	uint8_t scratch[TRAMP_FAST_CHECKS_MAX];
+	struct emitter e = { .p = scratch, .at = env->data };
+
+	emit_head(&e, p, env->data, env);
+	return (int)(e.n + (p->slow_only ? slow_len(p) : 0));
 }
 
-int tramp_fast_reloc_offset(enum tramp_class cls, int hook_kind,
+int tramp_fast_reloc_offset(enum tramp_class cls, const struct hook *h,
 			    const struct tramp_fast_env *env)
 {
-	uint8_t scratch[TRAMP_FAST_FREE_LEN + TRAMP_FAST_ALLOC_MAX];
-	struct emitter e = { .p = scratch, .at = env->data };
-	int sz = size_class(cls, hook_kind);
+	struct plan p;
 
-	if (sz < 0)
+	if (make_plan(cls, h, &p))
 		return -EINVAL;
-	emit_checks(&e, cls, hook_kind, sz, env->data, env);
-	return (int)e.n;
+	return reloc_offset(&p, env);
 }
 
-int tramp_fast_emit(enum tramp_class cls, int hook_kind, uint64_t at,
+int tramp_fast_emit(enum tramp_class cls, const struct hook *h, uint64_t at,
 		    const struct reloc_result *r, const struct tramp_fast_env *env,
 		    uint8_t *buf, size_t bufsz, struct tramp_layout *lay)
 {
-	int reloc = tramp_fast_reloc_offset(cls, hook_kind, env);
-	int sz = size_class(cls, hook_kind);
 	struct emitter e = { .p = buf, .at = at };
+	struct plan p;
 	uint64_t slow;
 	size_t total;
+	int reloc;
 
-	if (reloc < 0 || sz < 0 || r->to != at + (uint64_t)reloc || !r->code_len)
+	if (make_plan(cls, h, &p))
 		return -EINVAL;
-	slow = at + reloc + r->code_len;
+	reloc = reloc_offset(&p, env);
+	if (r->to != at + (uint64_t)reloc || !r->code_len)
+		return -EINVAL;
 	total = reloc + r->code_len;
 	if (cls != TRAMP_FREE)
-		total += TRAMP_FAST_SLOW_LEN + (may_nest(hook_kind) ? TRAMP_FAST_CALLTHRU_LEN : 0);
+		total += p.slow_only ? 0 : slow_len(&p) + (p.nest ? TRAMP_FAST_CALLTHRU_LEN : 0);
 	if (total > bufsz)
 		return -ENOSPC;
 
-	emit_checks(&e, cls, hook_kind, sz, slow, env);
-	put(&e, r->code, r->code_len);
-	if (cls != TRAMP_FREE) {
-		emit_slow(&e, at + reloc, AGENT_INFO(sz, hook_kind), env);
-		if (may_nest(hook_kind))
-			emit_callthru(&e, at + reloc);
+	if (p.slow_only) {
+		emit_head(&e, &p, 0, env);
+		emit_slow(&e, &p, at + reloc, AGENT_INFO(p.sz, h->kind), env);
+		put(&e, r->code, r->code_len);
+	} else {
+		slow = at + reloc + r->code_len;
+		emit_head(&e, &p, slow, env);
+		put(&e, r->code, r->code_len);
+		if (cls != TRAMP_FREE) {
+			emit_slow(&e, &p, at + reloc, AGENT_INFO(p.sz, h->kind), env);
+			if (p.nest)
+				emit_callthru(&e, &p, at + reloc);
+		}
 	}
 	if (e.err)
 		return e.err;

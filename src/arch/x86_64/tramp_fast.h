@@ -68,9 +68,10 @@
  * Nested calls (realloc(NULL, n) calling malloc, aligned_alloc tail-jumping
  * into malloc) cost nothing on the fast path: CALLTHRU keeps them from
  * counting, and on a slow path the agent sees the return address in the
- * CODE view or in the allocator's own text and only counts them. A
- * relocated prologue never holds a call (reloc.c refuses one), so a
- * return address in the CODE view is always ours.
+ * CODE view or in the allocator's own text and only counts them. A return
+ * address in the CODE view is always a hooked call's: ours, or a call
+ * among the relocated first bytes of a hooked function (patch.c lets
+ * reloc.c move one), which is as nested as the rest of its body.
  *
  * TRAMP_FREE (free, cfree, operator delete*), FREE check (slot = the
  * pointer's page, shm_bloom_slot):
@@ -97,14 +98,40 @@
  *
  * Exact mode needs no other code: the tool keeps counters <= 0 (the agent
  * does not re-arm them) and fills the bitmap with 0xff.
+ *
+ * The other hook kinds (hooks.h) use the same sequences on other
+ * registers, the size class (agent.h) telling the agent where to look:
+ * - size in another argument (mi_heap_malloc: rsi; mi_heap_realloc: rdx),
+ *   or a product of two (rsi * rdx, rdx * rcx) computed into r11 as
+ *   calloc's; when the agent cannot find the factors in its frame (rcx),
+ *   SLOW pushes r11 in rdx's place (41 53, SLOW one byte longer);
+ * - the pointer a realloc frees in rsi (mi_heap_realloc*): the FREE check
+ *   reads rsi (48 89 f0, 89 f1) and moves it to rdi for agent_free
+ *   (48 89 f7); CALLTHRU's NULL test is on rsi;
+ * - functions of 4 and more arguments keep rcx, r8 and r9: r10 replaces
+ *   rcx as scratch (lea COUNTERS(%rip),%r10; sub SZ,(%r10,%rax,1);
+ *   mov %edi,%r10d; shr $12,%r10d; bt %r10d,%eax), the FREE check saves
+ *   rcx, r8, r9 and r10 (for alignment) around agent_free, and CALLTHRU
+ *   starts with lea (%r10,%rax,1),%r11;
+ * - a hook whose code calls another listed entry point (hook->calls) takes
+ *   CALLTHRU on every unsampled call, as the memalign family does (a
+ *   realloc only if it calls another realloc: one that calls malloc or free
+ *   does so for NULL or 0 only);
+ * - SLOW only, for kinds whose size is known only after the call (string
+ *   copies, in-place resizes) or whose old pointer is behind an argument
+ *   (reallocarr): the entry goes straight to SLOW (RELOC follows it) and
+ *   the agent subtracts the size from the counter itself; reallocarr first
+ *   calls agent_free on *rdi (test %rdi,%rdi; je; three pushes;
+ *   mov (%rdi),%rdi; lea DATA; call agent_free; three pops).
  */
 
-#define TRAMP_FAST_ALLOC_MAX	39	/* longest ALLOC sequence (realloc, locked) */
+#define TRAMP_FAST_ALLOC_MAX	39	/* longest ALLOC sequence of the glibc kinds (realloc, locked) */
 #define TRAMP_FAST_SLOW_LEN	49	/* SLOW, after RELOC */
 #define TRAMP_FAST_CALLTHRU_LEN	31	/* CALLTHRU, after SLOW */
-#define TRAMP_FAST_FREE_LEN	51	/* FREE check */
-#define TRAMP_FAST_MAX_SIZE	(TRAMP_FAST_FREE_LEN + TRAMP_FAST_ALLOC_MAX + \
-				 RELOC_MAX_CODE + TRAMP_FAST_SLOW_LEN + TRAMP_FAST_CALLTHRU_LEN)
+#define TRAMP_FAST_FREE_LEN	51	/* FREE check on rdi, up to 3 arguments */
+#define TRAMP_FAST_CHECKS_MAX	128	/* longest checks before RELOC, any kind */
+#define TRAMP_FAST_MAX_SIZE	(TRAMP_FAST_CHECKS_MAX + RELOC_MAX_CODE + \
+				 TRAMP_FAST_SLOW_LEN + 1 + TRAMP_FAST_CALLTHRU_LEN)
 
 /* Where a fast trampoline finds the shared data and the agent. */
 struct tramp_fast_env {
@@ -114,23 +141,24 @@ struct tramp_fast_env {
 	int plain_sub;		/* 1: sub without lock on the counter (see above) */
 };
 
+struct hook;
+
 /*
- * Offset of RELOC in the fast trampoline of a hook of kind hook_kind and
- * class cls built with env: relocate the prologue for T + this. Returns
- * it, or -EINVAL if cls does not fit hook_kind.
+ * Offset of RELOC in the fast trampoline of hook h (its kind, nargs and
+ * calls) of class cls built with env: relocate the prologue for T + this.
+ * Returns it, or -EINVAL if cls does not fit h's kind.
  */
-int tramp_fast_reloc_offset(enum tramp_class cls, int hook_kind,
+int tramp_fast_reloc_offset(enum tramp_class cls, const struct hook *h,
 			    const struct tramp_fast_env *env);
 
 /*
- * Write the fast trampoline for a hook of kind hook_kind (enum hook_kind;
- * its class must be cls; HOOK_REALLOCARRAY is refused: it forwards to
- * realloc) that will live at `at`, around r (encoded for at + reloc
- * offset), into buf. Fills *lay (entry_trap = exit_trap = -1). Returns 0,
- * -EINVAL (bad class/kind or r encoded elsewhere), -ENOSPC, or -ERANGE
- * (DATA or the agent out of rel32 reach).
+ * Write the fast trampoline for hook h (its class must be cls) that will
+ * live at `at`, around r (encoded for at + reloc offset), into buf. Fills
+ * *lay (entry_trap = exit_trap = -1). Returns 0, -EINVAL (bad class/kind
+ * or r encoded elsewhere), -ENOSPC, or -ERANGE (DATA or the agent out of
+ * rel32 reach).
  */
-int tramp_fast_emit(enum tramp_class cls, int hook_kind, uint64_t at,
+int tramp_fast_emit(enum tramp_class cls, const struct hook *h, uint64_t at,
 		    const struct reloc_result *r, const struct tramp_fast_env *env,
 		    uint8_t *buf, size_t bufsz, struct tramp_layout *lay);
 
