@@ -5,10 +5,12 @@
 #include <stdlib.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
-#include "frametab.h"
+#include "agentlink.h"
+#include "collect.h"
+#include "events.h"
+#include "forkchild.h"
 #include "log.h"
 #include "proc.h"
-#include "remote.h"
 #include "session.h"
 #include "unwind.h"
 
@@ -33,8 +35,8 @@ static void proc_tid_leaves(struct session *s, pid_t tid)
 			s->proc_tid = s->tr.t[i].tid;
 			if (s->unw)
 				unwinder_set_pid(s->unw, s->proc_tid);
-			if (s->ftab)
-				frametab_set_pid(s->ftab, s->proc_tid);
+			if (s->link)
+				agent_link_set_pid(s->link, s->proc_tid);
 			pr_debug("reading %d through thread %d from now on", s->pid, s->proc_tid);
 			return;
 		}
@@ -44,7 +46,7 @@ static void proc_tid_leaves(struct session *s, pid_t tid)
  * jumps in its private text and our mappings: undo both, then let it go. */
 static void release_fork_child(struct session *s, pid_t child)
 {
-	forkchild_clean(s, child);
+	forkchild_clean(s->im, s->pid, child);
 	ptrace(PTRACE_DETACH, child, 0, 0);
 	pr_debug("released forked child %d", child);
 }
@@ -175,7 +177,7 @@ int events_dispatch(void *arg, pid_t tid, int status)
 	}
 	if (sig == (SIGTRAP | 0x80)) {
 		/* A syscall-stop (trap mode): maybe one of our traps. */
-		rc = collect_trap(s, tid, !th->vfork_child);
+		rc = collect_trap(&s->trap, tid, !th->vfork_child);
 		if (rc < 0 && rc != -ESRCH)
 			pr_debug("trap in %d: %d", tid, rc);
 		th = tracee_find(&s->tr, tid);
