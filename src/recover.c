@@ -43,7 +43,7 @@
 
 #define LEFT_PATH "/memfd:heapattach"	/* memfd_create("heapattach") in inject.c */
 #define LEFT_MAX_VIEWS 4		/* ours has 1 (trap mode) or 2 (fast mode) */
-#define ENTRY_PEEK (4 + RELOC_JMP_LEN)	/* an endbr64, then our jmp */
+#define ENTRY_PEEK (RELOC_SKIP_MAX + RELOC_JMP_LEN)	/* a landing pad, then our jmp */
 
 struct leftover {
 	uint64_t ino;
