@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "collect.h"
 #include "dump.h"
+#include "events.h"
 #include "hooks.h"
 #include "membudget.h"
 #include "proc.h"
@@ -29,14 +30,11 @@ struct session {
 
 	/* The target. */
 	pid_t pid;
-	pid_t proc_tid;                 /* a live thread: /proc/TID and memory reads go through it
-					 * (pid, unless the leader has exited) */
-	struct tracee tr;
+	struct tracee tr;               /* its threads */
+	struct events ev;               /* its stops: gone, exec'd, how it ended; ev.reader is
+					 * the live thread /proc and memory reads go through */
 	struct proc_maps maps;
 	struct hook_set hooks;
-	int target_gone;                /* every thread exited */
-	int exec_seen;                  /* the target replaced its image */
-	int exit_status;                /* wait status of the last of its threads seen to end */
 	struct seccomp_plan sc;         /* what its seccomp filters let us make it do */
 
 	/* The parts of the run. */

@@ -17,6 +17,7 @@
 #include "collect.h"
 #include "dump.h"
 #include "events.h"
+#include "forkchild.h"
 #include "implant.h"
 #include "log.h"
 #include "membudget.h"
@@ -162,9 +163,9 @@ int session_dump(struct session *s, unsigned seq)
 		s->mode->sync(s);
 	session_note_caps(s);
 	/* Objects loaded since attach: symbolize with a fresh view while we can. */
-	if (!s->target_gone && !s->exec_seen && proc_maps_read(s->proc_tid, &fresh) == 0 &&
+	if (!s->ev.gone && !s->ev.exec_seen && proc_maps_read(s->ev.reader, &fresh) == 0 &&
 	    fresh.n != s->maps.n) {
-		struct symbolizer *nsym = symbolizer_new(s->proc_tid, &fresh);
+		struct symbolizer *nsym = symbolizer_new(s->ev.reader, &fresh);
 
 		if (nsym) {
 			sym = nsym;
@@ -251,7 +252,7 @@ static int fast_prepare(struct session *s)
 		return rc;
 	lp = (struct agent_link_params){
 		.pid = s->pid,
-		.proc_tid = s->proc_tid,
+		.proc_tid = s->ev.reader,
 		.rate = s->opt->sample_rate,
 		.ring_size = s->mem.ring_size,
 		.prefault = s->mem.prefault,
@@ -290,7 +291,7 @@ static void fast_loop(struct session *s)
 	int status;
 	pid_t tid;
 
-	while (!stop_signal && !s->target_gone && !s->exec_seen && !agent_link_hostile(s->link)) {
+	while (!stop_signal && !s->ev.gone && !s->ev.exec_seen && !agent_link_hostile(s->link)) {
 		if (ticked) {
 			ticked = 0;
 			child_event = 1;	/* also poll, in case a SIGCHLD was missed */
@@ -307,11 +308,11 @@ static void fast_loop(struct session *s)
 		if (child_event) {
 			child_event = 0;
 			while ((tid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) {
-				events_dispatch(s, tid, status);
+				events_dispatch(&s->ev, tid, status);
 				child_event = 1;	/* more may be queued */
 			}
 			if (tid < 0 && errno == ECHILD) {
-				s->target_gone = 1;
+				s->ev.gone = 1;
 				break;
 			}
 			if (child_event)
@@ -322,7 +323,7 @@ static void fast_loop(struct session *s)
 		warm_step(s);
 		agent_link_nap(s->link, agent_link_nap_ns(s->link));
 	}
-	if (s->target_gone || s->exec_seen)
+	if (s->ev.gone || s->ev.exec_seen)
 		agent_link_final(s->link);	/* writers gone, maybe mid-record */
 }
 
@@ -339,7 +340,7 @@ static void trap_loop(struct session *s)
 	int status;
 	pid_t tid;
 
-	while (!stop_signal && !s->target_gone && !s->exec_seen) {
+	while (!stop_signal && !s->ev.gone && !s->ev.exec_seen) {
 		if (ticked || s->opt->interval) {
 			ticked = 0;
 			if (housekeeping(s))
@@ -350,10 +351,10 @@ static void trap_loop(struct session *s)
 			if (errno == EINTR)
 				continue;
 			if (errno == ECHILD)
-				s->target_gone = 1;
+				s->ev.gone = 1;
 			break;
 		}
-		events_dispatch(s, tid, status);
+		events_dispatch(&s->ev, tid, status);
 	}
 }
 
@@ -374,6 +375,38 @@ static const struct session_mode modes[] = {
 		.loop = fast_loop,
 		.sync = fast_sync,
 	},
+};
+
+/* ---- the stops of the target ---- */
+
+static void on_fork_child(void *arg, pid_t child)
+{
+	struct session *s = arg;
+
+	forkchild_clean(s->im, s->pid, child);
+}
+
+static int on_syscall_stop(void *arg, pid_t tid, int record)
+{
+	struct session *s = arg;
+
+	return collect_trap(&s->trap, tid, record);
+}
+
+static void on_reader_moved(void *arg, pid_t tid)
+{
+	struct session *s = arg;
+
+	if (s->unw)
+		unwinder_set_pid(s->unw, tid);
+	if (s->link)
+		agent_link_set_pid(s->link, tid);
+}
+
+static const struct events_ops session_events = {
+	.fork_child = on_fork_child,
+	.syscall_stop = on_syscall_stop,
+	.reader_moved = on_reader_moved,
 };
 
 /* ---- attach and detach ---- */
@@ -419,13 +452,13 @@ static struct implant *new_implant(struct session *s)
 {
 	struct implant_params ip = {
 		.pid = s->pid,
-		.proc_tid = &s->proc_tid,
+		.proc_tid = &s->ev.reader,
 		.tr = &s->tr,
-		.gone = &s->target_gone,
+		.gone = &s->ev.gone,
 		.sc = &s->sc,
 		.unw = s->unw,
 		.on_event = events_dispatch,
-		.event_arg = s,
+		.event_arg = &s->ev,
 		.ops = s->mode->implant,
 		.ops_arg = s->link,
 	};
@@ -443,13 +476,13 @@ static int attach(struct session *s)
 	rc = tracee_seize(&s->tr, s->pid);
 	if (rc)
 		return rc;
-	rc = tracee_stop_all(&s->tr, events_dispatch, s);
+	rc = tracee_stop_all(&s->tr, events_dispatch, &s->ev);
 	pr_debug("seized and stopped %zu threads in %.1f ms", s->tr.n,
 		 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
-	if (rc || s->target_gone) {
+	if (rc || s->ev.gone) {
 		char how[96];
 
-		describe_end(s->exit_status, how, sizeof(how));
+		describe_end(s->ev.exit_status, how, sizeof(how));
 		pr_err("cannot attach to %d: it %s while attaching", s->pid, how);
 		tracee_detach_all(&s->tr);
 		return rc ? rc : -ESRCH;
@@ -458,7 +491,7 @@ static int attach(struct session *s)
 				      implant_region_size(s->im) };
 	rc = seccomp_plan_make(&s->tr, &pp, &s->sc);	/* before any remote syscall */
 	if (!rc)
-		rc = recover_leftovers(s->im, s->pid, s->proc_tid, &s->maps, &s->hooks);
+		rc = recover_leftovers(s->im, s->pid, s->ev.reader, &s->maps, &s->hooks);
 	if (rc < 0) {
 		tracee_resume_all(&s->tr);
 		tracee_detach_all(&s->tr);
@@ -468,7 +501,7 @@ static int attach(struct session *s)
 		/* leftovers unmapped: the maps were read again */
 		if (s->sym)
 			symbolizer_free(s->sym);
-		s->sym = symbolizer_new(s->proc_tid, &s->maps);
+		s->sym = symbolizer_new(s->ev.reader, &s->maps);
 		unwinder_flush(s->unw);
 	}
 	rc = implant_install(s->im, &s->hooks);
@@ -488,16 +521,16 @@ static int attach(struct session *s)
 
 static void detach(struct session *s)
 {
-	if (s->target_gone)
+	if (s->ev.gone)
 		return;
-	if (s->exec_seen) {
+	if (s->ev.exec_seen) {
 		detach_after_exec(s);
 		return;
 	}
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 
 	s->tr.syscall_stops = 0;	/* the traps are plain getpid calls from now on */
-	tracee_stop_all(&s->tr, events_dispatch, s);
+	tracee_stop_all(&s->tr, events_dispatch, &s->ev);
 	pr_debug("stopped %zu threads in %.1f ms", s->tr.n, (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	implant_remove(s->im);	/* the rings are drained after: the target need not wait */
 	pr_debug("hooks removed at %.1f ms", (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
@@ -540,7 +573,7 @@ static int outcome(const struct session *s)
 		return 1;	/* the target fought us: the profile is partial */
 	if (implant_left(s->im))
 		return 4;	/* said by implant_remove */
-	if (s->target_gone && s->exit_status != -1 && WIFSIGNALED(s->exit_status))
+	if (s->ev.gone && s->ev.exit_status != -1 && WIFSIGNALED(s->ev.exit_status))
 		return 3;
 	return 0;
 }
@@ -554,35 +587,36 @@ int session_run(const struct options *opt)
 
 	memset(&s, 0, sizeof(s));
 	s.out.fd = -1;
-	s.exit_status = -1;
 	s.opt = opt;
 	s.mode = &modes[opt->mode];
 	s.pid = opt->pid;
+	s.ev = (struct events){ .pid = s.pid, .tr = &s.tr, .ops = &session_events, .arg = &s,
+				.exit_status = -1 };
 	install_stop_handlers();
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	if (tracee_check(s.pid))
 		return 1;
-	s.proc_tid = tracee_live_tid(s.pid);	/* the leader may have exited */
+	s.ev.reader = tracee_live_tid(s.pid);	/* the leader may have exited */
 	snprintf(defout, sizeof(defout), "heapattach.%d.heap", s.pid);
 	s.output = opt->output ? opt->output : defout;
 	/* Before the target is touched: a profile that cannot be written
 	 * must not cost it a whole session. */
 	if (dump_dir_open(&s.out, s.output, 1))
 		return 1;
-	rc = proc_maps_read(s.proc_tid, &s.maps);
+	rc = proc_maps_read(s.ev.reader, &s.maps);
 	if (rc) {
 		pr_err("cannot read the memory map of %d: %s", s.pid, strerror(-rc));
 		goto out_maps;
 	}
-	rc = hooks_resolve(s.proc_tid, &s.maps, &s.hooks);
+	rc = hooks_resolve(s.ev.reader, &s.maps, &s.hooks);
 	if (rc) {
 		pr_err("no allocator found in %d: %s", s.pid, strerror(-rc));
 		goto out_maps;
 	}
 	s.prof = profile_new(opt->sample_rate);
 	sampler_init(&s.sampler, opt->sample_rate, clock_ns(CLOCK_REALTIME) ^ (uint64_t)getpid());
-	s.unw = unwinder_new(s.proc_tid);
-	s.sym = symbolizer_new(s.proc_tid, &s.maps);
+	s.unw = unwinder_new(s.ev.reader);
+	s.sym = symbolizer_new(s.ev.reader, &s.maps);
 	if (!s.unw || !s.prof) {
 		pr_err("cannot set up the unwinder for %d", s.pid);
 		goto out;
@@ -623,7 +657,7 @@ int session_run(const struct options *opt)
 			(unsigned long long)opt->sample_rate, s.mode->name);
 	}
 	s.mode->loop(&s);
-	if (s.exec_seen && !s.target_gone)
+	if (s.ev.exec_seen && !s.ev.gone)
 		fprintf(stderr, "heapattach: %d called exec; profile of the old image ends here\n",
 			s.pid);
 	urgent(1);
@@ -631,10 +665,10 @@ int session_run(const struct options *opt)
 	detach(&s);
 	s.attached = 0;
 	urgent(0);
-	if (s.target_gone) {
+	if (s.ev.gone) {
 		char how[96];
 
-		describe_end(s.exit_status, how, sizeof(how));
+		describe_end(s.ev.exit_status, how, sizeof(how));
 		fprintf(stderr, "heapattach: %d %s\n", s.pid, how);
 	} else {
 		fprintf(stderr, "heapattach: detached from %d in %.1f ms\n", s.pid,
