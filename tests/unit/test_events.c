@@ -256,6 +256,17 @@ static void test_vfork_exec(void)
 	expect_true(!tracee_find(&tr, CHILD));
 	expect_int_eq(k.ndetached, 1);
 	expect_true(!ev.exec_seen);
+	/* the vfork child's first stop before the parent's event: kept stopped
+	 * until the event says it shares our memory, then resumed */
+	k.tgid_of_child = OTHER;
+	events_dispatch(&ev, OTHER, EVENT(PTRACE_EVENT_STOP, SIGSTOP));
+	expect_int_eq(tracee_find(&tr, OTHER)->vfork_child, 2);
+	k.msg = OTHER;
+	tracee_stopping = 0;
+	events_dispatch(&ev, T1, EVENT(PTRACE_EVENT_VFORK, SIGTRAP));
+	tracee_stopping = 1;
+	c = tracee_find(&tr, OTHER);
+	expect_true(c && c->vfork_child == 1 && c->state == TS_RUNNING);
 	/* the target's own exec */
 	events_dispatch(&ev, T1, EVENT(PTRACE_EVENT_EXEC, SIGTRAP));
 	expect_true(ev.exec_seen);
