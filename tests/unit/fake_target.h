@@ -190,7 +190,7 @@ static inline struct implant_params fake_implant_params(const struct implant_ops
 #define OFF_MALLOC	0x100
 #define OFF_FREE	0x200
 #define OFF_CALLOC	0x300
-#define OFF_CALL	0x400	/* starts with a call: cannot be relocated */
+#define OFF_SHORT	0x400	/* returns before 5 bytes: cannot be relocated */
 #define OFF_ENDBR	0x500
 #define OFF_MANY	0x1000	/* copies of malloc, 32 bytes apart */
 
@@ -204,8 +204,8 @@ static const uint8_t f_malloc[] = {
 static const uint8_t f_free[] = { 0x48, 0x85, 0xff, 0x0f, 0x84, 0x01, 0x00, 0x00, 0x00, 0x90, 0xc3 };
 /* push r13; mov rax,rdi; imul rax,rsi; pop r13; ret */
 static const uint8_t f_calloc[] = { 0x41, 0x55, 0x48, 0x89, 0xf8, 0x48, 0x0f, 0xaf, 0xc6, 0x41, 0x5d, 0xc3 };
-/* call +0; ret */
-static const uint8_t f_call[] = { 0xe8, 0x00, 0x00, 0x00, 0x00, 0xc3, 0x90, 0x90 };
+/* xor eax,eax; ret: returns within the bytes a jump would cover */
+static const uint8_t f_short[] = { 0x31, 0xc0, 0xc3, 0x90, 0x90, 0x90, 0x90, 0x90 };
 /* endbr64, then malloc's */
 static const uint8_t f_endbr[] = {
 	0xf3, 0x0f, 0x1e, 0xfa,
@@ -252,8 +252,8 @@ static inline void fake_alloc_end(void)
 }
 
 /* A fake target (two made-up threads) holding malloc, free and calloc, and
- * an unrelocatable valloc and an endbr64 pvalloc if asked. 0 or -1. */
-static inline int fake_alloc_setup(int with_call, int with_endbr)
+ * a valloc too short to hook and an endbr64 pvalloc if asked. 0 or -1. */
+static inline int fake_alloc_setup(int with_short, int with_endbr)
 {
 	if (fake_target_init(2))
 		return -1;
@@ -261,8 +261,8 @@ static inline int fake_alloc_setup(int with_call, int with_endbr)
 	fake_alloc_add(HOOK_ALLOC, "malloc", OFF_MALLOC, f_malloc, sizeof(f_malloc));
 	fake_alloc_add(HOOK_FREE, "free", OFF_FREE, f_free, sizeof(f_free));
 	fake_alloc_add(HOOK_CALLOC, "calloc", OFF_CALLOC, f_calloc, sizeof(f_calloc));
-	if (with_call)
-		fake_alloc_add(HOOK_ALLOC, "valloc", OFF_CALL, f_call, sizeof(f_call));
+	if (with_short)
+		fake_alloc_add(HOOK_ALLOC, "valloc", OFF_SHORT, f_short, sizeof(f_short));
 	if (with_endbr)
 		fake_alloc_add(HOOK_ALLOC, "pvalloc", OFF_ENDBR, f_endbr, sizeof(f_endbr));
 	fake_alloc_end();

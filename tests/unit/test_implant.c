@@ -64,10 +64,10 @@ static void test_install_remove(void)
 	im = new_trap_implant();
 	expect_int_eq(implant_install(im, &fake_hooks), 0);
 	pv = implant_patches(im, &n);
-	expect_int_eq(n, 3);	/* valloc's call cannot be relocated */
+	expect_int_eq(n, 3);	/* valloc is too short to be hooked */
 	for (size_t i = 0; i < n; i++)
 		expect_patched(im, &pv[i]);
-	expect_true(!memcmp(fake.text + OFF_CALL, f_call, sizeof(f_call)));
+	expect_true(!memcmp(fake.text + OFF_SHORT, f_short, sizeof(f_short)));
 	h = header_of(&pv[0]);
 	expect_u64_eq(h->magic, SHM_MAGIC);
 	expect_int_eq(h->version, SHM_VERSION);
@@ -122,7 +122,7 @@ static void test_nothing_hookable(void)
 	if (fake_target_init(1))
 		return;
 	fake_alloc_begin();
-	fake_alloc_add(HOOK_ALLOC, "valloc", OFF_CALL, f_call, sizeof(f_call));
+	fake_alloc_add(HOOK_ALLOC, "valloc", OFF_SHORT, f_short, sizeof(f_short));
 	fake_alloc_end();
 	im = new_trap_implant();
 	expect_int_eq(implant_install(im, &fake_hooks), -ENOENT);
