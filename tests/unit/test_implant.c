@@ -223,6 +223,28 @@ struct fast {
 	uint8_t *data;          /* the target's data view */
 };
 
+/* The data view: the view that is not the code view. */
+static uint8_t *data_view(struct fast *f)
+{
+	struct implant_view v[4];
+	size_t n = implant_views(f->im, v, 4), np;
+	const struct patch *p = implant_patches(f->im, &np);
+
+	for (size_t i = 0; i < n; i++)
+		if (np && !(p[0].tramp >= v[i].remote && p[0].tramp < v[i].remote + v[i].size))
+			return (uint8_t *)v[i].remote + REGION_CODE;
+	return NULL;
+}
+
+static void fast_teardown(struct fast *f)
+{
+	agent_link_free(f->link);
+	implant_free(f->im);
+	profile_free(f->prof);
+}
+
+/* The fake allocator hooked through an agent link at rate, its data
+ * view found: 0, or -1 (nothing left to tear down). */
 static int fast_setup(struct fast *f, uint64_t rate)
 {
 	struct agent_link_params lp;
@@ -242,27 +264,14 @@ static int fast_setup(struct fast *f, uint64_t rate)
 	f->link = agent_link_new(&lp);
 	ip = fake_implant_params(&agent_link_implant_ops, f->link, fake_unw);
 	f->im = implant_new(&ip);
-	return 0;
-}
-
-static void fast_teardown(struct fast *f)
-{
-	agent_link_free(f->link);
-	implant_free(f->im);
-	profile_free(f->prof);
-}
-
-/* The data view: the view that is not the code view. */
-static uint8_t *data_view(struct fast *f)
-{
-	struct implant_view v[4];
-	size_t n = implant_views(f->im, v, 4), np;
-	const struct patch *p = implant_patches(f->im, &np);
-
-	for (size_t i = 0; i < n; i++)
-		if (np && !(p[0].tramp >= v[i].remote && p[0].tramp < v[i].remote + v[i].size))
-			return (uint8_t *)v[i].remote + REGION_CODE;
-	return NULL;
+	expect_int_eq(implant_install(f->im, &fake_hooks), 0);
+	f->data = data_view(f);
+	expect_true(f->data != NULL);
+	if (f->data)
+		return 0;
+	implant_remove(f->im);
+	fast_teardown(f);
+	return -1;
 }
 
 static void test_fast_events(void)
@@ -275,14 +284,9 @@ static void test_fast_events(void)
 
 	if (fast_setup(&f, 1))
 		return;
-	expect_int_eq(implant_install(f.im, &fake_hooks), 0);
 	implant_patches(f.im, &n);
 	expect_int_eq(n, 3);
 	expect_int_eq(fake.maps, 2);	/* code and data views */
-	f.data = data_view(&f);
-	expect_true(f.data != NULL);
-	if (!f.data)
-		goto out;
 	h = (const struct shm_hdr *)f.data;
 	expect_u64_eq(h->magic, SHM_MAGIC);
 	expect_true(h->flags & SHM_F_EXACT);
@@ -309,7 +313,6 @@ static void test_fast_events(void)
 	expect_int_eq(fake.unmaps, 2);
 	expect_u64_eq(fmalloc(77), 77);
 	expect_int_eq(agent_link_drain(f.link, AGENT_LINK_DRAIN_ALL), 0);
-out:
 	fast_teardown(&f);
 }
 
@@ -321,10 +324,6 @@ static void test_fast_hostile_header(void)
 
 	if (fast_setup(&f, 1))
 		return;
-	expect_int_eq(implant_install(f.im, &fake_hooks), 0);
-	f.data = data_view(&f);
-	if (!f.data)
-		goto out;
 	h = (struct shm_hdr *)f.data;
 	expect_int_eq(agent_link_drain(f.link, AGENT_LINK_DRAIN_ALL), 0);
 	expect_true(!agent_link_hostile(f.link));
@@ -336,24 +335,18 @@ static void test_fast_hostile_header(void)
 	h->rate = 1;
 	implant_remove(f.im);
 	expect_true(!memcmp(fake.text, fake_orig, FAKE_TEXT));
-out:
 	fast_teardown(&f);
 }
 
-/* A record no agent writes, and an implausible drop count. */
-static void test_fast_hostile_records(void)
+/* A record no agent writes. */
+static void test_fast_hostile_record(void)
 {
 	struct shm_ev_free *rec;
 	uint64_t *heads;
-	struct shm_hdr *h;
 	struct fast f;
 
 	if (fast_setup(&f, 1))
 		return;
-	expect_int_eq(implant_install(f.im, &fake_hooks), 0);
-	f.data = data_view(&f);
-	if (!f.data)
-		goto out;
 	/* a free record of the wrong length, committed in ring 0 */
 	heads = (uint64_t *)(f.data + SHM_OFF_HEADS);
 	rec = (struct shm_ev_free *)(f.data + SHM_OFF_RING);
@@ -367,20 +360,20 @@ static void test_fast_hostile_records(void)
 	expect_true(nnotes == 1 && strstr(notes[0], "a record no agent writes"));
 	implant_remove(f.im);
 	fast_teardown(&f);
+}
+
+/* A drop count no agent could have reached. */
+static void test_fast_hostile_drops(void)
+{
+	struct fast f;
 
 	if (fast_setup(&f, 1))
 		return;
-	expect_int_eq(implant_install(f.im, &fake_hooks), 0);
-	f.data = data_view(&f);
-	if (!f.data)
-		goto out;
-	h = (struct shm_hdr *)f.data;
-	h->drops = 1ULL << 60;
+	((struct shm_hdr *)f.data)->drops = 1ULL << 60;
 	agent_link_reconcile(f.link);
 	expect_true(agent_link_hostile(f.link));
 	expect_true(nnotes == 1 && strstr(notes[0], "drop count"));
 	implant_remove(f.im);
-out:
 	fast_teardown(&f);
 }
 
@@ -398,5 +391,6 @@ HARNESS_MAIN("implant",
 	T(test_leftover_ranges),
 	T(test_fast_events),
 	T(test_fast_hostile_header),
-	T(test_fast_hostile_records),
+	T(test_fast_hostile_record),
+	T(test_fast_hostile_drops),
 	T(test_teardown))
