@@ -34,8 +34,8 @@ struct elfobj;
 #define ELFOBJ_NAME_MAX 255
 #define ELFOBJ_PATH_MAX 4095
 
-/* Read the ELF behind fd; takes ownership of fd (closed by elfobj_free, or
- * here on failure). NULL if fd is not a readable ELF file (or not a regular
+/* Read the ELF behind fd; takes ownership of fd (closed here: the object
+ * keeps a mapping of the file, not the descriptor). NULL if fd is not a readable ELF file (or not a regular
  * file: a FIFO's or a device's data need not end). */
 struct elfobj *elfobj_open_fd(int fd);
 /* elfobj_open_fd() flags */

@@ -27,6 +27,7 @@ struct tracee {
 	struct thread *t;
 	size_t n, cap;
 	int syscall_stops;      /* resume with PTRACE_SYSCALL (trap mode's traps) */
+	pid_t unstopped;        /* tracee_stop_all timed out: a thread that did not stop */
 };
 
 /* Called for a wait status (of a known thread or of a new tid) that is not
@@ -53,7 +54,13 @@ pid_t tracee_live_tid(pid_t pid);
 int tracee_seize(struct tracee *tr, pid_t pid);
 /* Interrupt every running thread and wait until all are stopped; other
  * stops that arrive meanwhile go to fn (which must leave the thread stopped
- * when stopping is set: see tracee_stopping). */
+ * when stopping is set: see tracee_stopping). -ETIMEDOUT (tr->unstopped
+ * set) when a thread has not stopped after TRACEE_STOP_WAIT_MS: a vfork
+ * parent waiting for its child, a thread in uninterruptible sleep. Such a
+ * thread runs no user code before its stop (its interrupt is pending), but
+ * its registers cannot be read. The bound needs waitpid to be interrupted
+ * (session.c's tick) while no stop comes. */
+#define TRACEE_STOP_WAIT_MS 3000
 int tracee_stop_all(struct tracee *tr, tracee_event_fn fn, void *arg);
 /* Resume one stopped thread, delivering its pending signal. */
 int tracee_resume(struct tracee *tr, struct thread *th);

@@ -16,7 +16,6 @@
 
 struct elfobj {
 	Elf *elf;
-	int fd;                 /* -1 for an in-memory image */
 	char *image;            /* in-memory copy, or NULL */
 	void *map;              /* the file mapped (private), under mapguard, or NULL */
 	size_t map_len;
@@ -379,10 +378,12 @@ struct elfobj *elfobj_open_fd_flags(int fd, unsigned flags)
 		close(fd);
 		return NULL;
 	}
+	/* the mapping keeps the file: no descriptor per object, however
+	 * many objects the target maps (they used to exhaust ours) */
+	close(fd);
 	mapguard_add(map, st.st_size);
 	elf_version(EV_CURRENT);
 	e = xcalloc(1, sizeof(*e));
-	e->fd = fd;
 	e->map = map;
 	e->map_len = st.st_size;
 	e->elf = elf_memory(map, st.st_size);
@@ -395,7 +396,6 @@ struct elfobj *elfobj_open_mem(const void *buf, size_t len)
 
 	elf_version(EV_CURRENT);
 	e = xcalloc(1, sizeof(*e));
-	e->fd = -1;
 	e->image = xmalloc(len ? len : 1);
 	memcpy(e->image, buf, len);
 	e->elf = elf_memory(e->image, len);
@@ -412,8 +412,6 @@ void elfobj_free(struct elfobj *e)
 		mapguard_remove(e->map);
 		munmap(e->map, e->map_len);
 	}
-	if (e->fd >= 0)
-		close(e->fd);
 	free(e->image);
 	free(e->syms);
 	free(e->names);

@@ -740,9 +740,20 @@ static void hand_over(struct implant *im)
 	im->handed_over = 1;
 }
 
+/* Threads that tracee_stop_all could not stop (tracee.h): they run no
+ * user code before they stop, but may be inside a trampoline. */
+static int unstopped(const struct implant *im)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < im->p.tr->n; i++)
+		n += im->p.tr->t[i].state != TS_STOPPED;
+	return n;
+}
+
 void implant_remove(struct implant *im)
 {
-	int busy = 0, unrestored = 0, err = 0;
+	int busy = 0, unrestored = 0, err = 0, stuck;
 
 	/* 1. The original bytes back (trampolines have no trap that could
 	 * hurt without us: nothing to disarm first). */
@@ -766,7 +777,8 @@ void implant_remove(struct implant *im)
 	hand_over(im);
 	if (target_gone(im))
 		goto out;
-	if (unrestored || busy) {
+	stuck = unstopped(im);
+	if (unrestored || busy || stuck) {
 		/* A jump or a thread still leads there: unmapping would crash it. */
 		for (size_t i = 0; i < im->nregions; i++)
 			im->left += view_mapped(im->regions[i].inj) +
@@ -775,6 +787,11 @@ void implant_remove(struct implant *im)
 			pr_err("%d thread(s) of %d still inside a hooked call after %d ms: "
 			       "leaving %zu heapattach mapping(s) in it (they work without "
 			       "heapattach)", busy, im->p.pid, INFLIGHT_WAIT_MS, im->left);
+		else if (stuck)
+			pr_err("%d thread(s) of %d did not stop (%d: a vfork parent waiting for its "
+			       "child, or an uninterruptible sleep): leaving %zu heapattach "
+			       "mapping(s) in it (they work without heapattach)", stuck, im->p.pid,
+			       im->p.tr->unstopped, im->left);
 		else
 			pr_err("leaving %zu heapattach mapping(s) in %d: %d entry point(s) still "
 			       "jump there", im->left, im->p.pid, unrestored);

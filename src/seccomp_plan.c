@@ -51,7 +51,7 @@ struct call {
 
 enum {
 	C_MEMFD_EXEC, C_MEMFD, C_MMAP_MEMFD, C_CLOSE, C_MMAP_ANON, C_MUNMAP, C_SIGRETURN,
-	C_MMAP_RESV, C_MREMAP, C_MPROTECT, C_VM_READV, C_FUTEX_WAKE, C_FUTEX_WAIT,
+	C_MMAP_RESV, C_MREMAP, C_MPROTECT, C_GETTID, C_VM_READV, C_FUTEX_WAKE, C_FUTEX_WAIT,
 	C_YIELD, C_CLOCK, C_GETPID, NCALLS
 };
 
@@ -65,9 +65,10 @@ static void plan_calls(const struct seccomp_params *pp, struct call *c)
 	const uint64_t sz = pp->region_size, none = (uint64_t)-1;
 	const struct call calls[NCALLS] = {
 		[C_MEMFD_EXEC] = { "memfd_create", SYS_memfd_create, NEED_MEMFD, 0x3e,
-				   ARGS(0, MFD_CLOEXEC | MFD_EXEC), "to make its shared memory" },
+				   ARGS(0, MFD_CLOEXEC | MFD_EXEC | MFD_ALLOW_SEALING),
+				   "to make its shared memory" },
 		[C_MEMFD] = { "memfd_create", SYS_memfd_create, NEED_MEMFD, 0x3e,
-			      ARGS(0, MFD_CLOEXEC), "to make its shared memory" },
+			      ARGS(0, MFD_CLOEXEC | MFD_ALLOW_SEALING), "to make its shared memory" },
 		[C_MMAP_MEMFD] = { "mmap", SYS_mmap, NEED_MEMFD, 0x2e,
 				   ARGS(0, sz, RX, MAP_SHARED | NOREPL, 0, 0), "to map its code" },
 		[C_CLOSE] = { "close", SYS_close, NEED_MEMFD, 0x3e, ARGS(0),
@@ -88,8 +89,11 @@ static void plan_calls(const struct seccomp_params *pp, struct call *c)
 		[C_MPROTECT] = { "mprotect", SYS_mprotect, NEED_FAST, 0x3e,
 				 ARGS(0, sz, PROT_READ | PROT_WRITE),
 				 "in --mode fast to map its data (--mode trap does not)" },
-		[C_VM_READV] = { "process_vm_readv", SYS_process_vm_readv, NEED_COPY, 0x35,
-				 ARGS((uint64_t)pp->pid, 0, 1, 0, 1, 0), "" },
+		/* a stack copy: process_vm_readv on the calling thread's id
+		 * (agent.c, stack_copy), which gettid gives: not known here */
+		[C_GETTID] = { "gettid", SYS_gettid, NEED_COPY, 0x3f, ARGS(0), "" },
+		[C_VM_READV] = { "process_vm_readv", SYS_process_vm_readv, NEED_COPY, 0x34,
+				 ARGS(0, 0, 1, 0, 1, 0), "" },
 		[C_FUTEX_WAKE] = { "futex", SYS_futex, NEED_FUTEX, 0x3e, ARGS(0, FUTEX_WAKE, 1), "" },
 		[C_FUTEX_WAIT] = { "futex", SYS_futex, NEED_FUTEX, 0x32, ARGS(0, FUTEX_WAIT), "" },
 		[C_YIELD] = { "sched_yield", SYS_sched_yield, NEED_YIELD, 0x3f, ARGS(0), "" },
@@ -259,9 +263,10 @@ int seccomp_plan_decide(struct seccomp_chain *chains, size_t n,
 		note_add(plan, "no shared anonymous fallback", 0, c, C_MMAP_ANON, u);
 	if (!pp->fast)
 		goto out;
-	if (!SURE(u, C_VM_READV)) {
+	if (!SURE(u, C_GETTID) || !SURE(u, C_VM_READV)) {
 		plan->no_stack_copy = 1;
-		note_add(plan, "no stack copies", 0, c, C_VM_READV, u);
+		note_add(plan, "no stack copies", 0, c, SURE(u, C_GETTID) ? C_VM_READV : C_GETTID,
+			 u);
 	}
 	if (!SURE(u, C_FUTEX_WAKE) || !SURE(u, C_FUTEX_WAIT)) {
 		plan->shm_flags |= SHM_F_NO_FUTEX;

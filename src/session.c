@@ -479,6 +479,13 @@ static int attach(struct session *s)
 	rc = tracee_stop_all(&s->tr, events_dispatch, &s->ev);
 	pr_debug("seized and stopped %zu threads in %.1f ms", s->tr.n,
 		 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
+	if (rc == -ETIMEDOUT && !s->ev.gone) {
+		pr_err("cannot attach to %d: its thread %d does not stop (a vfork parent waiting "
+		       "for its child to exec, or an uninterruptible sleep); %d untouched", s->pid,
+		       s->tr.unstopped, s->pid);
+		tracee_detach_all(&s->tr);	/* the stopped ones; the rest when we exit */
+		return rc;
+	}
 	if (rc || s->ev.gone) {
 		char how[96];
 

@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "clock.h"
 #include "log.h"
 #include "proc.h"
 #include "tracee.h"
@@ -271,9 +272,11 @@ static int drop_dead_leader(struct tracee *tr, struct thread *th)
 /* Wait for every thread to be TS_STOPPED, feeding other stops to fn. */
 static int wait_all_stopped(struct tracee *tr, tracee_event_fn fn, void *arg)
 {
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 	int status, rc = 0;
 	pid_t tid;
 
+	tr->unstopped = 0;
 	tracee_stopping++;
 	for (;;) {
 		struct thread *th;
@@ -288,6 +291,11 @@ static int wait_all_stopped(struct tracee *tr, tracee_event_fn fn, void *arg)
 		}
 		if (i == tr->n)
 			break;
+		if (clock_ns(CLOCK_MONOTONIC) - t0 >= TRACEE_STOP_WAIT_MS * 1000000ULL) {
+			tr->unstopped = tr->t[i].tid;
+			rc = -ETIMEDOUT;
+			break;
+		}
 		tid = waitpid(-1, &status, __WALL);
 		if (tid < 0) {
 			if (errno == EINTR)

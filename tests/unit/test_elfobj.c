@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include "debugfile.h"
 #include "elfobj.h"
@@ -452,5 +453,30 @@ out:
 	expect_true(elfobj_open_fd(open("/dev/zero", O_RDONLY)) == NULL);
 }
 
+/* An object keeps no descriptor: a target mapping thousands of objects
+ * must not exhaust ours (the profile could not be written). */
+static void test_no_fd_kept(void)
+{
+	struct rlimit old, low;
+	struct elfobj *e[64];
+	int fd;
+
+	expect_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = 32;
+	expect_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	for (int i = 0; i < 64; i++) {
+		e[i] = elfobj_open_fd(open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
+		expect_true(e[i] != NULL);
+	}
+	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	expect_true(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0; i < 64; i++)
+		elfobj_free(e[i]);
+	setrlimit(RLIMIT_NOFILE, &old);
+}
+
 HARNESS_MAIN("elfobj", T(test_image), T(test_load_bias), T(test_truncated), T(test_corrupt),
-	     T(test_self), T(test_fixtures), T(test_shrinking_file))
+	     T(test_self), T(test_fixtures), T(test_shrinking_file), T(test_no_fd_kept))

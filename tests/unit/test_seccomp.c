@@ -334,6 +334,8 @@ static void test_plan_fallbacks(void)
 		{ SYS_mremap, 0, 0, 0, 0, 0, 0, NULL },		/* trap mode needs none */
 		{ SYS_mprotect, 1, 0, -EPERM, 0, 0, 0, "mprotect" },
 		{ SYS_process_vm_readv, 1, 0, 0, 0, 0, 1, NULL },
+		{ SYS_gettid, 1, 0, 0, 0, 0, 1, NULL },		/* the copy's thread id */
+		{ SYS_gettid, 0, 0, 0, 0, 0, 0, NULL },		/* trap mode: no agent */
 		{ SYS_futex, 1, 0, 0, 0, SHM_F_NO_FUTEX, 0, NULL },
 		{ SYS_futex, 1, 1, 0, 0, SHM_F_NO_FUTEX, 0, NULL },
 		{ SYS_sched_yield, 1, 1, 0, 0, SHM_F_NO_YIELD, 0, NULL },
@@ -403,14 +405,19 @@ static void test_plan_arguments(void)
 		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 4, 0, 1),
 		RET(SECCOMP_RET_KILL_PROCESS), RET(SECCOMP_RET_ALLOW),
 	};
+	struct sock_filter memfd_seal[] = {	/* kills it with MFD_ALLOW_SEALING only */
+		LD(OFF_NR), JEQ(SYS_memfd_create, 0, 3), LD(OFF_ARG_LO(1)),
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, MFD_ALLOW_SEALING, 0, 1),
+		RET(SECCOMP_RET_KILL_PROCESS), RET(SECCOMP_RET_ALLOW),
+	};
 	struct sock_filter mmap_anon[] = {	/* kills anonymous mmap only */
 		LD(OFF_NR), JEQ(SYS_mmap, 0, 3), LD(OFF_ARG_LO(3)),
 		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, MAP_ANONYMOUS, 0, 1),
 		RET(SECCOMP_RET_KILL_PROCESS), RET(SECCOMP_RET_ALLOW),
 	};
-	struct sock_filter other_pid[] = {	/* kills process_vm_readv of pid 99 only */
+	struct sock_filter own_pid[] = {	/* process_vm_readv of pid 1234 only */
 		LD(OFF_NR), JEQ(SYS_process_vm_readv, 0, 3), LD(OFF_ARG_LO(0)),
-		JEQ(99, 0, 1), RET(SECCOMP_RET_KILL_PROCESS), RET(SECCOMP_RET_ALLOW),
+		JEQ(1234, 1, 0), RET(SECCOMP_RET_KILL_PROCESS), RET(SECCOMP_RET_ALLOW),
 	};
 	struct sock_filter addr[] = {		/* kills munmap below 4 GiB */
 		LD(OFF_NR), JEQ(SYS_munmap, 0, 3), LD(OFF_ARG_HI(0)),
@@ -423,12 +430,18 @@ static void test_plan_arguments(void)
 	expect_int_eq(plan.inject_flags, INJECT_F_ANON);
 	expect_int_eq(decide(PROG(memfd_huge), params(1, 0), &plan, why, sizeof(why)), 0);
 	expect_int_eq(plan.inject_flags, 0);
+	/* inject.c always asks for the seal */
+	expect_int_eq(decide(PROG(memfd_seal), params(1, 0), &plan, why, sizeof(why)), 0);
+	expect_int_eq(plan.inject_flags, INJECT_F_ANON);
 	expect_int_eq(decide(PROG(mmap_anon), params(0, 0), &plan, why, sizeof(why)), 0);
 	expect_int_eq(plan.inject_flags, INJECT_F_NO_ANON);
 	expect_int_eq(decide(PROG(mmap_anon), params(1, 0), &plan, why, sizeof(why)), -EPERM);
 	expect_true(strstr(why, "--mode trap") != NULL);
-	expect_int_eq(decide(PROG(other_pid), params(1, 0), &plan, why, sizeof(why)), 0);
-	expect_int_eq(plan.no_stack_copy, 0);
+	/* the agent reads its stack on its own thread id, not the process id
+	 * (a worker's differs): a filter on that argument may kill it */
+	expect_int_eq(decide(PROG(own_pid), params(1, 0), &plan, why, sizeof(why)), 0);
+	expect_int_eq(plan.no_stack_copy, 1);
+	expect_true(strstr(plan.note, "process_vm_readv") != NULL);
 	/* an address is not known in advance: the worst case counts */
 	expect_int_eq(decide(PROG(addr), params(1, 0), &plan, why, sizeof(why)), -EPERM);
 	expect_true(strstr(why, "kills it on munmap") != NULL);
