@@ -60,9 +60,9 @@ AGENT_CFLAGS := -std=gnu11 -O2 -Wall -Wextra -ffreestanding -fno-builtin -nostdl
 	-fPIC -fno-plt -fvisibility=hidden -fno-stack-protector -fno-jump-tables \
 	-fno-asynchronous-unwind-tables -fno-unwind-tables -fno-exceptions \
 	-fno-tree-loop-distribute-patterns -fcf-protection=none -mgeneral-regs-only \
-	-Iinclude -Isrc/arch/$(ARCH) $(if $(filter true,$(CI)),-Werror)
+	-Iinclude -Isrc/arch/$(ARCH) -MMD -MP $(if $(filter true,$(CI)),-Werror)
 
-$(B)/gen/agent.o: $(AGENT_SRC) src/arch/$(ARCH)/agent.h include/shm.h
+$(B)/gen/agent.o: $(AGENT_SRC)
 	@mkdir -p $(dir $@)
 	$(QCC)$(CC) $(AGENT_CFLAGS) -c -o $@ $< || { rm -f $@; exit 1; }
 	$(Q)if [ -n "$$(nm -u $@)" ]; then echo "$@: undefined symbols: $$(nm -u $@)"; rm -f $@; exit 1; fi

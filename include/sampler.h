@@ -1,4 +1,4 @@
-/* Sampling decisions: exponential gaps between sampled bytes (pprof-format.md §4). */
+/* Sampling decisions: exponential gaps between sampled bytes (docs/profile-format.md §4). */
 /* SPDX-License-Identifier: MIT */
 #ifndef HEAPATTACH_SAMPLER_H
 #define HEAPATTACH_SAMPLER_H

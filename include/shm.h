@@ -29,7 +29,7 @@
  * pointer in its live bucket before committing the event. Frees: the
  * trampoline tests the pointer's bit; on a hit the agent looks the
  * pointer up in its bucket and removes it. The tool learns of such frees
- * by reading the table (fast.c: every pointer it holds live, entered, and
+ * by reading the table (agentlink.c: every pointer it holds live, entered, and
  * no longer finds in its bucket was freed), so they cost no event. A
  * pointer that found its bucket full is not entered (SHM_EVF_UNTABLED in
  * its event) and marks the bucket overflowed for good; from then on every
@@ -76,6 +76,8 @@
  */
 
 #include <stdint.h>
+
+#include "frame_regs.h"
 
 #define SHM_MAGIC       0x3174746170616568ULL	/* "heapatt1" little-endian */
 #define SHM_VERSION     4
@@ -288,7 +290,7 @@ static inline uint64_t shm_stack_hash_end(uint64_t h, uint32_t nframes)
 #define SHM_EVF_STACK   1   /* a stack copy (stack_len bytes) follows the registers */
 #define SHM_EVF_TRUNC   2   /* the walk stopped at SHM_MAX_DEPTH */
 #define SHM_EVF_MISS    4   /* the walk missed: the last frame has no usable rule;
-			     * struct shm_ev_regs follows the frames */
+			     * a struct frame_regs follows the frames */
 #define SHM_EVF_UNTABLED 8  /* sampled mode: not entered in the live table (its bucket
 			     * overflowed), so its free will come as an event */
 #define SHM_EVF_STACKID 16  /* the walk was complete and its stack is in the stack
@@ -307,8 +309,10 @@ struct shm_ev_free {
 
 /*
  * An allocation: the header, nframes return addresses (leaf first), and
- * only if the walk missed (SHM_EVF_MISS) the registers, then stack_len
- * bytes of stack copied from regs.sp (SHM_EVF_STACK). A complete walk
+ * only if the walk missed (SHM_EVF_MISS) the registers (struct
+ * frame_regs, the state right after the allocator returned to its caller:
+ * ip = the caller's return address, sp = entry rsp + 8, callee-saved as
+ * they are), then stack_len bytes of stack copied from sp (SHM_EVF_STACK). A complete walk
  * needs neither, and is 40 + 8 * nframes bytes; 40 if its stack has an
  * id (SHM_EVF_STACKID).
  */
@@ -327,16 +331,10 @@ struct shm_ev_alloc {
 	uint64_t frames[];
 };
 
-/* State right after the allocator returned to its caller: ip = the
- * caller's return address, sp = entry rsp + 8, callee-saved as they are. */
-struct shm_ev_regs {
-	uint64_t ip, sp, bp, bx, r12, r13, r14, r15;
-};
-
 /* The longest record the agent writes: an allocation whose walk missed at
  * full depth, with its registers and a whole stack copy. */
 #define SHM_EV_MAX_LEN (sizeof(struct shm_ev_alloc) + SHM_MAX_DEPTH * 8 + \
-			sizeof(struct shm_ev_regs) + SHM_STACK_COPY)
+			sizeof(struct frame_regs) + SHM_STACK_COPY)
 
 /* No user address (nor size) reaches this, even with 5-level paging: an
  * allocation event beyond it was not written by the agent. */

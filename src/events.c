@@ -5,52 +5,27 @@
 #include <stdlib.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
-#include "frametab.h"
+#include "events.h"
 #include "log.h"
 #include "proc.h"
-#include "remote.h"
-#include "session.h"
-#include "unwind.h"
 
-/* Leave th stopped while the tracer is stopping everyone, else resume it. */
-static int settle(struct session *s, struct thread *th)
+/* ---- the kernel's side ---- */
+
+static int sys_event_msg(pid_t tid, unsigned long *msg)
 {
-	th->state = TS_STOPPED;
-	if (!tracee_stopping)
-		tracee_resume(&s->tr, th);	/* -ESRCH: its exit will be reported */
-	return 0;
+	return ptrace(PTRACE_GETEVENTMSG, tid, 0, msg) < 0 ? -errno : 0;
 }
 
-/* The thread the process is read through (s->proc_tid) is exiting: read
- * it through another one (a leader's /proc/PID/maps and mem go empty when
- * it exits before its other threads). */
-static void proc_tid_leaves(struct session *s, pid_t tid)
+static pid_t sys_tgid(pid_t tid)
 {
-	if (tid != s->proc_tid)
-		return;
-	for (size_t i = 0; i < s->tr.n; i++)
-		if (s->tr.t[i].tid != tid && !s->tr.t[i].vfork_child) {
-			s->proc_tid = s->tr.t[i].tid;
-			if (s->unw)
-				unwinder_set_pid(s->unw, s->proc_tid);
-			if (s->ftab)
-				frametab_set_pid(s->ftab, s->proc_tid);
-			pr_debug("reading %d through thread %d from now on", s->pid, s->proc_tid);
-			return;
-		}
-}
+	char val[32];
+	int rc = proc_status_read(tid, "Tgid", val, sizeof(val));
 
-/* A forked child, stopped before running, is a copy of the target with our
- * jumps in its private text and our mappings: undo both, then let it go. */
-static void release_fork_child(struct session *s, pid_t child)
-{
-	forkchild_clean(s, child);
-	ptrace(PTRACE_DETACH, child, 0, 0);
-	pr_debug("released forked child %d", child);
+	return rc ? rc : atoi(val);
 }
 
 /* Wait for a new child's first stop. 0, or -1 if it did not stop. */
-static int wait_first_stop(pid_t child)
+static int sys_first_stop(pid_t child)
 {
 	int status;
 	pid_t w;
@@ -61,70 +36,133 @@ static int wait_first_stop(pid_t child)
 	return w == child && WIFSTOPPED(status) ? 0 : -1;
 }
 
+static void sys_detach(pid_t tid)
+{
+	ptrace(PTRACE_DETACH, tid, 0, 0);
+}
+
+static void sys_interrupt_after(pid_t tid)
+{
+	ptrace(PTRACE_INTERRUPT, tid, 0, 0);
+	ptrace(PTRACE_CONT, tid, 0, 0);
+}
+
+const struct events_sys events_sys_ptrace = {
+	.event_msg = sys_event_msg,
+	.tgid = sys_tgid,
+	.alive = tracee_thread_alive,
+	.first_stop = sys_first_stop,
+	.detach = sys_detach,
+	.interrupt_after = sys_interrupt_after,
+};
+
+static const struct events_sys *sys_of(const struct events *s)
+{
+	return s->sys ? s->sys : &events_sys_ptrace;
+}
+
+/* ---- bookkeeping ---- */
+
+/* Leave th stopped while the tracer is stopping everyone, else resume it. */
+static int settle(struct events *s, struct thread *th)
+{
+	th->state = TS_STOPPED;
+	if (!tracee_stopping)
+		tracee_resume(s->tr, th);	/* -ESRCH: its exit will be reported */
+	return 0;
+}
+
+/* The thread the process is read through (s->reader) is exiting: read it
+ * through another one (a leader's /proc/PID/maps and mem go empty when it
+ * exits before its other threads). */
+static void proc_tid_leaves(struct events *s, pid_t tid)
+{
+	if (tid != s->reader)
+		return;
+	for (size_t i = 0; i < s->tr->n; i++)
+		if (s->tr->t[i].tid != tid && !s->tr->t[i].vfork_child) {
+			s->reader = s->tr->t[i].tid;
+			if (s->ops->reader_moved)
+				s->ops->reader_moved(s->arg, s->reader);
+			pr_debug("reading %d through thread %d from now on", s->pid, s->reader);
+			return;
+		}
+}
+
+/* A forked child, stopped before running, is a copy of the target with our
+ * jumps in its private text and our mappings: undo both, then let it go. */
+static void release_fork_child(struct events *s, pid_t child)
+{
+	if (s->ops->fork_child)
+		s->ops->fork_child(s->arg, child);
+	sys_of(s)->detach(child);
+	pr_debug("released forked child %d", child);
+}
+
 /* A tid we do not know yet: a new thread whose clone event has not been
  * seen, or a vfork child; fork children are handled at their fork event. */
-static int unknown_tid(struct session *s, pid_t tid, int status)
+static int unknown_tid(struct events *s, pid_t tid, int status)
 {
-	char val[32];
 	struct thread *th;
 
 	if (!WIFSTOPPED(status))
 		return 0;
-	if (proc_status_read(tid, "Tgid", val, sizeof(val)) == 0 && atoi(val) == s->pid) {
-		th = tracee_add(&s->tr, tid, TS_STOPPED);
+	if (sys_of(s)->tgid(tid) == s->pid) {
+		th = tracee_add(s->tr, tid, TS_STOPPED);
 		return settle(s, th);
 	}
 	/* A child process that stopped before its parent's event: keep it until
 	 * that event says whether it shares our memory. */
-	th = tracee_add(&s->tr, tid, TS_STOPPED);
+	th = tracee_add(s->tr, tid, TS_STOPPED);
 	th->vfork_child = 2;	/* not yet classified */
 	return 0;
 }
 
-static int on_ptrace_event(struct session *s, struct thread *th, int status)
+static int on_ptrace_event(struct events *s, struct thread *th, int status)
 {
+	const struct events_sys *sys = sys_of(s);
 	unsigned long msg = 0;
 	int ev = status >> 16;
 	pid_t child;
 	struct thread *c;
 
-	ptrace(PTRACE_GETEVENTMSG, th->tid, 0, &msg);
+	sys->event_msg(th->tid, &msg);
 	child = (pid_t)msg;
 	switch (ev) {
 	case PTRACE_EVENT_CLONE:
 		/* The child's own stops may all have come first, exit included. */
-		if (!tracee_find(&s->tr, child) && tracee_thread_alive(s->pid, child)) {
-			tracee_add(&s->tr, child, TS_RUNNING);
-			th = tracee_find(&s->tr, th->tid);
+		if (!tracee_find(s->tr, child) && sys->alive(s->pid, child)) {
+			tracee_add(s->tr, child, TS_RUNNING);
+			th = tracee_find(s->tr, th->tid);
 		}
 		break;
 	case PTRACE_EVENT_FORK:
-		if (tracee_find(&s->tr, child)) {
+		if (tracee_find(s->tr, child)) {
 			/* Its first stop came earlier: it is stopped. */
-			tracee_remove(&s->tr, child);
-			th = tracee_find(&s->tr, th->tid);
+			tracee_remove(s->tr, child);
+			th = tracee_find(s->tr, th->tid);
 			release_fork_child(s, child);
-		} else if (wait_first_stop(child) == 0) {
+		} else if (sys->first_stop(child) == 0) {
 			release_fork_child(s, child);
 		}
 		break;
 	case PTRACE_EVENT_VFORK:
-		c = tracee_find(&s->tr, child);
+		c = tracee_find(s->tr, child);
 		if (c) {
 			c->vfork_child = 1;
 			if (c->state == TS_STOPPED && !tracee_stopping)
-				tracee_resume(&s->tr, c);
+				tracee_resume(s->tr, c);
 		} else {
-			c = tracee_add(&s->tr, child, TS_RUNNING);
+			c = tracee_add(s->tr, child, TS_RUNNING);
 			c->vfork_child = 1;
 		}
-		th = tracee_find(&s->tr, th->tid);
+		th = tracee_find(s->tr, th->tid);
 		break;
 	case PTRACE_EVENT_EXEC:
 		if (th->vfork_child) {
 			/* The vfork child now has its own image: let it go. */
-			ptrace(PTRACE_DETACH, th->tid, 0, 0);
-			tracee_remove(&s->tr, th->tid);
+			sys->detach(th->tid);
+			tracee_remove(s->tr, th->tid);
 			return 0;
 		}
 		s->exec_seen = 1;
@@ -142,23 +180,23 @@ static int on_ptrace_event(struct session *s, struct thread *th, int status)
 
 int events_dispatch(void *arg, pid_t tid, int status)
 {
-	struct session *s = arg;
-	struct thread *th = tracee_find(&s->tr, tid);
+	struct events *s = arg;
+	struct thread *th = tracee_find(s->tr, tid);
 	int sig, rc;
 
 	if (!th)
 		return unknown_tid(s, tid, status);
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
 		s->exit_status = status;	/* the last thread's says how the process ended */
-		tracee_remove(&s->tr, tid);
+		tracee_remove(s->tr, tid);
 		proc_tid_leaves(s, tid);
-		if (!s->tr.n || tid == s->pid) {
+		if (!s->tr->n || tid == s->pid) {
 			int others = 0;
 
-			for (size_t i = 0; i < s->tr.n; i++)
-				others += !s->tr.t[i].vfork_child;
+			for (size_t i = 0; i < s->tr->n; i++)
+				others += !s->tr->t[i].vfork_child;
 			if (!others)
-				s->target_gone = 1;
+				s->gone = 1;
 		}
 		return 0;
 	}
@@ -175,10 +213,10 @@ int events_dispatch(void *arg, pid_t tid, int status)
 	}
 	if (sig == (SIGTRAP | 0x80)) {
 		/* A syscall-stop (trap mode): maybe one of our traps. */
-		rc = collect_trap(s, tid, !th->vfork_child);
+		rc = s->ops->syscall_stop ? s->ops->syscall_stop(s->arg, tid, !th->vfork_child) : 0;
 		if (rc < 0 && rc != -ESRCH)
 			pr_debug("trap in %d: %d", tid, rc);
-		th = tracee_find(&s->tr, tid);
+		th = tracee_find(s->tr, tid);
 		if (!th)
 			return 0;
 		th->pending_sig = 0;
@@ -186,8 +224,7 @@ int events_dispatch(void *arg, pid_t tid, int status)
 			/* No place for remote syscalls: stop it again once the
 			 * syscall is done (this stop used up the interrupt). */
 			th->state = TS_RUNNING;
-			ptrace(PTRACE_INTERRUPT, tid, 0, 0);
-			ptrace(PTRACE_CONT, tid, 0, 0);
+			sys_of(s)->interrupt_after(tid);
 			return 0;
 		}
 	} else {

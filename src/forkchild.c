@@ -20,10 +20,10 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "inject.h"
+#include "forkchild.h"
+#include "implant.h"
 #include "log.h"
 #include "remote.h"
-#include "session.h"
 
 int forkchild_separate_memory(pid_t a, pid_t b)
 {
@@ -39,12 +39,14 @@ int forkchild_separate_memory(pid_t a, pid_t b)
  * patch address now reads back original, 0 if some does not (unreadable, or
  * bytes that are neither ours nor original).
  */
-static int restore_child(struct session *s, pid_t child)
+static int restore_child(const struct implant *im, pid_t child)
 {
+	size_t np;
+	const struct patch *patches = implant_patches(im, &np);
 	int clean = 1;
 
-	for (size_t i = 0; i < s->npatches; i++) {
-		const struct patch *p = &s->patches[i];
+	for (size_t i = 0; i < np; i++) {
+		const struct patch *p = &patches[i];
 		uint8_t cur[RELOC_JMP_LEN];
 		uint64_t at = p->reloc.patch_addr, to;
 
@@ -64,47 +66,39 @@ static int restore_child(struct session *s, pid_t child)
 	return clean;
 }
 
-/* Unmap one view of ours in the child. */
-static int unmap_view(struct remote_ctx *ctx, const struct inject_region *v)
-{
-	if (!v || !v->size)
-		return 0;
-	return remote_munmap(ctx, v->remote, v->size);
-}
-
-/* Unmap every view of every region in the stopped child. 0 or -errno. */
-static int unmap_child(struct session *s, pid_t child)
+/* Unmap the views of our regions in the stopped child, in the order given
+ * (a region's data view before its code view); stops at the first that
+ * fails. 0 or -errno. */
+static int unmap_child(const struct implant_view *v, size_t n, pid_t child)
 {
 	struct remote_ctx ctx;
-	int rc = 0, err;
+	int rc = 0;
 
 	remote_ctx_init(&ctx, child, child);
-	for (size_t i = 0; i < s->nregions; i++) {
-		err = unmap_view(&ctx, s->regions[i].alias);
-		if (!err)
-			err = unmap_view(&ctx, s->regions[i].inj);
-		if (err && !rc)
-			rc = err;
-	}
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = remote_munmap(&ctx, v[i].remote, v[i].size);
 	return rc;
 }
 
-void forkchild_clean(struct session *s, pid_t child)
+void forkchild_clean(struct implant *im, pid_t pid, pid_t child)
 {
-	int sep = forkchild_separate_memory(s->pid, child), rc;
+	struct implant_view v[2 * IMPLANT_MAX_REGIONS];
+	int sep = forkchild_separate_memory(pid, child), rc;
+	size_t nv;
 
 	if (sep == 0) {
-		pr_debug("child %d shares the memory of %d: left as it is", child, s->pid);
+		pr_debug("child %d shares the memory of %d: left as it is", child, pid);
 		return;
 	}
 	/* Unknown (no kcmp): restore as for any fork, but never unmap. */
-	if (!restore_child(s, child) || sep < 0 || !s->nregions)
+	nv = implant_views(im, v, sizeof(v) / sizeof(v[0]));
+	if (!restore_child(im, child) || sep < 0 || !nv)
 		return;
-	if (patch_in_flight(s, child)) {
+	if (implant_in_flight(im, child)) {
 		pr_debug("forked child %d is inside a hooked call: our mappings stay", child);
 		return;
 	}
-	rc = unmap_child(s, child);
+	rc = unmap_child(v, nv, child);
 	if (rc)
 		pr_warn("could not unmap heapattach's memory in forked child %d: %s", child,
 			strerror(-rc));

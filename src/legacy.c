@@ -1,4 +1,4 @@
-/* gperftools legacy heap profile text writer (pprof-format.md §3). */
+/* gperftools legacy heap profile text writer (docs/profile-format.md §6). */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <inttypes.h>

@@ -19,9 +19,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "implant.h"
 #include "log.h"
+#include "membudget.h"
 #include "memcg.h"
-#include "session.h"
 
 #define ROOM_SHARE 2                    /* take at most half of the room left */
 #define SAMPLED_MIN_RING (64u << 10)    /* holds a few 8 KiB stack copies */
@@ -35,23 +36,25 @@ static int within(const char *dir, const char *top)
 	return !strncmp(dir, top, tl) && (!dir[tl] || dir[tl] == '/');
 }
 
-int membudget_plan(struct session *s)
+void membudget_nothing(struct membudget *out)
+{
+	out->ring_size = 0;
+	out->prefault = 0;
+	snprintf(out->note, sizeof(out->note), "heapattach adds nothing to the "
+		 "target's memory (trap mode: heapattach writes every page it maps)");
+}
+
+int membudget_plan(pid_t pid, int exact, uint64_t want, struct membudget *out)
 {
 	char a[32], b[32], c[32], d[32];
 	struct memcg_info mi, self;
-	uint64_t want, min, fixed = 0, ring;
+	uint64_t min, fixed = 0, ring;
 
-	s->ring_size = 0;
-	s->prefault = 0;
-	if (!s->fast) {
-		snprintf(s->mem_note, sizeof(s->mem_note), "heapattach adds nothing to the "
-			 "target's memory (trap mode: heapattach writes every page it maps)");
-		return 0;
-	}
-	want = patch_ring_size(s);
-	if (memcg_read(s->pid, &mi) || mi.avail == MEMCG_NONE) {
-		s->ring_size = want;
-		snprintf(s->mem_note, sizeof(s->mem_note), "heapattach adds up to %s to the "
+	out->ring_size = 0;
+	out->prefault = 0;
+	if (memcg_read(pid, &mi) || mi.avail == MEMCG_NONE) {
+		out->ring_size = want;
+		snprintf(out->note, sizeof(out->note), "heapattach adds up to %s to the "
 			 "target's memory (%d rings of %s, %s of tables; no memory cgroup limit)",
 			 memcg_fmt(SHM_NRINGS * want + SHM_OFF_RING, a, sizeof(a)), SHM_NRINGS,
 			 memcg_fmt(want, b, sizeof(b)), memcg_fmt(SHM_OFF_RING, c, sizeof(c)));
@@ -60,21 +63,21 @@ int membudget_plan(struct session *s)
 	/* Our own pages count too if we run inside the limited cgroup. */
 	if (!memcg_read(getpid(), &self) && self.version == mi.version && within(self.dir, mi.tight))
 		fixed = SHM_OFF_RING + REGION_CODE;
-	min = s->exact ? EXACT_MIN_RING : SAMPLED_MIN_RING;
+	min = exact ? EXACT_MIN_RING : SAMPLED_MIN_RING;
 	ring = memcg_fit_ring(mi.avail / ROOM_SHARE, want, min, SHM_NRINGS, fixed);
 	if (!ring) {
 		pr_err("cannot attach to %d%s: its memory cgroup %s has %s of room (limit %s) and "
 		       "heapattach would add at least %s to it (%d rings of %s; it takes at most "
-		       "1/%d of the room)%s", s->pid, s->exact ? " in exact mode" : "", mi.tight,
+		       "1/%d of the room)%s", pid, exact ? " in exact mode" : "", mi.tight,
 		       memcg_fmt(mi.avail, a, sizeof(a)), memcg_fmt(mi.limit, b, sizeof(b)),
 		       memcg_fmt(SHM_NRINGS * min + fixed, c, sizeof(c)), SHM_NRINGS,
 		       memcg_fmt(min, d, sizeof(d)), ROOM_SHARE,
-		       s->exact ? "; use a sampling rate, or raise the limit" : "; raise the limit");
+		       exact ? "; use a sampling rate, or raise the limit" : "; raise the limit");
 		return -ENOSPC;
 	}
-	s->ring_size = ring;
-	s->prefault = 1;
-	snprintf(s->mem_note, sizeof(s->mem_note), "heapattach adds up to %s to the target's "
+	out->ring_size = ring;
+	out->prefault = 1;
+	snprintf(out->note, sizeof(out->note), "heapattach adds up to %s to the target's "
 		 "memory cgroup %s (%d rings of %s%s; limit %s, room %s)",
 		 memcg_fmt(SHM_NRINGS * ring + fixed, a, sizeof(a)), mi.tight, SHM_NRINGS,
 		 memcg_fmt(ring, b, sizeof(b)), fixed ? ", and its tables: heapattach runs in it" :

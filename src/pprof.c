@@ -2,7 +2,7 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * Field numbers and the value layout follow docs/pprof-format.md §1-2: four
+ * Field numbers and the value layout follow docs/profile-format.md §1-2: four
  * sample types (alloc_objects, alloc_space, inuse_objects, inuse_space, the
  * last one being pprof's default), period_type space/bytes, period = rate.
  *
@@ -298,7 +298,7 @@ static int pmap_cmp(const void *a, const void *b)
 
 /*
  * One Mapping per executable, file-backed line of the target's maps (the r-x
- * segment with its true offset: pprof-format.md Gotcha 1). Anonymous
+ * segment with its true offset: docs/profile-format.md §5). Anonymous
  * executable memory gets none; its locations have mapping_id 0.
  */
 static void maps_init(struct writer *w)
@@ -370,7 +370,7 @@ static uint64_t function_id(struct writer *w, const struct sym_info *si)
 
 /*
  * Location id for the frame whose return address is pc, emitting the Location
- * (address pc - 1, pprof-format.md §5) and its Function if new.
+ * (address pc - 1, docs/profile-format.md §5) and its Function if new.
  */
 static uint64_t location_id(struct writer *w, uint64_t pc)
 {
@@ -456,7 +456,7 @@ static void put_mappings(struct writer *w)
 		pb_u64(&w->msg, 4, pm->m->offset);
 		pb_u64(&w->msg, 5, str_id(w, pm->m->path));
 		pb_u64(&w->msg, 6, str_id(w, bid));
-		/* Only fully symbolized mappings: pprof fills no gaps (Gotcha 2). */
+		/* Only fully symbolized mappings: pprof fills no gaps (docs/profile-format.md §5). */
 		pb_u64(&w->msg, 7, pm->nlocs && pm->nsym == pm->nlocs);
 		pb_msg(&w->out, PROFILE_MAPPING, &w->msg);
 		w_maybe_flush(w);

@@ -13,7 +13,7 @@
  * The bucket table holds one row per (stack id, requested size): counts and
  * bytes allocated since creation, and counts and bytes still live. Keying by
  * size as well as by stack keeps every bucket's average size exact, which the
- * unsampling formula needs (pprof-format.md, Gotcha 4). Rows are addressed by a
+ * unsampling formula needs (docs/profile-format.md §2). Rows are addressed by a
  * 32-bit index that never changes, through a second open-addressing index.
  *
  * The live table maps each sampled pointer that has not been freed to its

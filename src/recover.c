@@ -33,15 +33,17 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include "elfobj.h"
+#include "forkchild.h"
+#include "implant.h"
 #include "log.h"
+#include "recover.h"
 #include "remote.h"
-#include "session.h"
 #include "sys_compat.h"
 #include "xmalloc.h"
 
 #define LEFT_PATH "/memfd:heapattach"	/* memfd_create("heapattach") in inject.c */
 #define LEFT_MAX_VIEWS 4		/* ours has 1 (trap mode) or 2 (fast mode) */
-#define ENTRY_PEEK (4 + RELOC_JMP_LEN)	/* an endbr64, then our jmp */
+#define ENTRY_PEEK (RELOC_SKIP_MAX + RELOC_JMP_LEN)	/* a landing pad, then our jmp */
 
 struct leftover {
 	uint64_t ino;
@@ -55,8 +57,17 @@ struct leftover {
 };
 
 struct leftovers {
-	struct leftover v[SESSION_MAX_REGIONS];
+	struct leftover v[IMPLANT_MAX_REGIONS];
 	size_t n;
+};
+
+/* What recovery works on: the target as discovered, and our implant-to-be. */
+struct rec {
+	struct implant *im;
+	pid_t pid;
+	pid_t proc_tid;
+	struct proc_maps *maps;
+	struct hook_set *hooks;
 };
 
 /* Named exactly as inject.c's memfd: the name alone proves nothing. */
@@ -96,7 +107,7 @@ static int shm_dev(dev_t *dev)
  * shmem mount, F_GET_SEALS answers) that nothing maps (a mapped one is a
  * region leftover, handled below). Returns how many.
  */
-static int close_leftover_fds(struct session *s)
+static int close_leftover_fds(struct rec *s)
 {
 	char dir[64], path[320], link[64];
 	struct dirent *d;
@@ -122,9 +133,9 @@ static int close_leftover_fds(struct session *s)
 		if (fstat(fd, &st) || st.st_dev != dev || fcntl(fd, F_GET_SEALS) < 0)
 			skip = 1;	/* not a memfd: not ours */
 		close(fd);
-		for (size_t i = 0; i < s->maps.n && !skip; i++)
-			skip = s->maps.v[i].inode == st.st_ino && named_ours(&s->maps.v[i]);
-		if (!skip && patch_close_remote(s, atoi(d->d_name)) == 0)
+		for (size_t i = 0; i < s->maps->n && !skip; i++)
+			skip = s->maps->v[i].inode == st.st_ino && named_ours(&s->maps->v[i]);
+		if (!skip && implant_close_remote(s->im, atoi(d->d_name)) == 0)
 			closed++;
 	}
 	closedir(dp);
@@ -146,7 +157,7 @@ static void collect(const struct proc_maps *maps, dev_t dev, struct leftovers *L
 			if (L->v[k].ino == m->inode)
 				l = &L->v[k];
 		if (!l) {
-			if (L->n == SESSION_MAX_REGIONS)
+			if (L->n == IMPLANT_MAX_REGIONS)
 				continue;
 			l = &L->v[L->n++];
 			l->ino = m->inode;
@@ -241,7 +252,7 @@ static int jump_at(pid_t pid, uint64_t addr, uint64_t *to)
  * the target maps: through map_files, else through the target's root if
  * the file there is still that inode. 0 or -errno.
  */
-static int file_bytes(struct session *s, const struct hook *h, uint8_t *buf, size_t len)
+static int file_bytes(struct rec *s, const struct hook *h, uint8_t *buf, size_t len)
 {
 	const struct proc_map *m = h->map;
 	struct elfobj *e;
@@ -253,10 +264,10 @@ static int file_bytes(struct session *s, const struct hook *h, uint8_t *buf, siz
 	if (!m || !m->path)
 		return -ENOENT;
 	/* its lowest mapping: the load bias is unambiguous there */
-	for (size_t i = 0; i < s->maps.n; i++)
-		if (s->maps.v[i].path && s->maps.v[i].inode == m->inode &&
-		    !strcmp(s->maps.v[i].path, m->path)) {
-			m = &s->maps.v[i];
+	for (size_t i = 0; i < s->maps->n; i++)
+		if (s->maps->v[i].path && s->maps->v[i].inode == m->inode &&
+		    !strcmp(s->maps->v[i].path, m->path)) {
+			m = &s->maps->v[i];
 			break;
 		}
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)s->proc_tid,
@@ -287,7 +298,7 @@ static int file_bytes(struct session *s, const struct hook *h, uint8_t *buf, siz
  * code, write back the bytes its file has there. 1 if restored, 0 if there
  * was nothing of ours, -errno if ours could not be undone.
  */
-static int restore_entry(struct session *s, struct leftovers *L, const struct hook *h)
+static int restore_entry(struct rec *s, struct leftovers *L, const struct hook *h)
 {
 	uint8_t cur[ENTRY_PEEK], orig[ENTRY_PEEK];
 	uint64_t at, to;
@@ -330,20 +341,20 @@ static const struct proc_map *named_at(const struct proc_maps *maps, uint64_t ad
  * named like ours cannot be hooked over (-EBUSY); a leftover that some
  * address named in any header still jumps into stays mapped (in_use).
  */
-static int still_jumped_into(struct session *s, struct leftovers *L)
+static int still_jumped_into(struct rec *s, struct leftovers *L)
 {
 	const struct hook *first = NULL;
 	int stuck = 0;
 
-	for (size_t i = 0; i < s->hooks.n; i++) {
-		const struct hook *h = &s->hooks.v[i];
+	for (size_t i = 0; i < s->hooks->n; i++) {
+		const struct hook *h = &s->hooks->v[i];
 		uint8_t cur[ENTRY_PEEK];
 		uint64_t at, to;
 
 		if (remote_mem_read(s->proc_tid, h->addr, cur, sizeof(cur)))
 			continue;
 		at = h->addr + reloc_patch_skip(cur, sizeof(cur));
-		if (reloc_decode_jmp(cur + (at - h->addr), at, &to) || !named_at(&s->maps, to))
+		if (reloc_decode_jmp(cur + (at - h->addr), at, &to) || !named_at(s->maps, to))
 			continue;
 		first = first ? first : h;
 		stuck++;
@@ -396,7 +407,7 @@ static int view_still_there(const struct proc_maps *fresh, const struct leftover
 
 /* Unmap the proven leftovers nothing jumps into, once the maps show them
  * unchanged (the target's threads ran meanwhile). 0 or -errno. */
-static int unmap_leftovers(struct session *s, struct leftovers *L)
+static int unmap_leftovers(struct rec *s, struct leftovers *L)
 {
 	struct proc_maps fresh = { 0 };
 	int rc = proc_maps_read(s->proc_tid, &fresh);
@@ -417,7 +428,7 @@ static int unmap_leftovers(struct session *s, struct leftovers *L)
 					l->lo[k]);
 				continue;
 			}
-			err = patch_unmap_remote(s, l->lo[k], l->hi[k] - l->lo[k]);
+			err = implant_unmap_remote(s->im, l->lo[k], l->hi[k] - l->lo[k]);
 			if (err)
 				pr_warn("could not unmap the old mapping at %#" PRIx64 ": %s",
 					l->lo[k], strerror(-err));
@@ -427,8 +438,9 @@ static int unmap_leftovers(struct session *s, struct leftovers *L)
 	return rc;
 }
 
-/* Find, check and undo; the session's leftover ranges are set for the wait. */
-static int recover(struct session *s, struct leftovers *L)
+/* Find, check and undo; the implant's leftover ranges are set for the wait.
+ * 0 (nothing unmapped), 1 (maps re-read, hooks resolved again) or -errno. */
+static int recover(struct rec *s, struct leftovers *L)
 {
 	size_t nviews = 0, nleft = 0;
 	int restored = 0, busy = 0, rc;
@@ -438,7 +450,7 @@ static int recover(struct session *s, struct leftovers *L)
 	rc = shm_dev(&dev);
 	if (rc)
 		return 0;	/* no memfd here: nothing can be proven ours */
-	collect(&s->maps, dev, L);
+	collect(s->maps, dev, L);
 	for (size_t i = 0; i < L->n; i++) {
 		L->v[i].proven = prove(s->proc_tid, &L->v[i], dev);
 		if (!L->v[i].proven)
@@ -451,10 +463,10 @@ static int recover(struct session *s, struct leftovers *L)
 			return -EBUSY;
 		}
 	}
-	for (size_t i = 0; i < s->hooks.n; i++) {
-		if (s->hooks.v[i].unsupported)
+	for (size_t i = 0; i < s->hooks->n; i++) {
+		if (s->hooks->v[i].unsupported)
 			continue;
-		rc = restore_entry(s, L, &s->hooks.v[i]);
+		rc = restore_entry(s, L, &s->hooks->v[i]);
 		restored += rc > 0;
 	}
 	rc = still_jumped_into(s, L);
@@ -466,17 +478,14 @@ static int recover(struct session *s, struct leftovers *L)
 		if (!l->proven)
 			continue;
 		tool = l->hdr.tool_pid;
-		if (nviews + l->nviews > SESSION_MAX_REGIONS)
+		if (nviews + l->nviews > IMPLANT_MAX_REGIONS)
 			l->in_use = 1;	/* no room to watch it in the wait: next time */
 		nleft += !l->in_use;
-		for (size_t k = 0; k < l->nviews && !l->in_use; k++) {
-			s->leftover_lo[nviews] = l->lo[k];
-			s->leftover_hi[nviews++] = l->hi[k];
-		}
+		for (size_t k = 0; k < l->nviews && !l->in_use; k++, nviews++)
+			implant_add_leftover(s->im, l->lo[k], l->hi[k]);
 	}
 	if (!restored && !nleft)
 		return 0;
-	s->nleftovers = nviews;
 	if (restored)
 		pr_warn("%d was left patched by heapattach %d, which is gone: restored %d entry "
 			"point(s) from their files, removing %zu old mapping(s)", s->pid, tool,
@@ -486,7 +495,7 @@ static int recover(struct session *s, struct leftovers *L)
 			"jumps into them: removing them", s->pid, nviews, tool);
 	if (!nviews)
 		return 0;
-	rc = patch_wait_quiet(s, &busy);
+	rc = implant_wait_quiet(s->im, &busy);
 	if (rc) {
 		pr_err("%d thread(s) still run in the old trampolines; try again later", busy);
 		return rc;
@@ -494,30 +503,32 @@ static int recover(struct session *s, struct leftovers *L)
 	rc = unmap_leftovers(s, L);
 	if (rc)
 		return rc;
-	s->maps_changed = 1;
-	proc_maps_free(&s->maps);
-	rc = proc_maps_read(s->proc_tid, &s->maps);
+	proc_maps_free(s->maps);
+	rc = proc_maps_read(s->proc_tid, s->maps);
 	if (rc)
 		return rc;
 	/* Hook addresses point into the old maps array: resolve again. */
-	hooks_free(&s->hooks);
-	return hooks_resolve(s->proc_tid, &s->maps, &s->hooks);
+	hooks_free(s->hooks);
+	rc = hooks_resolve(s->proc_tid, s->maps, s->hooks);
+	return rc ? rc : 1;
 }
 
-int recover_leftovers(struct session *s)
+int recover_leftovers(struct implant *im, pid_t pid, pid_t proc_tid, struct proc_maps *maps,
+		      struct hook_set *hooks)
 {
+	struct rec s = { im, pid, proc_tid, maps, hooks };
 	struct leftovers *L;
 	int rc, any = 0;
 
-	s->nleftovers = 0;
-	close_leftover_fds(s);
-	for (size_t i = 0; i < s->maps.n && !any; i++)
-		any = named_ours(&s->maps.v[i]);
+	implant_clear_leftovers(im);
+	close_leftover_fds(&s);
+	for (size_t i = 0; i < maps->n && !any; i++)
+		any = named_ours(&maps->v[i]);
 	if (!any)
 		return 0;
 	L = xcalloc(1, sizeof(*L));
-	rc = recover(s, L);
+	rc = recover(&s, L);
 	free(L);
-	s->nleftovers = 0;
+	implant_clear_leftovers(im);
 	return rc;
 }

@@ -33,7 +33,7 @@ uint64_t sampler_rand(struct sampler *s)
 
 /*
  * -rate * ln(U) with U uniform in (0, 1] on a 2^-53 grid. Go and tcmalloc use
- * a 26-bit U (pprof-format.md §4); 53 bits give the same mean with a finer
+ * a 26-bit U (docs/profile-format.md §4); 53 bits give the same mean with a finer
  * tail (largest draw ~36.7 * rate instead of ~18 * rate).
  */
 double sampler_exp_draw(struct sampler *s)

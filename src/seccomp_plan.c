@@ -3,7 +3,7 @@
 /*
  * Every system call heapattach makes the target perform is listed in
  * plan_calls(): the remote ones (remote.c, run in a stopped thread by
- * inject.c and patch.c) and the agent's (agent.c, run by any thread that
+ * inject.c and implant.c) and the agent's (agent.c, run by any thread that
  * allocates). A new one must be added there, or a filter that kills on it
  * will kill the target. Each is evaluated with the arguments it really
  * gets wherever they are known in advance; an address or an fd is

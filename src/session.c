@@ -12,10 +12,18 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "agentlink.h"
 #include "clock.h"
+#include "collect.h"
 #include "dump.h"
+#include "events.h"
+#include "forkchild.h"
+#include "implant.h"
 #include "log.h"
+#include "membudget.h"
 #include "perfmap.h"
+#include "profile.h"
+#include "recover.h"
 #include "session.h"
 #include "symbolize.h"
 #include "unwind.h"
@@ -28,6 +36,17 @@ static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t ticked;
 static volatile sig_atomic_t child_event = 1;
 static struct session *live_session;
+
+/* What the trap and fast modes do differently (modes[], below). */
+struct session_mode {
+	const char *name;
+	int agent;                      /* an agent runs in the target (its syscalls: seccomp) */
+	int syscall_stops;              /* the traps are syscall-stops */
+	const struct implant_ops *implant;
+	int (*prepare)(struct session *s);      /* before the attach */
+	void (*loop)(struct session *s);        /* collect until told to stop */
+	void (*sync)(struct session *s);        /* what the target holds, into the profile (or NULL) */
+};
 
 static void on_stop_signal(int sig)
 {
@@ -105,6 +124,12 @@ void session_note(struct session *s, const char *fmt, ...)
 	pr_warn("%s", s->notes[s->nnotes++]);
 }
 
+/* The agent link's notes (agentlink.h). */
+static void note_cb(void *arg, const char *msg)
+{
+	session_note(arg, "%s", msg);
+}
+
 void session_note_caps(struct session *s)
 {
 	unsigned hit = profile_caps_hit(s->prof) & ~s->noted;
@@ -132,7 +157,7 @@ static int jit_refresh(struct session *s)
 
 	if (!s->jit)
 		return -ENOENT;
-	perfmap_set_tid(s->jit, s->target_gone || s->exec_seen ? 0 : s->proc_tid);
+	perfmap_set_tid(s->jit, s->ev.gone || s->ev.exec_seen ? 0 : s->ev.reader);
 	rc = perfmap_refresh(s->jit);
 	while (perfmap_take_note(s->jit, note, sizeof(note)))
 		session_note(s, "%s", note);
@@ -146,22 +171,20 @@ int session_dump(struct session *s, unsigned seq)
 	const struct proc_maps *maps = &s->maps;
 	char comment[128];
 	char sc_note[sizeof(s->sc.note) + 32];
-	const char *comments[3 + SESSION_MAX_NOTES] = { comment, s->mem_note, sc_note };
+	const char *comments[3 + SESSION_MAX_NOTES] = { comment, s->mem.note, sc_note };
 	size_t ncomments;
 	struct dump_info d;
 	char *path;
 	int rc;
 
-	/* Objects loaded since attach: symbolize with a fresh view while we can. */
-	if (s->fast) {
-		fast_reconcile(s);
-		fast_sync_stats(s);
-	}
+	if (s->mode->sync)
+		s->mode->sync(s);
 	session_note_caps(s);
 	jit_refresh(s);
-	if (!s->target_gone && !s->exec_seen && proc_maps_read(s->proc_tid, &fresh) == 0 &&
+	/* Objects loaded since attach: symbolize with a fresh view while we can. */
+	if (!s->ev.gone && !s->ev.exec_seen && proc_maps_read(s->ev.reader, &fresh) == 0 &&
 	    fresh.n != s->maps.n) {
-		struct symbolizer *nsym = symbolizer_new(s->proc_tid, &fresh);
+		struct symbolizer *nsym = symbolizer_new(s->ev.reader, &fresh);
 
 		if (nsym) {
 			sym = nsym;
@@ -175,8 +198,8 @@ int session_dump(struct session *s, unsigned seq)
 	for (size_t i = 0; i < s->nnotes; i++)
 		comments[ncomments++] = s->notes[i];
 	snprintf(comment, sizeof(comment), "events=%llu nested=%llu unwind_errors=%llu",
-		 (unsigned long long)s->events, (unsigned long long)s->nested,
-		 (unsigned long long)s->unwind_errors);
+		 (unsigned long long)s->stats.events, (unsigned long long)s->stats.nested,
+		 (unsigned long long)s->stats.unwind_errors);
 	d = (struct dump_info){
 		.pid = s->pid,
 		.time_nanos = s->start_wall_ns,
@@ -209,22 +232,79 @@ static int housekeeping(struct session *s)
 		session_dump(s, ++s->dump_seq);
 		s->next_every_ns = now + o->every_ns;
 	}
-	if (o->interval && s->bytes_since_dump >= o->interval) {
-		s->bytes_since_dump %= o->interval;
+	if (o->interval && s->stats.bytes >= o->interval) {
+		s->stats.bytes %= o->interval;
 		session_dump(s, ++s->dump_seq);
 	}
 	return 0;
 }
 
 /*
- * Trap-free mode: poll the ring and ptrace events. The tool shares the CPUs
- * with its target, and every wake-up of ours may preempt one of its
- * threads, so it batches: it sleeps between drains for as long as the
- * writers take to fill an eighth of the ring (1 to 20 ms, fast_nap_ns),
- * not at all while the ring is more than a quarter full (exact mode under
- * load). SIGCHLD, which every tracee stop sends us, cuts a nap short, and
+ * Load the symbols of one more mapped object, so that names are there even
+ * if the target exits before the dump. They are all loaded before the
+ * attach, then one at a time between drains (objects found later):
+ * loading a big object's DWARF must not hold up the rings.
+ */
+static void warm_step(struct session *s)
+{
+	struct sym_info si;
+
+	while (s->sym && s->warm_next < s->maps.n) {
+		const struct proc_map *m = &s->maps.v[s->warm_next++];
+
+		if ((m->prot & PROC_MAP_X) && m->path && m->path[0] == '/') {
+			symbolizer_lookup(s->sym, m->start, &si);
+			return;
+		}
+	}
+}
+
+/* ---- fast mode: the agent decides in the target, events come through rings ---- */
+
+/* Before the attach: rings sized to the target's memory cgroup, and the link. */
+static int fast_prepare(struct session *s)
+{
+	struct agent_link_params lp;
+	int rc;
+
+	rc = membudget_plan(s->pid, s->opt->sample_rate == 1,
+			    agent_link_ring_size(s->opt->sample_rate), &s->mem);
+	if (rc)
+		return rc;
+	lp = (struct agent_link_params){
+		.pid = s->pid,
+		.proc_tid = s->ev.reader,
+		.rate = s->opt->sample_rate,
+		.ring_size = s->mem.ring_size,
+		.prefault = s->mem.prefault,
+		.count_bytes = s->opt->interval != 0,
+		.sc = &s->sc,	/* made at attach, before the area is set up */
+		.prof = s->prof,
+		.sampler = &s->sampler,
+		.unw = s->unw,
+		.stats = &s->stats,
+		.note = note_cb,
+		.note_arg = s,
+	};
+	s->link = agent_link_new(&lp);
+	return 0;
+}
+
+/* What the rings and the agent's live table hold, into the profile. */
+static void fast_sync(struct session *s)
+{
+	agent_link_reconcile(s->link);
+}
+
+/*
+ * Poll the rings and ptrace events. The tool shares the CPUs with its
+ * target, and every wake-up of ours may preempt one of its threads, so it
+ * batches: it sleeps between drains for as long as the writers take to
+ * fill an eighth of the ring (1 to 20 ms, agent_link_nap_ns), not at all
+ * while the ring is more than a quarter full (exact mode under load).
+ * SIGCHLD, which every tracee stop sends us, cuts a nap short, and
  * waitpid is called only after one; so does a writer that finds its ring
- * past a quarter full (fast_nap's doorbell).
+ * past a quarter full (agent_link_nap's doorbell).
  */
 static void fast_loop(struct session *s)
 {
@@ -232,45 +312,56 @@ static void fast_loop(struct session *s)
 	int status;
 	pid_t tid;
 
-	while (!stop_signal && !s->target_gone && !s->exec_seen && !s->hostile) {
+	while (!stop_signal && !s->ev.gone && !s->ev.exec_seen && !agent_link_hostile(s->link)) {
 		if (ticked) {
 			ticked = 0;
 			child_event = 1;	/* also poll, in case a SIGCHLD was missed */
 			if (++s->ticks % RECONCILE_TICKS == 0)
-				fast_reconcile(s);
+				agent_link_reconcile(s->link);
 			if (housekeeping(s))
 				break;
 		} else if (s->opt->interval && housekeeping(s)) {
 			break;
 		}
-		fast_heartbeat(s);
-		got = fast_drain(s);
+		agent_link_heartbeat(s->link);
+		got = agent_link_drain(s->link, AGENT_LINK_DRAIN_ALL);
+		session_note_caps(s);
 		if (child_event) {
 			child_event = 0;
 			while ((tid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) {
-				events_dispatch(s, tid, status);
+				events_dispatch(&s->ev, tid, status);
 				child_event = 1;	/* more may be queued */
 			}
 			if (tid < 0 && errno == ECHILD) {
-				s->target_gone = 1;
+				s->ev.gone = 1;
 				break;
 			}
 			if (child_event)
 				continue;
 		}
-		if (got && fast_ring_busy(s))
+		if (got && agent_link_busy(s->link))
 			continue;	/* no nap, unless a writer mid-record held the drain */
-		fast_warm_step(s);
-		fast_nap(s, fast_nap_ns(s));
+		warm_step(s);
+		agent_link_nap(s->link, agent_link_nap_ns(s->link));
 	}
+	if (s->ev.gone || s->ev.exec_seen)
+		agent_link_final(s->link);	/* writers gone, maybe mid-record */
 }
 
-static void collect_loop(struct session *s)
+/* ---- trap mode: every hooked call stops in the tool ---- */
+
+static int trap_prepare(struct session *s)
+{
+	membudget_nothing(&s->mem);
+	return 0;
+}
+
+static void trap_loop(struct session *s)
 {
 	int status;
 	pid_t tid;
 
-	while (!stop_signal && !s->target_gone && !s->exec_seen) {
+	while (!stop_signal && !s->ev.gone && !s->ev.exec_seen) {
 		if (ticked || s->opt->interval) {
 			ticked = 0;
 			if (housekeeping(s))
@@ -281,12 +372,65 @@ static void collect_loop(struct session *s)
 			if (errno == EINTR)
 				continue;
 			if (errno == ECHILD)
-				s->target_gone = 1;
+				s->ev.gone = 1;
 			break;
 		}
-		events_dispatch(s, tid, status);
+		events_dispatch(&s->ev, tid, status);
 	}
 }
+
+/* The trap/fast choice: made here only. */
+static const struct session_mode modes[] = {
+	[MODE_TRAP] = {
+		.name = "trap",
+		.syscall_stops = 1,
+		.implant = &collect_implant_ops,
+		.prepare = trap_prepare,
+		.loop = trap_loop,
+	},
+	[MODE_FAST] = {
+		.name = "fast",
+		.agent = 1,
+		.implant = &agent_link_implant_ops,
+		.prepare = fast_prepare,
+		.loop = fast_loop,
+		.sync = fast_sync,
+	},
+};
+
+/* ---- the stops of the target ---- */
+
+static void on_fork_child(void *arg, pid_t child)
+{
+	struct session *s = arg;
+
+	forkchild_clean(s->im, s->pid, child);
+}
+
+static int on_syscall_stop(void *arg, pid_t tid, int record)
+{
+	struct session *s = arg;
+
+	return collect_trap(&s->trap, tid, record);
+}
+
+static void on_reader_moved(void *arg, pid_t tid)
+{
+	struct session *s = arg;
+
+	if (s->unw)
+		unwinder_set_pid(s->unw, tid);
+	if (s->link)
+		agent_link_set_pid(s->link, tid);
+}
+
+static const struct events_ops session_events = {
+	.fork_child = on_fork_child,
+	.syscall_stop = on_syscall_stop,
+	.reader_moved = on_reader_moved,
+};
+
+/* ---- attach and detach ---- */
 
 /* Detach after exec: the old image and our patches are gone with it. */
 static void detach_after_exec(struct session *s)
@@ -324,6 +468,25 @@ static void describe_end(int status, char *buf, size_t len)
 		snprintf(buf, len, "was killed by signal %d", sig);
 }
 
+/* The implant's handle, for the mode's trampolines. */
+static struct implant *new_implant(struct session *s)
+{
+	struct implant_params ip = {
+		.pid = s->pid,
+		.proc_tid = &s->ev.reader,
+		.tr = &s->tr,
+		.gone = &s->ev.gone,
+		.sc = &s->sc,
+		.unw = s->unw,
+		.on_event = events_dispatch,
+		.event_arg = &s->ev,
+		.ops = s->mode->implant,
+		.ops_arg = s->link,
+	};
+
+	return implant_new(&ip);
+}
+
 static int attach(struct session *s)
 {
 	struct seccomp_params pp;
@@ -334,41 +497,42 @@ static int attach(struct session *s)
 	rc = tracee_seize(&s->tr, s->pid);
 	if (rc)
 		return rc;
-	rc = tracee_stop_all(&s->tr, events_dispatch, s);
+	rc = tracee_stop_all(&s->tr, events_dispatch, &s->ev);
 	pr_debug("seized and stopped %zu threads in %.1f ms", s->tr.n,
 		 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
-	if (rc == -ETIMEDOUT && !s->target_gone) {
+	if (rc == -ETIMEDOUT && !s->ev.gone) {
 		pr_err("cannot attach to %d: its thread %d does not stop (a vfork parent waiting "
 		       "for its child to exec, or an uninterruptible sleep); %d untouched", s->pid,
 		       s->tr.unstopped, s->pid);
 		tracee_detach_all(&s->tr);	/* the stopped ones; the rest when we exit */
 		return rc;
 	}
-	if (rc || s->target_gone) {
+	if (rc || s->ev.gone) {
 		char how[96];
 
-		describe_end(s->exit_status, how, sizeof(how));
+		describe_end(s->ev.exit_status, how, sizeof(how));
 		pr_err("cannot attach to %d: it %s while attaching", s->pid, how);
 		tracee_detach_all(&s->tr);
 		return rc ? rc : -ESRCH;
 	}
-	pp = (struct seccomp_params){ s->pid, s->fast, s->exact, patch_region_size(s) };
+	pp = (struct seccomp_params){ s->pid, s->mode->agent, s->opt->sample_rate == 1,
+				      implant_region_size(s->im) };
 	rc = seccomp_plan_make(&s->tr, &pp, &s->sc);	/* before any remote syscall */
 	if (!rc)
-		rc = recover_leftovers(s);
-	if (rc) {
+		rc = recover_leftovers(s->im, s->pid, s->ev.reader, &s->maps, &s->hooks);
+	if (rc < 0) {
 		tracee_resume_all(&s->tr);
 		tracee_detach_all(&s->tr);
 		return rc;
 	}
-	if (s->maps_changed) {
+	if (rc > 0) {
+		/* leftovers unmapped: the maps were read again */
 		if (s->sym)
 			symbolizer_free(s->sym);
-		s->sym = symbolizer_new(s->proc_tid, &s->maps);
+		s->sym = symbolizer_new(s->ev.reader, &s->maps);
 		unwinder_flush(s->unw);
-		s->maps_changed = 0;
 	}
-	rc = patch_install(s);
+	rc = implant_install(s->im, &s->hooks);
 	if (rc) {
 		tracee_detach_all(&s->tr);
 		return rc;
@@ -378,25 +542,25 @@ static int attach(struct session *s)
 	s->start_ns = clock_ns(CLOCK_MONOTONIC);
 	s->start_wall_ns = clock_ns(CLOCK_REALTIME);
 	s->next_every_ns = s->start_ns + s->opt->every_ns;
-	s->tr.syscall_stops = !s->fast;	/* trap mode: the traps are syscall-stops */
+	s->tr.syscall_stops = s->mode->syscall_stops;	/* trap mode: the traps are syscall-stops */
 	tracee_resume_all(&s->tr);
 	return 0;
 }
 
 static void detach(struct session *s)
 {
-	if (s->target_gone)
+	if (s->ev.gone)
 		return;
-	if (s->exec_seen) {
+	if (s->ev.exec_seen) {
 		detach_after_exec(s);
 		return;
 	}
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 
 	s->tr.syscall_stops = 0;	/* the traps are plain getpid calls from now on */
-	tracee_stop_all(&s->tr, events_dispatch, s);
+	tracee_stop_all(&s->tr, events_dispatch, &s->ev);
 	pr_debug("stopped %zu threads in %.1f ms", s->tr.n, (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
-	patch_remove(s);	/* the rings are drained after: the target need not wait */
+	implant_remove(s->im);	/* the rings are drained after: the target need not wait */
 	pr_debug("hooks removed at %.1f ms", (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	tracee_detach_all(&s->tr);
 }
@@ -430,6 +594,18 @@ static void emergency_detach(void)
 	}
 }
 
+/* The exit code once the profile is written (session_run). */
+static int outcome(const struct session *s)
+{
+	if (agent_link_hostile(s->link))
+		return 1;	/* the target fought us: the profile is partial */
+	if (implant_left(s->im))
+		return 4;	/* said by implant_remove */
+	if (s->ev.gone && s->ev.exit_status != -1 && WIFSIGNALED(s->ev.exit_status))
+		return 3;
+	return 0;
+}
+
 int session_run(const struct options *opt)
 {
 	struct session s;
@@ -439,44 +615,46 @@ int session_run(const struct options *opt)
 
 	memset(&s, 0, sizeof(s));
 	s.out.fd = -1;
-	s.exit_status = -1;
 	s.opt = opt;
+	s.mode = &modes[opt->mode];
 	s.pid = opt->pid;
-	s.fast = opt->mode == MODE_FAST;
-	s.exact = opt->sample_rate == 1;
+	s.ev = (struct events){ .pid = s.pid, .tr = &s.tr, .ops = &session_events, .arg = &s,
+				.exit_status = -1 };
 	install_stop_handlers();
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	if (tracee_check(s.pid))
 		return 1;
-	s.proc_tid = tracee_live_tid(s.pid);	/* the leader may have exited */
+	s.ev.reader = tracee_live_tid(s.pid);	/* the leader may have exited */
 	snprintf(defout, sizeof(defout), "heapattach.%d.heap", s.pid);
 	s.output = opt->output ? opt->output : defout;
 	/* Before the target is touched: a profile that cannot be written
 	 * must not cost it a whole session. */
 	if (dump_dir_open(&s.out, s.output, 1))
 		return 1;
-	rc = proc_maps_read(s.proc_tid, &s.maps);
+	rc = proc_maps_read(s.ev.reader, &s.maps);
 	if (rc) {
 		pr_err("cannot read the memory map of %d: %s", s.pid, strerror(-rc));
 		goto out_maps;
 	}
-	rc = hooks_resolve(s.proc_tid, &s.maps, &s.hooks);
+	rc = hooks_resolve(s.ev.reader, &s.maps, &s.hooks);
 	if (rc) {
 		pr_err("no allocator found in %d: %s", s.pid, strerror(-rc));
 		goto out_maps;
 	}
 	s.prof = profile_new(opt->sample_rate);
 	sampler_init(&s.sampler, opt->sample_rate, clock_ns(CLOCK_REALTIME) ^ (uint64_t)getpid());
-	s.unw = unwinder_new(s.proc_tid);
-	s.sym = symbolizer_new(s.proc_tid, &s.maps);
-	s.jit = perfmap_open_target(s.proc_tid);
+	s.unw = unwinder_new(s.ev.reader);
+	s.sym = symbolizer_new(s.ev.reader, &s.maps);
+	s.jit = perfmap_open_target(s.ev.reader);
 	if (!s.unw || !s.prof) {
 		pr_err("cannot set up the unwinder for %d", s.pid);
 		goto out;
 	}
-	if (membudget_plan(&s))
+	if (s.mode->prepare(&s))
 		goto out;
-	pr_debug("%s", s.mem_note);
+	pr_debug("%s", s.mem.note);
+	s.im = new_implant(&s);
+	s.trap = (struct collect_ctx){ s.im, s.prof, &s.sampler, s.unw, &s.stats };
 	/* Symbols first, while the target runs untouched: loading a big
 	 * object's DWARF takes tens of milliseconds, in which a busy target
 	 * would fill the rings with events the tool cannot yet keep up with.
@@ -484,7 +662,7 @@ int session_run(const struct options *opt)
 	 * --duration is left; what is not loaded now is loaded at the dump. */
 	while (s.warm_next < s.maps.n && !stop_signal &&
 	       !(opt->duration_ns && clock_ns(CLOCK_MONOTONIC) - t0 >= opt->duration_ns / 2))
-		fast_warm_step(&s);
+		warm_step(&s);
 	if (!jit_refresh(&s)) {
 		struct perfmap_stats st;
 
@@ -505,14 +683,17 @@ int session_run(const struct options *opt)
 	urgent(0);
 	if (rc)
 		goto out;
-	fprintf(stderr, "heapattach: attached to %d in %.1f ms (%zu threads, %zu hooks, "
-		"sample rate %llu, %s mode)\n", s.pid, (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6,
-		s.tr.n, s.npatches, (unsigned long long)opt->sample_rate, s.fast ? "fast" : "trap");
-	if (s.fast)
-		fast_loop(&s);
-	else
-		collect_loop(&s);
-	if (s.exec_seen && !s.target_gone)
+	{
+		size_t npatches;
+
+		implant_patches(s.im, &npatches);
+		fprintf(stderr, "heapattach: attached to %d in %.1f ms (%zu threads, %zu hooks, "
+			"sample rate %llu, %s mode)\n", s.pid,
+			(clock_ns(CLOCK_MONOTONIC) - t0) / 1e6, s.tr.n, npatches,
+			(unsigned long long)opt->sample_rate, s.mode->name);
+	}
+	s.mode->loop(&s);
+	if (s.ev.exec_seen && !s.ev.gone)
 		fprintf(stderr, "heapattach: %d called exec; profile of the old image ends here\n",
 			s.pid);
 	urgent(1);
@@ -520,43 +701,35 @@ int session_run(const struct options *opt)
 	detach(&s);
 	s.attached = 0;
 	urgent(0);
-	if (s.target_gone) {
+	if (s.ev.gone) {
 		char how[96];
 
-		describe_end(s.exit_status, how, sizeof(how));
+		describe_end(s.ev.exit_status, how, sizeof(how));
 		fprintf(stderr, "heapattach: %d %s\n", s.pid, how);
 	} else {
 		fprintf(stderr, "heapattach: detached from %d in %.1f ms\n", s.pid,
 			(clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	}
 	stop_timer();
-	if (s.fast) {
-		fast_reconcile(&s);	/* what the rings still hold (detach, exit or exec) */
-		fast_sync_stats(&s);
-	}
-	if (s.fast && s.regions_stats[0])
+	if (s.mode->sync)
+		s.mode->sync(&s);	/* what the rings still hold (detach, exit or exec) */
+	if (s.stats.walks)
 		pr_debug("agent: %llu walks, %llu misses, %llu nested, %llu doorbells",
-			 (unsigned long long)s.regions_stats[0], (unsigned long long)s.regions_stats[1],
-			 (unsigned long long)s.nested, (unsigned long long)s.doorbells);
+			 (unsigned long long)s.stats.walks, (unsigned long long)s.stats.walk_misses,
+			 (unsigned long long)s.stats.nested, (unsigned long long)s.stats.doorbells);
 	if (profile_drops(s.prof))
 		pr_warn("%llu events dropped", (unsigned long long)profile_drops(s.prof));
 	pr_debug("profile: %llu allocations at an address already live",
 		 (unsigned long long)profile_live_again(s.prof));
 	if (session_dump(&s, 0) == 0) {
 		fprintf(stderr, "heapattach: wrote %s (%llu events)\n", s.output,
-			(unsigned long long)s.events);
-		if (s.hostile)
-			code = 1;	/* the target fought us: the profile is partial */
-		else if (s.regions_left)
-			code = 4;	/* said by patch_remove */
-		else if (s.target_gone && s.exit_status != -1 && WIFSIGNALED(s.exit_status))
-			code = 3;
-		else
-			code = 0;
+			(unsigned long long)s.stats.events);
+		code = outcome(&s);
 	}
 out:
 	live_session = NULL;
-	fast_release(&s);
+	agent_link_free(s.link);
+	implant_free(s.im);
 	if (s.sym)
 		symbolizer_free(s.sym);
 	perfmap_free(s.jit);

@@ -316,7 +316,7 @@ static int to_ev(const uint8_t *rec, uint32_t len, struct ev *out)
 		for (int i = 0; i < a->nframes && i < 8; i++)
 			out->frames[i] = a->frames[i];
 		if (a->flags & SHM_EVF_MISS) {
-			const struct shm_ev_regs *r = (const void *)&a->frames[a->nframes];
+			const struct frame_regs *r = (const void *)&a->frames[a->nframes];
 
 			out->ip = r->ip;
 			out->sp = r->sp;
@@ -874,7 +874,7 @@ static void test_exact_walk(void)
 	head = heads_total();
 	p = hcall(chain_rec, 1, (uintptr_t)hooks[H_MALLOC].fn, 17, 0);
 	expect_u64_eq(heads_total() - head, sizeof(struct shm_ev_alloc) + 3 * 8 +
-		      sizeof(struct shm_ev_regs));
+		      sizeof(struct frame_regs));
 	expect_int_eq(drain(ev, 4), 1);
 	expect_int_eq(ev[0].flags & (SHM_EVF_STACK | SHM_EVF_MISS), SHM_EVF_MISS);
 	CALL1(H_FREE, p);

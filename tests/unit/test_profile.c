@@ -325,7 +325,7 @@ static void test_scale(void)
 {
 	int64_t c, b;
 
-	profile_scale(3, 3072, 524288, &c, &b);          /* pprof-format.md §2 */
+	profile_scale(3, 3072, 524288, &c, &b);          /* docs/profile-format.md §2 */
 	expect_int_eq(c, 1537);
 	expect_int_eq(b, 1574400);
 	profile_scale(1, 1024, 524288, &c, &b);

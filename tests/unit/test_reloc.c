@@ -392,7 +392,7 @@ static const char *const libc_names[] = {
 	"memalign", "aligned_alloc", "valloc", "pvalloc",
 };
 
-/* Bytes covered on Debian 12's glibc 2.36 (injection-notes.md §4). */
+/* Bytes covered on Debian 12's glibc 2.36 (docs/design.md §1). */
 static const int libc_236_covered[] = { 7, 9, 5, 6, 7, 7, 7, 7, 7 };
 
 static void test_libc_prologues(void)

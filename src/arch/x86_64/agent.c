@@ -15,6 +15,7 @@
 
 #include "shm.h"
 #include "agent.h"
+#include "framewalk.h"
 
 #define HIDDEN		__attribute__((visibility("hidden"), used))
 #define barrier()	shm_barrier()
@@ -241,7 +242,7 @@ static char *ring_reserve(struct shm_hdr *h, unsigned r, uint32_t len, uint64_t 
 			/* past the doorbell mark, the tool napping: the first
 			 * writer to take tool_asleep wakes it (the cmpxchg
 			 * ordered our store of head before this load, see
-			 * fast.c; a stale tail only makes the ring look fuller) */
+			 * agentlink.c; a stale tail only makes the ring look fuller) */
 			if (head + pad + len - tail >= SHM_DOORBELL_FILL(size) && h->tool_asleep &&
 			    !(h->flags & (SHM_F_EXACT | SHM_F_NO_FUTEX)) &&
 			    __atomic_exchange_n(&h->tool_asleep, 0, __ATOMIC_SEQ_CST))
@@ -272,74 +273,19 @@ static inline void commit(void *rec, uint32_t len)
 
 /* ---- frame table walk ---- */
 
-static const struct shm_frame *frame_find(const struct shm_hdr *h, uint64_t ip)
-{
-	const struct shm_frame *t = (const void *)((const char *)h + SHM_OFF_FRAMES);
-	uint32_t slot = shm_frame_slot(ip);
-
-	for (int i = 0; i < SHM_FRAME_PROBES; i++) {
-		const struct shm_frame *f = &t[(slot + i) & (SHM_NFRAMES - 1)];
-		uint64_t fip = *(volatile const uint64_t *)&f->ip;
-
-		if (fip == ip) {
-			barrier();	/* the tool wrote ip last */
-			return f;
-		}
-		if (!fip)
-			return NULL;
-	}
-	return NULL;
-}
-
 /*
- * Walk from the allocator's caller: out[] gets the return addresses, leaf
- * first, and *hash their shm_stack_hash. Returns the count and ORs
- * SHM_EVF_MISS (the last frame has no usable rule) or SHM_EVF_TRUNC into
- * *flags.
+ * Walk from the allocator's caller (framewalk.h) over our own stack, from
+ * the entry sp up to STACK_REACH above it: out[] gets the return
+ * addresses, leaf first, and *hash their shm_stack_hash.
  */
-static unsigned walk(const struct shm_hdr *h, const struct agent_frame *f,
+static unsigned walk(const struct shm_hdr *h, const struct frame_regs *start,
 		     uint64_t *out, uint32_t *flags, uint64_t *hash)
 {
-	uint64_t entry_sp = (uint64_t)&f->ret;
-	uint64_t ip = f->ret, sp = entry_sp + 8, bp = f->rbp, hs = 0;
-	unsigned n = 0;
+	const struct shm_frame *table = (const void *)((const char *)h + SHM_OFF_FRAMES);
+	uint64_t entry_sp = start->sp - 8;
+	struct walk_window w = { (const uint8_t *)entry_sp, entry_sp, entry_sp + STACK_REACH };
 
-	while (ip) {
-		const struct shm_frame *r;
-		uint64_t cfa;
-
-		if (n == SHM_MAX_DEPTH) {
-			*flags |= SHM_EVF_TRUNC;
-			break;
-		}
-		out[n++] = ip;
-		hs = shm_stack_hash_step(hs, ip);
-		r = frame_find(h, ip);
-		if (!r) {
-			*flags |= SHM_EVF_MISS;
-			break;
-		}
-		if (r->base == SHM_BASE_END)
-			break;
-		if (r->base == SHM_BASE_RSP) {
-			cfa = sp + (int64_t)r->cfa_off;
-		} else if (r->base == SHM_BASE_RBP) {
-			cfa = bp + (int64_t)r->cfa_off;
-		} else {
-			*flags |= SHM_EVF_MISS;
-			break;
-		}
-		if (cfa <= sp || cfa > entry_sp + STACK_REACH || (cfa & 7)) {
-			*flags |= SHM_EVF_MISS;
-			break;
-		}
-		ip = *(const uint64_t *)(cfa - 8);
-		if (r->rbp_saved)
-			bp = *(const uint64_t *)(cfa + (int64_t)r->rbp_off);
-		sp = cfa;
-	}
-	*hash = shm_stack_hash_end(hs, n);
-	return n;
+	return walk_frames(table, start, &w, out, SHM_MAX_DEPTH, flags, hash);
 }
 
 /* The tool's id of the stack with this hash and depth; -1 if it has none. */
@@ -589,8 +535,9 @@ static void free_block(uint64_t ptr, struct shm_hdr *h);
 HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 {
 	uint64_t frames[SHM_MAX_DEPTH];
+	struct frame_regs regs;
 	uint32_t info = (uint32_t)f->info, flags, len, stack_len = 0;
-	uint64_t size, ptr, tsc, hash, sp = (uint64_t)&f->ret + 8;
+	uint64_t size, ptr, tsc, hash;
 	int64_t id = -1;
 	struct shm_counter *c;
 	struct shm_ev_alloc *ev;
@@ -622,7 +569,8 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 	}
 
 	flags = AGENT_INFO_HOOK(info) << SHM_EVF_HOOK_SHIFT;
-	n = walk(h, f, frames, &flags, &hash);
+	agent_frame_regs(f, &regs);
+	n = walk(h, &regs, frames, &flags, &hash);
 	c->walks++;
 	if (!(flags & SHM_EVF_MISS))
 		id = stack_id(h, hash, n);
@@ -633,7 +581,7 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 	len = sizeof(*ev) + n * 8;
 	if (flags & SHM_EVF_MISS) {
 		c->walk_misses++;
-		len += sizeof(struct shm_ev_regs);
+		len += sizeof(struct frame_regs);
 		if (!h->no_stack_copy)
 			len += SHM_STACK_COPY;
 	}
@@ -648,18 +596,11 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 	for (unsigned i = 0; i < n; i++)
 		ev->frames[i] = frames[i];
 	if (flags & SHM_EVF_MISS) {
-		struct shm_ev_regs *r = (struct shm_ev_regs *)&ev->frames[n];
+		struct frame_regs *r = (struct frame_regs *)&ev->frames[n];
 
-		r->ip = f->ret;
-		r->sp = sp;
-		r->bp = f->rbp;
-		r->bx = f->rbx;
-		r->r12 = f->r12;
-		r->r13 = f->r13;
-		r->r14 = f->r14;
-		r->r15 = f->r15;
+		*r = regs;
 		if (len > sizeof(*ev) + n * 8 + sizeof(*r))
-			stack_len = stack_copy(h, r + 1, sp, SHM_STACK_COPY);
+			stack_len = stack_copy(h, r + 1, regs.sp, SHM_STACK_COPY);
 	}
 	if (stack_len)
 		flags |= SHM_EVF_STACK;

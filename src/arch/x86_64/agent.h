@@ -18,6 +18,8 @@
  */
 #include <stdint.h>
 
+#include "frame_regs.h"
+
 /* How the requested size and the result pointer are found. */
 #define AGENT_SZ_RDI	0	/* size = rdi, ptr = rax: malloc, valloc, pvalloc, new */
 #define AGENT_SZ_MUL	1	/* size = rdi * rsi, ptr = rax: calloc */
@@ -60,5 +62,19 @@ struct agent_frame {
 	uint64_t rdx, rsi, rdi;	/* arguments at entry */
 	uint64_t ret;		/* the caller's return address */
 };
+
+/* The state right after the allocator returned to its caller (ip = the
+ * return address, sp = entry rsp + 8), from its trampoline's frame. */
+static inline void agent_frame_regs(const struct agent_frame *f, struct frame_regs *r)
+{
+	r->ip = f->ret;
+	r->sp = (uint64_t)&f->ret + 8;
+	r->bp = f->rbp;
+	r->bx = f->rbx;
+	r->r12 = f->r12;
+	r->r13 = f->r13;
+	r->r14 = f->r14;
+	r->r15 = f->r15;
+}
 
 #endif

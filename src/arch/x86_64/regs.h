@@ -3,6 +3,9 @@
 #ifndef HEAPATTACH_ARCH_REGS_H
 #define HEAPATTACH_ARCH_REGS_H
 
+#include <errno.h>
+#include <sys/ptrace.h>
+#include <sys/types.h>
 #include <sys/user.h>
 
 typedef struct user_regs_struct arch_regs_t;
@@ -30,5 +33,17 @@ typedef struct user_regs_struct arch_regs_t;
 #define REG_SC_ARG4(r)	((r)->r8)
 #define REG_SC_ARG5(r)	((r)->r9)
 #define REG_SC_RET(r)	((r)->rax)
+
+/* The general registers of the stopped thread tid: 0 or -errno. */
+static inline int arch_regs_get(pid_t tid, arch_regs_t *r)
+{
+	return ptrace(PTRACE_GETREGS, tid, 0, r) < 0 ? -errno : 0;
+}
+
+/* Set them: 0 or -errno. */
+static inline int arch_regs_set(pid_t tid, const arch_regs_t *r)
+{
+	return ptrace(PTRACE_SETREGS, tid, 0, r) < 0 ? -errno : 0;
+}
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #define RELOC_JMP_LEN	5	/* jmp rel32: e9 xx xx xx xx */
+#define RELOC_SKIP_MAX	4	/* bytes kept before the patch address at most (endbr64) */
 #define RELOC_MAX_INSNS	8
 #define RELOC_MAX_CODE	96
 #define RELOC_WHY_LEN	128

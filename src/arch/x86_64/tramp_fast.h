@@ -59,7 +59,7 @@
  *   Entry rsp E == 8 (mod 16): the function sees E - 32 (three pushes and
  *   the call), the agent is called with rsp == E - 88 == 0 (mod 16).
  *   Clobbers rax, rcx, r11 (free at an allocator's entry: at most three
- *   arguments). env->plain_sub drops the lock (what patch.c does: a locked
+ *   arguments). env->plain_sub drops the lock (what agentlink.c does: a locked
  *   sub measured ~3% slower with two busy threads): then a sub racing with
  *   another thread whose stack maps to the same counter (or with the
  *   agent's re-arm, or CALLTHRU's restore) can lose an update, which only

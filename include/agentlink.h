@@ -1,0 +1,88 @@
+/* The tool's side of the in-target agent: the shared area, its rings, frame table and counters. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_AGENTLINK_H
+#define HEAPATTACH_AGENTLINK_H
+
+/*
+ * The agent (src/arch/x86_64/agent.c) lives in the target and shares one
+ * memfd with the tool: the layout of shm.h. The link is everything the
+ * tool keeps of that sharing: its view of the area, the header as the tool
+ * wrote it (never read back), the readers of the rings, the frame table
+ * it teaches, the events not yet handed to the profile, the nap and drain
+ * timing, and whether the target has written what no agent writes (then
+ * nothing in the area is read any more). It is the fast mode's implant
+ * backend too (agent_link_implant_ops): the implant calls it to lay out
+ * the first region and to emit the trampolines that call the agent.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "implant.h"
+#include "runstats.h"
+
+struct profile;
+struct sampler;
+struct seccomp_plan;
+struct unwinder;
+struct agent_link;
+
+struct agent_link_params {
+	pid_t pid;                      /* the target (named in notes) */
+	pid_t proc_tid;                 /* the thread its memory and maps are read through */
+	uint64_t rate;                  /* --sample-rate; 1: exact, every call and free */
+	uint64_t ring_size;             /* bytes of each ring (agent_link_ring_size) */
+	int prefault;                   /* fault the tables in ourselves (membudget.h) */
+	int count_bytes;                /* add the unsampled bytes to stats->bytes (--interval) */
+	const struct seccomp_plan *sc;  /* what the agent may not do (read when the area is set up) */
+	struct profile *prof;           /* where events go */
+	struct sampler *sampler;        /* the counters' first gaps and seeds */
+	struct unwinder *unw;           /* stacks the frame table cannot walk */
+	struct run_stats *stats;        /* what the events add to */
+	/* said once on stderr and kept in the profile (session_note) */
+	void (*note)(void *arg, const char *msg);
+	void *note_arg;
+};
+
+/* Bytes of each ring by default for a sampling rate (before the memory
+ * cgroup has its say, membudget.c). */
+uint64_t agent_link_ring_size(uint64_t rate);
+/* Bytes of the shared data part for rings of ring_size bytes. */
+uint64_t agent_link_data_size(uint64_t ring_size);
+
+/* A link with nothing shared yet: the area comes with the implant's first
+ * region (agent_link_implant_ops). NULL only when out of memory. */
+struct agent_link *agent_link_new(const struct agent_link_params *p);
+/* Unmaps our view of the area (once the implant handed it over) and frees. NULL is fine. */
+void agent_link_free(struct agent_link *l);
+
+/* The fast mode's implant backend; its arg is the link. */
+extern const struct implant_ops agent_link_implant_ops;
+
+/* Refresh the heartbeat: exact-mode writers wait for room only while it is fresh. */
+void agent_link_heartbeat(struct agent_link *l);
+/* Handle the committed events of the rings (at most max, then back to the
+ * main loop) and record them; returns how many. */
+size_t agent_link_drain(struct agent_link *l, size_t max);
+#define AGENT_LINK_DRAIN_ALL ((size_t)1 << 20)
+/* Nanoseconds to sleep before the next drain, from the rings' fill rate. */
+long agent_link_nap_ns(struct agent_link *l);
+/* Sleep ns nanoseconds, or until a writer rings the doorbell (a ring past
+ * SHM_DOORBELL_FILL) or a signal arrives. */
+void agent_link_nap(struct agent_link *l, long ns);
+/* Non-zero while a ring is more than a quarter full: drain without a nap. */
+int agent_link_busy(struct agent_link *l);
+/* Drain the rings, then (sampled mode) free what the agent's live table
+ * says was freed, and fold the agent's counters into the stats (before a
+ * dump, at detach, and now and then to keep the profile's table small). */
+void agent_link_reconcile(struct agent_link *l);
+/* No writer will make progress any more (target gone, exec'd, or detached):
+ * a record left half written is skipped. */
+void agent_link_final(struct agent_link *l);
+/* Read the target through thread tid from now on (the one before has exited). */
+void agent_link_set_pid(struct agent_link *l, pid_t tid);
+/* Non-zero once the target wrote what no agent writes: nothing in the area
+ * is read any more and the run must end. */
+int agent_link_hostile(const struct agent_link *l);
+
+#endif

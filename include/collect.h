@@ -1,0 +1,32 @@
+/* Trap mode: trampolines that stop in the tool, and each stop turned into a profile event. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_COLLECT_H
+#define HEAPATTACH_COLLECT_H
+
+#include <sys/types.h>
+
+#include "implant.h"
+#include "runstats.h"
+
+struct profile;
+struct sampler;
+struct unwinder;
+
+/* Where a trap's event goes. */
+struct collect_ctx {
+	struct implant *im;             /* whose trampolines trap */
+	struct profile *prof;
+	struct sampler *sampler;        /* sampling is decided here, in the tool */
+	struct unwinder *unw;
+	struct run_stats *stats;
+};
+
+/* Handle a syscall-stop of thread tid that may be one of our traps (bkpt.h):
+ * 1 if it was a trap's entry stop (recorded unless record is 0), 0 if not,
+ * -errno on error. */
+int collect_trap(const struct collect_ctx *c, pid_t tid, int record);
+
+/* The trap mode's implant backend (no arg). */
+extern const struct implant_ops collect_implant_ops;
+
+#endif

@@ -1,0 +1,25 @@
+/* What heapattach adds to the target's memory: rings sized to the room in its memory cgroup. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_MEMBUDGET_H
+#define HEAPATTACH_MEMBUDGET_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "memcg.h"
+
+struct membudget {
+	uint64_t ring_size;             /* bytes of each ring; 0 when there are none */
+	int prefault;                   /* fault the shared tables in ourselves */
+	char note[MEMCG_PATH_MAX + 160]; /* what we add to the target's memory (-v, profile) */
+};
+
+/* Size the rings of pid (want bytes each without a limit) to the room in
+ * its memory cgroup, before attaching. 0, or -ENOSPC after one message
+ * saying why heapattach must not attach (exact mode or the least rings do
+ * not fit). */
+int membudget_plan(pid_t pid, int exact, uint64_t want, struct membudget *out);
+/* Trap mode: no rings, nothing the target writes. */
+void membudget_nothing(struct membudget *out);
+
+#endif

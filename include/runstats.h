@@ -1,0 +1,20 @@
+/* What a run counts as events come in: for the profile's comments, -v and --interval. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_RUNSTATS_H
+#define HEAPATTACH_RUNSTATS_H
+
+#include <stdint.h>
+
+/* Owned by the run (session.h); the collectors (collect.c in trap mode,
+ * agentlink.c in fast mode) add to it. */
+struct run_stats {
+	uint64_t events;        /* events recorded */
+	uint64_t nested;        /* calls made from inside another hooked call */
+	uint64_t unwind_errors; /* stacks the unwinder could not walk */
+	uint64_t bytes;         /* bytes allocated (unsampled) since the last --interval dump */
+	uint64_t walks;         /* fast mode: the agent's walks... */
+	uint64_t walk_misses;   /* ...of which missed the frame table */
+	uint64_t doorbells;     /* fast mode: times a writer woke the napping tool */
+};
+
+#endif

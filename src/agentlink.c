@@ -1,0 +1,684 @@
+/* The tool's side of the in-target agent: shared data setup, draining the rings, teaching frame rules. */
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shared area is input from the target: it can write every byte of
+ * it, through its own view, at any moment. So the geometry and settings
+ * are the tool's own (the header as written, l->want, and l->rings), never
+ * read back; a record is parsed from a private copy (ring.c) and checked
+ * against what the agent writes (alloc_ok); the header is compared with
+ * our copy after every drain, and the counters are believed only as far
+ * as they could have grown since the area was set up. The first thing the
+ * agent could not have written makes the link hostile (shm_hostile):
+ * nothing in the area is read any more, and session.c detaches. What
+ * well-formed events can cost is capped too: the profile's tables
+ * (profile.h), the frame rules learnt a second (frametab.c) and the time
+ * a drain may take.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <linux/futex.h>
+#include <time.h>
+#include "agentlink.h"
+#include "clock.h"
+#include "frametab.h"
+#include "framewalk.h"
+#include "log.h"
+#include "mapguard.h"
+#include "profile.h"
+#include "ring.h"
+#include "sampler.h"
+#include "seccomp_plan.h"
+#include "stackids.h"
+#include "sys_compat.h"
+#include "tramp_fast.h"
+#include "unwind.h"
+#include "xmalloc.h"
+
+#define DRAIN_BATCH 65536
+#define NAP_MIN_NS 1000000ULL		/* 1 ms */
+#define NAP_MAX_NS 20000000ULL		/* 20 ms */
+#define DRAIN_NS 100000000ULL		/* a drain hands over events for at most 100 ms */
+#define DRAIN_CLOCK_EVERY 64		/* events between two looks at the clock */
+#define QUIESCE_DRAIN_MAX 65536		/* records drained per round of implant_wait_quiet:
+					 * room for writers waiting, not the whole backlog */
+/* Counters no agent can raise faster: 16 a nanosecond since the area was set up. */
+#define COUNT_PER_NS 16
+#define COUNT_SLACK (1ULL << 20)
+#define OP_BATCH 64
+
+struct agent_link {
+	struct agent_link_params p;
+	struct shm_hdr *shm;            /* our view of the shared data (the first region's) */
+	const struct shm_hdr *want;     /* its header as we wrote it (the implant's copy) */
+	uint8_t *map;                   /* that view's mapping, once the implant handed it
+					 * over (the target's are gone), and its size */
+	size_t map_size;
+	struct frametab *ftab;          /* frame rules the agent walks with */
+	struct tramp_fast_env fenv;     /* where trampolines find the data and the agent */
+	struct ring_reader rings;       /* our side of the event rings */
+	struct profile_op ops[OP_BATCH]; /* events not yet recorded */
+	size_t nops;
+	uint64_t drops_seen;
+	uint64_t nap_head, nap_ns;      /* ring_heads_total and time at the last nap_ns */
+	uint64_t since;                 /* CLOCK_MONOTONIC ns when the area was set up */
+	uint64_t drain_deadline;        /* a drain hands over no event after this */
+	unsigned drain_left;            /* events until the drain looks at the clock */
+	int exact;                      /* every call recorded (rate 1) */
+	int hostile;                    /* it held what no agent writes: trusted no more */
+	int learn_noted;                /* the learning cap was said */
+};
+
+uint64_t agent_link_ring_size(uint64_t rate)
+{
+	/*
+	 * Bytes of each of the SHM_NRINGS rings (in practice one per thread;
+	 * only the pages a ring uses are ever touched). At 256 KiB and more per
+	 * sample even 20 GB/s of allocation sends ~8 MB/s: 2 MiB holds a
+	 * quarter of a second. Higher rates send up to hundreds of MB/s per
+	 * thread, and until the frame table is learnt each event carries an
+	 * 8 KiB stack copy: they need room for the tool's first, slow moments.
+	 */
+	return rate >= 256 * 1024 ? 2u << 20 : 8u << 20;
+}
+
+uint64_t agent_link_data_size(uint64_t ring_size)
+{
+	return SHM_OFF_RING + SHM_NRINGS * ring_size;
+}
+
+struct agent_link *agent_link_new(const struct agent_link_params *p)
+{
+	struct agent_link *l = xcalloc(1, sizeof(*l));
+
+	l->p = *p;
+	l->exact = p->rate == 1;
+	return l;
+}
+
+static uint8_t *data_of(struct agent_link *l)
+{
+	return (uint8_t *)l->shm;
+}
+
+/* The shared layout is mapped and set up (not yet, or no longer, released):
+ * after detach too, until agent_link_free(), so that what the rings hold
+ * is read once the target runs again. */
+static int ready(const struct agent_link *l)
+{
+	return l && l->shm && l->ftab;
+}
+
+void agent_link_heartbeat(struct agent_link *l)
+{
+	if (ready(l))
+		__atomic_store_n(&l->shm->heartbeat, clock_ns(CLOCK_MONOTONIC), __ATOMIC_RELEASE);
+}
+
+/* Fault in len bytes of our shared mapping at p (page aligned), so that
+ * their pages are charged to our memory cgroup rather than the target's. */
+static void prefault(uint8_t *p, size_t len)
+{
+	if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
+		return;
+	for (size_t off = 0; off < len; off += 4096)
+		__atomic_fetch_or(&p[off], 0, __ATOMIC_RELAXED);
+}
+
+/* Fill the shared layout (already mapped, zeroed by ftruncate); what goes
+ * into the header goes into the implant's copy (w) first. */
+static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w)
+{
+	uint8_t *d = (uint8_t *)h;
+
+	l->shm = h;
+	l->want = w;
+	/* charged to our memory cgroup, not the target's (membudget.c) */
+	if (l->p.prefault)
+		prefault(d, SHM_OFF_RING);
+	w->flags = (l->exact ? SHM_F_EXACT : 0) | l->p.sc->shm_flags;
+	h->no_stack_copy = l->p.sc->no_stack_copy;	/* seccomp: no process_vm_readv */
+	w->data_remote = l->fenv.data;
+	w->ring_size = l->p.ring_size;
+	w->rate = l->p.rate;
+	/* shm_exp_gap's multiplier; rates above 2^46 (64 TiB) sample as that */
+	w->gap_mul = (uint64_t)((double)(w->rate < (1ull << 46) ? w->rate : 1ull << 46) *
+				M_LN2 * 65536.0 + 0.5);
+	h->flags = w->flags;
+	h->data_remote = w->data_remote;
+	h->ring_size = w->ring_size;
+	h->rate = w->rate;
+	h->gap_mul = w->gap_mul;
+	l->since = clock_ns(CLOCK_MONOTONIC);
+	for (int i = 0; i < SHM_NCOUNTERS; i++) {
+		struct shm_counter *c = (struct shm_counter *)(d + SHM_OFF_COUNTERS +
+							       i * SHM_COUNTER_STRIDE);
+
+		c->left = l->exact ? 0 : (int64_t)sampler_next_gap(l->p.sampler);
+		c->rng = sampler_rand(l->p.sampler) | 1;	/* xorshift seed, non-zero */
+	}
+	memset(d + SHM_OFF_BITS, l->exact ? 0xff : 0, SHM_BLOOM_SIZE / 8);
+	agent_link_heartbeat(l);
+	ring_reader_init(&l->rings, h, l->p.ring_size);
+	l->ftab = frametab_new(l->p.proc_tid, (struct shm_frame *)(d + SHM_OFF_FRAMES));
+}
+
+void agent_link_set_pid(struct agent_link *l, pid_t tid)
+{
+	l->p.proc_tid = tid;
+	if (l->ftab)
+		frametab_set_pid(l->ftab, tid);
+}
+
+/* Say msg once on stderr and in the profile (the run's note). */
+static void note(struct agent_link *l, const char *fmt, ...)
+{
+	char msg[192];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (l->p.note)
+		l->p.note(l->p.note_arg, msg);
+	else
+		pr_warn("%s", msg);
+}
+
+/*
+ * The shared area is no longer trusted: the target wrote what the agent
+ * never writes (what). Said once, on stderr and in the profile; from now
+ * on nothing in the area is read (session.c detaches).
+ */
+static void shm_hostile(struct agent_link *l, const char *what)
+{
+	if (l->hostile)
+		return;
+	l->hostile = 1;
+	note(l, "%d wrote over heapattach's shared memory (%s): it is no longer "
+	     "trusted; detaching, the profile ends there", l->p.pid, what);
+}
+
+int agent_link_hostile(const struct agent_link *l)
+{
+	return l && l->hostile;
+}
+
+/* Header fields the tool wrote and nothing else does, by name. */
+static const struct {
+	size_t off, len;
+	const char *name;
+} hdr_fields[] = {
+#define F(f) { offsetof(struct shm_hdr, f), sizeof(((struct shm_hdr *)0)->f), #f }
+	F(magic), F(version), F(flags), F(total_size), F(data_remote), F(code_remote),
+	F(code_size), F(tool_pid), F(target_pid), F(ring_size), F(rate), F(npatches),
+	F(pad0), F(patches), F(nest_lo), F(nest_hi), F(gap_mul),
+#undef F
+};
+
+/* Compare the shared header with what we wrote (l->want); the first
+ * field that differs makes the link hostile. */
+static void check_header(struct agent_link *l)
+{
+	const uint8_t *h = (const uint8_t *)l->shm, *w = (const uint8_t *)l->want;
+	char what[96];
+
+	for (size_t i = 0; i < sizeof(hdr_fields) / sizeof(hdr_fields[0]); i++) {
+		if (!memcmp(h + hdr_fields[i].off, w + hdr_fields[i].off, hdr_fields[i].len))
+			continue;
+		snprintf(what, sizeof(what), "its header's %s changed", hdr_fields[i].name);
+		shm_hostile(l, what);
+		return;
+	}
+}
+
+/* ---- events ---- */
+
+/* Hand the queued events to the profile (they are recorded in batches). */
+static void flush_ops(struct agent_link *l)
+{
+	profile_record_batch(l->p.prof, l->ops, l->nops);
+	l->nops = 0;
+}
+
+static void queue_op(struct agent_link *l, uint32_t kind, uint32_t stack, uint64_t size,
+		     uint64_t ptr)
+{
+	l->ops[l->nops++] = (struct profile_op){ kind, stack, size, ptr };
+	if (l->nops == OP_BATCH)
+		flush_ops(l);
+}
+
+/* The agent keeps its live table itself: only the profile to update. */
+static void on_free(struct agent_link *l, const struct shm_ev_free *e)
+{
+	l->p.stats->events++;
+	queue_op(l, PROFILE_OP_FREE, 0, 0, e->ptr);
+}
+
+#define EVF_KNOWN (SHM_EVF_STACK | SHM_EVF_TRUNC | SHM_EVF_MISS | SHM_EVF_UNTABLED | \
+		   SHM_EVF_STACKID | (0xffu << SHM_EVF_HOOK_SHIFT))
+
+/*
+ * Whether an allocation record of len bytes (our copy) is one the agent
+ * writes: its length is exactly what its frames, registers and copy
+ * take (agent_alloc), a stack id is one we gave out, and its pointer and
+ * size are user-space figures of a call that succeeded.
+ */
+static int alloc_ok(const struct agent_link *l, const struct shm_ev_alloc *e, uint32_t len)
+{
+	size_t base = sizeof(*e) + (size_t)e->nframes * 8;
+	uint32_t f = e->flags;
+
+	if (e->nframes > SHM_MAX_DEPTH || (f & ~EVF_KNOWN) || !e->ptr ||
+	    e->ptr >= SHM_ADDR_LIMIT || e->size >= SHM_ADDR_LIMIT)
+		return 0;
+	if (f & SHM_EVF_STACKID)
+		return !e->nframes && !(f & (SHM_EVF_MISS | SHM_EVF_STACK)) && len == base &&
+		       e->stack_id < profile_nstacks(l->p.prof);
+	if (!(f & SHM_EVF_MISS))
+		return !(f & SHM_EVF_STACK) && !e->stack_len && len == base;
+	base += sizeof(struct frame_regs);
+	if (f & SHM_EVF_STACK)
+		return e->stack_len && e->stack_len <= SHM_STACK_COPY &&
+		       len == base + SHM_STACK_COPY;
+	return !e->stack_len && (len == base || len == base + SHM_STACK_COPY);
+}
+
+/*
+ * Walk a stack copy with the frame table, as the agent would have
+ * (framewalk.h): most misses in a burst are for frames learnt a moment
+ * later, and this is much cheaper than libunwind. Frames, or -ENOENT on a
+ * miss.
+ */
+static int table_walk(struct agent_link *l, const struct frame_regs *regs, const uint8_t *copy,
+		      uint32_t copy_len, uint64_t *pcs)
+{
+	const struct shm_frame *table = (const struct shm_frame *)(data_of(l) + SHM_OFF_FRAMES);
+	struct walk_window w = { copy, regs->sp, regs->sp + copy_len };
+	uint32_t flags = 0;
+	uint64_t hash;
+	unsigned n;
+
+	n = walk_frames(table, regs, &w, pcs, PROFILE_MAX_FRAMES, &flags, &hash);
+	return flags & SHM_EVF_MISS ? -ENOENT : (int)n;
+}
+
+/* The bytes one sample of size bytes stands for (for --interval). */
+static uint64_t unsampled_bytes(const struct agent_link *l, uint64_t size)
+{
+	double rate = (double)l->p.rate;
+
+	if (l->exact || !size)
+		return size;
+	return (uint64_t)((double)size / -expm1(-(double)size / rate));
+}
+
+/* An allocation record (our copy, checked by alloc_ok). */
+static void on_alloc(struct agent_link *l, const struct shm_ev_alloc *e)
+{
+	uint64_t pcs[PROFILE_MAX_FRAMES];
+	const uint64_t *stack_pcs = e->frames;
+	const struct frame_regs *regs = (const struct frame_regs *)(e->frames + e->nframes);
+	size_t nframes = e->nframes;
+	uint32_t stack;
+	int n;
+
+	l->p.stats->events++;
+	if (l->p.count_bytes)
+		l->p.stats->bytes += unsampled_bytes(l, e->size);
+	if (e->flags & SHM_EVF_STACKID) {
+		stack = e->stack_id;
+		goto queue;
+	}
+	if (e->flags & SHM_EVF_STACK) {
+		struct unwind_regs ur = {
+			.ip = regs->ip, .sp = regs->sp, .bp = regs->bp, .bx = regs->bx,
+			.r12 = regs->r12, .r13 = regs->r13, .r14 = regs->r14, .r15 = regs->r15,
+		};
+		const uint8_t *copy = (const uint8_t *)(regs + 1);
+
+		n = table_walk(l, regs, copy, e->stack_len, pcs);
+		if (n > 0) {
+			stack_pcs = pcs;
+			nframes = (size_t)n;
+			goto record;
+		}
+		n = unwind_stack_copy(l->p.unw, &ur, copy, e->stack_len, pcs, PROFILE_MAX_FRAMES);
+		if (n > 0) {
+			frametab_learn_many(l->ftab, pcs, (size_t)n);
+			if (n < PROFILE_MAX_FRAMES)
+				frametab_set_end(l->ftab, pcs[n - 1]);
+			stack_pcs = pcs;
+			nframes = (size_t)n;
+		} else {
+			l->p.stats->unwind_errors++;
+		}
+	} else if (e->flags & SHM_EVF_MISS) {
+		/* No copy (refused): teach what we can from the frames we have. */
+		frametab_learn_many(l->ftab, e->frames, e->nframes);
+	}
+record:
+	stack = profile_stack_id(l->p.prof, stack_pcs, nframes);
+	/* a complete walk of the agent's: from now on it sends the id */
+	if (!(e->flags & SHM_EVF_MISS))
+		stackids_publish((struct shm_stack *)(data_of(l) + SHM_OFF_STACKS),
+				 e->frames, e->nframes, stack);
+queue:
+	queue_op(l, e->flags & SHM_EVF_UNTABLED ? PROFILE_OP_ALLOC_KEPT : PROFILE_OP_ALLOC,
+		 stack, e->size, e->ptr);
+}
+
+/* ring_fn: one record (our copy). Non-zero stops the drain: a record the
+ * agent cannot have written, or the drain's time is up. */
+static int on_record(void *arg, const void *rec, uint32_t len)
+{
+	struct agent_link *l = arg;
+	uint16_t kind = ((const struct shm_ev_free *)rec)->kind;
+
+	if (kind == SHM_EV_FREE && len == sizeof(struct shm_ev_free)) {
+		on_free(l, rec);
+	} else if (kind == SHM_EV_ALLOC && len >= sizeof(struct shm_ev_alloc) &&
+		   alloc_ok(l, rec, len)) {
+		on_alloc(l, rec);
+	} else {
+		shm_hostile(l, "a record no agent writes");
+		return 1;
+	}
+	if (--l->drain_left)
+		return 0;
+	l->drain_left = DRAIN_CLOCK_EVERY;
+	return clock_ns(CLOCK_MONOTONIC) > l->drain_deadline;
+}
+
+/* Say once that frame rules are learnt at the capped rate. */
+static void note_learning(struct agent_link *l)
+{
+	struct frametab_stats st;
+
+	if (l->learn_noted)
+		return;
+	frametab_get_stats(l->ftab, &st);
+	if (st.throttled) {
+		l->learn_noted = 1;
+		note(l, "the target reports frames without a rule faster than heapattach "
+		     "learns rules (capped): the others are learnt when they come again");
+	}
+}
+
+size_t agent_link_drain(struct agent_link *l, size_t max)
+{
+	size_t total = 0, n, batch = max < DRAIN_BATCH ? max : DRAIN_BATCH;
+
+	if (!ready(l) || l->hostile)
+		return 0;
+	if (mapguard_zeroed_in(data_of(l) - REGION_CODE)) {
+		shm_hostile(l, "it cut the memory short");
+		return 0;
+	}
+	l->drain_deadline = clock_ns(CLOCK_MONOTONIC) + DRAIN_NS;
+	l->drain_left = DRAIN_CLOCK_EVERY;
+	do {
+		n = ring_drain(&l->rings, batch, on_record, l);
+		total += n;
+		agent_link_heartbeat(l);	/* exact-mode writers wait only while it is fresh */
+	} while (n == batch && total < max && !l->hostile &&
+		 clock_ns(CLOCK_MONOTONIC) <= l->drain_deadline);
+	flush_ops(l);
+	if (l->rings.corrupt)
+		shm_hostile(l, l->rings.corrupt);
+	check_header(l);
+	note_learning(l);
+	return total;
+}
+
+void agent_link_final(struct agent_link *l)
+{
+	if (ready(l))
+		ring_reader_final(&l->rings);	/* writers gone, maybe mid-record */
+}
+
+/*
+ * How long to sleep before the next drain: the time the writers take to
+ * fill an eighth of a ring at the rate they filled them all since the last
+ * call, within [NAP_MIN_NS, NAP_MAX_NS]. Every wake-up costs the target
+ * too (ours may preempt one of its threads), so an idle ring is looked at
+ * only NAP_MAX_NS apart; SIGCHLD and the tick still cut a nap short.
+ */
+long agent_link_nap_ns(struct agent_link *l)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC), head, bytes, dt, nap = NAP_MAX_NS;
+
+	if (!ready(l))
+		return NAP_MIN_NS;
+	head = ring_heads_total(&l->rings);
+	bytes = head - l->nap_head;
+	dt = now - l->nap_ns;
+	if (!l->nap_ns) {
+		nap = NAP_MIN_NS;	/* first call: no rate known yet */
+	} else if (bytes && dt) {
+		double fill = (double)(l->rings.size / 8) * (double)dt / (double)bytes;
+
+		nap = fill < NAP_MIN_NS ? NAP_MIN_NS : fill > NAP_MAX_NS ? NAP_MAX_NS :
+			(uint64_t)fill;
+	}
+	l->nap_head = head;
+	l->nap_ns = now;
+	return (long)nap;
+}
+
+void agent_link_nap(struct agent_link *l, long ns)
+{
+	struct timespec ts = { 0, ns };
+	struct shm_hdr *h = l->shm;
+	uint32_t seq;
+
+	/* exact mode drops nothing (writers wait) and drains in bigger
+	 * batches when not woken at every quarter ring */
+	if (!ready(l) || l->exact || l->hostile) {
+		nanosleep(&ts, NULL);
+		return;
+	}
+	seq = h->doorbell;
+	__atomic_store_n(&h->tool_asleep, 1, __ATOMIC_RELAXED);
+	/* pairs with the writers' cmpxchg: either they see us asleep, or we
+	 * see the ring they took past the mark. Then only a short nap: if the
+	 * last drain could not move that ring (a writer stopped mid-record),
+	 * no doorbell comes and a nap of none would spin. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (ring_pending_max(&l->rings) >= SHM_DOORBELL_FILL(l->rings.size) && ns > (long)NAP_MIN_NS)
+		ts.tv_nsec = NAP_MIN_NS;
+	syscall(SYS_futex, &h->doorbell, FUTEX_WAIT, seq, &ts, NULL, 0);
+	__atomic_store_n(&h->tool_asleep, 0, __ATOMIC_RELAXED);
+}
+
+int agent_link_busy(struct agent_link *l)
+{
+	if (!ready(l) || l->hostile)
+		return 0;
+	return ring_pending_max(&l->rings) > l->rings.size / 4;
+}
+
+/* Whether the agent's live table no longer holds ptr, a pointer it entered
+ * (it never drops one: see shm.h). */
+static int freed_in_table(uint64_t ptr, void *arg)
+{
+	struct agent_link *l = arg;
+	const uint64_t *w = (const uint64_t *)(data_of(l) + SHM_OFF_LIVE) +
+			    (size_t)shm_bloom_slot(ptr) * SHM_LIVE_WAYS;
+
+	for (int i = 0; i < SHM_LIVE_WAYS; i++)
+		if ((__atomic_load_n(&w[i], __ATOMIC_ACQUIRE) & ~(uint64_t)SHM_LIVE_OVERFLOW) == ptr)
+			return 0;
+	return 1;
+}
+
+/* A counter of the agent's that started at 0 when the area was set up:
+ * whether v is a count it could have reached by now. */
+static int plausible(const struct agent_link *l, uint64_t v)
+{
+	uint64_t ns = clock_ns(CLOCK_MONOTONIC) - l->since;
+
+	return v <= COUNT_SLACK || (v - COUNT_SLACK) / COUNT_PER_NS <= ns;
+}
+
+/*
+ * Copy the agent's counters into the profile and the stats, each read
+ * once and believed only if the agent could have counted that far: drops
+ * only grow (lock inc), and no counter grows faster than COUNT_PER_NS.
+ */
+static void sync_stats(struct agent_link *l)
+{
+	uint64_t drops, sum[3] = { 0, 0, 0 }, v[3];
+	char what[96];
+
+	if (!ready(l) || l->hostile)
+		return;
+	drops = __atomic_load_n(&l->shm->drops, __ATOMIC_RELAXED);
+	if (drops < l->drops_seen || !plausible(l, drops)) {
+		snprintf(what, sizeof(what), "a drop count of %llu is implausible",
+			 (unsigned long long)drops);
+		shm_hostile(l, what);
+		return;
+	}
+	if (drops > l->drops_seen) {
+		profile_add_drops(l->p.prof, drops - l->drops_seen);
+		l->drops_seen = drops;
+	}
+	for (int i = 0; i < SHM_NCOUNTERS; i++) {
+		const struct shm_counter *c = (const struct shm_counter *)(data_of(l) +
+			SHM_OFF_COUNTERS + i * SHM_COUNTER_STRIDE);
+
+		v[0] = __atomic_load_n(&c->walks, __ATOMIC_RELAXED);
+		v[1] = __atomic_load_n(&c->walk_misses, __ATOMIC_RELAXED);
+		v[2] = __atomic_load_n(&c->nested, __ATOMIC_RELAXED);
+		for (int k = 0; k < 3; k++) {
+			if (!plausible(l, v[k]) || !plausible(l, sum[k] + v[k])) {
+				shm_hostile(l, "an implausible count of calls in its counters");
+				return;
+			}
+			sum[k] += v[k];
+		}
+	}
+	l->p.stats->walks = sum[0];
+	l->p.stats->walk_misses = sum[1];
+	l->p.stats->nested = sum[2];
+	l->p.stats->doorbells = __atomic_load_n(&l->shm->doorbell, __ATOMIC_RELAXED);
+}
+
+/*
+ * Drain, then (sampled mode) sweep: the agent reports no free it finds in
+ * its live table (see shm.h), so a pointer we hold live (and it entered) is
+ * freed once its bucket no longer has it. The drain first, so that the
+ * frees already reported come before the sweep. A pointer entered but not
+ * committed yet is not ours yet; one freed and entered again (another
+ * sampled block at the same address) stays live here until that block's
+ * event replaces it.
+ */
+void agent_link_reconcile(struct agent_link *l)
+{
+	if (!ready(l))
+		return;
+	agent_link_drain(l, AGENT_LINK_DRAIN_ALL);
+	if (!l->exact && !l->hostile)
+		profile_sweep_live(l->p.prof, freed_in_table, l);
+	sync_stats(l);
+}
+
+void agent_link_free(struct agent_link *l)
+{
+	if (!l)
+		return;
+	frametab_free(l->ftab);
+	if (l->map) {
+		mapguard_remove(l->map);
+		munmap(l->map, l->map_size);
+	}
+	free(l);
+}
+
+/* ---- the fast mode's implant backend ---- */
+
+static uint64_t ops_data_size(void *arg)
+{
+	struct agent_link *l = arg;
+
+	return agent_link_data_size(l->p.ring_size);
+}
+
+/* The first region: shared data, the agent blob, and where trampolines find them. */
+static int ops_setup(void *arg, struct implant_area *a)
+{
+	struct agent_link *l = arg;
+	size_t at = (a->used + 63) & ~(size_t)63;
+	int rc;
+
+	l->fenv.data = a->data_remote;
+	/* A locked sub measured ~3% slower with two busy threads; a rare lost
+	 * update between two threads sharing a counter only shifts a sample. */
+	l->fenv.plain_sub = 1;
+	init_data(l, a->hdr, a->want);
+	rc = tramp_fast_agent_install(a->code + at, a->code_size - at, a->code_remote + at,
+				      &l->fenv);
+	if (rc)
+		return rc;
+	a->used = at + tramp_fast_agent_size();
+	pr_debug("agent at +%#zx, trampolines below", at);
+	return 0;
+}
+
+static int ops_reloc_offset(void *arg, const struct hook *h, enum tramp_class cls)
+{
+	struct agent_link *l = arg;
+
+	return tramp_fast_reloc_offset(cls, h, &l->fenv);
+}
+
+static int ops_emit(void *arg, const struct hook *h, enum tramp_class cls, uint64_t at,
+		    const struct reloc_result *r, uint8_t *buf, size_t len,
+		    struct tramp_layout *lay)
+{
+	struct agent_link *l = arg;
+
+	return tramp_fast_emit(cls, h, at, r, &l->fenv, buf, len, lay);
+}
+
+/* exact mode: a thread inside a trampoline may be waiting for ring room */
+static void ops_quiesce(void *arg)
+{
+	agent_link_drain(arg, QUIESCE_DRAIN_MAX);
+}
+
+/* No writer comes back: what the rings still hold is read from our view,
+ * which outlives the target's. */
+static void ops_removed(void *arg, void *map, size_t size)
+{
+	struct agent_link *l = arg;
+
+	agent_link_final(l);
+	if (l->shm && !l->map) {
+		l->map = map;
+		l->map_size = size;
+	} else {
+		mapguard_remove(map);
+		munmap(map, size);
+	}
+}
+
+const struct implant_ops agent_link_implant_ops = {
+	.name = "fast",
+	.agent = 1,
+	.tramp_max = TRAMP_FAST_MAX_SIZE,
+	.data_size = ops_data_size,
+	.setup = ops_setup,
+	.reloc_offset = ops_reloc_offset,
+	.emit = ops_emit,
+	.quiesce = ops_quiesce,
+	.removed = ops_removed,
+};

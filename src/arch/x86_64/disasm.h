@@ -1,0 +1,31 @@
+/* What generic code asks of machine code (x86-64): PLT stubs and direct branches. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_ARCH_DISASM_H
+#define HEAPATTACH_ARCH_DISASM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * The GOT slot (link-time address) that the PLT stub at vaddr jumps
+ * through, from its first len bytes at code: "[endbr64;] [bnd] jmp
+ * *disp(%rip)". 0 if the code there is not such a stub.
+ */
+uint64_t disasm_plt_slot(const uint8_t *code, size_t len, uint64_t vaddr);
+
+/* A direct (immediate) branch found by disasm_branches. */
+struct disasm_branch {
+	uint64_t at;            /* the branch instruction */
+	uint64_t to;            /* where it goes */
+	int call;               /* a call, not a jump */
+};
+
+/*
+ * The unconditional direct jumps and calls of code[0..len), decoded from
+ * vaddr until the first undecodable byte, in order: at most max into out.
+ * Returns how many.
+ */
+size_t disasm_branches(const uint8_t *code, size_t len, uint64_t vaddr,
+		       struct disasm_branch *out, size_t max);
+
+#endif

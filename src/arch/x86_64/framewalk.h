@@ -1,0 +1,113 @@
+/* The frame-rule walk (x86-64): one step rule for the in-target agent and the tool. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_ARCH_FRAMEWALK_H
+#define HEAPATTACH_ARCH_FRAMEWALK_H
+
+/*
+ * Freestanding: the agent walks its own stack with it, the tool a stack
+ * copy the agent sent (agentlink.c), so that a stack the tool walks is
+ * the stack the agent would have walked. A rule (shm.h, struct
+ * shm_frame) gives the caller's frame of a return address ip: CFA =
+ * rsp|rbp + K, the return address at CFA - 8, the caller's rbp kept or
+ * saved at CFA + off (the kernel's ORC unwinder works the same way). Every
+ * word is read through a window of the target's memory that the caller
+ * vouches for; anything out of it, or a CFA that does not move up the
+ * stack, ends the walk as a miss.
+ */
+#include <stdint.h>
+
+#include "frame_regs.h"
+#include "shm.h"
+
+/* Memory the walk may read: the target's [lo, hi) is at base in ours. */
+struct walk_window {
+	const uint8_t *base;
+	uint64_t lo, hi;
+};
+
+typedef uint64_t __attribute__((may_alias, aligned(1))) walk_word_t;
+
+/* Read the word at the target's addr through w: 0, or -1 outside it
+ * (addr comes from the stack: no sum may wrap). */
+static inline int walk_read(const struct walk_window *w, uint64_t addr, uint64_t *v)
+{
+	if (addr < w->lo || w->hi - w->lo < 8 || addr - w->lo > w->hi - w->lo - 8)
+		return -1;
+	*v = *(const walk_word_t *)(w->base + (addr - w->lo));
+	return 0;
+}
+
+/*
+ * The rule for ip, copied out of the table (the target can rewrite it:
+ * what is checked is the copy). The tool publishes ip last (frametab.c).
+ * 0, or -1 if the table has none within SHM_FRAME_PROBES slots.
+ */
+static inline int walk_rule(const struct shm_frame *table, uint64_t ip, struct shm_frame *out)
+{
+	uint32_t slot = shm_frame_slot(ip);
+
+	for (int i = 0; i < SHM_FRAME_PROBES; i++) {
+		const struct shm_frame *f = &table[(slot + i) & (SHM_NFRAMES - 1)];
+		uint64_t fip = *(volatile const uint64_t *)&f->ip;
+
+		if (fip == ip) {
+			shm_barrier();
+			*out = *(volatile const struct shm_frame *)f;
+			return out->ip == ip ? 0 : -1;
+		}
+		if (!fip)
+			return -1;
+	}
+	return -1;
+}
+
+/*
+ * Walk from start (ip the first return address, sp just above it, bp as
+ * the frame left it): out[] gets up to max return addresses, leaf first,
+ * and *hash their shm_stack_hash. Returns the count; ORs SHM_EVF_MISS
+ * (the last frame has no usable rule, or it leads out of the window) or
+ * SHM_EVF_TRUNC (max reached with frames left) into *flags. An END rule
+ * or a return address of 0 ends a complete walk.
+ */
+static inline unsigned walk_frames(const struct shm_frame *table, const struct frame_regs *start,
+				   const struct walk_window *w, uint64_t *out, unsigned max,
+				   uint32_t *flags, uint64_t *hash)
+{
+	uint64_t ip = start->ip, sp = start->sp, bp = start->bp, hs = 0;
+	unsigned n = 0;
+
+	while (ip) {
+		struct shm_frame r;
+		uint64_t cfa;
+
+		if (n == max) {
+			*flags |= SHM_EVF_TRUNC;
+			break;
+		}
+		out[n++] = ip;
+		hs = shm_stack_hash_step(hs, ip);
+		if (walk_rule(table, ip, &r))
+			goto miss;
+		if (r.base == SHM_BASE_END)
+			break;
+		if (r.base == SHM_BASE_RSP)
+			cfa = sp + (uint64_t)(int64_t)r.cfa_off;
+		else if (r.base == SHM_BASE_RBP)
+			cfa = bp + (uint64_t)(int64_t)r.cfa_off;
+		else
+			goto miss;
+		if (cfa <= sp || (cfa & 7) || walk_read(w, cfa - 8, &ip))
+			goto miss;
+		if (r.rbp_saved && walk_read(w, cfa + (uint64_t)(int64_t)r.rbp_off, &bp))
+			goto miss;
+		sp = cfa;
+	}
+	*hash = shm_stack_hash_end(hs, n);
+	return n;
+miss:
+	*flags |= SHM_EVF_MISS;
+	*hash = shm_stack_hash_end(hs, n);
+	return n;
+}
+
+#endif

@@ -1,0 +1,158 @@
+/* Unit tests for the frame-rule walk (framewalk.h) that the agent and the tool share. */
+/* SPDX-License-Identifier: MIT */
+#include <stdint.h>
+#include <string.h>
+
+#include "harness.h"
+#include "framewalk.h"
+#include "shm.h"
+
+static struct shm_frame table[SHM_NFRAMES];
+
+/* A fake stack: the target's addresses [STACK_LO, STACK_LO + sizeof(stack)). */
+#define STACK_LO 0x7ffd00000000ull
+static uint64_t stack[64];
+
+static void put_word(uint64_t addr, uint64_t v)
+{
+	stack[(addr - STACK_LO) / 8] = v;
+}
+
+/* Enter a rule as frametab.c does (ip last). */
+static void rule(uint64_t ip, uint8_t base, int32_t cfa_off, int rbp_saved, int16_t rbp_off)
+{
+	uint32_t slot = shm_frame_slot(ip);
+
+	while (table[slot].ip)
+		slot = (slot + 1) & (SHM_NFRAMES - 1);
+	table[slot] = (struct shm_frame){ 0, cfa_off, base, (uint8_t)rbp_saved, rbp_off };
+	table[slot].ip = ip;
+}
+
+static struct walk_window window(void)
+{
+	return (struct walk_window){ (const uint8_t *)stack, STACK_LO, STACK_LO + sizeof(stack) };
+}
+
+/* Three frames: A (rsp + 16), B (rbp + 16, rbp saved at CFA - 16), C (end). */
+static void build(struct frame_regs *r)
+{
+	memset(table, 0, sizeof(table));
+	memset(stack, 0, sizeof(stack));
+	rule(0x401000, SHM_BASE_RSP, 16, 0, 0);
+	rule(0x402000, SHM_BASE_RBP, 16, 1, -16);
+	rule(0x403000, SHM_BASE_END, 0, 0, 0);
+	memset(r, 0, sizeof(*r));
+	r->ip = 0x401000;
+	r->sp = STACK_LO + 0x40;
+	r->bp = STACK_LO + 0x100;	/* A keeps B's rbp */
+	/* A: CFA = sp + 16 = LO + 0x50; return address at LO + 0x48 */
+	put_word(STACK_LO + 0x48, 0x402000);
+	/* B: CFA = rbp + 16 = LO + 0x110; ra at LO + 0x108; rbp at LO + 0x100 */
+	put_word(STACK_LO + 0x108, 0x403000);
+	put_word(STACK_LO + 0x100, STACK_LO + 0x180);
+}
+
+static void test_complete(void)
+{
+	struct walk_window w = window();
+	struct frame_regs r;
+	uint64_t out[8], hash, h = 0;
+	uint32_t flags = 0;
+	unsigned n;
+
+	build(&r);
+	n = walk_frames(table, &r, &w, out, 8, &flags, &hash);
+	expect_int_eq(n, 3);
+	expect_int_eq(flags, 0);
+	expect_u64_eq(out[0], 0x401000);
+	expect_u64_eq(out[1], 0x402000);
+	expect_u64_eq(out[2], 0x403000);
+	for (unsigned i = 0; i < n; i++)
+		h = shm_stack_hash_step(h, out[i]);
+	expect_u64_eq(hash, shm_stack_hash_end(h, 3));
+}
+
+static void test_trunc(void)
+{
+	struct walk_window w = window();
+	struct frame_regs r;
+	uint64_t out[8], hash;
+	uint32_t flags = 0;
+
+	build(&r);
+	expect_int_eq(walk_frames(table, &r, &w, out, 2, &flags, &hash), 2);
+	expect_int_eq(flags, SHM_EVF_TRUNC);
+}
+
+static void test_misses(void)
+{
+	struct walk_window w = window();
+	struct frame_regs r;
+	uint64_t out[8], hash;
+	uint32_t flags;
+
+	/* no rule for the second frame */
+	build(&r);
+	put_word(STACK_LO + 0x48, 0x409000);
+	flags = 0;
+	expect_int_eq(walk_frames(table, &r, &w, out, 8, &flags, &hash), 2);
+	expect_int_eq(flags, SHM_EVF_MISS);
+
+	/* a CFA out of the window */
+	build(&r);
+	r.bp = STACK_LO + 0x1000;
+	flags = 0;
+	expect_int_eq(walk_frames(table, &r, &w, out, 8, &flags, &hash), 2);
+	expect_int_eq(flags, SHM_EVF_MISS);
+
+	/* a CFA that is not 8-aligned */
+	build(&r);
+	r.bp = STACK_LO + 0x101;
+	flags = 0;
+	walk_frames(table, &r, &w, out, 8, &flags, &hash);
+	expect_int_eq(flags, SHM_EVF_MISS);
+
+	/* a CFA that does not move up the stack */
+	build(&r);
+	r.bp = STACK_LO + 0x20;
+	flags = 0;
+	walk_frames(table, &r, &w, out, 8, &flags, &hash);
+	expect_int_eq(flags, SHM_EVF_MISS);
+
+	/* a saved rbp out of the window */
+	build(&r);
+	memset(table, 0, sizeof(table));
+	rule(0x401000, SHM_BASE_RSP, 16, 1, -0x100);
+	flags = 0;
+	expect_int_eq(walk_frames(table, &r, &w, out, 8, &flags, &hash), 1);
+	expect_int_eq(flags, SHM_EVF_MISS);
+
+	/* a rule whose base no agent knows */
+	build(&r);
+	memset(table, 0, sizeof(table));
+	rule(0x401000, 7, 16, 0, 0);
+	flags = 0;
+	expect_int_eq(walk_frames(table, &r, &w, out, 8, &flags, &hash), 1);
+	expect_int_eq(flags, SHM_EVF_MISS);
+}
+
+/* A window at the very top of the address space: no sum wraps. */
+static void test_window_edges(void)
+{
+	struct walk_window w = { (const uint8_t *)stack, UINT64_MAX - 15, UINT64_MAX };
+	uint64_t v;
+
+	expect_int_eq(walk_read(&w, UINT64_MAX - 15, &v), 0);
+	expect_int_eq(walk_read(&w, UINT64_MAX - 8, &v), 0);
+	expect_int_eq(walk_read(&w, UINT64_MAX - 7, &v), -1);
+	expect_int_eq(walk_read(&w, UINT64_MAX - 16, &v), -1);
+	w.hi = w.lo + 4;
+	expect_int_eq(walk_read(&w, w.lo, &v), -1);
+}
+
+HARNESS_MAIN("framewalk",
+	T(test_complete),
+	T(test_trunc),
+	T(test_misses),
+	T(test_window_edges))
