@@ -118,14 +118,15 @@ def attach_times(rounds, threads):
           (threads, statistics.median(det), max(det), rounds))
 
 
-def interleaved(threads, total, cycle, extra):
+def interleaved(threads, total, cycle, extra, binaries):
     """One long run of the target; heapattach attaches for `cycle` seconds,
     stays away for `cycle` seconds, and so on. The target prints its
     operation count every 10 ms, so each stretch's rate comes from the same
     process (same memory layout, same CPUs): only the machine's own drift
     remains, and consecutive stretches see nearly the same. Returns the
     ratios (mean rate of the detached stretches around an attached one /
-    its rate)."""
+    its rate), one list per binary: the binaries take the attached
+    stretches in turn, so an old and a new build see the same process."""
     tmp = tempfile.mkdtemp(prefix="ha-inter.")
     out = os.path.join(tmp, "t.out")
     env = dict(os.environ, MALLOCBENCH_WINDOWS="1")
@@ -134,15 +135,18 @@ def interleaved(threads, total, cycle, extra):
                              stderr=subprocess.STDOUT, env=env)
     wait_line(out, r"^ready", 10, t)
     time.sleep(0.5)
-    spans = []      # (start, end, attached)
+    spans = []      # (start, end, binary index or None when detached)
+    turn = 0
     end = time.monotonic() + total
     while time.monotonic() + 3 * cycle + 0.5 < end:
         a = time.monotonic()
         time.sleep(cycle)
-        spans.append((a + 0.05, time.monotonic(), False))
+        spans.append((a + 0.05, time.monotonic(), None))
         err = os.path.join(tmp, "ha.err")
         ef = open(err, "w")
-        p = subprocess.Popen([HA, "-p", str(t.pid), "-o", os.path.join(tmp, "x.heap"),
+        b = turn % len(binaries)
+        turn += 1
+        p = subprocess.Popen([binaries[b], "-p", str(t.pid), "-o", os.path.join(tmp, "x.heap"),
                               "--duration", "%gs" % cycle] + extra, stderr=ef)
         if not wait_line(err, r"attached to", 30, p):
             raise RuntimeError("no attach: " + open(err).read())
@@ -150,11 +154,11 @@ def interleaved(threads, total, cycle, extra):
         if p.wait(timeout=60) != 0:
             raise RuntimeError("heapattach failed: " + open(err).read())
         ef.close()
-        spans.append((a + 0.02, a + cycle - 0.05, True))
+        spans.append((a + 0.02, a + cycle - 0.05, b))
         time.sleep(0.05)
     a = time.monotonic()
     time.sleep(cycle)
-    spans.append((a + 0.05, time.monotonic(), False))
+    spans.append((a + 0.05, time.monotonic(), None))
     t.wait()
     samples = [(float(m.group(1)), int(m.group(2)))
                for m in re.finditer(r"^w (\S+) (\d+)$", open(out).read(), re.M)]
@@ -168,11 +172,11 @@ def interleaved(threads, total, cycle, extra):
     # Each attached stretch against the mean of the detached stretches on
     # either side of it: a machine that drifts over the run (other tenants,
     # frequency) cancels out to first order.
-    ratios = []
+    ratios = [[] for _ in binaries]
     for i in range(1, len(spans) - 1, 2):
         before, at, after = (rate(*spans[j][:2]) for j in (i - 1, i, i + 1))
         if before and at and after:
-            ratios.append((before + after) / 2 / at)
+            ratios[spans[i][2]].append((before + after) / 2 / at)
     return ratios
 
 
@@ -187,6 +191,9 @@ def main():
                     help="one long run per thread count, heapattach attached and "
                          "detached in turn every --cycle seconds")
     ap.add_argument("--cycle", type=float, default=1.0)
+    ap.add_argument("--compare", default="", metavar="BINARY",
+                    help="with --interleaved: another heapattach build (e.g. the previous "
+                         "version) taking every other attached stretch of the same run")
     ap.add_argument("--attach-times", type=int, default=0, metavar="ROUNDS",
                     help="only measure attach/detach times on a 16-thread target")
     a = ap.parse_args()
@@ -195,12 +202,19 @@ def main():
         return
     if a.interleaved:
         extra = a.extra.split()
+        binaries = [HA] + ([a.compare] if a.compare else [])
         for threads in [int(x) for x in a.threads.split(",")]:
-            r = interleaved(threads, a.interleaved, a.cycle, extra)
-            print("heapattach %s threads=%d, interleaved in one run: slowdown %.3fx "
-                  "(median of %d pairs; quartiles %.3f..%.3f)" %
-                  (" ".join(extra) or "(default)", threads, statistics.median(r), len(r),
-                   statistics.quantiles(r)[0], statistics.quantiles(r)[2]), flush=True)
+            rs = interleaved(threads, a.interleaved, a.cycle, extra, binaries)
+            for b, r in zip(binaries, rs):
+                if len(r) < 2:
+                    print("%s threads=%d: too few stretches" % (b, threads))
+                    continue
+                name = "heapattach" if b == HA else b
+                print("%s %s threads=%d, interleaved in one run: slowdown %.3fx "
+                      "(median of %d pairs; quartiles %.3f..%.3f)" %
+                      (name, " ".join(extra) or "(default)", threads, statistics.median(r),
+                       len(r), statistics.quantiles(r)[0], statistics.quantiles(r)[2]),
+                      flush=True)
         return
     tmp = tempfile.mkdtemp(prefix="ha-bench.")
     extra = a.extra.split()
