@@ -1,6 +1,5 @@
 /* Allocator entry points: which definitions the dynamic linker binds the target's calls to. */
 /* SPDX-License-Identifier: MIT */
-#include <capstone/capstone.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +11,7 @@
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <unistd.h>
+#include "disasm.h"
 #include "elfobj.h"
 #include "hooks.h"
 #include "log.h"
@@ -643,32 +643,15 @@ static int is_cxx_name(const char *name)
 	return 0;
 }
 
-/* The GOT slot (link-time address) that the PLT stub at vaddr jumps through:
- * "[endbr64;] [bnd] jmp *disp(%rip)". 0 if the code there is not a stub. */
-static uint64_t plt_slot(csh cs, const struct elfobj *e, uint64_t vaddr)
+/* The GOT slot (link-time address) that the PLT stub at vaddr of e jumps
+ * through; 0 if the code there is not a stub. */
+static uint64_t plt_slot(const struct elfobj *e, uint64_t vaddr)
 {
 	uint8_t code[16];
-	cs_insn *insn;
-	uint64_t slot = 0;
-	size_t n;
 
 	if (elfobj_read(e, vaddr, code, sizeof(code)))
 		return 0;
-	n = cs_disasm(cs, code, sizeof(code), vaddr, 2, &insn);
-	for (size_t i = 0; i < n; i++) {
-		cs_x86 *x = &insn[i].detail->x86;
-
-		if (insn[i].id == X86_INS_ENDBR64)
-			continue;
-		if (insn[i].id == X86_INS_JMP && x->op_count == 1 &&
-		    x->operands[0].type == X86_OP_MEM &&
-		    x->operands[0].mem.base == X86_REG_RIP)
-			slot = insn[i].address + insn[i].size + x->operands[0].mem.disp;
-		break;
-	}
-	if (n)
-		cs_free(insn, n);
-	return slot;
+	return disasm_plt_slot(code, sizeof(code), vaddr);
 }
 
 /* The entry of set other than h that is bound to name, or NULL. */
@@ -690,7 +673,7 @@ static const struct hook *entry_named(const struct hook_set *set, const struct h
 /* The entry of set other than h that the branch to link-time address target
  * of e reaches: directly (static executables) or through a PLT slot bound
  * to its name. NULL if none. */
-static const struct hook *branch_entry(csh cs, const struct elfobj *e, uint64_t bias,
+static const struct hook *branch_entry(const struct elfobj *e, uint64_t bias,
 				       const struct hook *h, const struct hook_set *set,
 				       uint64_t target)
 {
@@ -700,7 +683,7 @@ static const struct hook *branch_entry(csh cs, const struct elfobj *e, uint64_t 
 	for (size_t k = 0; k < set->n; k++)
 		if (&set->v[k] != h && !set->v[k].unsupported && set->v[k].addr == target + bias)
 			return &set->v[k];
-	slot = plt_slot(cs, e, target);
+	slot = plt_slot(e, target);
 	name = slot ? elfobj_got_symbol(e, slot) : NULL;
 	return name ? entry_named(set, h, name) : NULL;
 }
@@ -717,14 +700,14 @@ static const struct hook *branch_entry(csh cs, const struct elfobj *e, uint64_t 
  * new loops around "call malloc", and a statically linked libstdc++ is not
  * called libstdc++.
  */
-static const char *scan_body(csh cs, const struct elfobj *e, uint64_t bias,
+static const char *scan_body(const struct elfobj *e, uint64_t bias,
 			     const struct hook *h, const struct hook_set *set, uint32_t *calls)
 {
-	uint8_t *code;
 	uint64_t value = h->addr - bias, len = h->size;
 	int cxx = is_cxx_name(h->names[0]);
+	struct disasm_branch *br;
 	const char *fwd = NULL;
-	cs_insn *insn;
+	uint8_t *code;
 	size_t n;
 
 	*calls = 0;
@@ -733,37 +716,27 @@ static const char *scan_body(csh cs, const struct elfobj *e, uint64_t bias,
 	if (len > SCAN_MAX_SIZE)
 		len = SCAN_MAX_SIZE;
 	code = xmalloc(len);
-	if (elfobj_read(e, value, code, len)) {
-		free(code);
-		return NULL;
-	}
-	n = cs_disasm(cs, code, len, value, 0, &insn);
+	br = xmalloc(len / 2 * sizeof(*br));	/* a branch is at least 2 bytes */
+	n = elfobj_read(e, value, code, len) ? 0 :
+	    disasm_branches(code, len, value, br, len / 2);
 	for (size_t i = 0; i < n; i++) {
-		cs_x86 *x = &insn[i].detail->x86;
-		int call = insn[i].id == X86_INS_CALL;
 		const struct hook *o;
-		uint64_t target;
 
-		if ((insn[i].id != X86_INS_JMP && !call) || x->op_count != 1 ||
-		    x->operands[0].type != X86_OP_IMM)
+		if (br[i].to >= value && br[i].to < value + h->size)
 			continue;
-		target = x->operands[0].imm;
-		if (target >= value && target < value + h->size)
-			continue;
-		o = branch_entry(cs, e, bias, h, set, target);
+		o = branch_entry(e, bias, h, set, br[i].to);
 		if (!o)
 			continue;
 		*calls |= 1u << o->kind;
 		if (fwd)
 			continue;
-		if (cxx ? insn[i].address - value < CXX_WRAPPER_MAX_SIZE &&
+		if (cxx ? br[i].at - value < CXX_WRAPPER_MAX_SIZE &&
 			  /* a C++ operator calling another C++ operator is not enough */
-			  !(call && is_cxx_name(o->names[0])) :
-			  !call && h->size <= WRAPPER_MAX_SIZE)
+			  !(br[i].call && is_cxx_name(o->names[0])) :
+			  !br[i].call && h->size <= WRAPPER_MAX_SIZE)
 			fwd = o->names[0];
 	}
-	if (n)
-		cs_free(insn, n);
+	free(br);
 	free(code);
 	return fwd;
 }
@@ -772,11 +745,6 @@ static const char *scan_body(csh cs, const struct elfobj *e, uint64_t bias,
  * others call. */
 static void mark_forwards(struct hook_set *set, const struct objlist *l)
 {
-	csh cs;
-
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
-		return;
-	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
 	for (size_t i = 0; i < set->n; i++) {
 		struct hook *h = &set->v[i];
 
@@ -784,7 +752,7 @@ static void mark_forwards(struct hook_set *set, const struct objlist *l)
 			const struct obj *o = &l->v[k];
 
 			if (o->elf && o->have_bias && !strcmp(o->map->path, h->path)) {
-				h->forwards = scan_body(cs, o->elf, o->bias, h, set, &h->calls);
+				h->forwards = scan_body(o->elf, o->bias, h, set, &h->calls);
 				break;
 			}
 		}
@@ -794,7 +762,6 @@ static void mark_forwards(struct hook_set *set, const struct objlist *l)
 			pr_debug("%s in %s calls entry points of kinds %#x", h->names[0], h->path,
 				 h->calls);
 	}
-	cs_close(&cs);
 }
 
 /* The index of name in hook_names, through the sorted index; -1 if absent. */
