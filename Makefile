@@ -34,7 +34,8 @@ else
 QCC =
 endif
 
-.PHONY: all deps check-deps test check unit fixtures tools demo asan clean bench fuzz fuzzers
+.PHONY: all deps check-deps test check unit fixtures tools demo asan clean bench fuzz fuzzers \
+	install uninstall deb image
 
 all: heapattach
 
@@ -51,7 +52,7 @@ $(B)/libheapattach.a: $(LIB_OBJ)
 
 $(B)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(QCC)$(CC) $(CFLAGS) -c -o $@ $<
+	$(QCC)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # The in-target agent: freestanding, never instrumented (own flags, not
 # CFLAGS), linked flat at 0 and embedded as a blob; gen/agent_syms.h gives
@@ -175,6 +176,45 @@ demo: check-deps
 
 bench: all
 	$(Q)$(MAKE) --no-print-directory $(BENCH_BIN)
+
+# Install the binary and the man page under PREFIX (inside DESTDIR if set).
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+MANDIR  ?= $(PREFIX)/share/man
+
+install: heapattach
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 0755 heapattach $(DESTDIR)$(BINDIR)/heapattach
+	install -m 0644 man/heapattach.1 $(DESTDIR)$(MANDIR)/man1/heapattach.1
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/heapattach $(DESTDIR)$(MANDIR)/man1/heapattach.1
+
+# The Debian package, built by dpkg-buildpackage from a copy of the tree
+# in $(B)/deb (its version is debian/changelog's, which must be VERSION).
+DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null)
+DEB      := $(B)/deb/heapattach_$(VERSION)_$(DEB_ARCH).deb
+DEB_TREE := Makefile LICENSE README.md src include man debian
+DEB_DEPS := Makefile $(shell find src include man debian -type f 2>/dev/null)
+
+deb: $(DEB)
+
+$(DEB): $(DEB_DEPS)
+	$(Q)v=$$(dpkg-parsechangelog -l debian/changelog -SVersion) && [ "$$v" = "$(VERSION)" ] || \
+		{ echo "debian/changelog says $$v, the Makefile $(VERSION)"; exit 1; }
+	$(Q)rm -rf $(B)/deb && mkdir -p $(B)/deb/heapattach-$(VERSION)
+	$(Q)tar -cf - $(DEB_TREE) | tar -xf - -C $(B)/deb/heapattach-$(VERSION)
+	$(Q)cd $(B)/deb/heapattach-$(VERSION) && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		DEB_BUILD_OPTIONS="parallel=2 $(DEB_BUILD_OPTIONS)" dpkg-buildpackage -b -us -uc \
+		>../build.log 2>&1 || { tail -n 30 ../build.log; exit 1; }
+	$(Q)ls -l $@
+
+# The sidecar image: the .deb's files and the libraries they need, no
+# registry (tests/integration/sidecar.test runs it).
+IMAGE ?= localhost/heapattach:$(VERSION)
+
+image: $(DEB)
+	$(Q)sh pkg/mkimage.sh $(DEB) $(IMAGE) $(B)/image
 
 clean:
 	rm -rf $(B) build-asan $(FB) heapattach

@@ -40,8 +40,9 @@ typedef int (*tracee_event_fn)(void *arg, pid_t tid, int status);
  * clear message on stderr (no such process, our own pid, a kernel thread,
  * a zombie, already traced, no permission with the reason). */
 int tracee_check(pid_t pid);
-/* The part of tracee_check that needs no ptrace (no such process, a thread
- * id, a kernel thread, a zombie); sets *live to tracee_live_tid(pid). */
+/* The part of tracee_check that needs no ptrace (no such process, our own
+ * pid, a thread id, a kernel thread, a zombie; as PID 1 of its own PID
+ * namespace it says so); sets *live to tracee_live_tid(pid). */
 int tracee_probe(pid_t pid, pid_t *live);
 /* A thread of pid that has not exited, through whose /proc/TID files and
  * memory the process can be read: pid while the leader lives, else another

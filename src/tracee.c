@@ -181,14 +181,25 @@ static void diagnose_eperm(pid_t pid)
 	       "a seccomp or LSM policy?)", pid);
 }
 
+/* Said when heapattach is PID 1 of its PID namespace, as in a sidecar
+ * container that does not share its target's: it sees no other process. */
+#define OWN_PIDNS " (heapattach is PID 1 of its own PID namespace: share the target's, " \
+	"e.g. --pid=container:NAME, kubectl debug --target=NAME, shareProcessNamespace)"
+
 int tracee_probe(pid_t pid, pid_t *live)
 {
 	char path[64], val[64], comm[64];
 	struct stat st;
 
+	if (pid == getpid()) {
+		pr_err("cannot attach to %d: that is heapattach itself%s", pid,
+		       pid == 1 ? OWN_PIDNS : "");
+		return -EINVAL;
+	}
 	snprintf(path, sizeof(path), "/proc/%d", pid);
 	if (stat(path, &st) || (kill(pid, 0) && errno == ESRCH)) {
-		pr_err("cannot attach to %d: no such process", pid);
+		pr_err("cannot attach to %d: no such process%s", pid,
+		       getpid() == 1 ? OWN_PIDNS : "");
 		return -ESRCH;
 	}
 	if (!proc_status_read(pid, "Tgid", val, sizeof(val)) && atol(val) != pid) {
@@ -218,10 +229,6 @@ int tracee_check(pid_t pid)
 	pid_t live;
 	int rc;
 
-	if (pid == getpid()) {
-		pr_err("cannot attach to %d: that is heapattach itself", pid);
-		return -EINVAL;
-	}
 	rc = tracee_probe(pid, &live);
 	if (rc)
 		return rc;
