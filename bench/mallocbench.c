@@ -10,12 +10,17 @@
  * With MALLOCBENCH_WINDOWS set it also prints "w T OPS" every 10 ms
  * (CLOCK_MONOTONIC seconds, operations so far), for measuring attached and
  * detached stretches of one long run.
+ * With MALLOCBENCH_JIT set, each batch of 256 operations is called through
+ * a stub in anonymous executable memory (push rbp; mov rbp, rsp; call the
+ * batch through an absolute address; pop rbp; ret): every allocation's
+ * stack passes through a frame that has no unwind info, as under a JIT.
  */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +36,15 @@ struct worker {
 	uint64_t seed;
 	uint64_t ops;
 };
+
+/* One thread's blocks. */
+struct pool {
+	unsigned char *slot[SLOTS];
+	size_t len[SLOTS];
+};
+
+typedef uint64_t (*batch_fn)(struct worker *, struct pool *);
+static batch_fn call_batch;	/* the batch itself, or the JIT stub that calls it */
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -59,52 +73,87 @@ static void check(unsigned char *p, unsigned char tag)
 		__atomic_store_n(&bad, 1, __ATOMIC_RELAXED);
 }
 
+/* 256 operations on the pool; returns how many counted. */
+static __attribute__((noinline)) uint64_t batch(struct worker *w, struct pool *p)
+{
+	uint64_t ops = 0;
+
+	for (int k = 0; k < 256; k++) {
+		uint64_t r = rnd(&w->seed);
+		unsigned i = r % SLOTS;
+		size_t n = 16 + (r >> 20) % 4081;
+		unsigned char tag = (unsigned char)(i | 1);
+
+		check(p->slot[i], tag);
+		switch ((r >> 12) & 7) {
+		case 0: case 1: case 2:
+			free(p->slot[i]);
+			p->slot[i] = malloc(n);
+			break;
+		case 3:
+			free(p->slot[i]);
+			p->slot[i] = calloc(1, n);
+			break;
+		case 4: case 5:
+			p->slot[i] = realloc(p->slot[i], n);
+			break;
+		default:
+			free(p->slot[i]);
+			p->slot[i] = NULL;
+			p->len[i] = 0;
+			ops++;
+			continue;
+		}
+		if (!p->slot[i])
+			abort();
+		p->slot[i][0] = tag;
+		p->len[i] = n;
+		ops++;
+	}
+	return ops;
+}
+
+/* The JIT stub: a frame-pointer frame without unwind info, written RW and
+ * made RX; NULL if the memory cannot be had. */
+static batch_fn jit_stub(void)
+{
+	uint64_t to = (uint64_t)(uintptr_t)batch;
+	uint8_t *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint8_t *c;
+
+	if (m == MAP_FAILED)
+		return NULL;
+	c = m;
+	*c++ = 0x55;					/* push %rbp */
+	*c++ = 0x48; *c++ = 0x89; *c++ = 0xe5;		/* mov %rsp,%rbp */
+	*c++ = 0x48; *c++ = 0xb8;			/* movabs $batch,%rax */
+	memcpy(c, &to, 8);
+	c += 8;
+	*c++ = 0xff; *c++ = 0xd0;			/* call *%rax */
+	*c++ = 0x5d;					/* pop %rbp */
+	*c++ = 0xc3;					/* ret */
+	if (mprotect(m, 4096, PROT_READ | PROT_EXEC))
+		return NULL;
+	return (batch_fn)(uintptr_t)m;
+}
+
 static void *work(void *arg)
 {
 	struct worker *w = arg;
-	unsigned char *slot[SLOTS] = { 0 };
-	size_t len[SLOTS] = { 0 };
+	struct pool *p = calloc(1, sizeof(*p));
 	uint64_t ops = 0;
 
+	if (!p)
+		abort();
 	while (running) {
-		for (int k = 0; k < 256; k++) {
-			uint64_t r = rnd(&w->seed);
-			unsigned i = r % SLOTS;
-			size_t n = 16 + (r >> 20) % 4081;
-			unsigned char tag = (unsigned char)(i | 1);
-
-			check(slot[i], tag);
-			switch ((r >> 12) & 7) {
-			case 0: case 1: case 2:
-				free(slot[i]);
-				slot[i] = malloc(n);
-				break;
-			case 3:
-				free(slot[i]);
-				slot[i] = calloc(1, n);
-				break;
-			case 4: case 5:
-				slot[i] = realloc(slot[i], n);
-				break;
-			default:
-				free(slot[i]);
-				slot[i] = NULL;
-				len[i] = 0;
-				ops++;
-				continue;
-			}
-			if (!slot[i])
-				abort();
-			slot[i][0] = tag;
-			len[i] = n;
-			ops++;
-		}
+		ops += call_batch(w, p);
 		__atomic_fetch_add(&total_ops, 256, __ATOMIC_RELAXED);
 	}
 	for (int i = 0; i < SLOTS; i++) {
-		check(slot[i], (unsigned char)(i | 1));
-		free(slot[i]);
+		check(p->slot[i], (unsigned char)(i | 1));
+		free(p->slot[i]);
 	}
+	free(p);
 	w->ops = ops;
 	return NULL;
 }
@@ -120,6 +169,11 @@ int main(int argc, char **argv)
 
 	if (nthreads < 1 || nthreads > 64)
 		return 2;
+	call_batch = batch;
+	if (getenv("MALLOCBENCH_JIT") && !(call_batch = jit_stub())) {
+		perror("mallocbench: JIT stub");
+		return 2;
+	}
 	prctl(0x59616d61 /* PR_SET_PTRACER */, -1UL, 0, 0, 0);
 	printf("ready %d\n", (int)getpid());
 	fflush(stdout);

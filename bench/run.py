@@ -14,6 +14,7 @@ HA = os.environ.get("HA", os.path.join(TOP, "heapattach"))
 BENCH = os.path.join(BUILD, "bench", "mallocbench")
 TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4"
 TOOL_CPU = []   # CPU seconds heapattach used, per attached run
+TARGET_ENV = {}  # set in every target's environment (--jit: MALLOCBENCH_JIT)
 
 
 def wait_line(path, pattern, timeout, proc=None):
@@ -39,7 +40,7 @@ def run_target(tmp, threads, secs, env=None, attach=None):
         os.unlink(go)
     with open(out, "w") as f:
         t = subprocess.Popen([BENCH, str(threads), str(secs), go], stdout=f,
-                             stderr=subprocess.STDOUT, env=env)
+                             stderr=subprocess.STDOUT, env=dict(env or os.environ, **TARGET_ENV))
     if not wait_line(out, r"^ready", 10, t):
         raise RuntimeError("target did not start")
     tool = None
@@ -129,7 +130,7 @@ def interleaved(threads, total, cycle, extra, binaries):
     stretches in turn, so an old and a new build see the same process."""
     tmp = tempfile.mkdtemp(prefix="ha-inter.")
     out = os.path.join(tmp, "t.out")
-    env = dict(os.environ, MALLOCBENCH_WINDOWS="1")
+    env = dict(os.environ, MALLOCBENCH_WINDOWS="1", **TARGET_ENV)
     with open(out, "w") as f:
         t = subprocess.Popen([BENCH, str(threads), str(total + 2)], stdout=f,
                              stderr=subprocess.STDOUT, env=env)
@@ -191,12 +192,17 @@ def main():
                     help="one long run per thread count, heapattach attached and "
                          "detached in turn every --cycle seconds")
     ap.add_argument("--cycle", type=float, default=1.0)
+    ap.add_argument("--jit", action="store_true",
+                    help="the target calls its allocation loop through a stub in anonymous "
+                         "executable memory (no unwind info there), as under a JIT")
     ap.add_argument("--compare", default="", metavar="BINARY",
                     help="with --interleaved: another heapattach build (e.g. the previous "
                          "version) taking every other attached stretch of the same run")
     ap.add_argument("--attach-times", type=int, default=0, metavar="ROUNDS",
                     help="only measure attach/detach times on a 16-thread target")
     a = ap.parse_args()
+    if a.jit:
+        TARGET_ENV["MALLOCBENCH_JIT"] = "1"
     if a.attach_times:
         attach_times(a.attach_times, 16)
         return
