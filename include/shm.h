@@ -209,7 +209,10 @@ struct shm_hdr {
 	uint64_t ring_size;     /* bytes of each ring, a power of two */
 	uint64_t rate;          /* --sample-rate */
 	uint32_t npatches;
-	uint32_t pad0;
+	uint32_t max_depth;     /* frames the agent walks (--max-depth); the agent
+				 * bounds it itself (shm_depth). Here, in a line
+				 * nothing writes once the agent runs: every sampled
+				 * call reads it */
 	struct shm_patch patches[SHM_MAX_PATCHES];
 
 	/* Written by the tool. */
@@ -232,9 +235,6 @@ struct shm_hdr {
 	volatile uint32_t doorbell;     /* its futex word: the first writer whose ring
 					 * is past SHM_DOORBELL_FILL while tool_asleep
 					 * clears tool_asleep, bumps it and wakes the tool */
-	uint32_t max_depth;     /* frames the agent walks (--max-depth); the agent
-				 * bounds it itself (shm_depth) */
-	uint32_t pad2;
 };
 
 /*

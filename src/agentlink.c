@@ -222,7 +222,7 @@ static const struct {
 #define F(f) { offsetof(struct shm_hdr, f), sizeof(((struct shm_hdr *)0)->f), #f }
 	F(magic), F(version), F(flags), F(total_size), F(data_remote), F(code_remote),
 	F(code_size), F(tool_pid), F(target_pid), F(ring_size), F(rate), F(npatches),
-	F(pad0), F(patches), F(nest_lo), F(nest_hi), F(gap_mul), F(max_depth),
+	F(max_depth), F(patches), F(nest_lo), F(nest_hi), F(gap_mul),
 #undef F
 };
 
