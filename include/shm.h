@@ -65,7 +65,8 @@
  * Before writing any jump the tool fills the header (magic ... rate,
  * ring_size the bytes of each ring, a power of two >= 4 KiB, code_remote/code_size: calls whose
  * return address lies there are nested and only counted; target_pid: the
- * agent reads its own stack through process_vm_readv on it), the
+ * agent reads its own stack through process_vm_readv on it; max_depth:
+ * the frames a walk takes, bounded by the agent, see shm_depth), the
  * counters and the heartbeat. A header left zero is safe but slow: every
  * call is sampled and dropped.
  *
