@@ -31,6 +31,7 @@ struct agent_link_params {
 	pid_t pid;                      /* the target (named in notes) */
 	pid_t proc_tid;                 /* the thread its memory and maps are read through */
 	uint64_t rate;                  /* --sample-rate; 1: exact, every call and free */
+	unsigned max_depth;             /* --max-depth: frames kept of a stack (0: SHM_DEFAULT_DEPTH) */
 	uint64_t ring_size;             /* bytes of each ring (agent_link_ring_size) */
 	int prefault;                   /* fault the tables in ourselves (membudget.h) */
 	int count_bytes;                /* add the unsampled bytes to stats->bytes (--interval) */

@@ -65,7 +65,8 @@
  * Before writing any jump the tool fills the header (magic ... rate,
  * ring_size the bytes of each ring, a power of two >= 4 KiB, code_remote/code_size: calls whose
  * return address lies there are nested and only counted; target_pid: the
- * agent reads its own stack through process_vm_readv on it), the
+ * agent reads its own stack through process_vm_readv on it; max_depth:
+ * the frames a walk takes, bounded by the agent, see shm_depth), the
  * counters and the heartbeat. A header left zero is safe but slow: every
  * call is sampled and dropped.
  *
@@ -93,7 +94,8 @@
 #define SHM_NFRAMES     65536                   /* power of two */
 #define SHM_FRAME_PROBES 16
 #define SHM_MAX_PATCHES 64
-#define SHM_MAX_DEPTH   64                      /* frames the agent walks */
+#define SHM_MAX_DEPTH   1024                    /* the most frames a walk takes (--max-depth) */
+#define SHM_DEFAULT_DEPTH 128                   /* frames a walk takes by default */
 #define SHM_STACK_COPY  8192                    /* bytes copied on a frame-table miss */
 #define SHM_NSTACKS     16384                   /* power of two */
 #define SHM_STACK_PROBES 8
@@ -208,7 +210,10 @@ struct shm_hdr {
 	uint64_t ring_size;     /* bytes of each ring, a power of two */
 	uint64_t rate;          /* --sample-rate */
 	uint32_t npatches;
-	uint32_t pad0;
+	uint32_t max_depth;     /* frames the agent walks (--max-depth); the agent
+				 * bounds it itself (shm_depth). Here, in a line
+				 * nothing writes once the agent runs: every sampled
+				 * call reads it */
 	struct shm_patch patches[SHM_MAX_PATCHES];
 
 	/* Written by the tool. */
@@ -233,6 +238,19 @@ struct shm_hdr {
 					 * clears tool_asleep, bumps it and wakes the tool */
 };
 
+/*
+ * The frames a walk takes, from the header's max_depth: the target can
+ * write it, so the agent takes at most SHM_MAX_DEPTH (and a header left
+ * zero walks SHM_DEFAULT_DEPTH). The tool never believes more than its
+ * own copy (a record's frames are checked against it).
+ */
+static inline uint32_t shm_depth(uint32_t max_depth)
+{
+	if (!max_depth)
+		return SHM_DEFAULT_DEPTH;
+	return max_depth < SHM_MAX_DEPTH ? max_depth : SHM_MAX_DEPTH;
+}
+
 /* The fill (a fraction of ring_size) at which a writer wakes a napping tool. */
 #define SHM_DOORBELL_FILL(ring_size) ((ring_size) / 4)
 
@@ -251,7 +269,9 @@ struct shm_frame {
 /*
  * A stack the tool has numbered: an agent whose walk gives frames that
  * hash to `hash` (and are nframes long) sends the id instead of them
- * (SHM_EVF_STACKID). Slot: hash modulo SHM_NSTACKS, then linear probing
+ * (SHM_EVF_STACKID). A walk cut at the depth (SHM_EVF_TRUNC) counts as
+ * nframes | SHM_STACK_TRUNC, in the hash and here, so that it never takes
+ * the id of a stack with the same frames that ended there. Slot: hash modulo SHM_NSTACKS, then linear probing
  * over at most SHM_STACK_PROBES slots. The tool is the only writer and
  * stores hash last; entries are never changed or removed. Two stacks with
  * the same 64-bit hash and depth would share an id: for a million stacks
@@ -260,8 +280,9 @@ struct shm_frame {
 struct shm_stack {
 	uint64_t hash;          /* shm_stack_hash; 0 = empty slot */
 	uint32_t id;            /* the tool's stack id */
-	uint32_t nframes;
+	uint32_t nframes;       /* | SHM_STACK_TRUNC: the walk was cut at the depth */
 };
+#define SHM_STACK_TRUNC 0x80000000u
 
 /* The stack hash, one return address at a time (leaf first) from h = 0... */
 static inline uint64_t shm_stack_hash_step(uint64_t h, uint64_t ip)
@@ -288,7 +309,7 @@ static inline uint64_t shm_stack_hash_end(uint64_t h, uint32_t nframes)
 #define SHM_EV_PAD      3
 
 #define SHM_EVF_STACK   1   /* a stack copy (stack_len bytes) follows the registers */
-#define SHM_EVF_TRUNC   2   /* the walk stopped at SHM_MAX_DEPTH */
+#define SHM_EVF_TRUNC   2   /* the walk stopped at the depth (shm_depth) with frames left */
 #define SHM_EVF_MISS    4   /* the walk missed: the last frame has no usable rule;
 			     * a struct frame_regs follows the frames */
 #define SHM_EVF_UNTABLED 8  /* sampled mode: not entered in the live table (its bucket
@@ -331,8 +352,14 @@ struct shm_ev_alloc {
 	uint64_t frames[];
 };
 
-/* The longest record the agent writes: an allocation whose walk missed at
- * full depth, with its registers and a whole stack copy. */
+/* The longest record the agent writes with a depth of `depth` frames: an
+ * allocation whose walk missed at full depth, with its registers and a
+ * whole stack copy; SHM_EV_MAX_LEN at the largest depth. */
+static inline uint32_t shm_ev_max_len(uint32_t depth)
+{
+	return (uint32_t)(sizeof(struct shm_ev_alloc) + (uint64_t)shm_depth(depth) * 8 +
+			  sizeof(struct frame_regs) + SHM_STACK_COPY);
+}
 #define SHM_EV_MAX_LEN (sizeof(struct shm_ev_alloc) + SHM_MAX_DEPTH * 8 + \
 			sizeof(struct frame_regs) + SHM_STACK_COPY)
 

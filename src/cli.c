@@ -9,7 +9,7 @@
 #include "cli.h"
 
 enum { OPT_SAMPLE_RATE = 256, OPT_INTERVAL, OPT_EVERY, OPT_DURATION, OPT_FORMAT,
-       OPT_LIST_HOOKS, OPT_MODE, OPT_VERSION };
+       OPT_LIST_HOOKS, OPT_MODE, OPT_MAX_DEPTH, OPT_VERSION };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -20,6 +20,7 @@ static const struct option long_opts[] = {
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "max-depth", required_argument, NULL, OPT_MAX_DEPTH },
 	{ "list-hooks", no_argument, NULL, OPT_LIST_HOOKS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -48,6 +49,8 @@ void cli_usage(FILE *f)
 "      --mode fast|trap     fast: sampled in the target, events through a\n"
 "                           shared ring (default); trap: every call stops\n"
 "                           in heapattach (slow, for cross-checks)\n"
+"      --max-depth N        frames kept of each stack, 1 to 1024 (default\n"
+"                           128); a stack cut there ends in [truncated]\n"
 "      --list-hooks         print the allocator entry points calls bind to\n"
 "  -v, --verbose            debug messages\n"
 "  -h, --help               this help\n"
@@ -157,6 +160,7 @@ int cli_parse(int argc, char **argv, struct options *o)
 	o->sample_rate = CLI_DEFAULT_RATE;
 	o->format = DUMP_PPROF;
 	o->mode = MODE_FAST;
+	o->max_depth = CLI_DEFAULT_DEPTH;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":p:o:vh", long_opts, NULL)) != -1) {
@@ -203,6 +207,16 @@ int cli_parse(int argc, char **argv, struct options *o)
 			else
 				return bad("mode (trap or fast)", optarg);
 			break;
+		case OPT_MAX_DEPTH: {
+			uint64_t d;
+
+			/* a plain count: no K/M suffix */
+			if (cli_parse_size(optarg, &d) || d == 0 || d > CLI_MAX_DEPTH ||
+			    optarg[strspn(optarg, "0123456789")])
+				return bad("stack depth (1 to 1024)", optarg);
+			o->max_depth = (unsigned)d;
+			break;
+		}
 		case OPT_LIST_HOOKS:
 			o->list_hooks = 1;
 			break;

@@ -370,7 +370,9 @@ static uint64_t function_id(struct writer *w, const struct sym_info *si)
 
 /*
  * Location id for the frame whose return address is pc, emitting the Location
- * (address pc - 1, docs/profile-format.md §5) and its Function if new.
+ * (address pc - 1, docs/profile-format.md §5) and its Function if new. The
+ * mark of a stack cut short (PROFILE_PC_TRUNCATED) is a Location of its own,
+ * address 0 and no mapping, in the Function "[truncated]".
  */
 static uint64_t location_id(struct writer *w, uint64_t pc)
 {
@@ -385,7 +387,12 @@ static uint64_t location_id(struct writer *w, uint64_t pc)
 	id = ++w->nlocs;
 	idmap_put(&w->locs, k, id);
 
-	if (w->d->sym) {
+	if (pc == PROFILE_PC_TRUNCATED) {
+		memset(&si, 0, sizeof(si));
+		si.function = PROFILE_TRUNCATED_NAME;
+		fid = function_id(w, &si);
+		addr = 0;
+	} else if (w->d->sym) {
 		memset(&si, 0, sizeof(si));
 		if (!symbolizer_lookup(w->d->sym, addr, &si) && si.function) {
 			fid = function_id(w, &si);

@@ -275,6 +275,7 @@ static int fast_prepare(struct session *s)
 		.pid = s->pid,
 		.proc_tid = s->ev.reader,
 		.rate = s->opt->sample_rate,
+		.max_depth = s->opt->max_depth,
 		.ring_size = s->mem.ring_size,
 		.prefault = s->mem.prefault,
 		.count_bytes = s->opt->interval != 0,
@@ -654,7 +655,8 @@ int session_run(const struct options *opt)
 		goto out;
 	pr_debug("%s", s.mem.note);
 	s.im = new_implant(&s);
-	s.trap = (struct collect_ctx){ s.im, s.prof, &s.sampler, s.unw, &s.stats };
+	s.trap = (struct collect_ctx){ s.im, s.prof, &s.sampler, s.unw, &s.stats,
+				       opt->max_depth };
 	/* Symbols first, while the target runs untouched: loading a big
 	 * object's DWARF takes tens of milliseconds, in which a busy target
 	 * would fill the rings with events the tool cannot yet keep up with.

@@ -275,20 +275,21 @@ static inline void commit(void *rec, uint32_t len)
 
 /*
  * Walk from the allocator's caller (framewalk.h) over our own stack, from
- * the entry sp up to STACK_REACH above it: out[] gets the return
+ * the entry sp up to STACK_REACH above it: out[] gets up to depth return
  * addresses, leaf first, and *hash their shm_stack_hash.
  */
 static unsigned walk(const struct shm_hdr *h, const struct frame_regs *start,
-		     uint64_t *out, uint32_t *flags, uint64_t *hash)
+		     uint64_t *out, unsigned depth, uint32_t *flags, uint64_t *hash)
 {
 	const struct shm_frame *table = (const void *)((const char *)h + SHM_OFF_FRAMES);
 	uint64_t entry_sp = start->sp - 8;
 	struct walk_window w = { (const uint8_t *)entry_sp, entry_sp, entry_sp + STACK_REACH };
 
-	return walk_frames(table, start, &w, out, SHM_MAX_DEPTH, flags, hash);
+	return walk_frames(table, start, &w, out, depth, flags, hash);
 }
 
-/* The tool's id of the stack with this hash and depth; -1 if it has none. */
+/* The tool's id of the stack with this hash and depth (| SHM_STACK_TRUNC
+ * for a walk cut at the depth); -1 if it has none. */
 static int64_t stack_id(const struct shm_hdr *h, uint64_t hash, uint32_t n)
 {
 	const struct shm_stack *t = (const void *)((const char *)h + SHM_OFF_STACKS);
@@ -531,10 +532,16 @@ static uint64_t call_block(const struct agent_frame *f, unsigned sz, uint64_t *s
 
 static void free_block(uint64_t ptr, struct shm_hdr *h);
 
-/* Called by the ALLOC/REALLOC trampolines after a sampled call returned. */
+/*
+ * Called by the ALLOC/REALLOC trampolines after a sampled call returned.
+ * The frames are gathered on the target's stack, as many as the header's
+ * depth says (1 KiB by default, 8 KiB at most): bounded here, since the
+ * target can write the header.
+ */
 HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 {
-	uint64_t frames[SHM_MAX_DEPTH];
+	unsigned depth = shm_depth(*(volatile uint32_t *)&h->max_depth);
+	uint64_t frames[depth];
 	struct frame_regs regs;
 	uint32_t info = (uint32_t)f->info, flags, len, stack_len = 0;
 	uint64_t size, ptr, tsc, hash;
@@ -570,10 +577,10 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 
 	flags = AGENT_INFO_HOOK(info) << SHM_EVF_HOOK_SHIFT;
 	agent_frame_regs(f, &regs);
-	n = walk(h, &regs, frames, &flags, &hash);
+	n = walk(h, &regs, frames, depth, &flags, &hash);
 	c->walks++;
 	if (!(flags & SHM_EVF_MISS))
-		id = stack_id(h, hash, n);
+		id = stack_id(h, hash, n | (flags & SHM_EVF_TRUNC ? SHM_STACK_TRUNC : 0));
 	if (id >= 0) {
 		flags |= SHM_EVF_STACKID;
 		n = 0;
