@@ -19,6 +19,8 @@ struct options {
 	const char *output;       /* NULL: heapattach.PID.heap */
 	uint64_t sample_rate;     /* mean bytes between samples; 1 = every allocation */
 	uint64_t interval;        /* bytes allocated between numbered dumps; 0 = off */
+	uint64_t inuse_interval;  /* a numbered dump at each new high of live bytes by this much */
+	int top;                  /* --top: the live view on stdout */
 	uint64_t every_ns;        /* time between numbered dumps; 0 = off */
 	uint64_t duration_ns;     /* stop after this long; 0 = until interrupted */
 	enum dump_format format;
