@@ -21,6 +21,7 @@ struct options {
 	uint64_t interval;        /* bytes allocated between numbered dumps; 0 = off */
 	uint64_t inuse_interval;  /* a numbered dump at each new high of live bytes by this much */
 	int top;                  /* --top: the live view on stdout */
+	int census;               /* --census: walk glibc's heaps before attaching */
 	uint64_t every_ns;        /* time between numbered dumps; 0 = off */
 	uint64_t duration_ns;     /* stop after this long; 0 = until interrupted */
 	enum dump_format format;

@@ -19,6 +19,8 @@ struct memreport {
 	uint64_t asked_ns;              /* when the last request went out */
 	struct rss_smaps sm;            /* smaps at the last snapshot */
 	int have_sm;
+	char **census;                  /* --census: its lines, kept for every profile */
+	size_t ncensus;
 };
 
 /* Fast mode, once attached: find the allocator's statistics function and
@@ -31,5 +33,9 @@ void memreport_poll(struct session *s);
 void memreport_snapshot(struct session *s);
 /* The breakdown of the last snapshot, with the latest allocator figures. */
 void memreport_compute(struct session *s, struct breakdown *b);
+/* --census, before the attach: walk glibc's heaps (census.h), say what
+ * was there on stderr and keep it for the profiles' comments. */
+void memreport_census(struct session *s);
+void memreport_free(struct memreport *m);
 
 #endif

@@ -9,7 +9,8 @@
 #include "cli.h"
 
 enum { OPT_SAMPLE_RATE = 256, OPT_INTERVAL, OPT_EVERY, OPT_DURATION, OPT_FORMAT,
-       OPT_LIST_HOOKS, OPT_MODE, OPT_VERSION, OPT_INUSE_INTERVAL, OPT_TOP };
+       OPT_LIST_HOOKS, OPT_MODE, OPT_VERSION, OPT_INUSE_INTERVAL, OPT_TOP,
+       OPT_CENSUS };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -23,6 +24,7 @@ static const struct option long_opts[] = {
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "list-hooks", no_argument, NULL, OPT_LIST_HOOKS },
 	{ "top", no_argument, NULL, OPT_TOP },
+	{ "census", no_argument, NULL, OPT_CENSUS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -55,6 +57,8 @@ void cli_usage(FILE *f)
 "      --top                a live view: RSS, allocation rate, top sites, every\n"
 "                           second (keys: q quit, d dump now, s sort); a plain\n"
 "                           table when stdout is not a terminal\n"
+"      --census             before attaching, walk glibc's heaps once: chunks in\n"
+"                           use and free by size (what no sample can show)\n"
 "      --list-hooks         print the allocator entry points calls bind to\n"
 "  -v, --verbose            debug messages\n"
 "  -h, --help               this help\n"
@@ -189,6 +193,9 @@ int cli_parse(int argc, char **argv, struct options *o)
 			break;
 		case OPT_TOP:
 			o->top = 1;
+			break;
+		case OPT_CENSUS:
+			o->census = 1;
 			break;
 		case OPT_INUSE_INTERVAL:
 			if (cli_parse_size(optarg, &o->inuse_interval) || o->inuse_interval == 0)

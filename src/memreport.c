@@ -1,12 +1,17 @@
 /* The run's view of the target's memory: smaps and allocator figures gathered while attached, for the breakdown in every dump. */
 /* SPDX-License-Identifier: MIT */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "agentlink.h"
+#include "census.h"
 #include "clock.h"
 #include "log.h"
 #include "memreport.h"
+#include "remote.h"
 #include "session.h"
+#include "xmalloc.h"
 
 #define ASK_EVERY_NS 1000000000ULL      /* a fresh answer a second is plenty */
 
@@ -68,4 +73,41 @@ void memreport_compute(struct session *s, struct breakdown *b)
 	};
 
 	breakdown_compute(&in, b);
+}
+
+static int census_read(void *arg, uint64_t addr, void *buf, size_t len)
+{
+	const struct session *s = arg;
+
+	return remote_mem_read(s->ev.reader, addr, buf, len);
+}
+
+static void keep_census(void *arg, const char *text)
+{
+	struct memreport *m = arg;
+
+	m->census = xrealloc(m->census, (m->ncensus + 1) * sizeof(*m->census));
+	m->census[m->ncensus++] = xstrdup(text);
+	fprintf(stderr, "heapattach: %s\n", text);
+}
+
+void memreport_census(struct session *s)
+{
+	struct census c;
+
+	if (census_walk(&s->maps, census_read, s, &c)) {
+		keep_census(&s->mr, "census: no glibc heap could be walked (another allocator, "
+				    "or the heaps changed during the walk)");
+		return;
+	}
+	census_print(&c, keep_census, &s->mr);
+}
+
+void memreport_free(struct memreport *m)
+{
+	for (size_t i = 0; i < m->ncensus; i++)
+		free(m->census[i]);
+	free(m->census);
+	m->census = NULL;
+	m->ncensus = 0;
 }

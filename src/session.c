@@ -180,6 +180,26 @@ static const char before_attach[] =
 	"allocations made before heapattach attached are not in this profile's samples "
 	"(the heapattach-rss line says how many bytes they hold, where the allocator tells)";
 
+/* FILE.peak.heap (pprof only): the final profile's d with the in-use
+ * figures of the peak snapshot, and one more comment (comments has room). */
+static void write_peak(struct session *s, struct dump_info *d, const char **comments)
+{
+	char note[160];
+	char *path;
+
+	if (!s->peak.bytes || s->opt->format != DUMP_PPROF)
+		return;
+	snprintf(note, sizeof(note), "peak: the live set at the session's highest point, "
+		 "%.1f MiB at +%.1f s (in-use sample types only)", s->peak.bytes / 1048576.0,
+		 s->peak.at_ns / 1e9);
+	comments[d->ncomments++] = note;
+	d->peak = &s->peak;
+	path = dump_tagged_path(s->output, "peak");
+	if (dump_write_at(&s->out, path, s->opt->format, s->prof, d) == 0)
+		fprintf(stderr, "heapattach: wrote %s (%s)\n", path, note + 6);
+	free(path);
+}
+
 /* Lines of the breakdown, kept for the profile's comments. */
 struct breakdown_text {
 	char v[BREAKDOWN_MAX_LINES + 2][1024];
@@ -201,9 +221,8 @@ int session_dump(struct session *s, unsigned seq)
 	const struct proc_maps *maps = &s->maps;
 	char comment[128];
 	char sc_note[sizeof(s->sc.note) + 32];
-	const char *comments[5 + SESSION_MAX_NOTES + BREAKDOWN_MAX_LINES + 2] = {
-		comment, before_attach, s->mem.note, sc_note
-	};
+	const char **comments = xcalloc(5 + SESSION_MAX_NOTES + BREAKDOWN_MAX_LINES + 2 +
+					s->mr.ncensus, sizeof(*comments));
 	struct breakdown_text bt = { .n = 0 };
 	struct breakdown bd;
 	size_t ncomments;
@@ -228,6 +247,10 @@ int session_dump(struct session *s, unsigned seq)
 	if (sym)
 		symbolizer_set_perfmap(sym, s->jit);
 	snprintf(sc_note, sizeof(sc_note), "seccomp filter: %s", s->sc.note);
+	comments[0] = comment;
+	comments[1] = before_attach;
+	comments[2] = s->mem.note;
+	comments[3] = sc_note;
 	ncomments = s->sc.note[0] ? 4 : 3;
 	for (size_t i = 0; i < s->nnotes; i++)
 		comments[ncomments++] = s->notes[i];
@@ -237,6 +260,8 @@ int session_dump(struct session *s, unsigned seq)
 		memreport_snapshot(s);
 	memreport_compute(s, &bd);
 	breakdown_print(&bd, keep_line, &bt);
+	for (size_t i = 0; i < s->mr.ncensus; i++)
+		comments[ncomments++] = s->mr.census[i];
 	for (size_t i = 0; i < bt.n; i++) {
 		comments[ncomments++] = bt.v[i];
 		if (log_verbose || !seq)
@@ -259,23 +284,12 @@ int session_dump(struct session *s, unsigned seq)
 	if (!rc && seq)
 		pr_debug("wrote %s", path);
 	free(path);
-	if (!rc && !seq && s->peak.bytes && s->opt->format == DUMP_PPROF) {
-		char peak_note[160];
-
-		snprintf(peak_note, sizeof(peak_note), "peak: the live set at the session's "
-			 "highest point, %.1f MiB at +%.1f s (in-use sample types only)",
-			 s->peak.bytes / 1048576.0, s->peak.at_ns / 1e9);
-		comments[ncomments] = peak_note;
-		d.ncomments = ncomments + 1;
-		d.peak = &s->peak;
-		path = dump_tagged_path(s->output, "peak");
-		if (dump_write_at(&s->out, path, s->opt->format, s->prof, &d) == 0)
-			fprintf(stderr, "heapattach: wrote %s (%s)\n", path, peak_note + 6);
-		free(path);
-	}
+	if (!rc && !seq)
+		write_peak(s, &d, comments);
 	if (sym != s->sym)
 		symbolizer_free(sym);
 	proc_maps_free(&fresh);
+	free(comments);
 	return rc;
 }
 
@@ -285,9 +299,9 @@ int session_dump(struct session *s, unsigned seq)
  * snapshotted for the peak profile (final: the last count, no dump).
  * In fast mode the profile learns of sampled frees only when it reconciles
  * with the agent's live table, so the count waits for one (live_fresh).
- * Counting them walks the live table,
- * which holds millions of blocks in exact mode at scale: the walks are
- * spaced so that they take at most 2% of the time.
+ * Counting them walks the live table, which holds millions of blocks in
+ * exact mode at scale: the walks are spaced so that they take at most 2%
+ * of the time.
  */
 static void track_live(struct session *s, uint64_t now, int final)
 {
@@ -306,7 +320,31 @@ static void track_live(struct session *s, uint64_t now, int final)
 	}
 }
 
-/* Periodic work between events: --duration, --every, --interval. 1 to stop. */
+/* --top: the view's keys and refresh. 1: the user quit. */
+static int top_tick(struct session *s, uint64_t now)
+{
+	struct topview_in ti = {
+		.pid = s->pid, .prof = s->prof, .sym = s->sym,
+		.as = s->mr.have_as ? &s->mr.as : NULL,
+		.elapsed_ns = now - s->start_ns, .dumps = s->dump_seq,
+	};
+
+	if (!s->tv)
+		return 0;
+	switch (topview_tick(s->tv, &ti, now)) {
+	case TOPVIEW_QUIT:
+		return 1;
+	case TOPVIEW_DUMP:
+		session_dump(s, ++s->dump_seq);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* Periodic work between events: --duration, --every, --interval, SIGUSR1,
+ * new highs, the allocator's figures, --top. 1 to stop. */
 static int housekeeping(struct session *s)
 {
 	const struct options *o = s->opt;
@@ -328,24 +366,7 @@ static int housekeeping(struct session *s)
 	}
 	track_live(s, now, 0);
 	memreport_poll(s);
-	if (s->tv) {
-		struct topview_in ti = {
-			.pid = s->pid, .prof = s->prof, .sym = s->sym,
-			.as = s->mr.have_as ? &s->mr.as : NULL,
-			.elapsed_ns = now - s->start_ns, .dumps = s->dump_seq,
-		};
-
-		switch (topview_tick(s->tv, &ti, now)) {
-		case TOPVIEW_QUIT:
-			return 1;
-		case TOPVIEW_DUMP:
-			session_dump(s, ++s->dump_seq);
-			break;
-		default:
-			break;
-		}
-	}
-	return 0;
+	return top_tick(s, now);
 }
 
 /*
@@ -782,6 +803,8 @@ int session_run(const struct options *opt)
 		pr_debug("perf map %s: %zu entries, %zu malformed lines", perfmap_path(s.jit),
 			 st.entries, st.garbage);
 	}
+	if (opt->census && !stop_signal)
+		memreport_census(&s);
 	if (stop_signal) {
 		fprintf(stderr, "heapattach: interrupted before attaching; PID %d untouched\n", s.pid);
 		goto out;
@@ -857,6 +880,7 @@ out:
 	if (s.prof)
 		profile_free(s.prof);
 	peak_free(&s.peak);
+	memreport_free(&s.mr);
 	hooks_free(&s.hooks);
 out_maps:
 	proc_maps_free(&s.maps);
