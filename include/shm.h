@@ -70,9 +70,10 @@
  * counters and the heartbeat. A header left zero is safe but slow: every
  * call is sampled and dropped.
  *
- * The agent never traps, never calls into the target's libraries and
- * never blocks, except in exact mode while the heartbeat is fresh (and at
- * most a second per event): with the tool gone (even SIGKILLed) the
+ * The agent never traps and never blocks, except in exact mode while the
+ * heartbeat is fresh (and at most a second per event); it calls into the
+ * target's libraries only to answer a request for the allocator's
+ * statistics (stats_*, below): with the tool gone (even SIGKILLed) the
  * trampolines keep working, the ring fills and events are counted as drops.
  */
 
@@ -99,6 +100,8 @@
 #define SHM_STACK_COPY  8192                    /* bytes copied on a frame-table miss */
 #define SHM_NSTACKS     16384                   /* power of two */
 #define SHM_STACK_PROBES 8
+#define SHM_STATS_MAX   16                      /* allocator statistics asked at once */
+#define SHM_STATS_NAME  40                      /* bytes of each one's name */
 
 #define SHM_OFF_COUNTERS 4096
 #define SHM_OFF_HEADS   (SHM_OFF_COUNTERS + SHM_NCOUNTERS * SHM_COUNTER_STRIDE)
@@ -236,6 +239,24 @@ struct shm_hdr {
 	volatile uint32_t doorbell;     /* its futex word: the first writer whose ring
 					 * is past SHM_DOORBELL_FILL while tool_asleep
 					 * clears tool_asleep, bumps it and wakes the tool */
+
+	/*
+	 * The allocator's own statistics (allocstats.c). The tool sets the
+	 * function and names once, then bumps stats_req to ask; the next
+	 * sampled call that is not nested in the allocator (so its thread
+	 * holds no allocator lock) calls the function, fills stats_val and
+	 * sets stats_done to the request it answered. One thread at a time
+	 * (stats_busy, cmpxchg).
+	 */
+	volatile uint32_t stats_req;
+	volatile uint32_t stats_done;
+	volatile uint32_t stats_busy;
+	uint32_t stats_kind;            /* SHM_STATS_*; 0: none */
+	uint64_t stats_fn;              /* the function, in the target */
+	uint32_t stats_n;               /* names (MALLCTL, PROPERTY), at most SHM_STATS_MAX */
+	uint32_t pad2;
+	volatile uint64_t stats_val[SHM_STATS_MAX];	/* UINT64_MAX: that one failed */
+	char stats_names[SHM_STATS_MAX][SHM_STATS_NAME];
 };
 
 /*
@@ -250,6 +271,13 @@ static inline uint32_t shm_depth(uint32_t max_depth)
 		return SHM_DEFAULT_DEPTH;
 	return max_depth < SHM_MAX_DEPTH ? max_depth : SHM_MAX_DEPTH;
 }
+
+/* shm_hdr.stats_kind: how the agent calls stats_fn. */
+#define SHM_STATS_MALLINFO2 1   /* glibc: struct mallinfo2 mallinfo2(void): 10 words */
+#define SHM_STATS_MALLCTL   2   /* jemalloc: mallctl("epoch", ..., &1, 8) to refresh, then
+				 * mallctl(name, &v, &8, NULL, 0) for each name */
+#define SHM_STATS_PROPERTY  3   /* gperftools: MallocExtension_GetNumericProperty(name, &v),
+				 * 1 on success, for each name */
 
 /* The fill (a fraction of ring_size) at which a writer wakes a napping tool. */
 #define SHM_DOORBELL_FILL(ring_size) ((ring_size) / 4)

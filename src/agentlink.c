@@ -26,6 +26,7 @@
 #include <linux/futex.h>
 #include <time.h>
 #include "agentlink.h"
+#include "allocstats.h"
 #include "clock.h"
 #include "frametab.h"
 #include "framewalk.h"
@@ -74,6 +75,8 @@ struct agent_link {
 	int exact;                      /* every call recorded (rate 1) */
 	int hostile;                    /* it held what no agent writes: trusted no more */
 	int learn_noted;                /* the learning cap was said */
+	int stats_armed;                /* the allocator's statistics function is set */
+	uint32_t stats_asked, stats_taken; /* our last request, and the last one answered */
 };
 
 uint64_t agent_link_ring_size(uint64_t rate)
@@ -214,6 +217,38 @@ int agent_link_hostile(const struct agent_link *l)
 	return l && l->hostile;
 }
 
+/* ---- the allocator's statistics (allocstats.h) ---- */
+
+void agent_link_stats_arm(struct agent_link *l, const struct allocstats_fn *fn)
+{
+	if (!ready(l) || l->hostile)
+		return;
+	allocstats_arm(l->shm, (struct shm_hdr *)l->want, fn);
+	l->stats_asked = l->stats_taken = 0;
+	l->stats_armed = 1;
+}
+
+void agent_link_stats_ask(struct agent_link *l)
+{
+	if (!ready(l) || l->hostile || !l->stats_armed || l->stats_asked != l->stats_taken)
+		return;
+	/* the agent answers with stats_done = this request: ours to count */
+	l->stats_asked++;
+	shm_barrier();
+	__atomic_store_n(&l->shm->stats_req, l->stats_asked, __ATOMIC_RELEASE);
+}
+
+int agent_link_stats_take(struct agent_link *l, uint64_t *val, size_t n)
+{
+	if (!ready(l) || l->hostile || !l->stats_armed || l->stats_taken == l->stats_asked ||
+	    __atomic_load_n(&l->shm->stats_done, __ATOMIC_ACQUIRE) != l->stats_asked)
+		return 0;
+	l->stats_taken = l->stats_asked;
+	for (size_t i = 0; i < n && i < SHM_STATS_MAX; i++)
+		val[i] = l->shm->stats_val[i];
+	return 1;
+}
+
 /* Header fields the tool wrote and nothing else does, by name. */
 static const struct {
 	size_t off, len;
@@ -222,7 +257,8 @@ static const struct {
 #define F(f) { offsetof(struct shm_hdr, f), sizeof(((struct shm_hdr *)0)->f), #f }
 	F(magic), F(version), F(flags), F(total_size), F(data_remote), F(code_remote),
 	F(code_size), F(tool_pid), F(target_pid), F(ring_size), F(rate), F(npatches),
-	F(max_depth), F(patches), F(nest_lo), F(nest_hi), F(gap_mul),
+	F(max_depth), F(patches), F(nest_lo), F(nest_hi), F(gap_mul), F(stats_kind), F(stats_fn),
+	F(stats_n), F(stats_names),
 #undef F
 };
 
