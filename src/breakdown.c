@@ -116,8 +116,7 @@ static void heap_detail(struct breakdown *b, const struct breakdown_in *in, uint
 		rest -= res;
 	}
 	add(b, "heap_other", "heap not accounted for", 1, rest,
-	    "derived: the heap's resident bytes minus the lines above (negative: "
-	    "the allocator counts pages never touched)");
+	    "derived: the heap's resident bytes minus the lines above");
 }
 
 void breakdown_compute(const struct breakdown_in *in, struct breakdown *b)
