@@ -60,6 +60,7 @@ struct topview {
 };
 
 static const char *const sort_names[NSORTS] = { "live", "growth", "alloc rate" };
+static const char sort_keys[NSORTS] = { 'l', 'g', 'a' };
 
 struct topview *topview_new(int in, int out)
 {
@@ -313,19 +314,12 @@ enum topview_action topview_tick(struct topview *tv, const struct topview_in *ti
 				tv->sort = (tv->sort + 1) % NSORTS;
 				tv->redraw = 1;
 				break;
-			case 'l':
-				tv->sort = BY_LIVE;
-				tv->redraw = 1;
-				break;
-			case 'g':
-				tv->sort = BY_GROWTH;
-				tv->redraw = 1;
-				break;
-			case 'a':
-				tv->sort = BY_RATE;
-				tv->redraw = 1;
-				break;
 			default:
+				for (int k = 0; k < NSORTS; k++)
+					if (keys[i] == sort_keys[k]) {
+						tv->sort = (enum sort_by)k;
+						tv->redraw = 1;
+					}
 				break;
 			}
 		}
