@@ -102,6 +102,7 @@
 #define SHM_STACK_PROBES 8
 #define SHM_STATS_MAX   16                      /* allocator statistics asked at once */
 #define SHM_STATS_NAME  40                      /* bytes of each one's name */
+#define SHM_FP_RANGES   32                      /* frame-pointer code ranges (JIT) */
 
 #define SHM_OFF_COUNTERS 4096
 #define SHM_OFF_HEADS   (SHM_OFF_COUNTERS + SHM_NCOUNTERS * SHM_COUNTER_STRIDE)
@@ -191,6 +192,11 @@ static inline uint64_t shm_exp_gap(uint64_t x, uint64_t gap_mul)
 	return (uint64_t)(((unsigned __int128)gap_mul * minus_log2) >> 32) + 1;
 }
 
+/* [lo, hi) of the target's addresses. */
+struct shm_range {
+	uint64_t lo, hi;
+};
+
 /* Original bytes of one patched entry point, so that any later heapattach
  * (this one killed) can restore the target. */
 struct shm_patch {
@@ -257,6 +263,17 @@ struct shm_hdr {
 	uint32_t pad2;
 	volatile uint64_t stats_val[SHM_STATS_MAX];	/* UINT64_MAX: that one failed */
 	char stats_names[SHM_STATS_MAX][SHM_STATS_NAME];
+
+	/*
+	 * Code without unwind info that keeps frame pointers (a JIT's
+	 * anonymous executable memory), written by the tool: a frame whose
+	 * return address has no rule but lies in one of the first fp_n
+	 * ranges is stepped by its frame pointer (framewalk.h). The tool
+	 * writes the ranges before fp_n; a torn read only misleads a walk.
+	 */
+	volatile uint32_t fp_n;
+	uint32_t pad3;
+	struct shm_range fp[SHM_FP_RANGES];
 };
 
 /*

@@ -32,6 +32,7 @@
 #include "framewalk.h"
 #include "log.h"
 #include "mapguard.h"
+#include "proc.h"
 #include "profile.h"
 #include "ring.h"
 #include "sampler.h"
@@ -53,6 +54,7 @@
 #define COUNT_PER_NS 16
 #define COUNT_SLACK (1ULL << 20)
 #define OP_BATCH 64
+#define FP_REFRESH_NS 50000000ULL	/* maps read for new JIT code at most this often */
 
 struct agent_link {
 	struct agent_link_params p;
@@ -76,6 +78,9 @@ struct agent_link {
 	int hostile;                    /* it held what no agent writes: trusted no more */
 	int learn_noted;                /* the learning cap was said */
 	int stats_armed;                /* the allocator's statistics function is set */
+	int fp_stale;                   /* a walk missed in code of no known range */
+	uint32_t fp_ranges;             /* frame-pointer ranges published */
+	uint64_t fp_read_ns;            /* when the maps were last read for them */
 	uint32_t stats_asked, stats_taken; /* our last request, and the last one answered */
 };
 
@@ -136,6 +141,8 @@ static void prefault(uint8_t *p, size_t len)
 		__atomic_fetch_or(&p[off], 0, __ATOMIC_RELAXED);
 }
 
+static void fp_refresh(struct agent_link *l);
+
 /* Fill the shared layout (already mapped, zeroed by ftruncate); what goes
  * into the header goes into the implant's copy (w) first. */
 static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w)
@@ -174,6 +181,7 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	agent_link_heartbeat(l);
 	ring_reader_init(&l->rings, h, l->p.ring_size, l->depth);
 	l->ftab = frametab_new(l->p.proc_tid, (struct shm_frame *)(d + SHM_OFF_FRAMES));
+	fp_refresh(l);
 }
 
 void agent_link_set_pid(struct agent_link *l, pid_t tid)
@@ -217,6 +225,91 @@ int agent_link_hostile(const struct agent_link *l)
 	return l && l->hostile;
 }
 
+/* ---- code walked by its frame pointer (shm_hdr.fp) ---- */
+
+/* Whether m is code of no ELF object: anonymous (or [anon:...]) or a memfd
+ * other than ours, executable. */
+static int jit_code(const struct proc_map *m)
+{
+	if (!(m->prot & PROC_MAP_X))
+		return 0;
+	if (!m->path || !strncmp(m->path, "[anon", 5))
+		return 1;
+	return !strncmp(m->path, "/memfd:", 7) && strncmp(m->path, "/memfd:heapattach", 17);
+}
+
+/*
+ * The target's JIT-like code, into at most SHM_FP_RANGES ranges:
+ * adjacent mappings are merged, then the two ranges with the smallest
+ * gap between them until they fit (a rule for code in a gap still comes
+ * first). Returns the count.
+ */
+static uint32_t fp_ranges(const struct proc_maps *m, struct shm_range *v)
+{
+	uint32_t n = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		const struct proc_map *p = &m->v[i];
+
+		if (!jit_code(p))
+			continue;
+		if (n && v[n - 1].hi == p->start) {
+			v[n - 1].hi = p->end;
+			continue;
+		}
+		if (n == SHM_FP_RANGES) {
+			uint32_t best = 0;
+
+			for (uint32_t k = 1; k + 1 < n; k++)
+				if (v[k + 1].lo - v[k].hi < v[best + 1].lo - v[best].hi)
+					best = k;
+			v[best].hi = v[best + 1].hi;
+			memmove(&v[best + 1], &v[best + 2], (n - best - 2) * sizeof(*v));
+			n--;
+		}
+		v[n++] = (struct shm_range){ p->start, p->end };
+	}
+	return n;
+}
+
+/* Read the maps and publish the ranges (ours first, then the shared
+ * header: ranges before their count). */
+static void fp_refresh(struct agent_link *l)
+{
+	struct proc_maps m = { 0 };
+	struct shm_hdr *w = (struct shm_hdr *)l->want;
+	struct shm_range v[SHM_FP_RANGES];
+	uint32_t n;
+
+	l->fp_read_ns = clock_ns(CLOCK_MONOTONIC);
+	l->fp_stale = 0;
+	if (proc_maps_read(l->p.proc_tid, &m))
+		return;
+	n = fp_ranges(&m, v);
+	proc_maps_free(&m);
+	if (n == w->fp_n && !memcmp(v, w->fp, n * sizeof(*v)))
+		return;
+	w->fp_n = 0;
+	l->shm->fp_n = 0;
+	shm_barrier();
+	memcpy(w->fp, v, sizeof(v));
+	memcpy((void *)l->shm->fp, v, sizeof(v));
+	shm_barrier();
+	w->fp_n = n;
+	l->shm->fp_n = n;
+	l->fp_ranges = n;
+}
+
+/* A walk missed at ip: if it is no frame-pointer code we know of, look at
+ * the maps again soon (new JIT code), at most every FP_REFRESH_NS. */
+static void fp_missed(struct agent_link *l, uint64_t ip)
+{
+	struct walk_fp fp = { l->want->fp, l->want->fp_n };
+
+	if (!walk_fp_has(&fp, ip))
+		l->fp_stale = 1;
+}
+
 /* ---- the allocator's statistics (allocstats.h) ---- */
 
 void agent_link_stats_arm(struct agent_link *l, const struct allocstats_fn *fn)
@@ -258,7 +351,7 @@ static const struct {
 	F(magic), F(version), F(flags), F(total_size), F(data_remote), F(code_remote),
 	F(code_size), F(tool_pid), F(target_pid), F(ring_size), F(rate), F(npatches),
 	F(max_depth), F(patches), F(nest_lo), F(nest_hi), F(gap_mul), F(stats_kind), F(stats_fn),
-	F(stats_n), F(stats_names),
+	F(stats_n), F(stats_names), F(fp_n), F(fp),
 #undef F
 };
 
@@ -350,7 +443,9 @@ static int table_walk(struct agent_link *l, const struct frame_regs *regs, const
 	uint64_t hash;
 	unsigned n;
 
-	n = walk_frames(table, regs, &w, pcs, l->depth, &flags, &hash);
+	struct walk_fp fp = { l->want->fp, l->want->fp_n };	/* our copy */
+
+	n = walk_frames(table, &fp, regs, &w, pcs, l->depth, &flags, &hash);
 	*trunc = !!(flags & SHM_EVF_TRUNC);
 	return flags & SHM_EVF_MISS ? -ENOENT : (int)n;
 }
@@ -412,6 +507,8 @@ static void on_alloc(struct agent_link *l, const struct shm_ev_alloc *e)
 			l->p.stats->unwind_errors++;
 		}
 	}
+	if ((e->flags & SHM_EVF_MISS) && e->nframes)
+		fp_missed(l, e->frames[e->nframes - 1]);
 	if ((e->flags & SHM_EVF_MISS) && (stack_pcs == e->frames || trunc)) {
 		/* No copy (refused), or none that unwinds to the root: teach
 		 * what we can from the frames the agent walked (the last is
@@ -499,6 +596,9 @@ size_t agent_link_drain(struct agent_link *l, size_t max)
 		shm_hostile(l, l->rings.corrupt);
 	check_header(l);
 	note_learning(l);
+	if (l->fp_stale && !l->hostile &&
+	    clock_ns(CLOCK_MONOTONIC) - l->fp_read_ns >= FP_REFRESH_NS)
+		fp_refresh(l);
 	return total;
 }
 

@@ -285,8 +285,9 @@ static unsigned walk(const struct shm_hdr *h, const struct frame_regs *start,
 	const struct shm_frame *table = (const void *)((const char *)h + SHM_OFF_FRAMES);
 	uint64_t entry_sp = start->sp - 8;
 	struct walk_window w = { (const uint8_t *)entry_sp, entry_sp, entry_sp + STACK_REACH };
+	struct walk_fp fp = { h->fp, h->fp_n };
 
-	return walk_frames(table, start, &w, out, depth, flags, hash);
+	return walk_frames(table, &fp, start, &w, out, depth, flags, hash);
 }
 
 /* The tool's id of the stack with this hash and depth (| SHM_STACK_TRUNC
