@@ -356,6 +356,8 @@ static const struct rloc *find_loc(const struct store *s, uint64_t id)
 {
 	struct rloc key = { .id = id };
 
+	if (!s->locs.n)
+		return NULL;
 	return bsearch(&key, s->locs.v, s->locs.n, sizeof(key), cmp_loc);
 }
 
@@ -363,6 +365,8 @@ static const struct rfunc *find_func(const struct store *s, uint64_t id)
 {
 	struct rfunc key = { .id = id };
 
+	if (!s->funcs.n)
+		return NULL;
 	return bsearch(&key, s->funcs.v, s->funcs.n, sizeof(key), cmp_func);
 }
 
@@ -423,8 +427,10 @@ static int resolve(struct store *s, struct rprof *out)
 
 	if (!s->strs.n || *str_at(s, 0))
 		return -EBADMSG;	/* the table must start with "" */
-	qsort(s->locs.v, s->locs.n, sizeof(struct rloc), cmp_loc);
-	qsort(s->funcs.v, s->funcs.n, sizeof(struct rfunc), cmp_func);
+	if (s->locs.n)
+		qsort(s->locs.v, s->locs.n, sizeof(struct rloc), cmp_loc);
+	if (s->funcs.n)
+		qsort(s->funcs.v, s->funcs.n, sizeof(struct rfunc), cmp_func);
 	if (check_unique(s->locs.v, s->locs.n, sizeof(struct rloc)) ||
 	    check_unique(s->funcs.v, s->funcs.n, sizeof(struct rfunc)))
 		return -EBADMSG;

@@ -107,7 +107,7 @@ static struct rseries_site *site_get(struct table *t, struct rseries_site **arr,
 		site_rehash(t, *arr, *count, t->cap ? t->cap * 2 : 1024);
 	for (i = hash_frames(f, n) & (t->cap - 1); t->slot[i]; i = (i + 1) & (t->cap - 1)) {
 		site = &(*arr)[t->slot[i] - 1];
-		if (site->nframes == n && !memcmp(site->frames, f, n * sizeof(*f)))
+		if (site->nframes == n && (!n || !memcmp(site->frames, f, n * sizeof(*f))))
 			return site;
 	}
 	if (*count == *cap) {
@@ -117,7 +117,8 @@ static struct rseries_site *site_get(struct table *t, struct rseries_site **arr,
 	site = &(*arr)[*count];
 	memset(site, 0, sizeof(*site));
 	site->frames = xmalloc((n ? n : 1) * sizeof(*f));
-	memcpy(site->frames, f, n * sizeof(*f));
+	if (n)
+		memcpy(site->frames, f, n * sizeof(*f));
 	site->nframes = n;
 	for (int k = 0; k < RS_NFIG; k++)
 		site->fig[k] = xcalloc(ndumps, sizeof(double));
@@ -281,7 +282,8 @@ static void rank(struct rseries_site *arr, size_t n, const double *x, size_t nd)
 {
 	for (size_t i = 0; i < n; i++)
 		trend(&arr[i].trend, x, arr[i].fig[RS_INUSE_B], nd);
-	qsort(arr, n, sizeof(*arr), cmp_rank);
+	if (n)
+		qsort(arr, n, sizeof(*arr), cmp_rank);
 }
 
 void rseries_finish(struct rseries *s, int keep_order)
@@ -345,7 +347,8 @@ void rseries_diff_order(const struct rseries *s, int funcs, size_t a, size_t b, 
 	g_arr = funcs ? s->funcs : s->sites;
 	g_a = a;
 	g_b = b;
-	qsort(idx, n, sizeof(size_t), cmp_growth);
+	if (n)
+		qsort(idx, n, sizeof(size_t), cmp_growth);
 	g_arr = NULL;
 }
 
