@@ -39,6 +39,16 @@ static void *vec_push(struct vec *x)
 	return (char *)x->v + x->n++ * x->elt;
 }
 
+/* The vector's array, allocated if still empty (so that base + 0 is defined). */
+static void *vec_base(struct vec *x)
+{
+	if (!x->v) {
+		x->cap = 16;
+		x->v = xmalloc(x->cap * x->elt);
+	}
+	return x->v;
+}
+
 /* ---- protobuf wire format ---- */
 
 struct pbr {
@@ -467,9 +477,9 @@ static int resolve(struct store *s, struct rprof *out)
 		for (size_t i = 0; i < s->samples.n; i++) {
 			const struct rsample *sm = &((struct rsample *)s->samples.v)[i];
 
-			s->out[i].frames = (const char **)s->frames.v + first[i];
+			s->out[i].frames = (const char **)vec_base(&s->frames) + first[i];
 			s->out[i].nframes = first[i + 1] - first[i];
-			s->out[i].values = (const int64_t *)s->vals.v + sm->val0;
+			s->out[i].values = (const int64_t *)vec_base(&s->vals) + sm->val0;
 		}
 		out->ntypes = nt;
 		out->type = s->type_s;
