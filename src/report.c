@@ -181,13 +181,14 @@ static int add_file(struct rseries *s, size_t i, const char *path)
 	return 0;
 }
 
-/* Sites to plot: those with a frame matching a --site expression, or the first top. */
+/* Sites to plot: those with a frame matching a --site expression, or the
+ * first top that held any live bytes. */
 static size_t pick_sites(const struct rseries *s, const struct report_opts *o, size_t *idx)
 {
 	size_t n = 0, max = o->top < REPORT_MAX_SITES ? o->top : REPORT_MAX_SITES;
 
 	for (size_t i = 0; i < s->nsites && n < max; i++) {
-		int hit = !o->nre;
+		int hit = !o->nre && s->sites[i].trend.max > 0;
 
 		for (size_t k = 0; k < s->sites[i].nframes && !hit; k++)
 			for (size_t r = 0; r < o->nre && !hit; r++)
@@ -196,6 +197,13 @@ static size_t pick_sites(const struct rseries *s, const struct report_opts *o, s
 			idx[n++] = i;
 	}
 	return n;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash && slash[1] ? slash + 1 : path;
 }
 
 /* The stacks of the flame graph and folded output: live bytes at the last
@@ -215,10 +223,10 @@ static struct rflame_stack *flame_stacks(const struct rseries *s, int diff, size
 	}
 	*n = s->nsites;
 	if (diff)
-		snprintf(title, tlen, "Growth of live bytes from %s to %s", s->dumps[0].path,
-			 s->dumps[1].path);
+		snprintf(title, tlen, "Growth of live bytes from %s to %s", base_name(s->dumps[0].path),
+			 base_name(s->dumps[1].path));
 	else
-		snprintf(title, tlen, "Live bytes at %s", s->dumps[last].path);
+		snprintf(title, tlen, "Live bytes at %s", base_name(s->dumps[last].path));
 	return st;
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # Decodes a PNG (8-bit gray, RGB or RGBA, not interlaced: what Chromium's screenshots are) into pixels, for tests that look at renderings.
 # SPDX-License-Identifier: MIT
-"""As a module: img = pngpix.read(path); img.pixel(x, y) -> (r, g, b).
+"""As a module: img = pngpix.read(path[, rows]); img.pixel(x, y) -> (r, g, b)
+(only the first rows rows decoded if given; pixels below read as white).
 As a command: pngpix.py FILE X Y prints the pixel at X, Y."""
 import struct
 import sys
@@ -13,7 +14,7 @@ class Image:
         self.width, self.height, self.bpp, self.rows = width, height, bpp, rows
 
     def pixel(self, x, y):
-        if not (0 <= x < self.width and 0 <= y < self.height):
+        if not (0 <= x < self.width and 0 <= y < len(self.rows)):
             return (255, 255, 255)
         row = self.rows[y]
         p = row[x * self.bpp:(x + 1) * self.bpp]
@@ -30,7 +31,7 @@ def _paeth(a, b, c):
     return b if pb <= pc else c
 
 
-def read(path):
+def read(path, rows=None):
     data = open(path, 'rb').read()
     if data[:8] != b'\x89PNG\r\n\x1a\n':
         raise ValueError('not a PNG')
@@ -51,8 +52,9 @@ def read(path):
     bpp = {0: 1, 2: 3, 6: 4}[ctype]
     raw = zlib.decompress(idat)
     stride = w * bpp
+    limit = h if rows is None else min(h, rows)
     rows, prev = [], bytearray(stride)
-    for y in range(h):
+    for y in range(limit):
         f = raw[y * (stride + 1)]
         line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
         for i in range(stride):
