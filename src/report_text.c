@@ -37,10 +37,13 @@ static void trend_row(FILE *f, const struct rseries *s, const struct rseries_sit
 	char g[32], fi[32], la[32];
 	char *name = rseries_site_name(st, NAME_DEPTH);
 
-	fprintf(f, "%4zu  %11s  %4.0f%%  %4.2f  %10s  %10s  %9.0f  %9.0f  ", rank,
-		rfmt_bytes(g, sizeof(g), t->slope * 3600), 100 * t->grew, t->r2,
-		rfmt_bytes(fi, sizeof(fi), t->first), rfmt_bytes(la, sizeof(la), t->last),
-		st->fig[RS_ALLOC_N][last], frees_of(st, last));
+	if (s->ndumps < 2)	/* no trend: growth, grew and fit mean nothing */
+		fprintf(f, "%4zu  %11s  %5s  %4s  ", rank, "-", "-", "-");
+	else
+		fprintf(f, "%4zu  %11s  %4.0f%%  %4.2f  ", rank,
+			rfmt_bytes(g, sizeof(g), t->slope * 3600), 100 * t->grew, t->r2);
+	fprintf(f, "%10s  %10s  %9.0f  %9.0f  ", rfmt_bytes(fi, sizeof(fi), t->first),
+		rfmt_bytes(la, sizeof(la), t->last), st->fig[RS_ALLOC_N][last], frees_of(st, last));
 	if (why)
 		fprintf(f, "[%s] ", rseries_why(t, s->ndumps));
 	fprintf(f, "%s\n", name);
