@@ -25,6 +25,7 @@
 #define RSERIES_MIN_DUMPS 3
 
 enum { RS_INUSE_B, RS_INUSE_N, RS_ALLOC_B, RS_ALLOC_N, RS_NFIG };
+enum { RS_RSS, RS_ANON, RS_FILE, RS_SHMEM, RS_NRSS };
 
 struct rseries_trend {
 	double slope, r2, grew, recent;
@@ -44,6 +45,8 @@ struct rseries_dump {
 	double t;               /* seconds since the epoch: time_nanos + duration_nanos */
 	double total[RS_NFIG];  /* over all samples */
 	int64_t period;
+	int has_rss;            /* the dump carries an "rss=" comment: */
+	double rss[RS_NRSS];    /* resident bytes, and its anon, file, shmem parts */
 	size_t ncomments;
 	char **comments;
 };

@@ -105,11 +105,39 @@ static void line(FILE *f, const struct rseries *s, const struct axis *a, double 
 	fputc('\n', f);
 }
 
+static const struct {
+	const char *id, *color, *dash, *label;
+} rss_style[RS_NRSS] = {
+	{ "rss", "#444", "7,4", "RSS (resident memory)" },
+	{ "rss-anon", "#999", "3,3", "RSS: anonymous" },
+	{ "rss-file", "#bbb", "1,3", "RSS: file-backed" },
+	{ "rss-shmem", "#c9a", "8,2,2,2", "RSS: shared memory (heapattach's rings count here)" },
+};
+
+/* A dashed line of RSS part k over the dumps that carry it. */
+static void rss_line(FILE *f, const struct rseries *s, const struct axis *a, int k, const char *pfx)
+{
+	const char *sep = "";
+
+	fprintf(f, "<polyline id=\"%s%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
+		"stroke-dasharray=\"%s\" points=\"", pfx, rss_style[k].id, rss_style[k].color,
+		rss_style[k].dash);
+	for (size_t i = 0; i < s->ndumps; i++) {
+		if (!s->dumps[i].has_rss)
+			continue;
+		fprintf(f, "%s%.1f,%.1f", sep, px(a, s->dumps[i].t),
+			py(PL_TOP1, PL_H1, s->dumps[i].rss[k], a->ymax));
+		sep = " ";
+	}
+	fputs("\"/>\n", f);
+}
+
 int rplot_svg(FILE *f, const struct rseries *s, const size_t *idx, size_t n,
 	      const char *pfx, int inline_svg)
 {
 	double *total = xcalloc(s->ndumps, sizeof(double));
-	double height = PL_LEG + (double)(n + 1) * PL_ROW + 10;
+	int has_rss = 0;
+	double height;
 	struct axis a = { .x0 = s->dumps[0].t, .xunit = 1, .xname = "s", .yunit = 1, .yname = "B" };
 	char id[64], b[32];
 	double ymax;
@@ -126,7 +154,11 @@ int rplot_svg(FILE *f, const struct rseries *s, const size_t *idx, size_t n,
 		total[i] = s->dumps[i].total[RS_INUSE_B];
 		if (total[i] > a.ymax)
 			a.ymax = total[i];
+		if (s->dumps[i].has_rss && s->dumps[i].rss[RS_RSS] > a.ymax)
+			a.ymax = s->dumps[i].rss[RS_RSS];
+		has_rss |= s->dumps[i].has_rss;
 	}
+	height = PL_LEG + (double)(n + 1 + (has_rss ? RS_NRSS : 0)) * PL_ROW + 10;
 	for (unsigned u = 0; u < 3 && a.ymax / a.yunit >= 1024; u++) {
 		a.yunit *= 1024;
 		a.yname = (const char *[]){ "KiB", "MiB", "GiB" }[u];
@@ -146,7 +178,9 @@ int rplot_svg(FILE *f, const struct rseries *s, const size_t *idx, size_t n,
 	fprintf(f, "<text x=\"%.0f\" y=\"20\" text-anchor=\"middle\" font-size=\"16\">Live heap over "
 		"time: %zu dumps, %s at the last</text>\n", PL_W / 2, s->ndumps,
 		rfmt_bytes(b, sizeof(b), total[s->ndumps - 1]));
-	panel(f, &a, PL_TOP1, PL_H1, 0, "Live bytes");
+	panel(f, &a, PL_TOP1, PL_H1, 0, has_rss ? "Live bytes and RSS" : "Live bytes");
+	for (int k = 0; has_rss && k < RS_NRSS; k++)
+		rss_line(f, s, &a, k, pfx);
 	snprintf(id, sizeof(id), "%stotal", pfx);
 	line(f, s, &a, PL_TOP1, PL_H1, total, NULL, a.ymax, id, "#000", 2.5);
 	for (size_t k = 0; k < n; k++) {
@@ -174,6 +208,14 @@ int rplot_svg(FILE *f, const struct rseries *s, const size_t *idx, size_t n,
 		fprintf(f, " (%s)</text>\n",
 			rfmt_bytes(b, sizeof(b), s->sites[idx[k]].fig[RS_INUSE_B][s->ndumps - 1]));
 		free(name);
+	}
+	for (int k = 0; has_rss && k < RS_NRSS; k++) {
+		double y = PL_LEG + (double)(n + 1 + (size_t)k) * PL_ROW;
+
+		fprintf(f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" "
+			"stroke-width=\"2\" stroke-dasharray=\"%s\"/><text x=\"%.0f\" y=\"%.0f\">%s</text>\n",
+			PL_LEFT, PL_LEFT + 18, y - 4, y - 4, rss_style[k].color, rss_style[k].dash,
+			PL_LEFT + 26, y, rss_style[k].label);
 	}
 	fputs("</svg>\n", f);
 	free(total);

@@ -159,8 +159,17 @@ int rseries_add(struct rseries *s, size_t d, const char *path, const struct rpro
 	dump->period = p->period;
 	dump->ncomments = p->ncomments;
 	dump->comments = xcalloc(p->ncomments + 1, sizeof(char *));
-	for (size_t i = 0; i < p->ncomments; i++)
+	for (size_t i = 0; i < p->ncomments; i++) {
+		unsigned long long v[RS_NRSS];
+
 		dump->comments[i] = xstrdup(p->comments[i]);
+		if (sscanf(p->comments[i], "rss=%llu anon=%llu file=%llu shmem=%llu",
+			   &v[0], &v[1], &v[2], &v[3]) == RS_NRSS) {
+			dump->has_rss = 1;
+			for (int k = 0; k < RS_NRSS; k++)
+				dump->rss[k] = (double)v[k];
+		}
+	}
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct rprof_sample *sm = &p->samples[i];
 		struct rseries_site *site, *fn;

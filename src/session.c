@@ -164,6 +164,38 @@ static int jit_refresh(struct session *s)
 	return rc;
 }
 
+/*
+ * The "rss=B anon=B file=B shmem=B" comment (docs/profile-format.md §3):
+ * the target's resident memory and its parts from /proc/TID/status, in
+ * bytes. 0, or -errno/-ENOENT when it cannot be read (the target is gone,
+ * or a kernel without the fields).
+ */
+static int rss_comment(pid_t tid, char *out, size_t len)
+{
+	static const char *const key[] = { "VmRSS", "RssAnon", "RssFile", "RssShmem" };
+	unsigned long long kb[4];
+	char path[64], val[64], *buf = NULL, *end;
+	size_t n;
+	int rc;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	rc = proc_read_file(path, &buf, &n);
+	for (int i = 0; !rc && i < 4; i++) {
+		rc = proc_status_get(buf, key[i], val, sizeof(val));
+		if (!rc) {
+			errno = 0;
+			kb[i] = strtoull(val, &end, 10);
+			if (errno || end == val || strcmp(end, " kB") || kb[i] > (1ULL << 50))
+				rc = -EINVAL;
+		}
+	}
+	free(buf);
+	if (!rc)
+		snprintf(out, len, "rss=%llu anon=%llu file=%llu shmem=%llu", kb[0] * 1024,
+			 kb[1] * 1024, kb[2] * 1024, kb[3] * 1024);
+	return rc;
+}
+
 int session_dump(struct session *s, unsigned seq)
 {
 	struct proc_maps fresh = { 0 };
@@ -171,7 +203,8 @@ int session_dump(struct session *s, unsigned seq)
 	const struct proc_maps *maps = &s->maps;
 	char comment[128];
 	char sc_note[sizeof(s->sc.note) + 32];
-	const char *comments[3 + SESSION_MAX_NOTES] = { comment, s->mem.note, sc_note };
+	char rss[128];
+	const char *comments[4 + SESSION_MAX_NOTES] = { comment, s->mem.note, sc_note };
 	size_t ncomments;
 	struct dump_info d;
 	char *path;
@@ -195,6 +228,8 @@ int session_dump(struct session *s, unsigned seq)
 		symbolizer_set_perfmap(sym, s->jit);
 	snprintf(sc_note, sizeof(sc_note), "seccomp filter: %s", s->sc.note);
 	ncomments = s->sc.note[0] ? 3 : 2;
+	if (!s->ev.gone && !s->ev.exec_seen && !rss_comment(s->ev.reader, rss, sizeof(rss)))
+		comments[ncomments++] = rss;
 	for (size_t i = 0; i < s->nnotes; i++)
 		comments[ncomments++] = s->notes[i];
 	snprintf(comment, sizeof(comment), "events=%llu nested=%llu unwind_errors=%llu",

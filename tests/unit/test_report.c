@@ -159,7 +159,11 @@ static void make_dump(struct rprof *p, struct rprof_sample *sm, int64_t (*vals)[
 		500000 + 700 * d + (d % 2) * 300,       /* small but every interval */
 	};
 
+	static const char *rss[] = { "rate=1", "rss=1048576 anon=524288 file=262144 shmem=262144" };
+
 	memset(p, 0, sizeof(*p));
+	p->comments = rss;
+	p->ncomments = d % 2 ? 1 : 2;	/* odd dumps carry no RSS */
 	p->time_nanos = 1700000000000000000ULL;
 	p->duration_nanos = (uint64_t)d * 10000000000ULL;
 	p->ntypes = 4;
@@ -209,6 +213,8 @@ static void test_ranking(void)
 	rseries_finish(s, 0);
 	expect_str_eq(s->dumps[0].path, "d00");
 	expect_str_eq(s->dumps[ND - 1].path, "d11");
+	expect_true(s->dumps[0].has_rss && !s->dumps[1].has_rss);
+	expect_true(s->dumps[0].rss[RS_RSS] == 1048576 && s->dumps[0].rss[RS_SHMEM] == 262144);
 	st = site_named(s, "leak", &rank);
 	expect_true(st && st->trend.suspect);
 	expect_int_eq(rank, 0);
