@@ -196,24 +196,35 @@ static void store_init(struct store *s)
 	s->frames.elt = sizeof(const char *);
 }
 
-static int parse_value_type(struct pbr *m, struct store *s)
+/* The varint fields numbered below n of message m into v[field] (zeros
+ * first); other fields are skipped. 0 or -EBADMSG. */
+static int pbr_scalars(struct pbr *m, uint64_t *v, unsigned n)
 {
-	uint64_t type = 0, unit = 0, v = 0;
+	uint64_t x = 0;
 	unsigned f, wt;
 	struct pbr sub;
 
+	memset(v, 0, n * sizeof(*v));
 	while (m->p < m->end) {
-		if (pbr_field(m, &f, &wt, &v, &sub))
+		if (pbr_field(m, &f, &wt, &x, &sub))
 			return -EBADMSG;
-		if (wt == 0 && f == 1)
-			type = v;
-		else if (wt == 0 && f == 2)
-			unit = v;
+		if (wt == 0 && f < n)
+			v[f] = x;
 	}
+	return 0;
+}
+
+/* ValueType: type = 1, unit = 2 (string indices). */
+static int parse_value_type(struct pbr *m, struct store *s)
+{
+	uint64_t v[3];
+
+	if (pbr_scalars(m, v, 3))
+		return -EBADMSG;
 	if (s->types.n >= RPROF_MAX_TYPES)
 		return -E2BIG;
-	*(uint64_t *)vec_push(&s->types) = type;
-	*(uint64_t *)vec_push(&s->units) = unit;
+	*(uint64_t *)vec_push(&s->types) = v[1];
+	*(uint64_t *)vec_push(&s->units) = v[2];
 	return 0;
 }
 
@@ -243,19 +254,14 @@ static int parse_sample(struct pbr *m, struct store *s)
 	return 0;
 }
 
+/* Line: function_id = 1 (line = 2 is not used). */
 static int parse_line(struct pbr *m, struct store *s)
 {
-	uint64_t fn = 0, v = 0;
-	unsigned f, wt;
-	struct pbr sub;
+	uint64_t v[2];
 
-	while (m->p < m->end) {
-		if (pbr_field(m, &f, &wt, &v, &sub))
-			return -EBADMSG;
-		if (f == 1 && wt == 0)
-			fn = v;
-	}
-	*(uint64_t *)vec_push(&s->line_fn) = fn;
+	if (pbr_scalars(m, v, 2))
+		return -EBADMSG;
+	*(uint64_t *)vec_push(&s->line_fn) = v[1];
 	return 0;
 }
 
@@ -281,26 +287,15 @@ static int parse_location(struct pbr *m, struct store *s)
 	return 0;
 }
 
+/* Function: id = 1, name = 2, system_name = 3. */
 static int parse_function(struct pbr *m, struct store *s)
 {
-	struct rfunc fn = { 0 };
-	uint64_t v = 0;
-	unsigned f, wt;
-	struct pbr sub;
+	uint64_t v[4];
 
-	while (m->p < m->end) {
-		if (pbr_field(m, &f, &wt, &v, &sub))
-			return -EBADMSG;
-		if (wt != 0)
-			continue;
-		if (f == 1)
-			fn.id = v;
-		else if (f == 2)
-			fn.name = v;
-		else if (f == 3)
-			fn.system_name = v;
-	}
-	*(struct rfunc *)vec_push(&s->funcs) = fn;
+	if (pbr_scalars(m, v, 4))
+		return -EBADMSG;
+	*(struct rfunc *)vec_push(&s->funcs) = (struct rfunc){ .id = v[1], .name = v[2],
+								.system_name = v[3] };
 	return 0;
 }
 
