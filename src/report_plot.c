@@ -11,11 +11,14 @@
 #define PL_W      1000.0
 #define PL_LEFT   90.0
 #define PL_RIGHT  20.0
+/* three panels: memory (live total, RSS), the sites in bytes, their shares */
 #define PL_TOP1   50.0
-#define PL_H1     300.0
+#define PL_H1     220.0
 #define PL_TOP2   (PL_TOP1 + PL_H1 + 60.0)
-#define PL_H2     180.0
-#define PL_LEG    (PL_TOP2 + PL_H2 + 50.0)
+#define PL_H2     220.0
+#define PL_TOP3   (PL_TOP2 + PL_H2 + 60.0)
+#define PL_H3     160.0
+#define PL_LEG    (PL_TOP3 + PL_H3 + 50.0)
 #define PL_ROW    18.0
 
 const char *const rplot_colors[RPLOT_NCOLORS] = {
@@ -114,6 +117,22 @@ static const struct {
 	{ "rss-shmem", "#c9a", "8,2,2,2", "RSS: shared memory (heapattach's rings count here)" },
 };
 
+/* Unit and top of a bytes axis reaching max: the last tick at or above it. */
+static void y_axis(struct axis *a, double max)
+{
+	double top;
+
+	a->yunit = 1;
+	a->yname = "B";
+	for (unsigned u = 0; u < 3 && max / a->yunit >= 1024; u++) {
+		a->yunit *= 1024;
+		a->yname = (const char *[]){ "KiB", "MiB", "GiB" }[u];
+	}
+	top = max / a->yunit;
+	top = ceil(top / nice_step(top)) * nice_step(top);
+	a->ymax = (top > 0 ? top : 1) * a->yunit;
+}
+
 /* A dashed line of RSS part k over the dumps that carry it. */
 static void rss_line(FILE *f, const struct rseries *s, const struct axis *a, int k, const char *pfx)
 {
@@ -138,9 +157,9 @@ int rplot_svg(FILE *f, const struct rseries *s, const size_t *idx, size_t n,
 	double *total = xcalloc(s->ndumps, sizeof(double));
 	int has_rss = 0;
 	double height;
-	struct axis a = { .x0 = s->dumps[0].t, .xunit = 1, .xname = "s", .yunit = 1, .yname = "B" };
+	struct axis a = { .x0 = s->dumps[0].t, .xunit = 1, .xname = "s" }, sa;
 	char id[64], b[32];
-	double ymax;
+	double mem = 0, sites = 0;
 
 	a.xspan = s->dumps[s->ndumps - 1].t - a.x0;
 	if (a.xspan >= 7200) {
@@ -152,21 +171,17 @@ int rplot_svg(FILE *f, const struct rseries *s, const size_t *idx, size_t n,
 	}
 	for (size_t i = 0; i < s->ndumps; i++) {
 		total[i] = s->dumps[i].total[RS_INUSE_B];
-		if (total[i] > a.ymax)
-			a.ymax = total[i];
-		if (s->dumps[i].has_rss && s->dumps[i].rss[RS_RSS] > a.ymax)
-			a.ymax = s->dumps[i].rss[RS_RSS];
+		mem = fmax(mem, total[i]);
+		if (s->dumps[i].has_rss)
+			mem = fmax(mem, s->dumps[i].rss[RS_RSS]);
 		has_rss |= s->dumps[i].has_rss;
+		for (size_t k = 0; k < n; k++)
+			sites = fmax(sites, s->sites[idx[k]].fig[RS_INUSE_B][i]);
 	}
 	height = PL_LEG + (double)(n + 1 + (has_rss ? RS_NRSS : 0)) * PL_ROW + 10;
-	for (unsigned u = 0; u < 3 && a.ymax / a.yunit >= 1024; u++) {
-		a.yunit *= 1024;
-		a.yname = (const char *[]){ "KiB", "MiB", "GiB" }[u];
-	}
-	/* the y axis ends at its last tick at or above the highest value */
-	ymax = a.ymax / a.yunit;
-	ymax = ceil(ymax / nice_step(ymax)) * nice_step(ymax);
-	a.ymax = (ymax > 0 ? ymax : 1) * a.yunit;
+	y_axis(&a, mem);
+	sa = a;
+	y_axis(&sa, sites);
 
 	if (!inline_svg)
 		fputs("<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n", f);
@@ -178,20 +193,21 @@ int rplot_svg(FILE *f, const struct rseries *s, const size_t *idx, size_t n,
 	fprintf(f, "<text x=\"%.0f\" y=\"20\" text-anchor=\"middle\" font-size=\"16\">Live heap over "
 		"time: %zu dumps, %s at the last</text>\n", PL_W / 2, s->ndumps,
 		rfmt_bytes(b, sizeof(b), total[s->ndumps - 1]));
-	panel(f, &a, PL_TOP1, PL_H1, 0, has_rss ? "Live bytes and RSS" : "Live bytes");
+	panel(f, &a, PL_TOP1, PL_H1, 0, has_rss ? "Total live bytes and RSS" : "Total live bytes");
 	for (int k = 0; has_rss && k < RS_NRSS; k++)
 		rss_line(f, s, &a, k, pfx);
 	snprintf(id, sizeof(id), "%stotal", pfx);
 	line(f, s, &a, PL_TOP1, PL_H1, total, NULL, a.ymax, id, "#000", 2.5);
+	panel(f, &sa, PL_TOP2, PL_H2, 0, "Live bytes by site");
 	for (size_t k = 0; k < n; k++) {
 		snprintf(id, sizeof(id), "%ssite-%zu", pfx, k + 1);
-		line(f, s, &a, PL_TOP1, PL_H1, s->sites[idx[k]].fig[RS_INUSE_B], NULL, a.ymax, id,
+		line(f, s, &sa, PL_TOP2, PL_H2, s->sites[idx[k]].fig[RS_INUSE_B], NULL, sa.ymax, id,
 		     rplot_colors[k % RPLOT_NCOLORS], 2);
 	}
-	panel(f, &a, PL_TOP2, PL_H2, 1, "Share of the live bytes");
+	panel(f, &a, PL_TOP3, PL_H3, 1, "Share of the live bytes");
 	for (size_t k = 0; k < n; k++) {
 		snprintf(id, sizeof(id), "%sfrac-%zu", pfx, k + 1);
-		line(f, s, &a, PL_TOP2, PL_H2, s->sites[idx[k]].fig[RS_INUSE_B], total, 100, id,
+		line(f, s, &a, PL_TOP3, PL_H3, s->sites[idx[k]].fig[RS_INUSE_B], total, 100, id,
 		     rplot_colors[k % RPLOT_NCOLORS], 2);
 	}
 	fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"18\" height=\"4\" fill=\"#000\"/>"
