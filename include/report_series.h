@@ -25,7 +25,11 @@
 #define RSERIES_MIN_DUMPS 3
 
 enum { RS_INUSE_B, RS_INUSE_N, RS_ALLOC_B, RS_ALLOC_N, RS_NFIG };
-enum { RS_RSS, RS_ANON, RS_FILE, RS_SHMEM, RS_NRSS };
+/* The parts of the RSS that a dump's "heapattach-rss:" record partitions
+ * it into (breakdown.h), in this order: heap, anon_other, stacks, code,
+ * file_data, files, shmem, heapattach, unexplained. */
+#define RS_NPARTS 9
+extern const char *const rseries_rss_keys[RS_NPARTS];
 
 struct rseries_trend {
 	double slope, r2, grew, recent;
@@ -45,8 +49,9 @@ struct rseries_dump {
 	double t;               /* seconds since the epoch: time_nanos + duration_nanos */
 	double total[RS_NFIG];  /* over all samples */
 	int64_t period;
-	int has_rss;            /* the dump carries an "rss=" comment: */
-	double rss[RS_NRSS];    /* resident bytes, and its anon, file, shmem parts */
+	int has_rss;            /* the dump carries a "heapattach-rss: rss=" record: */
+	double rss;             /* resident bytes */
+	double part[RS_NPARTS]; /* and its parts (absent ones 0) */
 	size_t ncomments;
 	char **comments;
 };

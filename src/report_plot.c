@@ -108,15 +108,6 @@ static void line(FILE *f, const struct rseries *s, const struct axis *a, double 
 	fputc('\n', f);
 }
 
-static const struct {
-	const char *id, *color, *dash, *label;
-} rss_style[RS_NRSS] = {
-	{ "rss", "#444", "7,4", "RSS (resident memory)" },
-	{ "rss-anon", "#999", "3,3", "RSS: anonymous" },
-	{ "rss-file", "#bbb", "1,3", "RSS: file-backed" },
-	{ "rss-shmem", "#c9a", "8,2,2,2", "RSS: shared memory (heapattach's rings count here)" },
-};
-
 /* Unit and top of a bytes axis reaching max: the last tick at or above it. */
 static void y_axis(struct axis *a, double max)
 {
@@ -133,22 +124,74 @@ static void y_axis(struct axis *a, double max)
 	a->ymax = (top > 0 ? top : 1) * a->yunit;
 }
 
-/* A dashed line of RSS part k over the dumps that carry it. */
-static void rss_line(FILE *f, const struct rseries *s, const struct axis *a, int k, const char *pfx)
+/* Fill colors and labels of the RSS parts (rseries_rss_keys' order). */
+static const char *const part_color[RS_NPARTS] = {
+	"#fbb4ae", "#b3cde3", "#ccebc5", "#decbe4", "#fed9a6", "#ffffcc", "#e5d8bd", "#fddaec",
+	"#e0e0e0",
+};
+static const char *const part_label[RS_NPARTS] = {
+	"RSS: heap (the allocator's memory)", "RSS: anonymous memory outside the heap",
+	"RSS: thread stacks", "RSS: code", "RSS: data of executables and libraries",
+	"RSS: other mapped files", "RSS: shared memory", "RSS: heapattach's shared area",
+	"RSS: unexplained",
+};
+
+/* Height of part k's top at dump i, stacked on the parts before it. */
+static double stacked(const struct rseries_dump *d, int k)
 {
+	double sum = 0;
+
+	for (int j = 0; j <= k; j++)
+		sum += d->part[j] > 0 ? d->part[j] : 0;
+	return sum;
+}
+
+/* The RSS of the dumps that carry it: each part as a band stacked on the
+ * ones before it (<polygon id="PFXrss-KEY">), the total as a dashed line
+ * (id="PFXrss"). Returns a bit per part drawn (for the legend). */
+static unsigned rss_bands(FILE *f, const struct rseries *s, const struct axis *a, const char *pfx)
+{
+	unsigned drawn = 0;
 	const char *sep = "";
 
-	fprintf(f, "<polyline id=\"%s%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" "
-		"stroke-dasharray=\"%s\" points=\"", pfx, rss_style[k].id, rss_style[k].color,
-		rss_style[k].dash);
+	for (int k = 0; k < RS_NPARTS; k++) {
+		int any = 0;
+
+		for (size_t i = 0; i < s->ndumps; i++)
+			any |= s->dumps[i].has_rss && s->dumps[i].part[k] > 0;
+		if (!any)
+			continue;
+		drawn |= 1u << k;
+		fprintf(f, "<polygon id=\"%srss-%s\" fill=\"%s\" stroke=\"none\" points=\"", pfx,
+			rseries_rss_keys[k], part_color[k]);
+		sep = "";
+		for (size_t i = 0; i < s->ndumps; i++) {
+			if (!s->dumps[i].has_rss)
+				continue;
+			fprintf(f, "%s%.1f,%.1f", sep, px(a, s->dumps[i].t),
+				py(PL_TOP1, PL_H1, stacked(&s->dumps[i], k), a->ymax));
+			sep = " ";
+		}
+		for (size_t i = s->ndumps; i-- > 0;) {
+			if (!s->dumps[i].has_rss)
+				continue;
+			fprintf(f, " %.1f,%.1f", px(a, s->dumps[i].t),
+				py(PL_TOP1, PL_H1, k ? stacked(&s->dumps[i], k - 1) : 0, a->ymax));
+		}
+		fputs("\"/>\n", f);
+	}
+	fprintf(f, "<polyline id=\"%srss\" fill=\"none\" stroke=\"#444\" stroke-width=\"1.5\" "
+		"stroke-dasharray=\"7,4\" points=\"", pfx);
+	sep = "";
 	for (size_t i = 0; i < s->ndumps; i++) {
 		if (!s->dumps[i].has_rss)
 			continue;
 		fprintf(f, "%s%.1f,%.1f", sep, px(a, s->dumps[i].t),
-			py(PL_TOP1, PL_H1, s->dumps[i].rss[k], a->ymax));
+			py(PL_TOP1, PL_H1, s->dumps[i].rss, a->ymax));
 		sep = " ";
 	}
 	fputs("\"/>\n", f);
+	return drawn;
 }
 
 int rplot_svg(FILE *f, const struct rseries *s, const size_t *idx, size_t n,
@@ -156,6 +199,8 @@ int rplot_svg(FILE *f, const struct rseries *s, const size_t *idx, size_t n,
 {
 	double *total = xcalloc(s->ndumps, sizeof(double));
 	int has_rss = 0;
+	unsigned parts = 0;
+	size_t nleg;
 	double height;
 	struct axis a = { .x0 = s->dumps[0].t, .xunit = 1, .xname = "s" }, sa;
 	char id[64], b[32];
@@ -173,12 +218,16 @@ int rplot_svg(FILE *f, const struct rseries *s, const size_t *idx, size_t n,
 		total[i] = s->dumps[i].total[RS_INUSE_B];
 		mem = fmax(mem, total[i]);
 		if (s->dumps[i].has_rss)
-			mem = fmax(mem, s->dumps[i].rss[RS_RSS]);
+			mem = fmax(mem, fmax(s->dumps[i].rss, stacked(&s->dumps[i], RS_NPARTS - 1)));
+		for (int k = 0; k < RS_NPARTS; k++)
+			if (s->dumps[i].has_rss && s->dumps[i].part[k] > 0)
+				parts |= 1u << k;
 		has_rss |= s->dumps[i].has_rss;
 		for (size_t k = 0; k < n; k++)
 			sites = fmax(sites, s->sites[idx[k]].fig[RS_INUSE_B][i]);
 	}
-	height = PL_LEG + (double)(n + 1 + (has_rss ? RS_NRSS : 0)) * PL_ROW + 10;
+	nleg = n + 1 + (has_rss ? 1 + (size_t)__builtin_popcount(parts) : 0);
+	height = PL_LEG + (double)nleg * PL_ROW + 10;
 	y_axis(&a, mem);
 	sa = a;
 	y_axis(&sa, sites);
@@ -194,8 +243,8 @@ int rplot_svg(FILE *f, const struct rseries *s, const size_t *idx, size_t n,
 		"time: %zu dumps, %s at the last</text>\n", PL_W / 2, s->ndumps,
 		rfmt_bytes(b, sizeof(b), total[s->ndumps - 1]));
 	panel(f, &a, PL_TOP1, PL_H1, 0, has_rss ? "Total live bytes and RSS" : "Total live bytes");
-	for (int k = 0; has_rss && k < RS_NRSS; k++)
-		rss_line(f, s, &a, k, pfx);
+	if (has_rss)
+		rss_bands(f, s, &a, pfx);
 	snprintf(id, sizeof(id), "%stotal", pfx);
 	line(f, s, &a, PL_TOP1, PL_H1, total, NULL, a.ymax, id, "#000", 2.5);
 	panel(f, &sa, PL_TOP2, PL_H2, 0, "Live bytes by site");
@@ -225,13 +274,24 @@ int rplot_svg(FILE *f, const struct rseries *s, const size_t *idx, size_t n,
 			rfmt_bytes(b, sizeof(b), s->sites[idx[k]].fig[RS_INUSE_B][s->ndumps - 1]));
 		free(name);
 	}
-	for (int k = 0; has_rss && k < RS_NRSS; k++) {
-		double y = PL_LEG + (double)(n + 1 + (size_t)k) * PL_ROW;
+	if (has_rss) {
+		size_t row = n + 1;
 
-		fprintf(f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" "
-			"stroke-width=\"2\" stroke-dasharray=\"%s\"/><text x=\"%.0f\" y=\"%.0f\">%s</text>\n",
-			PL_LEFT, PL_LEFT + 18, y - 4, y - 4, rss_style[k].color, rss_style[k].dash,
-			PL_LEFT + 26, y, rss_style[k].label);
+		fprintf(f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.0f\" y2=\"%.0f\" stroke=\"#444\" "
+			"stroke-width=\"2\" stroke-dasharray=\"7,4\"/><text x=\"%.0f\" y=\"%.0f\">RSS "
+			"(resident memory), and its parts:</text>\n", PL_LEFT, PL_LEFT + 18,
+			PL_LEG + (double)row * PL_ROW - 4, PL_LEG + (double)row * PL_ROW - 4,
+			PL_LEFT + 26, PL_LEG + (double)row * PL_ROW);
+		for (int k = 0; k < RS_NPARTS; k++) {
+			double y;
+
+			if (!(parts & (1u << k)))
+				continue;
+			y = PL_LEG + (double)++row * PL_ROW;
+			fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"18\" height=\"10\" fill=\"%s\" "
+				"stroke=\"#aaa\"/><text x=\"%.0f\" y=\"%.0f\">%s</text>\n", PL_LEFT, y - 10,
+				part_color[k], PL_LEFT + 26, y, part_label[k]);
+		}
 	}
 	fputs("</svg>\n", f);
 	free(total);

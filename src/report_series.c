@@ -126,6 +126,47 @@ static struct rseries_site *site_get(struct table *t, struct rseries_site **arr,
 	return site;
 }
 
+const char *const rseries_rss_keys[RS_NPARTS] = {
+	"heap", "anon_other", "stacks", "code", "file_data", "files", "shmem", "heapattach",
+	"unexplained",
+};
+
+/* The "heapattach-rss: rss=B vsize=B ... key=B ..." record, if c is one:
+ * space-separated key=integer words (others, and unknown keys, skipped). */
+static void read_rss(struct rseries_dump *d, const char *c)
+{
+	static const char tag[] = "heapattach-rss: rss=";
+	const char *w = c + sizeof(tag) - 1 - 4;	/* at "rss=" */
+
+	if (strncmp(c, tag, sizeof(tag) - 1))
+		return;
+	while (*w) {
+		const char *eq = strchr(w, '='), *sp = strchr(w, ' ');
+		char *end;
+		long long v;
+
+		if (!sp)
+			sp = w + strlen(w);
+		if (eq && eq < sp) {
+			errno = 0;
+			v = strtoll(eq + 1, &end, 10);
+			if (!errno && end == sp) {
+				size_t klen = (size_t)(eq - w);
+
+				if (klen == 3 && !strncmp(w, "rss", 3) && v >= 0) {
+					d->rss = (double)v;
+					d->has_rss = 1;
+				}
+				for (int k = 0; k < RS_NPARTS; k++)
+					if (strlen(rseries_rss_keys[k]) == klen &&
+					    !strncmp(w, rseries_rss_keys[k], klen))
+						d->part[k] = (double)v;
+			}
+		}
+		w = *sp ? sp + 1 : sp;
+	}
+}
+
 struct rseries *rseries_new(size_t ndumps)
 {
 	struct rseries *s = xcalloc(1, sizeof(*s));
@@ -160,15 +201,8 @@ int rseries_add(struct rseries *s, size_t d, const char *path, const struct rpro
 	dump->ncomments = p->ncomments;
 	dump->comments = xcalloc(p->ncomments + 1, sizeof(char *));
 	for (size_t i = 0; i < p->ncomments; i++) {
-		unsigned long long v[RS_NRSS];
-
 		dump->comments[i] = xstrdup(p->comments[i]);
-		if (sscanf(p->comments[i], "rss=%llu anon=%llu file=%llu shmem=%llu",
-			   &v[0], &v[1], &v[2], &v[3]) == RS_NRSS) {
-			dump->has_rss = 1;
-			for (int k = 0; k < RS_NRSS; k++)
-				dump->rss[k] = (double)v[k];
-		}
+		read_rss(dump, p->comments[i]);
 	}
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct rprof_sample *sm = &p->samples[i];

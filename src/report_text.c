@@ -19,19 +19,25 @@ static double frees_of(const struct rseries_site *st, size_t d)
 static void header(FILE *f, const struct rseries *s)
 {
 	const struct rseries_dump *a = &s->dumps[0], *z = &s->dumps[s->ndumps - 1];
-	char b1[32], b2[32], r[3][32];
+	char b1[32], b2[32];
 
 	fprintf(f, "heapattach report: %zu dump%s over %.1f s (%s .. %s)\n", s->ndumps,
 		s->ndumps == 1 ? "" : "s", z->t - a->t, a->path, z->path);
 	fprintf(f, "live bytes: %s at the first, %s at the last\n",
 		rfmt_bytes(b1, sizeof(b1), a->total[RS_INUSE_B]),
 		rfmt_bytes(b2, sizeof(b2), z->total[RS_INUSE_B]));
-	if (a->has_rss && z->has_rss)
-		fprintf(f, "RSS: %s at the first, %s at the last (anonymous %s, file %s, shared %s)\n",
-			rfmt_bytes(b1, sizeof(b1), a->rss[RS_RSS]), rfmt_bytes(b2, sizeof(b2), z->rss[RS_RSS]),
-			rfmt_bytes(r[0], sizeof(r[0]), z->rss[RS_ANON]),
-			rfmt_bytes(r[1], sizeof(r[1]), z->rss[RS_FILE]),
-			rfmt_bytes(r[2], sizeof(r[2]), z->rss[RS_SHMEM]));
+	if (a->has_rss && z->has_rss) {
+		fprintf(f, "RSS: %s at the first, %s at the last (", rfmt_bytes(b1, sizeof(b1), a->rss),
+			rfmt_bytes(b2, sizeof(b2), z->rss));
+		for (int k = 0, first = 1; k < RS_NPARTS; k++) {
+			if (!z->part[k])
+				continue;
+			fprintf(f, "%s%s %s", first ? "" : ", ", rseries_rss_keys[k],
+				rfmt_bytes(b1, sizeof(b1), z->part[k]));
+			first = 0;
+		}
+		fputs(")\n", f);
+	}
 	fputc('\n', f);
 }
 
@@ -167,13 +173,11 @@ static void json_dumps(FILE *f, const struct rseries *s)
 		fputc(',', f);
 		json_num(f, "alloc_bytes", s->dumps[d].total[RS_ALLOC_B]);
 		if (s->dumps[d].has_rss) {
-			static const char *const key[RS_NRSS] = { "rss", "anon", "file", "shmem" };
-
 			fputs(",\"rss\":{", f);
-			for (int k = 0; k < RS_NRSS; k++) {
-				if (k)
-					fputc(',', f);
-				json_num(f, key[k], s->dumps[d].rss[k]);
+			json_num(f, "rss", s->dumps[d].rss);
+			for (int k = 0; k < RS_NPARTS; k++) {
+				fputc(',', f);
+				json_num(f, rseries_rss_keys[k], s->dumps[d].part[k]);
 			}
 			fputc('}', f);
 		}

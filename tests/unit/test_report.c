@@ -159,7 +159,9 @@ static void make_dump(struct rprof *p, struct rprof_sample *sm, int64_t (*vals)[
 		500000 + 700 * d + (d % 2) * 300,       /* small but every interval */
 	};
 
-	static const char *rss[] = { "rate=1", "rss=1048576 anon=524288 file=262144 shmem=262144" };
+	static const char *rss[] = { "rate=1", "heapattach-rss: rss=1048576 vsize=9999 swap=0 "
+				     "arenas=1 allocator=glibc heap=524288 live_seen=1000 code=262144 "
+				     "shmem=262144 bogus=7 unexplained=-5 files=12x" };
 
 	memset(p, 0, sizeof(*p));
 	p->comments = rss;
@@ -214,7 +216,9 @@ static void test_ranking(void)
 	expect_str_eq(s->dumps[0].path, "d00");
 	expect_str_eq(s->dumps[ND - 1].path, "d11");
 	expect_true(s->dumps[0].has_rss && !s->dumps[1].has_rss);
-	expect_true(s->dumps[0].rss[RS_RSS] == 1048576 && s->dumps[0].rss[RS_SHMEM] == 262144);
+	expect_true(s->dumps[0].rss == 1048576 && s->dumps[0].part[0] == 524288);	/* heap */
+	expect_true(s->dumps[0].part[3] == 262144 && s->dumps[0].part[6] == 262144);	/* code, shmem */
+	expect_true(s->dumps[0].part[8] == -5 && s->dumps[0].part[5] == 0);	/* "12x" is no number */
 	st = site_named(s, "leak", &rank);
 	expect_true(st && st->trend.suspect);
 	expect_int_eq(rank, 0);
