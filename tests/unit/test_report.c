@@ -107,6 +107,35 @@ static void test_hostile(void)
 	free(buf);
 }
 
+/* A heap profile written by Go's runtime/pprof reads too: same sample
+ * types, Lines naming functions, a time and no duration. */
+static void test_go_profile(void)
+{
+	struct rprof p;
+	struct rseries *s = rseries_new(1);
+	const struct rseries_site *top;
+
+	expect_int_eq(rprof_read_file("fixtures/pprof/go119-heap.pb.gz", &p), 0);
+	expect_int_eq(p.ntypes, 4);
+	expect_true(p.time_nanos > 0 && p.duration_nanos == 0);
+	expect_int_eq(rseries_add(s, 0, "go", &p), 0);
+	rprof_free(&p);
+	rseries_finish(s, 0);
+	top = &s->sites[0];
+	expect_true(top->nframes >= 3);
+	if (top->nframes >= 3) {
+		expect_str_eq(top->frames[0], "main.leaky");
+		expect_str_eq(top->frames[1], "main.main");
+		expect_str_eq(top->frames[2], "runtime.main");
+	}
+	/* 1000 blocks of 4096 bytes live, as Go counted them */
+	expect_true(top->fig[RS_INUSE_B][0] >= 4096000.0 && top->fig[RS_INUSE_B][0] < 4200000.0);
+	expect_int_eq(rprof_read_file("fixtures/pprof/README", &p), -EBADMSG);
+	expect_int_eq(rprof_read_file("fixtures/pprof", &p), -EINVAL);
+	expect_int_eq(rprof_read_file("fixtures/pprof/none", &p), -ENOENT);
+	rseries_free(s);
+}
+
 /* Raw protobuf (no gzip) with dangling references is refused. */
 static void test_bad_refs(void)
 {
@@ -318,5 +347,5 @@ static void test_escaping(void)
 	expect_str_eq(rfmt_bytes(b, sizeof(b), -3.0 * 1024 * 1024), "-3.0 MiB");
 }
 
-HARNESS_MAIN("report", T(test_roundtrip), T(test_hostile), T(test_bad_refs), T(test_ranking),
+HARNESS_MAIN("report", T(test_roundtrip), T(test_hostile), T(test_go_profile), T(test_bad_refs), T(test_ranking),
 	     T(test_diff), T(test_no_live), T(test_folded_line), T(test_escaping))
