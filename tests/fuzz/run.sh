@@ -31,7 +31,7 @@ done
 cp fixtures/maps/* fixtures/status/* "$FB/seeds/maps/"
 cat /proc/self/maps >"$FB/seeds/maps/self.txt"
 cat /proc/self/status >"$FB/seeds/maps/status.txt"
-# pprof: our writer's profiles (synthprof), gzipped and raw
+# pprof: our writer's profiles (synthprof) and other tools' (fixtures/pprof/), gzipped and raw
 if [ -x "$BUILD/tools/synthprof" ]; then
 	"$BUILD/tools/synthprof" --format pprof -o "$FB/seeds/pprof/synth.pb.gz" >/dev/null 2>&1
 	"$BUILD/tools/synthprof" --format pprof --many 50 -o "$FB/seeds/pprof/many.pb.gz" >/dev/null 2>&1
