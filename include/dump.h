@@ -12,7 +12,7 @@
 
 struct peak;
 
-enum dump_format { DUMP_PPROF, DUMP_LEGACY };
+enum dump_format { DUMP_PPROF, DUMP_LEGACY, DUMP_FOLDED };
 
 /* Everything a writer needs besides the profile. */
 struct dump_info {
@@ -31,6 +31,9 @@ struct dump_info {
 int pprof_write(FILE *f, const struct profile *p, const struct dump_info *d);
 /* Write p in the gperftools legacy heap text format to f. 0 or -errno. */
 int legacy_write(FILE *f, const struct profile *p, const struct dump_info *d);
+/* Write p's live bytes as folded stacks (folded.h), one line per bucket
+ * holding any, scaled as in pprof. 0 or -errno. */
+int folded_write(FILE *f, const struct profile *p, const struct dump_info *d);
 /* The directory profiles go to, opened once: every dump is created and
  * renamed through this one fd, so no component of its path is resolved twice. */
 struct dump_dir {

@@ -37,6 +37,7 @@ void cli_usage(FILE *f)
 	fprintf(f,
 "usage: heapattach -p PID [-o FILE] [options]\n"
 "       heapattach --list-hooks -p PID\n"
+"       heapattach report [options] FILE...   (heapattach report --help)\n"
 "\n"
 "Profile the heap of a running process; writes a pprof heap profile.\n"
 "\n"
@@ -51,7 +52,7 @@ void cli_usage(FILE *f)
 "      --every DURATION     also write numbered profiles every DURATION\n"
 "      --duration DURATION  detach after DURATION (default: until Ctrl-C,\n"
 "                           SIGTERM or the target's exit)\n"
-"      --format pprof|legacy  output format (default pprof)\n"
+"      --format pprof|legacy|folded  output format (default pprof)\n"
 "      --mode fast|trap     fast: sampled in the target, events through a\n"
 "                           shared ring (default); trap: every call stops\n"
 "                           in heapattach (slow, for cross-checks)\n"
@@ -218,8 +219,10 @@ int cli_parse(int argc, char **argv, struct options *o)
 				o->format = DUMP_PPROF;
 			else if (!strcmp(optarg, "legacy"))
 				o->format = DUMP_LEGACY;
+			else if (!strcmp(optarg, "folded"))
+				o->format = DUMP_FOLDED;
 			else
-				return bad("format (pprof or legacy)", optarg);
+				return bad("format (pprof, legacy or folded)", optarg);
 			break;
 		case OPT_MODE:
 			if (!strcmp(optarg, "trap"))

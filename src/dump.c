@@ -218,7 +218,8 @@ int dump_write_at(const struct dump_dir *dd, const char *path, enum dump_format 
 		close(fd);
 		goto err_unlink;
 	}
-	ret = fmt == DUMP_PPROF ? pprof_write(f, p, d) : legacy_write(f, p, d);
+	ret = fmt == DUMP_PPROF ? pprof_write(f, p, d) :
+	      fmt == DUMP_FOLDED ? folded_write(f, p, d) : legacy_write(f, p, d);
 	if (ret)
 		goto err_close;
 	if (fflush(f) || fsync(fd) < 0) {
