@@ -18,11 +18,14 @@
  * through proc_open_mapped (inside the target's root, regular files, never
  * blocking), the vDSO is copied out of its memory with a size bound.
  *
- * The maps carry a generation, bumped whenever a read of them differs from
- * the previous one (dlopen, dlclose, mmap or munmap of a file, exec,
- * recovery). A bump calls the change listeners first (each drops what it
- * derived from the old maps: unwind tables, frame rules, symbols), then
- * frees the objects no mapping holds any more. Not thread-safe.
+ * The maps carry a generation, bumped whenever a read of them shows other
+ * code mappings than the previous one (executable mappings of files or the
+ * vDSO: dlopen, dlclose, mmap or munmap of code, exec, recovery). A bump
+ * calls the change listeners first (each drops what it derived from the
+ * old code: unwind tables, frame rules, symbols), then frees the objects
+ * no mapping holds any more. Anonymous and data mappings change all the
+ * time and derive nothing: they replace the maps array (a new version)
+ * without a bump. Not thread-safe.
  */
 struct target;
 struct elfobj;
@@ -50,11 +53,14 @@ void target_get_stats(const struct target *t, struct target_stats *st);
 /* ---- maps ---- */
 
 /* The cached maps, read on first use; NULL if they cannot be read. Valid
- * until the next generation bump. */
+ * until the next read (target_maps_version changes): keep no pointer into
+ * them across calls that may read the maps. */
 const struct proc_maps *target_maps(struct target *t);
-/* Generation of the cached maps: 0 before the first read, then 1, 2, ... */
+/* Generation of the code mappings: 0 before the first read, then 1, 2, ... */
 uint64_t target_generation(const struct target *t);
-/* Read the maps now. 1 if they changed (generation bumped, listeners
+/* Bumped at every read of the maps (the array is replaced). */
+uint64_t target_maps_version(const struct target *t);
+/* Read the maps now. 1 if the code changed (generation bumped, listeners
  * called), 0 if not, -errno (the cache is left as it was). */
 int target_maps_reload(struct target *t);
 /* Test seam: take maps text buf[0..len) as if read from /proc. Same

@@ -9,12 +9,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/uio.h>
 #include <unistd.h>
 #include "disasm.h"
 #include "elfobj.h"
 #include "hooks.h"
 #include "log.h"
+#include "remote.h"
 #include "tfile.h"
 #include "xmalloc.h"
 
@@ -272,27 +272,11 @@ int hook_kind_of(const char *name)
 
 /* ---- target memory ---- */
 
-/* Read len bytes at addr in pid: process_vm_readv, else /proc/PID/mem.
- * 0 or -errno (-EFAULT on a short read). */
+/* Read len bytes at addr in pid (remote_mem_read: the one reader of target
+ * memory). 0 or -errno. */
 static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
-	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
-	char path[64];
-	ssize_t r;
-	int fd;
-
-	r = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	if (r == (ssize_t)len)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = pread(fd, buf, len, (off_t)addr);
-	close(fd);
-	if (r < 0)
-		return -errno;
-	return r == (ssize_t)len ? 0 : -EFAULT;
+	return remote_mem_read(pid, addr, buf, len);
 }
 
 /* Value of auxv entry type in pid, or 0. */

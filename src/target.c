@@ -30,7 +30,8 @@ struct listener {
 struct target {
 	pid_t pid, reader;
 	struct proc_maps maps;
-	uint64_t gen;
+	uint64_t gen;			/* of the code mappings */
+	uint64_t version;		/* of the maps array */
 	uint64_t maps_ns;		/* when the maps were last read */
 	int slow;			/* process_vm_readv refused */
 	struct tobj **objs;
@@ -101,14 +102,38 @@ static int same_map(const struct proc_map *a, const struct proc_map *b)
 	       !a->path == !b->path && (!a->path || !strcmp(a->path, b->path));
 }
 
-static int same_maps(const struct proc_maps *a, const struct proc_maps *b)
+/* Code from a file (or the vDSO): what unwind tables, frame rules and
+ * names are derived from. */
+static int is_code(const struct proc_map *m)
 {
-	if (a->n != b->n)
-		return 0;
-	for (size_t i = 0; i < a->n; i++)
-		if (!same_map(&a->v[i], &b->v[i]))
+	return (m->prot & PROC_MAP_X) && m->path &&
+	       (m->path[0] == '/' || !strcmp(m->path, "[vdso]"));
+}
+
+/* The next code mapping of maps from index *i on, or NULL. */
+static const struct proc_map *next_code(const struct proc_maps *maps, size_t *i)
+{
+	for (; *i < maps->n; (*i)++)
+		if (is_code(&maps->v[*i]))
+			return &maps->v[(*i)++];
+	return NULL;
+}
+
+/* 1 if a and b hold the same code mappings. Anonymous memory, data and
+ * permission changes of anonymous code (a JIT's W^X flips) come and go
+ * all the time and change nothing derived. */
+static int same_code(const struct proc_maps *a, const struct proc_maps *b)
+{
+	size_t i = 0, j = 0;
+
+	for (;;) {
+		const struct proc_map *x = next_code(a, &i), *y = next_code(b, &j);
+
+		if (!x || !y)
+			return !x && !y;
+		if (!same_map(x, y))
 			return 0;
-	return 1;
+	}
 }
 
 static int obj_is(const struct tobj *o, const struct proc_map *m)
@@ -138,17 +163,18 @@ static void prune_objects(struct target *t)
 	t->nobjs = j;
 }
 
-/* Take fresh as the maps (owned from now on). 1 changed, 0 same. */
+/* Take fresh as the maps (owned from now on). 1 if the code changed, else 0. */
 static int take_maps(struct target *t, struct proc_maps *fresh)
 {
+	int same = t->gen && same_code(&t->maps, fresh);
+
 	t->maps_ns = clock_ns(CLOCK_MONOTONIC);
 	t->st.maps_reads++;
-	if (t->gen && same_maps(&t->maps, fresh)) {
-		proc_maps_free(fresh);
-		return 0;
-	}
 	proc_maps_free(&t->maps);
 	t->maps = *fresh;
+	t->version++;
+	if (same)
+		return 0;
 	t->gen++;
 	if (t->gen == 1)
 		return 0;	/* the first read: nothing was derived yet */
@@ -190,6 +216,11 @@ const struct proc_maps *target_maps(struct target *t)
 uint64_t target_generation(const struct target *t)
 {
 	return t->gen;
+}
+
+uint64_t target_maps_version(const struct target *t)
+{
+	return t->version;
 }
 
 const struct proc_map *target_map_at(struct target *t, uint64_t addr)
