@@ -19,9 +19,14 @@ struct sym_info {
 	const struct proc_map *map; /* mapping holding addr, or NULL */
 };
 
-/* pid: target (files are opened through /proc/PID/...); maps: owned by the caller
- * and must outlive the symbolizer. NULL on failure. */
-struct symbolizer *symbolizer_new(pid_t pid, const struct proc_maps *maps);
+/*
+ * A symbolizer over target t (which must outlive it): addresses are looked
+ * up in t's current maps (never read here: the caller reads them, e.g.
+ * target_maps_reload before a dump) and named from t's objects. NULL on
+ * failure.
+ */
+struct target;
+struct symbolizer *symbolizer_new(struct target *t);
 void symbolizer_free(struct symbolizer *s);
 /* Look up addr (an address *inside* an instruction: callers pass ret-1).
  * Strings stay valid until symbolizer_free. 0 when a symbol or a source line
@@ -30,7 +35,8 @@ int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
 /* Name code that is in no ELF object from pm (may be NULL: none), which
  * must outlive s; its names are valid until its next refresh. */
 void symbolizer_set_perfmap(struct symbolizer *s, const struct perfmap *pm);
-/* Build id (lowercase hex) of the object behind map, or NULL. */
+/* Build id (lowercase hex) of the object behind map (a mapping of the
+ * target's current maps), or NULL. */
 const char *symbolizer_build_id(struct symbolizer *s, const struct proc_map *map);
 
 #endif

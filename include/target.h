@@ -73,7 +73,13 @@ int target_maps_set(struct target *t, const char *buf, size_t len);
  * any rate. NULL if none.
  */
 const struct proc_map *target_map_at(struct target *t, uint64_t addr);
+/* The same, telling why not: 0 with *m, -ENOENT (read and not there),
+ * -EAGAIN (not there, and the maps were read less than the gap ago), or
+ * another -errno. */
+int target_find(struct target *t, uint64_t addr, const struct proc_map **m);
 #define TARGET_MAPS_GAP_NS 10000000ULL	/* 10 ms */
+/* Let the next miss read the maps at once (the caller knows they changed). */
+void target_maps_expire(struct target *t);
 
 /*
  * Called on every generation bump, after the new maps are in place and
@@ -114,6 +120,9 @@ int target_reads_slow(const struct target *t);
  */
 struct elfobj *target_object(struct target *t, const struct proc_map *m, unsigned flags,
 			     int *err);
+/* 1 if object e stays after a change (a mapping of the current maps holds
+ * its file): a change listener keeps what it derived from e, else drops it. */
+int target_object_held(const struct target *t, const struct elfobj *e);
 /*
  * Load bias of mapping m (target_object(m)): m->start minus the link-time
  * address of its first byte, from the PT_LOAD segment holding m->offset:

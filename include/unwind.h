@@ -57,13 +57,17 @@ struct unwind_stats {
 };
 
 struct unwinder;
+struct target;
 
 /*
- * An unwinder for process pid (the thread group id). It keeps the target's
- * maps, the unwind table of each executable object and a cache of
- * read-only pages between unwinds. Not thread-safe: use one per tracer
- * thread. NULL on failure (errno set).
+ * An unwinder for target t (which must outlive it): it reads the maps,
+ * the memory and the objects through t and keeps the unwind table of each
+ * executable mapping and a cache of read-only pages between unwinds, all
+ * dropped when t's code mappings change (target_on_change). Not
+ * thread-safe: use one per tracer thread. NULL on failure (errno set).
  */
+struct unwinder *unwinder_new_target(struct target *t);
+/* The same over a target of its own for process pid (the thread group id). */
 struct unwinder *unwinder_new(pid_t pid);
 void unwinder_free(struct unwinder *u);
 /*

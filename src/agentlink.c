@@ -37,6 +37,7 @@
 #include "seccomp_plan.h"
 #include "stackids.h"
 #include "sys_compat.h"
+#include "target.h"
 #include "tramp_fast.h"
 #include "unwind.h"
 #include "xmalloc.h"
@@ -61,6 +62,7 @@ struct agent_link {
 					 * over (the target's are gone), and its size */
 	size_t map_size;
 	struct frametab *ftab;          /* frame rules the agent walks with */
+	int watching;                   /* on_code_change is the target's listener */
 	struct tramp_fast_env fenv;     /* where trampolines find the data and the agent */
 	struct ring_reader rings;       /* our side of the event rings */
 	struct profile_op ops[OP_BATCH]; /* events not yet recorded */
@@ -131,6 +133,19 @@ static void prefault(uint8_t *p, size_t len)
 		__atomic_fetch_or(&p[off], 0, __ATOMIC_RELAXED);
 }
 
+/*
+ * target_on_change listener (after the frame table's reset): forget the
+ * stack ids too. An id stands for the frames the agent walked, which stay
+ * true, but the walks that led to them used rules of the old code.
+ */
+static void on_code_change(void *arg)
+{
+	struct agent_link *l = arg;
+
+	if (ready(l))
+		stackids_reset((struct shm_stack *)(data_of(l) + SHM_OFF_STACKS));
+}
+
 /* Fill the shared layout (already mapped, zeroed by ftruncate); what goes
  * into the header goes into the implant's copy (w) first. */
 static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w)
@@ -166,7 +181,11 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	memset(d + SHM_OFF_BITS, l->exact ? 0xff : 0, SHM_BLOOM_SIZE / 8);
 	agent_link_heartbeat(l);
 	ring_reader_init(&l->rings, h, l->p.ring_size);
-	l->ftab = frametab_new(l->p.proc_tid, (struct shm_frame *)(d + SHM_OFF_FRAMES));
+	l->ftab = l->p.target ?
+		  frametab_new_target(l->p.target, (struct shm_frame *)(d + SHM_OFF_FRAMES)) :
+		  frametab_new(l->p.proc_tid, (struct shm_frame *)(d + SHM_OFF_FRAMES));
+	if (l->p.target && !target_on_change(l->p.target, on_code_change, l))
+		l->watching = 1;
 }
 
 void agent_link_set_pid(struct agent_link *l, pid_t tid)
@@ -595,6 +614,8 @@ void agent_link_free(struct agent_link *l)
 {
 	if (!l)
 		return;
+	if (l->watching)
+		target_off_change(l->p.target, on_code_change, l);
 	frametab_free(l->ftab);
 	if (l->map) {
 		mapguard_remove(l->map);

@@ -12,16 +12,20 @@
 #include "elfobj.h"
 #include "perfmap.h"
 #include "symbolize.h"
+#include "target.h"
 #include "tfile.h"
 #include "xmalloc.h"
 
 /*
- * One cache entry per mapped file (path + inode): its ELF, the separate debug
- * file if any, a libdw handle for line numbers, the load bias, and a table of
- * function symbols sorted by link-time address for binary search. Each
- * mapping of the caller's maps points to its entry once looked up, so a
- * repeated lookup costs a binary search over the maps, one over the symbols,
- * and (with DWARF) libdw's own cached CU and line table search.
+ * One cache entry per object of the target (target_object, opened with its
+ * symbols): the separate debug file if any, a libdw handle for line
+ * numbers, and a table of function symbols sorted by link-time address for
+ * binary search. Each mapping of the target's maps points to its entry and
+ * has its own load bias (a file may be mapped twice at unrelated
+ * addresses), found once per maps version, so a repeated lookup costs a
+ * binary search over the maps, one over the symbols, and (with DWARF)
+ * libdw's own cached CU and line table search. When the target's code
+ * mappings change, the entries of objects no longer mapped go.
  */
 
 struct fsym {
@@ -32,22 +36,25 @@ struct fsym {
 };
 
 struct symobj {
-	char *path;
-	uint64_t inode;
-	struct elfobj *elf, *dbg;
+	struct elfobj *elf;             /* the target's */
+	struct elfobj *dbg;
 	struct debugfile_dwarf dwarf;
 	Dwarf *dw;                      /* dwarf.dw, or NULL */
-	uint64_t bias;
-	int have_bias;
 	struct fsym *syms;
 	size_t nsyms;
 };
 
+struct mapsym {
+	struct symobj *o;               /* NULL: none */
+	uint64_t bias;
+	int tried, have_bias;
+};
+
 struct symbolizer {
-	pid_t pid;
-	const struct proc_maps *maps;
-	struct symobj **by_map;         /* per mapping index; NULL if not looked up */
-	unsigned char *tried;           /* per mapping index */
+	struct target *t;
+	struct mapsym *by_map;          /* per mapping index of maps version ver */
+	size_t nby_map;
+	uint64_t ver;
 	struct symobj **objs;
 	size_t nobjs, capobjs;
 	int root;                       /* the target's root (tfile_root), or -errno */
@@ -143,31 +150,15 @@ static void build_table(struct symobj *o)
 	o->nsyms = j + 1;
 }
 
-/* Lowest mapping of the same file as m. */
-static const struct proc_map *first_map(const struct proc_maps *maps, const struct proc_map *m)
+/* A cache entry for object e, the file behind m. */
+static struct symobj *load_obj(struct symbolizer *s, const struct proc_map *m,
+			       struct elfobj *e)
 {
-	for (size_t i = 0; i < maps->n; i++)
-		if (maps->v[i].path && maps->v[i].inode == m->inode &&
-		    !strcmp(maps->v[i].path, m->path))
-			return &maps->v[i];
-	return m;
-}
-
-/* Load the file behind m (a file mapping) into a new cache entry. */
-static struct symobj *load_obj(struct symbolizer *s, const struct proc_map *m)
-{
-	const struct proc_map *first = first_map(s->maps, m);
 	struct symobj *o = xcalloc(1, sizeof(*o));
 	struct elfobj *dwelf = NULL;
 	char *where = NULL;
 
-	o->path = xstrdup(m->path);
-	o->inode = m->inode;
-	o->elf = elfobj_open_fd(proc_open_mapped(s->pid, first));
-	if (!o->elf)
-		return o;
-	o->have_bias = !elfobj_load_bias(o->elf, first, &o->bias) ||
-		       !elfobj_load_bias(o->elf, m, &o->bias);
+	o->elf = e;
 	if (elfobj_has_debug_info(o->elf)) {
 		dwelf = o->elf;
 		where = xstrdup(m->path);
@@ -189,36 +180,50 @@ static void free_obj(struct symobj *o)
 	free(o->syms);
 	debugfile_dwarf_end(&o->dwarf);
 	elfobj_free(o->dbg);
-	elfobj_free(o->elf);
-	free(o->path);
 	free(o);
 }
 
-/* The cache entry for mapping m, loading it on first use; NULL for
- * anonymous and special ([vdso], [heap]) mappings. */
-static struct symobj *obj_for(struct symbolizer *s, const struct proc_map *m)
+/* The per-mapping entries, made anew for each version of the maps. */
+static struct mapsym *map_entries(struct symbolizer *s, const struct proc_maps *maps)
 {
-	size_t idx = m - s->maps->v;
-	struct symobj *o = NULL;
+	if (s->ver != target_maps_version(s->t)) {
+		free(s->by_map);
+		s->nby_map = maps->n;
+		s->by_map = xcalloc(maps->n ? maps->n : 1, sizeof(*s->by_map));
+		s->ver = target_maps_version(s->t);
+	}
+	return s->by_map;
+}
 
-	if (s->tried[idx])
-		return s->by_map[idx];
-	s->tried[idx] = 1;
+/* The cache entry for mapping m of maps (and its bias in *ms), loading it
+ * on first use; NULL for anonymous and special ([vdso], [heap]) mappings. */
+static struct mapsym *obj_for(struct symbolizer *s, const struct proc_maps *maps,
+			      const struct proc_map *m)
+{
+	struct mapsym *ms = &map_entries(s, maps)[m - maps->v];
+	struct elfobj *e;
+
+	if (ms->tried)
+		return ms;
+	ms->tried = 1;
 	if (!m->path || m->path[0] != '/')
-		return NULL;
-	for (size_t i = 0; i < s->nobjs && !o; i++)
-		if (s->objs[i]->inode == m->inode && !strcmp(s->objs[i]->path, m->path))
-			o = s->objs[i];
-	if (!o) {
-		o = load_obj(s, m);
+		return ms;
+	e = target_object(s->t, m, TARGET_OBJ_SYMS, NULL);
+	if (!e)
+		return ms;
+	for (size_t i = 0; i < s->nobjs && !ms->o; i++)
+		if (s->objs[i]->elf == e)
+			ms->o = s->objs[i];
+	if (!ms->o) {
+		ms->o = load_obj(s, m, e);
 		if (s->nobjs == s->capobjs) {
 			s->capobjs = s->capobjs ? s->capobjs * 2 : 16;
 			s->objs = xrealloc(s->objs, s->capobjs * sizeof(*s->objs));
 		}
-		s->objs[s->nobjs++] = o;
+		s->objs[s->nobjs++] = ms->o;
 	}
-	s->by_map[idx] = o;
-	return o;
+	ms->have_bias = !target_map_bias(s->t, m, e, &ms->bias);
+	return ms;
 }
 
 /* The function symbol holding link-time address a, or NULL. */
@@ -259,18 +264,36 @@ static int jit_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
 
 /* ---- API ---- */
 
-struct symbolizer *symbolizer_new(pid_t pid, const struct proc_maps *maps)
+/* target_on_change listener: forget the mappings, and the objects no
+ * longer mapped (the target frees those next). */
+static void on_maps_change(void *arg)
+{
+	struct symbolizer *s = arg;
+	size_t j = 0;
+
+	s->ver = 0;	/* versions start at 1 */
+	for (size_t i = 0; i < s->nobjs; i++) {
+		if (target_object_held(s->t, s->objs[i]->elf))
+			s->objs[j++] = s->objs[i];
+		else
+			free_obj(s->objs[i]);
+	}
+	s->nobjs = j;
+}
+
+struct symbolizer *symbolizer_new(struct target *t)
 {
 	struct symbolizer *s;
 
-	if (!maps)
+	if (!t)
 		return NULL;
 	s = xcalloc(1, sizeof(*s));
-	s->pid = pid;
-	s->maps = maps;
-	s->by_map = xcalloc(maps->n ? maps->n : 1, sizeof(*s->by_map));
-	s->tried = xcalloc(maps->n ? maps->n : 1, 1);
-	s->root = tfile_root(pid);
+	s->t = t;
+	if (target_on_change(t, on_maps_change, s)) {
+		free(s);
+		return NULL;
+	}
+	s->root = tfile_root(target_reader(t));
 	return s;
 }
 
@@ -278,28 +301,30 @@ void symbolizer_free(struct symbolizer *s)
 {
 	if (!s)
 		return;
+	target_off_change(s->t, on_maps_change, s);
 	for (size_t i = 0; i < s->nobjs; i++)
 		free_obj(s->objs[i]);
 	free(s->objs);
 	if (s->root >= 0)
 		close(s->root);
 	free(s->by_map);
-	free(s->tried);
 	free(s);
 }
 
 int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
 {
-	const struct proc_map *m = proc_maps_find(s->maps, addr);
+	const struct proc_maps *maps = target_maps(s->t);
+	const struct proc_map *m = maps ? proc_maps_find(maps, addr) : NULL;
+	struct mapsym *ms;
 	struct symobj *o;
 	struct fsym *f;
 	uint64_t a;
 
 	memset(out, 0, sizeof(*out));
 	out->map = m;
-	if (!m || !(o = obj_for(s, m)) || !o->have_bias)
+	if (!m || !(ms = obj_for(s, maps, m)) || !(o = ms->o) || !ms->have_bias)
 		return jit_lookup(s, addr, out);
-	a = addr - o->bias;
+	a = addr - ms->bias;
 	f = find_sym(o, a);
 	if (f) {
 		if (!f->tried) {
@@ -332,10 +357,11 @@ void symbolizer_set_perfmap(struct symbolizer *s, const struct perfmap *pm)
 
 const char *symbolizer_build_id(struct symbolizer *s, const struct proc_map *map)
 {
-	struct symobj *o;
+	const struct proc_maps *maps = target_maps(s->t);
+	struct mapsym *ms;
 
-	if (!map || map < s->maps->v || map >= s->maps->v + s->maps->n)
+	if (!maps || !map || map < maps->v || map >= maps->v + maps->n)
 		return NULL;
-	o = obj_for(s, map);
-	return o && o->elf ? elfobj_build_id(o->elf) : NULL;
+	ms = obj_for(s, maps, map);
+	return ms->o ? elfobj_build_id(ms->o->elf) : NULL;
 }

@@ -223,18 +223,34 @@ uint64_t target_maps_version(const struct target *t)
 	return t->version;
 }
 
+int target_find(struct target *t, uint64_t addr, const struct proc_map **m)
+{
+	int ret;
+
+	if (!t->gen && (ret = target_maps_reload(t)) < 0)
+		return ret;
+	*m = proc_maps_find(&t->maps, addr);
+	if (*m)
+		return 0;
+	if (clock_ns(CLOCK_MONOTONIC) - t->maps_ns < TARGET_MAPS_GAP_NS)
+		return -EAGAIN;
+	ret = target_maps_reload(t);
+	if (ret < 0)
+		return ret;
+	*m = proc_maps_find(&t->maps, addr);
+	return *m ? 0 : -ENOENT;
+}
+
+void target_maps_expire(struct target *t)
+{
+	t->maps_ns = 0;
+}
+
 const struct proc_map *target_map_at(struct target *t, uint64_t addr)
 {
-	const struct proc_map *m;
+	const struct proc_map *m = NULL;
 
-	if (!target_maps(t))
-		return NULL;
-	m = proc_maps_find(&t->maps, addr);
-	if (m || clock_ns(CLOCK_MONOTONIC) - t->maps_ns < TARGET_MAPS_GAP_NS)
-		return m;
-	if (target_maps_reload(t) < 0)
-		return NULL;
-	return proc_maps_find(&t->maps, addr);
+	return target_find(t, addr, &m) ? NULL : m;
 }
 
 int target_on_change(struct target *t, target_change_fn fn, void *arg)
@@ -382,6 +398,20 @@ struct elfobj *target_object(struct target *t, const struct proc_map *m, unsigne
 	if (err)
 		*err = o->err;
 	return o->elf;
+}
+
+int target_object_held(const struct target *t, const struct elfobj *e)
+{
+	for (size_t i = 0; i < t->nobjs; i++) {
+		const struct tobj *o = t->objs[i];
+
+		if (o->elf != e || !strcmp(o->path, "[vdso]"))
+			continue;
+		for (size_t k = 0; k < t->maps.n; k++)
+			if (obj_is(o, &t->maps.v[k]))
+				return 1;
+	}
+	return 0;
 }
 
 int target_map_bias(struct target *t, const struct proc_map *m, struct elfobj *e,

@@ -66,13 +66,10 @@ struct symbolizer {
 	const struct proc_maps *maps;
 };
 
-struct symbolizer *symbolizer_new(pid_t pid, const struct proc_maps *maps)
+struct symbolizer *symbolizer_new(struct target *t)
 {
-	struct symbolizer *s = xcalloc(1, sizeof(*s));
-
-	(void)pid;
-	s->maps = maps;
-	return s;
+	(void)t;
+	return xcalloc(1, sizeof(struct symbolizer));
 }
 
 void symbolizer_free(struct symbolizer *s)
@@ -276,7 +273,7 @@ int main(int argc, char **argv)
 	profile_add_drops(p, 7);
 
 	if (!nosym)
-		d.sym = symbolizer_new(d.pid, &maps);
+		d.sym = symbolizer_new(NULL);
 	ret = dump_write_file(out, strcmp(fmt, "pprof") ? DUMP_LEGACY : DUMP_PPROF, p, &d);
 	symbolizer_free(d.sym);
 	profile_free(p);
