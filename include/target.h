@@ -82,11 +82,13 @@ int target_find(struct target *t, uint64_t addr, const struct proc_map **m);
 void target_maps_expire(struct target *t);
 
 /*
- * Called on every generation bump, after the new maps are in place and
- * before the objects of the old ones are freed: drop everything derived
- * from the old maps or objects. At most TARGET_MAX_LISTENERS. 0 or -ENOSPC.
+ * Called on every generation bump, in the order registered, after the new
+ * maps are in place and before the old ones (old) and the objects no new
+ * mapping holds are freed: drop everything derived from the old code (or
+ * name what must keep the old names first: target_object still opens the
+ * files of old's mappings). At most TARGET_MAX_LISTENERS. 0 or -ENOSPC.
  */
-typedef void (*target_change_fn)(void *arg);
+typedef void (*target_change_fn)(void *arg, const struct proc_maps *old);
 #define TARGET_MAX_LISTENERS 8
 int target_on_change(struct target *t, target_change_fn fn, void *arg);
 void target_off_change(struct target *t, target_change_fn fn, void *arg);
@@ -112,9 +114,11 @@ int target_reads_slow(const struct target *t);
 #define TARGET_OBJ_SYMS 1	/* with .symtab/.dynsym (else perhaps without) */
 
 /*
- * The ELF object behind mapping m of the current maps (a file mapping, or
- * the vDSO, copied out of memory), opened on first use and cached per file
- * (device, inode, path) until no mapping holds that file. NULL (cached too)
+ * The ELF object behind mapping m (a file mapping, or the vDSO, copied out
+ * of memory), opened on first use and cached per file (device, inode,
+ * path) until no mapping holds that file. m is a mapping of the current
+ * maps, or, in a change listener, of the old ones (its file is then opened
+ * by its path, and only if that is still the file: see open_gone). NULL (cached too)
  * when it cannot be read or is no ELF; *err (may be NULL) then gets -errno.
  * Owned by the target.
  */

@@ -138,10 +138,11 @@ static void prefault(uint8_t *p, size_t len)
  * stack ids too. An id stands for the frames the agent walked, which stay
  * true, but the walks that led to them used rules of the old code.
  */
-static void on_code_change(void *arg)
+static void on_code_change(void *arg, const struct proc_maps *old)
 {
 	struct agent_link *l = arg;
 
+	(void)old;
 	if (ready(l))
 		stackids_reset((struct shm_stack *)(data_of(l) + SHM_OFF_STACKS));
 }

@@ -451,8 +451,9 @@ static void reset(struct frametab *ft)
 }
 
 /* target_on_change listener: the code changed, no old rule may stay. */
-static void on_maps_change(void *arg)
+static void on_maps_change(void *arg, const struct proc_maps *old)
 {
+	(void)old;
 	reset(arg);
 }
 

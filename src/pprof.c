@@ -374,7 +374,7 @@ static uint64_t function_id(struct writer *w, const struct sym_info *si)
  */
 static uint64_t location_id(struct writer *w, uint64_t pc)
 {
-	uint64_t k[3] = { pc, 0, 0 }, addr = pc - 1, id, fid = 0;
+	uint64_t k[3] = { pc, 0, 0 }, addr = pc - 1, where = addr, id, fid = 0;
 	struct sym_info si;
 	ssize_t mi = maps_find(w, addr);
 	int line = 0;
@@ -391,6 +391,7 @@ static uint64_t location_id(struct writer *w, uint64_t pc)
 			fid = function_id(w, &si);
 			line = si.line;
 		}
+		where = si.addr ? si.addr : addr;	/* code that is gone: its own */
 	}
 	if (mi >= 0) {
 		w->maps[mi].nlocs++;
@@ -399,7 +400,7 @@ static uint64_t location_id(struct writer *w, uint64_t pc)
 	}
 	pb_u64(&w->msg, 1, id);
 	pb_u64(&w->msg, 2, mi >= 0 ? (uint64_t)mi + 1 : 0);
-	pb_u64(&w->msg, 3, addr);
+	pb_u64(&w->msg, 3, where);
 	if (fid) {
 		pb_u64(&w->sub, 1, fid);
 		pb_u64(&w->sub, 2, (uint64_t)(int64_t)line);

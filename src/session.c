@@ -214,6 +214,42 @@ int session_dump(struct session *s, unsigned seq)
 	return rc;
 }
 
+struct retiring {
+	struct session *s;
+	const struct proc_maps *old;
+};
+
+/* profile_map_pcs callback: a stand-in for a frame in code that is gone. */
+static uint64_t retire_pc(void *arg, uint64_t pc)
+{
+	struct retiring *r = arg;
+	const struct proc_map *o = proc_maps_find(r->old, pc - 1), *n;
+
+	if (!o || !(o->prot & PROC_MAP_X) || !o->path)
+		return pc;
+	n = proc_maps_find(target_maps(r->s->t), pc - 1);
+	if (n && proc_map_same(o, n))
+		return pc;
+	return symbolizer_retire(r->s->sym, r->old, pc);
+}
+
+/*
+ * target_on_change listener, the first: the frames recorded so far in code
+ * that is gone (dlclose, or another library in its range) keep the names
+ * they had, through stand-ins (symbolizer_retire), before the symbolizer
+ * and the target drop that code's objects; the stack ids the agent sends
+ * are reset by the agent link's listener. Events still in the rings when
+ * the change is seen are recorded after it: a library swapped within
+ * watch_maps' period can lend its names to the other's last frames.
+ */
+static void on_code_change(void *arg, const struct proc_maps *old)
+{
+	struct retiring r = { arg, old };
+
+	if (r.s->prof && r.s->sym)
+		profile_map_pcs(r.s->prof, retire_pc, &r);
+}
+
 /*
  * Read the target's maps every SESSION_MAPS_EVERY_NS: a change of its code
  * (dlopen, dlclose, mmap of code) bumps the target's generation, which
@@ -657,6 +693,8 @@ int session_run(const struct options *opt)
 	s.prof = profile_new(opt->sample_rate);
 	sampler_init(&s.sampler, opt->sample_rate, clock_ns(CLOCK_REALTIME) ^ (uint64_t)getpid());
 	s.t = target_new(s.pid, s.ev.reader);
+	if (s.t)
+		target_on_change(s.t, on_code_change, &s);	/* before the others */
 	s.unw = s.t ? unwinder_new_target(s.t) : NULL;
 	s.sym = s.t ? symbolizer_new(s.t) : NULL;
 	s.jit = perfmap_open_target(s.ev.reader);

@@ -50,8 +50,22 @@ struct mapsym {
 	int tried, have_bias;
 };
 
+/* Names of code that is gone (symbolizer_retire), copied. */
+struct retired {
+	uint64_t addr;                  /* as looked up: the return address - 1 */
+	char *function, *system_name, *file;
+	int line;
+	uint64_t offset;
+};
+
 struct symbolizer {
 	struct target *t;
+	struct retired *ret;            /* stand-in k names ret[k] */
+	size_t nret, capret;
+	uint64_t *ret_idx;              /* pc -> k + 1 for the change ret_gen; 0 empty */
+	uint64_t *ret_pc;               /* the pc of each ret_idx slot */
+	size_t ret_idx_cap;
+	uint64_t ret_gen;
 	struct mapsym *by_map;          /* per mapping index of maps version ver */
 	size_t nby_map;
 	uint64_t ver;
@@ -183,6 +197,9 @@ static void free_obj(struct symobj *o)
 	free(o);
 }
 
+static struct symobj *symobj_of(struct symbolizer *s, const struct proc_map *m,
+				struct elfobj *e);
+
 /* The per-mapping entries, made anew for each version of the maps. */
 static struct mapsym *map_entries(struct symbolizer *s, const struct proc_maps *maps)
 {
@@ -211,17 +228,7 @@ static struct mapsym *obj_for(struct symbolizer *s, const struct proc_maps *maps
 	e = target_object(s->t, m, TARGET_OBJ_SYMS, NULL);
 	if (!e)
 		return ms;
-	for (size_t i = 0; i < s->nobjs && !ms->o; i++)
-		if (s->objs[i]->elf == e)
-			ms->o = s->objs[i];
-	if (!ms->o) {
-		ms->o = load_obj(s, m, e);
-		if (s->nobjs == s->capobjs) {
-			s->capobjs = s->capobjs ? s->capobjs * 2 : 16;
-			s->objs = xrealloc(s->objs, s->capobjs * sizeof(*s->objs));
-		}
-		s->objs[s->nobjs++] = ms->o;
-	}
+	ms->o = symobj_of(s, m, e);
 	ms->have_bias = !target_map_bias(s->t, m, e, &ms->bias);
 	return ms;
 }
@@ -266,11 +273,12 @@ static int jit_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
 
 /* target_on_change listener: forget the mappings, and the objects no
  * longer mapped (the target frees those next). */
-static void on_maps_change(void *arg)
+static void on_maps_change(void *arg, const struct proc_maps *old)
 {
 	struct symbolizer *s = arg;
 	size_t j = 0;
 
+	(void)old;
 	s->ver = 0;	/* versions start at 1 */
 	for (size_t i = 0; i < s->nobjs; i++) {
 		if (target_object_held(s->t, s->objs[i]->elf))
@@ -305,27 +313,26 @@ void symbolizer_free(struct symbolizer *s)
 	for (size_t i = 0; i < s->nobjs; i++)
 		free_obj(s->objs[i]);
 	free(s->objs);
+	for (size_t i = 0; i < s->nret; i++) {
+		free(s->ret[i].function);
+		free(s->ret[i].system_name);
+		free(s->ret[i].file);
+	}
+	free(s->ret);
+	free(s->ret_idx);
+	free(s->ret_pc);
 	if (s->root >= 0)
 		close(s->root);
 	free(s->by_map);
 	free(s);
 }
 
-int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
+/* Name link-time address a of object o into out (its map and addr set).
+ * 0 or -ENOENT. */
+static int name_in(struct symobj *o, uint64_t a, struct sym_info *out)
 {
-	const struct proc_maps *maps = target_maps(s->t);
-	const struct proc_map *m = maps ? proc_maps_find(maps, addr) : NULL;
-	struct mapsym *ms;
-	struct symobj *o;
-	struct fsym *f;
-	uint64_t a;
+	struct fsym *f = find_sym(o, a);
 
-	memset(out, 0, sizeof(*out));
-	out->map = m;
-	if (!m || !(ms = obj_for(s, maps, m)) || !(o = ms->o) || !ms->have_bias)
-		return jit_lookup(s, addr, out);
-	a = addr - ms->bias;
-	f = find_sym(o, a);
 	if (f) {
 		if (!f->tried) {
 			f->demangled = demangle(f->name);
@@ -348,6 +355,145 @@ int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
 		}
 	}
 	return f || out->file ? 0 : -ENOENT;
+}
+
+/* A stand-in's names (addr: the stand-in - 1). 0 or -ENOENT. */
+static int retired_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
+{
+	uint64_t k = (addr - SYMBOLIZE_RETIRED_BASE) >> 4;
+	const struct retired *r;
+
+	if (k >= s->nret)
+		return -ENOENT;
+	r = &s->ret[k];
+	out->addr = r->addr;
+	out->function = r->function;
+	out->system_name = r->system_name;
+	out->file = r->file;
+	out->line = r->line;
+	out->offset = r->offset;
+	return r->function || r->file ? 0 : -ENOENT;
+}
+
+int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
+{
+	const struct proc_maps *maps = target_maps(s->t);
+	const struct proc_map *m;
+	struct mapsym *ms;
+
+	memset(out, 0, sizeof(*out));
+	out->addr = addr;
+	if (addr >= SYMBOLIZE_RETIRED_BASE)
+		return retired_lookup(s, addr, out);
+	m = maps ? proc_maps_find(maps, addr) : NULL;
+	out->map = m;
+	if (!m || !(ms = obj_for(s, maps, m)) || !ms->o || !ms->have_bias)
+		return jit_lookup(s, addr, out);
+	return name_in(ms->o, addr - ms->bias, out);
+}
+
+/* The cache entry for object e (the file behind m), loaded if new. */
+static struct symobj *symobj_of(struct symbolizer *s, const struct proc_map *m,
+				struct elfobj *e)
+{
+	struct symobj *o;
+
+	for (size_t i = 0; i < s->nobjs; i++)
+		if (s->objs[i]->elf == e)
+			return s->objs[i];
+	o = load_obj(s, m, e);
+	if (s->nobjs == s->capobjs) {
+		s->capobjs = s->capobjs ? s->capobjs * 2 : 16;
+		s->objs = xrealloc(s->objs, s->capobjs * sizeof(*s->objs));
+	}
+	s->objs[s->nobjs++] = o;
+	return o;
+}
+
+/* The slot of pc in the stand-ins of this change (ret_idx), grown as needed. */
+static size_t retire_slot(struct symbolizer *s, uint64_t pc)
+{
+	size_t mask, i;
+
+	if (s->ret_gen != target_generation(s->t) || !s->ret_idx_cap) {
+		free(s->ret_idx);
+		free(s->ret_pc);
+		s->ret_idx_cap = 256;
+		s->ret_idx = xcalloc(s->ret_idx_cap, sizeof(*s->ret_idx));
+		s->ret_pc = xcalloc(s->ret_idx_cap, sizeof(*s->ret_pc));
+		s->ret_gen = target_generation(s->t);
+	}
+	mask = s->ret_idx_cap - 1;
+	for (i = (pc * 0x9e3779b97f4a7c15ULL >> 20) & mask; s->ret_idx[i] && s->ret_pc[i] != pc;
+	     i = (i + 1) & mask)
+		;
+	return i;
+}
+
+/* Remember stand-in k for pc in this change. */
+static void retire_put(struct symbolizer *s, size_t slot, uint64_t pc, size_t k)
+{
+	s->ret_idx[slot] = k + 1;
+	s->ret_pc[slot] = pc;
+	if (s->nret * 2 > s->ret_idx_cap) {
+		uint64_t *idx = s->ret_idx, *pcs = s->ret_pc;
+		size_t cap = s->ret_idx_cap;
+
+		s->ret_idx_cap *= 2;
+		s->ret_idx = xcalloc(s->ret_idx_cap, sizeof(*s->ret_idx));
+		s->ret_pc = xcalloc(s->ret_idx_cap, sizeof(*s->ret_pc));
+		for (size_t i = 0; i < cap; i++)
+			if (idx[i]) {
+				size_t j = retire_slot(s, pcs[i]);
+
+				s->ret_idx[j] = idx[i];
+				s->ret_pc[j] = pcs[i];
+			}
+		free(idx);
+		free(pcs);
+	}
+}
+
+static char *dup_or_null(const char *p)
+{
+	return p ? xstrdup(p) : NULL;
+}
+
+uint64_t symbolizer_retire(struct symbolizer *s, const struct proc_maps *old, uint64_t pc)
+{
+	const struct proc_map *m = pc && pc < SYMBOLIZE_RETIRED_BASE ?
+				   proc_maps_find(old, pc - 1) : NULL;
+	struct sym_info si = { 0 };
+	struct elfobj *e;
+	struct retired *r;
+	uint64_t bias;
+	size_t slot;
+
+	if (!m || !m->path || m->path[0] != '/')
+		return pc;
+	slot = retire_slot(s, pc);
+	if (s->ret_idx[slot])
+		return SYMBOLIZE_RETIRED_BASE + ((s->ret_idx[slot] - 1) << 4) + 1;
+	if (s->nret >= SYMBOLIZE_MAX_RETIRED)
+		return pc;
+	e = target_object(s->t, m, TARGET_OBJ_SYMS, NULL);
+	if (e && !elfobj_load_bias(e, m, &bias))
+		name_in(symobj_of(s, m, e), pc - 1 - bias, &si);
+	if (s->nret == s->capret) {
+		s->capret = s->capret ? s->capret * 2 : 64;
+		s->ret = xrealloc(s->ret, s->capret * sizeof(*s->ret));
+	}
+	r = &s->ret[s->nret];
+	*r = (struct retired){
+		.addr = pc - 1,
+		.function = dup_or_null(si.function),
+		.system_name = dup_or_null(si.system_name),
+		.file = dup_or_null(si.file),
+		.line = si.line,
+		.offset = si.offset,
+	};
+	retire_put(s, slot, pc, s->nret);
+	return SYMBOLIZE_RETIRED_BASE + ((uint64_t)s->nret++ << 4) + 1;
 }
 
 void symbolizer_set_perfmap(struct symbolizer *s, const struct perfmap *pm)

@@ -3,12 +3,15 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "elfobj.h"
 #include "remote.h"
 #include "target.h"
+#include "tfile.h"
 #include "xmalloc.h"
 
 #define TARGET_VDSO_MAX (64u << 10)	/* a vDSO is 8 KiB; we copy no more */
@@ -94,14 +97,6 @@ void target_get_stats(const struct target *t, struct target_stats *st)
 
 /* ---- maps ---- */
 
-static int same_map(const struct proc_map *a, const struct proc_map *b)
-{
-	return a->start == b->start && a->end == b->end && a->offset == b->offset &&
-	       a->prot == b->prot && a->inode == b->inode && a->dev_major == b->dev_major &&
-	       a->dev_minor == b->dev_minor && a->deleted == b->deleted &&
-	       !a->path == !b->path && (!a->path || !strcmp(a->path, b->path));
-}
-
 /* Code from a file (or the vDSO): what unwind tables, frame rules and
  * names are derived from. */
 static int is_code(const struct proc_map *m)
@@ -131,7 +126,7 @@ static int same_code(const struct proc_maps *a, const struct proc_maps *b)
 
 		if (!x || !y)
 			return !x && !y;
-		if (!same_map(x, y))
+		if (!proc_map_same(x, y))
 			return 0;
 	}
 }
@@ -167,21 +162,22 @@ static void prune_objects(struct target *t)
 static int take_maps(struct target *t, struct proc_maps *fresh)
 {
 	int same = t->gen && same_code(&t->maps, fresh);
+	struct proc_maps old = t->maps;
 
 	t->maps_ns = clock_ns(CLOCK_MONOTONIC);
 	t->st.maps_reads++;
-	proc_maps_free(&t->maps);
 	t->maps = *fresh;
 	t->version++;
-	if (same)
+	if (same || ++t->gen == 1) {
+		/* the first read: nothing was derived yet */
+		proc_maps_free(&old);
 		return 0;
-	t->gen++;
-	if (t->gen == 1)
-		return 0;	/* the first read: nothing was derived yet */
+	}
 	t->st.changes++;
 	for (size_t i = 0; i < TARGET_MAX_LISTENERS; i++)
 		if (t->ls[i].fn)
-			t->ls[i].fn(t->ls[i].arg);
+			t->ls[i].fn(t->ls[i].arg, &old);
+	proc_maps_free(&old);
 	prune_objects(t);
 	return 1;
 }
@@ -338,6 +334,37 @@ static struct elfobj *open_vdso(struct target *t, const struct proc_map *m, int 
 	return e;
 }
 
+/*
+ * The file of m, a mapping of maps older than the current ones: its range
+ * may hold another file by now (map_files would open that one), so its
+ * path is opened inside the target's root, and kept only if it is still
+ * the file that was mapped there (its inode). An fd or -errno.
+ */
+static int open_gone(struct target *t, const struct proc_map *m)
+{
+	struct stat st;
+	int root, fd;
+
+	if (m->deleted)
+		return -ENOENT;
+	root = tfile_root(t->reader);
+	if (root < 0)
+		return root;
+	fd = tfile_open(root, m->path, &st);
+	close(root);
+	if (fd >= 0 && st.st_ino != m->inode) {
+		close(fd);
+		fd = -ESTALE;
+	}
+	return fd;
+}
+
+/* 1 if m points into the current maps. */
+static int is_current(const struct target *t, const struct proc_map *m)
+{
+	return m >= t->maps.v && m < t->maps.v + t->maps.n;
+}
+
 /* Open the object of o (described from m) with o->flags. */
 static void tobj_open(struct target *t, struct tobj *o, const struct proc_map *m)
 {
@@ -345,10 +372,12 @@ static void tobj_open(struct target *t, struct tobj *o, const struct proc_map *m
 
 	o->err = 0;
 	if (!strcmp(m->path, "[vdso]")) {
-		o->elf = open_vdso(t, m, &o->err);
+		o->elf = is_current(t, m) ? open_vdso(t, m, &o->err) : NULL;
+		if (!o->elf && !o->err)
+			o->err = -ENOENT;
 		return;
 	}
-	fd = proc_open_mapped(t->reader, m);
+	fd = is_current(t, m) ? proc_open_mapped(t->reader, m) : open_gone(t, m);
 	if (fd < 0)
 		o->err = fd;
 	else if (!(o->elf = elfobj_open_fd_flags(fd, o->flags & TARGET_OBJ_SYMS ? 0 :

@@ -547,10 +547,11 @@ static unw_accessors_t unwind_accessors = {
 
 /* target_on_change listener: forget the tables, pages and states of the
  * old maps (libunwind's cache only between walks). */
-static void on_maps_change(void *arg)
+static void on_maps_change(void *arg, const struct proc_maps *old)
 {
 	struct unwinder *u = arg;
 
+	(void)old;
 	objs_drop(u);
 	pcache_clear(u);
 	if (cur_unwinder == u)

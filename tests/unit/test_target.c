@@ -22,8 +22,9 @@ static const char maps_b[] =
 static unsigned calls;
 static uint64_t gen_seen;
 
-static void on_change(void *arg)
+static void on_change(void *arg, const struct proc_maps *old)
 {
+	(void)old;
 	calls++;
 	gen_seen = target_generation(arg);
 }
