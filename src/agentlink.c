@@ -617,6 +617,15 @@ void agent_link_free(struct agent_link *l)
 		return;
 	if (l->watching)
 		target_off_change(l->p.target, on_code_change, l);
+	if (l->ftab) {
+		struct frametab_stats st;
+
+		frametab_get_stats(l->ftab, &st);
+		pr_debug("frame table: %llu rules learnt, %llu without one, %llu skipped (full), "
+			 "%llu throttled, %llu objects", (unsigned long long)st.learned,
+			 (unsigned long long)st.unrepresentable, (unsigned long long)st.full,
+			 (unsigned long long)st.throttled, (unsigned long long)st.objects);
+	}
 	frametab_free(l->ftab);
 	if (l->map) {
 		mapguard_remove(l->map);

@@ -245,9 +245,12 @@ static uint64_t retire_pc(void *arg, uint64_t pc)
 static void on_code_change(void *arg, const struct proc_maps *old)
 {
 	struct retiring r = { arg, old };
+	size_t n = 0;
 
 	if (r.s->prof && r.s->sym)
-		profile_map_pcs(r.s->prof, retire_pc, &r);
+		n = profile_map_pcs(r.s->prof, retire_pc, &r);
+	pr_debug("the target's code mappings changed (generation %llu): %zu stacks keep old names",
+		 (unsigned long long)target_generation(r.s->t), n);
 }
 
 /*
@@ -769,6 +772,15 @@ int session_run(const struct options *opt)
 		pr_debug("agent: %llu walks, %llu misses, %llu nested, %llu doorbells",
 			 (unsigned long long)s.stats.walks, (unsigned long long)s.stats.walk_misses,
 			 (unsigned long long)s.stats.nested, (unsigned long long)s.stats.doorbells);
+	if (s.unw) {
+		struct unwind_stats us;
+
+		unwinder_get_stats(s.unw, &us);
+		pr_debug("unwinder: %llu unwinds, %llu frames, %llu unwind-info lookups, "
+			 "%llu memory reads, %llu maps reads", (unsigned long long)us.unwinds,
+			 (unsigned long long)us.frames, (unsigned long long)us.find_proc_info,
+			 (unsigned long long)us.mem_reads, (unsigned long long)us.maps_reads);
+	}
 	if (profile_drops(s.prof))
 		pr_warn("%llu events dropped", (unsigned long long)profile_drops(s.prof));
 	pr_debug("profile: %llu allocations at an address already live",
