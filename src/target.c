@@ -98,11 +98,14 @@ void target_get_stats(const struct target *t, struct target_stats *st)
 /* ---- maps ---- */
 
 /* Code from a file (or the vDSO): what unwind tables, frame rules and
- * names are derived from. */
+ * names are derived from. Not a memfd (no ELF: our own trampolines, whose
+ * coming and going at attach and detach must cost no flush, or a JIT's
+ * double mapping). */
 static int is_code(const struct proc_map *m)
 {
 	return (m->prot & PROC_MAP_X) && m->path &&
-	       (m->path[0] == '/' || !strcmp(m->path, "[vdso]"));
+	       ((m->path[0] == '/' && strncmp(m->path, "/memfd:", 7)) ||
+		!strcmp(m->path, "[vdso]"));
 }
 
 /* The next code mapping of maps from index *i on, or NULL. */

@@ -59,6 +59,7 @@ static void test_maps_generation(void)
 			"00402000-00403000 rw-p 00002000 fe:00 11 /bin/a\n"
 			"01000000-01100000 rw-p 00000000 00:00 0 [heap]\n"
 			"7e0000000000-7e0000001000 r-xp 00000000 00:00 0\n"
+			"7e0000100000-7e0000110000 r-xs 00000000 00:01 9 /memfd:heapattach (deleted)\n"
 			"7f0000000000-7f0000001000 r-xp 00000000 fe:00 33 /lib/libB.so\n";
 
 		expect_int_eq(target_maps_set(t, anon, sizeof(anon) - 1), 0);
