@@ -457,8 +457,13 @@ static void put_mappings(struct writer *w)
 		pb_u64(&w->msg, 4, pm->m->offset);
 		pb_u64(&w->msg, 5, str_id(w, pm->m->path));
 		pb_u64(&w->msg, 6, str_id(w, bid));
-		/* Only fully symbolized mappings: pprof fills no gaps (docs/profile-format.md §5). */
-		pb_u64(&w->msg, 7, pm->nlocs && pm->nsym == pm->nlocs);
+		/*
+		 * Set when heapattach named any location of the mapping: pprof
+		 * then keeps our names. Unset, go tool pprof replaces every name
+		 * of the mapping by what its local tools read from files on the
+		 * reader's machine (docs/profile-format.md §5).
+		 */
+		pb_u64(&w->msg, 7, pm->nsym > 0);
 		pb_msg(&w->out, PROFILE_MAPPING, &w->msg);
 		w_maybe_flush(w);
 	}

@@ -20,7 +20,8 @@
  *   B  leaf_b <- caller <- main: 2 x 512 allocated, 1 freed
  *   C  leaf_c <- helper <- caller <- main: 1 x 4 MiB, live
  *   D  (fake mode only) lib_ok <- lib_unknown (libfake.so; lib_unknown has
- *      no symbol, so that mapping must not claim has_functions): 1 x 100, live
+ *      no symbol: the mapping claims has_functions all the same, so that
+ *      pprof keeps lib_ok's name and leaves lib_unknown unnamed): 1 x 100, live
  * drops: 7. time_nanos 1700000000000000000, duration 5 s.
  *
  * The symbolizer functions below stand in for src/symbolize.c (link-time fake:
