@@ -164,4 +164,30 @@ static void test_other_process_cxx(void)
 		fclose(f);
 }
 
-HARNESS_MAIN("symbolize", T(test_self), T(test_speed), T(test_other_process_cxx))
+/* Code that is gone keeps its name through a stand-in. */
+static void test_retire(void)
+{
+	struct target *t = target_new(getpid(), 0);
+	struct symbolizer *s = symbolizer_new(t);
+	uint64_t pc = (uint64_t)(uintptr_t)&symbolize_probe + 3, stand;
+	struct proc_maps old;
+	struct sym_info si;
+
+	expect_int_eq(proc_maps_read(getpid(), &old), 0);
+	stand = symbolizer_retire(s, &old, pc);
+	expect_true(stand >= SYMBOLIZE_RETIRED_BASE);
+	expect_u64_eq(symbolizer_retire(s, &old, pc), stand);	/* one per pc */
+	expect_int_eq(symbolizer_lookup(s, stand - 1, &si), 0);
+	expect_str_eq(si.function, "symbolize_probe");
+	expect_u64_eq(si.offset, 2);
+	expect_u64_eq(si.addr, pc - 1);
+	expect_true(si.map == NULL);
+	/* in no mapping of old: unchanged; past the stand-ins: nothing */
+	expect_u64_eq(symbolizer_retire(s, &old, 8), 8);
+	expect_int_eq(symbolizer_lookup(s, stand + 15, &si), -ENOENT);
+	symbolizer_free(s);
+	target_free(t);
+	proc_maps_free(&old);
+}
+
+HARNESS_MAIN("symbolize", T(test_self), T(test_retire), T(test_speed), T(test_other_process_cxx))
