@@ -688,16 +688,16 @@ int session_run(const struct options *opt)
 		pr_err("cannot read the memory map of %d: %s", s.pid, strerror(-rc));
 		goto out_maps;
 	}
-	rc = hooks_resolve(s.ev.reader, &s.maps, &s.hooks);
+	s.t = target_new(s.pid, s.ev.reader);
+	if (s.t)
+		target_on_change(s.t, on_code_change, &s);	/* before the others */
+	rc = hooks_resolve_target(s.t, s.ev.reader, &s.maps, &s.hooks);
 	if (rc) {
 		pr_err("no allocator found in %d: %s", s.pid, strerror(-rc));
 		goto out_maps;
 	}
 	s.prof = profile_new(opt->sample_rate);
 	sampler_init(&s.sampler, opt->sample_rate, clock_ns(CLOCK_REALTIME) ^ (uint64_t)getpid());
-	s.t = target_new(s.pid, s.ev.reader);
-	if (s.t)
-		target_on_change(s.t, on_code_change, &s);	/* before the others */
 	s.unw = s.t ? unwinder_new_target(s.t) : NULL;
 	s.sym = s.t ? symbolizer_new(s.t) : NULL;
 	s.jit = perfmap_open_target(s.ev.reader);
@@ -799,11 +799,11 @@ out:
 	perfmap_free(s.jit);
 	if (s.unw)
 		unwinder_free(s.unw);
-	target_free(s.t);
 	if (s.prof)
 		profile_free(s.prof);
 	hooks_free(&s.hooks);
 out_maps:
+	target_free(s.t);
 	proc_maps_free(&s.maps);
 	tracee_release(&s.tr);
 	dump_dir_close(&s.out);
