@@ -147,7 +147,7 @@ asan:
 	$(Q)$(MAKE) --no-print-directory B=build-asan fixtures
 	$(Q)UNIT_ONLY=1 BUILD=build-asan sh tests/run.sh
 
-# Fuzzing (libFuzzer, clang): the ELF, maps, DWARF and perf map readers, each for
+# Fuzzing (libFuzzer, clang): the ELF, maps, DWARF, perf map and pprof readers, each for
 # FUZZ_SECONDS, from seeds made of the fixtures (tests/fuzz/run.sh).
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 20
@@ -157,7 +157,7 @@ FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/arch/$(ARCH) -MM
 	-Wall -Wextra $(if $(filter true,$(CI)),-Werror) \
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_LIB_SRC := src/elfobj.c src/proc.c src/tfile.c src/debugfile.c src/unwind.c src/frametab.c \
-	src/mapguard.c src/xmalloc.c src/log.c src/perfmap.c
+	src/mapguard.c src/xmalloc.c src/log.c src/perfmap.c src/report_pprof.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FB)/%.o)
 FUZZ_BIN     := $(patsubst tests/fuzz/%.c,$(FB)/%,$(wildcard tests/fuzz/fuzz_*.c))
 
@@ -173,7 +173,7 @@ $(FB)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJ)
 fuzzers: $(FUZZ_BIN)
 
 fuzz: check-deps
-	$(Q)$(MAKE) --no-print-directory fixtures fuzzers
+	$(Q)$(MAKE) --no-print-directory fixtures tools fuzzers
 	$(Q)FUZZ_SECONDS=$(FUZZ_SECONDS) FB=$(FB) sh tests/fuzz/run.sh
 
 demo: check-deps

@@ -10,7 +10,9 @@
 #include "proc.h"
 #include "symbolize.h"
 
-enum dump_format { DUMP_PPROF, DUMP_LEGACY };
+struct peak;
+
+enum dump_format { DUMP_PPROF, DUMP_LEGACY, DUMP_FOLDED };
 
 /* Everything a writer needs besides the profile. */
 struct dump_info {
@@ -21,12 +23,17 @@ struct dump_info {
 	struct symbolizer *sym;   /* may be NULL: no Function/Line entries */
 	const char **comments;    /* extra comment lines, may be NULL */
 	size_t ncomments;
+	const struct peak *peak;  /* non-NULL: in-use figures as they were at this
+				   * snapshot (the peak profile; pprof only) */
 };
 
 /* Write p as a gzipped pprof profile.proto to f. 0 or -errno. */
 int pprof_write(FILE *f, const struct profile *p, const struct dump_info *d);
 /* Write p in the gperftools legacy heap text format to f. 0 or -errno. */
 int legacy_write(FILE *f, const struct profile *p, const struct dump_info *d);
+/* Write p's live bytes as folded stacks (folded.h), one line per bucket
+ * holding any, scaled as in pprof. 0 or -errno. */
+int folded_write(FILE *f, const struct profile *p, const struct dump_info *d);
 /* The directory profiles go to, opened once: every dump is created and
  * renamed through this one fd, so no component of its path is resolved twice. */
 struct dump_dir {
@@ -53,5 +60,7 @@ int dump_write_file(const char *path, enum dump_format fmt,
 		    const struct profile *p, const struct dump_info *d);
 /* "out.heap", 3 -> "out.0003.heap"; "out" -> "out.0003". Caller frees. */
 char *dump_numbered_path(const char *path, unsigned n);
+/* "out.heap", "peak" -> "out.peak.heap"; "out" -> "out.peak". Caller frees. */
+char *dump_tagged_path(const char *path, const char *tag);
 
 #endif

@@ -8,6 +8,7 @@
 #include "log.h"
 #include "perfmap.h"
 #include "proc.h"
+#include "report.h"
 #include "session.h"
 #include "tracee.h"
 
@@ -51,8 +52,11 @@ static int list_hooks(pid_t pid)
 int main(int argc, char **argv)
 {
 	struct options o;
-	int rc = cli_parse(argc, argv, &o);
+	int rc;
 
+	if (argc > 1 && !strcmp(argv[1], "report"))
+		return report_main(argc - 1, argv + 1);
+	rc = cli_parse(argc, argv, &o);
 	if (rc)
 		return rc > 0 ? 0 : 2;
 	log_verbose = o.verbose;

@@ -5,7 +5,8 @@
 # Seeds are made fresh from the fixtures: their binaries (whole, stripped,
 # and their split debug files) for the ELF and DWARF readers, maps and
 # status texts (the fixtures' and this shell's own) for the maps reader,
-# fixtures/perfmap/ for the perf map reader.
+# fixtures/perfmap/ for the perf map reader, synthprof's profiles and
+# fixtures/pprof/ for the pprof reader.
 # The corpus a target grows stays in $FB/corpus/NAME between runs. A crash
 # leaves its input in $FB/artifacts/; fix the bug and add the input to
 # tests/fuzz/regress/NAME/ so that every later run replays it.
@@ -16,7 +17,8 @@ SECS=${FUZZ_SECONDS:-20}
 FIX=$BUILD/fixtures
 fail=0
 
-mkdir -p "$FB/seeds/elf" "$FB/seeds/dwarf" "$FB/seeds/maps" "$FB/seeds/perfmap" "$FB/artifacts"
+mkdir -p "$FB/seeds/elf" "$FB/seeds/dwarf" "$FB/seeds/maps" "$FB/seeds/perfmap" "$FB/seeds/pprof" \
+	"$FB/artifacts"
 for f in "$FIX"/*; do
 	[ -x "$f" ] || continue
 	n=$(basename "$f")
@@ -29,6 +31,13 @@ done
 cp fixtures/maps/* fixtures/status/* "$FB/seeds/maps/"
 cat /proc/self/maps >"$FB/seeds/maps/self.txt"
 cat /proc/self/status >"$FB/seeds/maps/status.txt"
+# pprof: our writer's profiles (synthprof) and other tools' (fixtures/pprof/), gzipped and raw
+if [ -x "$BUILD/tools/synthprof" ]; then
+	"$BUILD/tools/synthprof" --format pprof -o "$FB/seeds/pprof/synth.pb.gz" >/dev/null 2>&1
+	"$BUILD/tools/synthprof" --format pprof --many 50 -o "$FB/seeds/pprof/many.pb.gz" >/dev/null 2>&1
+fi
+cp fixtures/pprof/*.pb.gz "$FB/seeds/pprof/"
+for f in "$FB"/seeds/pprof/*.pb.gz; do gzip -dc "$f" >"${f%.gz}" 2>/dev/null; done
 for f in fixtures/perfmap/*; do
 	printf '\200' | cat - "$f" >"$FB/seeds/perfmap/${f##*/}"	# first byte: where it is split
 done

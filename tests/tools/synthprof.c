@@ -2,7 +2,7 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * usage: synthprof --format pprof|legacy [--rate R] [--self] [--nosym]  [--nofree] [--many N] -o PATH
+ * usage: synthprof --format pprof|legacy|folded [--rate R] [--self] [--nosym]  [--nofree] [--many N] -o PATH
  *
  * Default: stacks in a fake mapping /usr/bin/fake (r-xp 0x400000-0x402000,
  * offset 0) plus /usr/lib/libfake.so, named by a fake symbolizer (see below).
@@ -161,7 +161,7 @@ static void add_sym(uint64_t lo, uint64_t hi, const char *name, const char *sys,
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: synthprof --format pprof|legacy [--rate R] [--self] [--nosym] [--nofree] [--many N] -o PATH\n");
+	fprintf(stderr, "usage: synthprof --format pprof|legacy|folded [--rate R] [--self] [--nosym] [--nofree] [--many N] -o PATH\n");
 	exit(2);
 }
 
@@ -198,7 +198,7 @@ int main(int argc, char **argv)
 		else
 			usage();
 	}
-	if (!out || (strcmp(fmt, "pprof") && strcmp(fmt, "legacy")))
+	if (!out || (strcmp(fmt, "pprof") && strcmp(fmt, "legacy") && strcmp(fmt, "folded")))
 		usage();
 
 	if (self_mode) {
@@ -275,7 +275,8 @@ int main(int argc, char **argv)
 
 	if (!nosym)
 		d.sym = symbolizer_new(NULL);
-	ret = dump_write_file(out, strcmp(fmt, "pprof") ? DUMP_LEGACY : DUMP_PPROF, p, &d);
+	ret = dump_write_file(out, !strcmp(fmt, "pprof") ? DUMP_PPROF :
+			      !strcmp(fmt, "folded") ? DUMP_FOLDED : DUMP_LEGACY, p, &d);
 	symbolizer_free(d.sym);
 	profile_free(p);
 	if (self_mode) {

@@ -62,7 +62,7 @@ static void test_complete(void)
 	unsigned n;
 
 	build(&r);
-	n = walk_frames(table, &r, &w, out, 8, &flags, &hash);
+	n = walk_frames(table, NULL, &r, &w, out, 8, &flags, &hash);
 	expect_int_eq(n, 3);
 	expect_int_eq(flags, 0);
 	expect_u64_eq(out[0], 0x401000);
@@ -81,8 +81,12 @@ static void test_trunc(void)
 	uint32_t flags = 0;
 
 	build(&r);
-	expect_int_eq(walk_frames(table, &r, &w, out, 2, &flags, &hash), 2);
+	expect_int_eq(walk_frames(table, NULL, &r, &w, out, 2, &flags, &hash), 2);
 	expect_int_eq(flags, SHM_EVF_TRUNC);
+	/* the hash of a cut walk is not that of the same frames ending there */
+	expect_u64_eq(hash, shm_stack_hash_end(shm_stack_hash_step(shm_stack_hash_step(0, out[0]),
+									out[1]),
+					       2 | SHM_STACK_TRUNC));
 }
 
 static void test_misses(void)
@@ -96,28 +100,28 @@ static void test_misses(void)
 	build(&r);
 	put_word(STACK_LO + 0x48, 0x409000);
 	flags = 0;
-	expect_int_eq(walk_frames(table, &r, &w, out, 8, &flags, &hash), 2);
+	expect_int_eq(walk_frames(table, NULL, &r, &w, out, 8, &flags, &hash), 2);
 	expect_int_eq(flags, SHM_EVF_MISS);
 
 	/* a CFA out of the window */
 	build(&r);
 	r.bp = STACK_LO + 0x1000;
 	flags = 0;
-	expect_int_eq(walk_frames(table, &r, &w, out, 8, &flags, &hash), 2);
+	expect_int_eq(walk_frames(table, NULL, &r, &w, out, 8, &flags, &hash), 2);
 	expect_int_eq(flags, SHM_EVF_MISS);
 
 	/* a CFA that is not 8-aligned */
 	build(&r);
 	r.bp = STACK_LO + 0x101;
 	flags = 0;
-	walk_frames(table, &r, &w, out, 8, &flags, &hash);
+	walk_frames(table, NULL, &r, &w, out, 8, &flags, &hash);
 	expect_int_eq(flags, SHM_EVF_MISS);
 
 	/* a CFA that does not move up the stack */
 	build(&r);
 	r.bp = STACK_LO + 0x20;
 	flags = 0;
-	walk_frames(table, &r, &w, out, 8, &flags, &hash);
+	walk_frames(table, NULL, &r, &w, out, 8, &flags, &hash);
 	expect_int_eq(flags, SHM_EVF_MISS);
 
 	/* a saved rbp out of the window */
@@ -125,7 +129,7 @@ static void test_misses(void)
 	memset(table, 0, sizeof(table));
 	rule(0x401000, SHM_BASE_RSP, 16, 1, -0x100);
 	flags = 0;
-	expect_int_eq(walk_frames(table, &r, &w, out, 8, &flags, &hash), 1);
+	expect_int_eq(walk_frames(table, NULL, &r, &w, out, 8, &flags, &hash), 1);
 	expect_int_eq(flags, SHM_EVF_MISS);
 
 	/* a rule whose base no agent knows */
@@ -133,7 +137,7 @@ static void test_misses(void)
 	memset(table, 0, sizeof(table));
 	rule(0x401000, 7, 16, 0, 0);
 	flags = 0;
-	expect_int_eq(walk_frames(table, &r, &w, out, 8, &flags, &hash), 1);
+	expect_int_eq(walk_frames(table, NULL, &r, &w, out, 8, &flags, &hash), 1);
 	expect_int_eq(flags, SHM_EVF_MISS);
 }
 
@@ -151,7 +155,59 @@ static void test_window_edges(void)
 	expect_int_eq(walk_read(&w, w.lo, &v), -1);
 }
 
-HARNESS_MAIN("framewalk",
+/*
+ * JIT code (no rules) in a frame-pointer range: A (leaf, no rule, in the
+ * range, rbp at LO + 0x80) -> B (no rule, in the range, rbp at LO + 0xc0)
+ * -> C (end rule). Outside the range, or with a chain that does not move
+ * up, it is a miss.
+ */
+static void test_frame_pointer(void)
+{
+	struct shm_range jit[SHM_FP_RANGES] = { { 0x7f0000000000ull, 0x7f0000100000ull } };
+	struct walk_fp fp = { jit, 1 };
+	struct walk_window w = window();
+	struct frame_regs r = { .ip = 0x7f0000000100ull, .sp = STACK_LO + 0x40,
+				.bp = STACK_LO + 0x80 };
+	uint64_t out[8], hash;
+	uint32_t flags = 0;
+
+	memset(table, 0, sizeof(table));
+	memset(stack, 0, sizeof(stack));
+	rule(0x403000, SHM_BASE_END, 0, 0, 0);
+	put_word(STACK_LO + 0x88, 0x7f0000000200ull);	/* A's caller: B */
+	put_word(STACK_LO + 0x80, STACK_LO + 0xc0);	/* B's rbp */
+	put_word(STACK_LO + 0xc8, 0x403000);		/* B's caller: C */
+	put_word(STACK_LO + 0xc0, STACK_LO + 0x140);
+	expect_int_eq(walk_frames(table, &fp, &r, &w, out, 8, &flags, &hash), 3);
+	expect_int_eq(flags, 0);
+	expect_u64_eq(out[1], 0x7f0000000200ull);
+	expect_u64_eq(out[2], 0x403000);
+	/* no range: a miss at the first frame */
+	flags = 0;
+	expect_int_eq(walk_frames(table, NULL, &r, &w, out, 8, &flags, &hash), 1);
+	expect_int_eq(flags, SHM_EVF_MISS);
+	/* a range count beyond the table is bounded; an empty range matches nothing */
+	fp.n = 1000;
+	flags = 0;
+	expect_int_eq(walk_frames(table, &fp, &r, &w, out, 8, &flags, &hash), 3);
+	/* a chain that goes down the stack (B's rbp below A's frame): a miss */
+	fp.n = 1;
+	put_word(STACK_LO + 0x80, STACK_LO + 0x48);
+	flags = 0;
+	expect_int_eq(walk_frames(table, &fp, &r, &w, out, 8, &flags, &hash), 2);
+	expect_int_eq(flags, SHM_EVF_MISS);
+	/* rbp out of the window, or unaligned: a miss */
+	r.bp = STACK_LO + sizeof(stack);
+	flags = 0;
+	expect_int_eq(walk_frames(table, &fp, &r, &w, out, 8, &flags, &hash), 1);
+	expect_int_eq(flags, SHM_EVF_MISS);
+	r.bp = STACK_LO + 0x84;
+	flags = 0;
+	expect_int_eq(walk_frames(table, &fp, &r, &w, out, 8, &flags, &hash), 1);
+	expect_int_eq(flags, SHM_EVF_MISS);
+}
+
+HARNESS_MAIN("framewalk", T(test_frame_pointer),
 	T(test_complete),
 	T(test_trunc),
 	T(test_misses),

@@ -61,17 +61,46 @@ static inline int walk_rule(const struct shm_frame *table, uint64_t ip, struct s
 	return -1;
 }
 
+/* Ranges of code walked by its frame pointer (shm_hdr.fp): v may be NULL. */
+struct walk_fp {
+	const struct shm_range *v;
+	uint32_t n;
+};
+
+/* Whether ip lies in one of fp's ranges (read once each: the target can
+ * rewrite them). */
+static inline int walk_fp_has(const struct walk_fp *fp, uint64_t ip)
+{
+	uint32_t n = fp && fp->v ? fp->n : 0;
+
+	if (n > SHM_FP_RANGES)
+		n = SHM_FP_RANGES;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t lo = *(volatile const uint64_t *)&fp->v[i].lo;
+		uint64_t hi = *(volatile const uint64_t *)&fp->v[i].hi;
+
+		if (ip >= lo && ip < hi)
+			return 1;
+	}
+	return 0;
+}
+
 /*
  * Walk from start (ip the first return address, sp just above it, bp as
  * the frame left it): out[] gets up to max return addresses, leaf first,
  * and *hash their shm_stack_hash. Returns the count; ORs SHM_EVF_MISS
  * (the last frame has no usable rule, or it leads out of the window) or
- * SHM_EVF_TRUNC (max reached with frames left) into *flags. An END rule
- * or a return address of 0 ends a complete walk.
+ * SHM_EVF_TRUNC (max reached with frames left; the hash is then finished
+ * with max | SHM_STACK_TRUNC, see struct shm_stack) into *flags. An END rule
+ * or a return address of 0 ends a complete walk. A return address with no
+ * rule in one of fp's ranges is stepped by its frame pointer, if the
+ * chain is sane: rbp in the window at or above sp, aligned, the caller's
+ * frame above it (CFA = rbp + 16, the return address at rbp + 8, the
+ * caller's rbp at rbp).
  */
-static inline unsigned walk_frames(const struct shm_frame *table, const struct frame_regs *start,
-				   const struct walk_window *w, uint64_t *out, unsigned max,
-				   uint32_t *flags, uint64_t *hash)
+static inline unsigned walk_frames(const struct shm_frame *table, const struct walk_fp *fp,
+				   const struct frame_regs *start, const struct walk_window *w,
+				   uint64_t *out, unsigned max, uint32_t *flags, uint64_t *hash)
 {
 	uint64_t ip = start->ip, sp = start->sp, bp = start->bp, hs = 0;
 	unsigned n = 0;
@@ -82,12 +111,19 @@ static inline unsigned walk_frames(const struct shm_frame *table, const struct f
 
 		if (n == max) {
 			*flags |= SHM_EVF_TRUNC;
-			break;
+			*hash = shm_stack_hash_end(hs, n | SHM_STACK_TRUNC);
+			return n;
 		}
 		out[n++] = ip;
 		hs = shm_stack_hash_step(hs, ip);
-		if (walk_rule(table, ip, &r))
-			goto miss;
+		if (walk_rule(table, ip, &r)) {
+			if (!walk_fp_has(fp, ip) || bp < sp || (bp & 7) ||
+			    walk_read(w, bp + 8, &ip) || walk_read(w, bp, &cfa))
+				goto miss;
+			sp = bp + 16;
+			bp = cfa;
+			continue;
+		}
 		if (r.base == SHM_BASE_END)
 			break;
 		if (r.base == SHM_BASE_RSP)
