@@ -25,6 +25,7 @@ struct profile;
 struct sampler;
 struct seccomp_plan;
 struct unwinder;
+struct target;
 struct agent_link;
 
 struct agent_link_params {
@@ -39,6 +40,7 @@ struct agent_link_params {
 	struct profile *prof;           /* where events go */
 	struct sampler *sampler;        /* the counters' first gaps and seeds */
 	struct unwinder *unw;           /* stacks the frame table cannot walk */
+	struct target *target;          /* maps, memory, objects (NULL: proc_tid's own) */
 	struct run_stats *stats;        /* what the events add to */
 	/* said once on stderr and kept in the profile (session_note) */
 	void (*note)(void *arg, const char *msg);

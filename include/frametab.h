@@ -31,11 +31,16 @@ struct frametab;
  * only writer. Not thread-safe. NULL on failure (errno set).
  */
 struct frametab *frametab_new(pid_t pid, struct shm_frame *table);
+/* The same over target t (which must outlive it): its maps, memory and
+ * objects, and a reset at every change of its code mappings. */
+struct target;
+struct frametab *frametab_new_target(struct target *t, struct shm_frame *table);
 /* Frees the compiler; the table itself is left as it is. */
 void frametab_free(struct frametab *ft);
 /*
- * Forget every rule and everything cached about the target's mappings (call
- * after dlopen/dlclose/munmap of code, or exec). Each slot's ip is cleared
+ * Forget every rule and everything cached about the target's mappings (done
+ * by the target at every change of its code mappings: dlopen, dlclose,
+ * munmap of code, exec). Each slot's ip is cleared
  * before its rule, so a concurrent reader never sees a stale rule under a
  * live ip.
  */

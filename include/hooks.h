@@ -85,6 +85,11 @@ struct hook_set {
  * hooks_free.
  */
 int hooks_resolve(pid_t pid, const struct proc_maps *maps, struct hook_set *set);
+/* The same, reading the objects that t's maps hold the same way through
+ * t's cache (target_object), where the symbolizer finds them again. */
+struct target;
+int hooks_resolve_target(struct target *t, pid_t pid, const struct proc_maps *maps,
+			 struct hook_set *set);
 void hooks_free(struct hook_set *set);
 /*
  * One line per entry: "0xADDR name[=alias...] PATH". Entries not to patch

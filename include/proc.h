@@ -35,6 +35,8 @@ int proc_maps_load(const char *path, struct proc_maps *out);
 /* Read /proc/PID/maps. */
 int proc_maps_read(pid_t pid, struct proc_maps *out);
 void proc_maps_free(struct proc_maps *m);
+/* 1 if a and b describe the same mapping of the same thing. */
+int proc_map_same(const struct proc_map *a, const struct proc_map *b);
 /* The mapping containing addr, or NULL. */
 const struct proc_map *proc_maps_find(const struct proc_maps *m, uint64_t addr);
 

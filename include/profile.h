@@ -72,6 +72,13 @@ int profile_record_free(struct profile *p, uint64_t ptr);
 /* The id of a stack (added if new, cut as profile_record_alloc cuts it),
  * for profile_record_batch. */
 uint32_t profile_stack_id(struct profile *p, const uint64_t *pcs, size_t npcs);
+/*
+ * Replace each frame pc of every stack by fn(arg, pc) (the target's code
+ * changed: frames of code that is gone get stand-ins, symbolizer_retire).
+ * Stack ids stay; fn must map distinct pcs to distinct values. Returns
+ * the number of stacks changed.
+ */
+size_t profile_map_pcs(struct profile *p, uint64_t (*fn)(void *arg, uint64_t pc), void *arg);
 
 /* One event of a batch: an allocation from stack id `stack`, or a free.
  * PROFILE_OP_ALLOC_KEPT: an allocation profile_sweep_live never frees (its

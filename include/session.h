@@ -25,6 +25,7 @@ struct profile;
 struct symbolizer;
 struct perfmap;
 struct unwinder;
+struct target;
 struct session_mode;
 struct topview;
 
@@ -37,7 +38,9 @@ struct session {
 	struct tracee tr;               /* its threads */
 	struct events ev;               /* its stops: gone, exec'd, how it ended; ev.reader is
 					 * the live thread /proc and memory reads go through */
-	struct proc_maps maps;
+	struct target *t;               /* its maps, memory and objects, as we know them */
+	struct proc_maps maps;          /* the maps the hooks were resolved in (at attach) */
+	uint64_t next_maps_ns;          /* when watch_maps reads the maps again */
 	struct hook_set hooks;
 	struct seccomp_plan sc;         /* what its seccomp filters let us make it do */
 

@@ -17,5 +17,8 @@
  */
 int stackids_publish(struct shm_stack *table, const uint64_t *pcs, size_t n, int trunc,
 		     uint32_t id);
+/* Empty the table (the target's code changed): each entry's hash first, so
+ * an agent reading concurrently sees an entry whole or not at all. */
+void stackids_reset(struct shm_stack *table);
 
 #endif

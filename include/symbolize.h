@@ -17,11 +17,17 @@ struct sym_info {
 	const char *file;       /* source file from DWARF, or NULL */
 	int line;               /* 0 if unknown */
 	const struct proc_map *map; /* mapping holding addr, or NULL */
+	uint64_t addr;          /* addr as it was in the target (a stand-in's own) */
 };
 
-/* pid: target (files are opened through /proc/PID/...); maps: owned by the caller
- * and must outlive the symbolizer. NULL on failure. */
-struct symbolizer *symbolizer_new(pid_t pid, const struct proc_maps *maps);
+/*
+ * A symbolizer over target t (which must outlive it): addresses are looked
+ * up in t's current maps (never read here: the caller reads them, e.g.
+ * target_maps_reload before a dump) and named from t's objects. NULL on
+ * failure.
+ */
+struct target;
+struct symbolizer *symbolizer_new(struct target *t);
 void symbolizer_free(struct symbolizer *s);
 /* Look up addr (an address *inside* an instruction: callers pass ret-1).
  * Strings stay valid until symbolizer_free. 0 when a symbol or a source line
@@ -30,7 +36,21 @@ int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
 /* Name code that is in no ELF object from pm (may be NULL: none), which
  * must outlive s; its names are valid until its next refresh. */
 void symbolizer_set_perfmap(struct symbolizer *s, const struct perfmap *pm);
-/* Build id (lowercase hex) of the object behind map, or NULL. */
+/*
+ * Code that is gone: name return address pc as the maps old (read before
+ * the change being made: call from a target_on_change listener registered
+ * before the symbolizer's own) had it, and return a stand-in for pc that
+ * symbolizer_lookup(stand-in - 1) names so from now on (with the address
+ * pc - 1 in sym_info.addr). pc itself when old held no file there or
+ * SYMBOLIZE_MAX_RETIRED stand-ins are made; one stand-in per pc and change.
+ * Stand-ins are SYMBOLIZE_RETIRED_BASE and above: no user address.
+ */
+#define SYMBOLIZE_RETIRED_BASE 0xfff0000000000000ULL
+#define SYMBOLIZE_MAX_RETIRED (1u << 20)
+uint64_t symbolizer_retire(struct symbolizer *s, const struct proc_maps *old, uint64_t pc);
+
+/* Build id (lowercase hex) of the object behind map (a mapping of the
+ * target's current maps), or NULL. */
 const char *symbolizer_build_id(struct symbolizer *s, const struct proc_map *map);
 
 #endif

@@ -57,13 +57,17 @@ struct unwind_stats {
 };
 
 struct unwinder;
+struct target;
 
 /*
- * An unwinder for process pid (the thread group id). It keeps the target's
- * maps, the unwind table of each executable object and a cache of
- * read-only pages between unwinds. Not thread-safe: use one per tracer
- * thread. NULL on failure (errno set).
+ * An unwinder for target t (which must outlive it): it reads the maps,
+ * the memory and the objects through t and keeps the unwind table of each
+ * executable mapping and a cache of read-only pages between unwinds, all
+ * dropped when t's code mappings change (target_on_change). Not
+ * thread-safe: use one per tracer thread. NULL on failure (errno set).
  */
+struct unwinder *unwinder_new_target(struct target *t);
+/* The same over a target of its own for process pid (the thread group id). */
 struct unwinder *unwinder_new(pid_t pid);
 void unwinder_free(struct unwinder *u);
 /*
@@ -74,8 +78,8 @@ void unwinder_free(struct unwinder *u);
  * replaced (dlclose, munmap, exec), before the next unwind.
  */
 void unwinder_flush(struct unwinder *u);
-/* Read the process through thread pid from now on (the one given to
- * unwinder_new has exited); flushes as unwinder_flush. */
+/* Read the process through thread pid from now on (the target's reader
+ * has exited: target_set_reader); flushes as unwinder_flush. */
 void unwinder_set_pid(struct unwinder *u, pid_t pid);
 void unwinder_get_stats(const struct unwinder *u, struct unwind_stats *st);
 

@@ -39,6 +39,7 @@
 #include "seccomp_plan.h"
 #include "stackids.h"
 #include "sys_compat.h"
+#include "target.h"
 #include "tramp_fast.h"
 #include "unwind.h"
 #include "xmalloc.h"
@@ -64,6 +65,7 @@ struct agent_link {
 					 * over (the target's are gone), and its size */
 	size_t map_size;
 	struct frametab *ftab;          /* frame rules the agent walks with */
+	int watching;                   /* on_code_change is the target's listener */
 	struct tramp_fast_env fenv;     /* where trampolines find the data and the agent */
 	struct ring_reader rings;       /* our side of the event rings */
 	struct profile_op ops[OP_BATCH]; /* events not yet recorded */
@@ -141,6 +143,20 @@ static void prefault(uint8_t *p, size_t len)
 		__atomic_fetch_or(&p[off], 0, __ATOMIC_RELAXED);
 }
 
+/*
+ * target_on_change listener (after the frame table's reset): forget the
+ * stack ids too. An id stands for the frames the agent walked, which stay
+ * true, but the walks that led to them used rules of the old code.
+ */
+static void on_code_change(void *arg, const struct proc_maps *old)
+{
+	struct agent_link *l = arg;
+
+	(void)old;
+	if (ready(l))
+		stackids_reset((struct shm_stack *)(data_of(l) + SHM_OFF_STACKS));
+}
+
 static void fp_refresh(struct agent_link *l);
 
 /* Fill the shared layout (already mapped, zeroed by ftruncate); what goes
@@ -180,7 +196,11 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	memset(d + SHM_OFF_BITS, l->exact ? 0xff : 0, SHM_BLOOM_SIZE / 8);
 	agent_link_heartbeat(l);
 	ring_reader_init(&l->rings, h, l->p.ring_size, l->depth);
-	l->ftab = frametab_new(l->p.proc_tid, (struct shm_frame *)(d + SHM_OFF_FRAMES));
+	l->ftab = l->p.target ?
+		  frametab_new_target(l->p.target, (struct shm_frame *)(d + SHM_OFF_FRAMES)) :
+		  frametab_new(l->p.proc_tid, (struct shm_frame *)(d + SHM_OFF_FRAMES));
+	if (l->p.target && !target_on_change(l->p.target, on_code_change, l))
+		l->watching = 1;
 	fp_refresh(l);
 }
 
@@ -283,10 +303,18 @@ static void fp_refresh(struct agent_link *l)
 
 	l->fp_read_ns = clock_ns(CLOCK_MONOTONIC);
 	l->fp_stale = 0;
-	if (proc_maps_read(l->p.proc_tid, &m))
-		return;
-	n = fp_ranges(&m, v);
-	proc_maps_free(&m);
+	if (l->p.target) {
+		/* the one cache of the maps: a change of code seen here is
+		 * acted on like any other (target_on_change) */
+		if (target_maps_reload(l->p.target) < 0 || !target_maps(l->p.target))
+			return;
+		n = fp_ranges(target_maps(l->p.target), v);
+	} else {
+		if (proc_maps_read(l->p.proc_tid, &m))
+			return;
+		n = fp_ranges(&m, v);
+		proc_maps_free(&m);
+	}
 	if (n == w->fp_n && !memcmp(v, w->fp, n * sizeof(*v)))
 		return;
 	w->fp_n = 0;
@@ -759,6 +787,17 @@ void agent_link_free(struct agent_link *l)
 {
 	if (!l)
 		return;
+	if (l->watching)
+		target_off_change(l->p.target, on_code_change, l);
+	if (l->ftab) {
+		struct frametab_stats st;
+
+		frametab_get_stats(l->ftab, &st);
+		pr_debug("frame table: %llu rules learnt, %llu without one, %llu skipped (full), "
+			 "%llu throttled, %llu objects", (unsigned long long)st.learned,
+			 (unsigned long long)st.unrepresentable, (unsigned long long)st.full,
+			 (unsigned long long)st.throttled, (unsigned long long)st.objects);
+	}
 	frametab_free(l->ftab);
 	if (l->map) {
 		mapguard_remove(l->map);

@@ -6,12 +6,12 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
 #include "clock.h"
 #include "elfobj.h"
 #include "frametab.h"
 #include "proc.h"
+#include "target.h"
 #include "xmalloc.h"
 
 /*
@@ -32,15 +32,16 @@
  * register as in stack-realigning functions) is left out: the agent falls
  * back to a stack copy for that frame.
  *
- * Per mapping we keep the object it maps (opened once per file, through the
- * target's view of it) and its load bias; the maps are re-read when an ip
- * falls outside all known mappings. Ips that got -ENOENT are remembered in a
+ * The maps and objects are the target's (target.h): per mapping we keep
+ * the CFI of the object it maps and its load bias; the maps are re-read
+ * when an ip falls outside all known mappings, and a change of the code
+ * mappings resets the whole table (target_on_change). Ips that got -ENOENT are remembered in a
  * small direct-mapped cache until frametab_reset(), so a frame the agent
  * keeps missing on costs a hash probe, not a CFI search or a maps read.
  *
  * The ips come from the target, which can send as many made-up ones as it
  * likes: at most FT_RULES_PER_SEC CFI searches a second (a token bucket)
- * and a maps read at most every FT_MAPS_GAP_NS; beyond that learning
+ * and a maps read at most every TARGET_MAPS_GAP_NS; beyond that learning
  * answers -EAGAIN (not remembered: the frame is learnt when it comes
  * again) and counts it (frametab_stats.throttled).
  */
@@ -51,16 +52,12 @@
 
 #define FT_NEG_SIZE 4096	/* direct-mapped cache of ips without a rule */
 #define FT_RULES_PER_SEC 20000	/* CFI searches a second, and the most at once */
-#define FT_MAPS_GAP_NS 10000000ULL	/* 10 ms between two maps reads */
 
 /* ---- objects and mappings ---- */
 
+/* The CFI of one object of the target (the ELF is the target's). */
 struct ft_obj {
-	char *path;		/* as in the maps ("[vdso]" for the vDSO) */
-	unsigned dev_major, dev_minor;
-	uint64_t inode;
-	int err;		/* 0, or -errno when the object could not be read */
-	struct elfobj *elf;
+	struct elfobj *elf;	/* owned by the target */
 	Dwarf_CFI *eh;		/* .eh_frame, or NULL */
 	Dwarf *dw;		/* for .debug_frame, opened on first need */
 	Dwarf_CFI *dbg;		/* .debug_frame, or NULL */
@@ -74,16 +71,16 @@ struct ft_bind {
 };
 
 struct frametab {
-	pid_t pid;
+	struct target *t;
+	int own_target;		/* made by frametab_new, freed with us */
 	struct shm_frame *table;
-	struct proc_maps maps;
-	struct ft_bind *binds;	/* parallel to maps.v */
-	int have_maps;
+	struct ft_bind *binds;	/* parallel to the target's maps of version binds_ver */
+	size_t nbinds;
+	uint64_t binds_ver;
 	struct ft_obj **objs;
 	size_t nobjs, cap;
 	uint64_t neg[FT_NEG_SIZE];	/* key: ip * 2 + exact; 0 = empty */
 	uint64_t tokens, tokens_ns;	/* CFI searches left, and when counted */
-	uint64_t maps_ns;		/* when the maps were last read */
 	struct frametab_stats st;
 };
 
@@ -98,70 +95,20 @@ static void obj_free(struct ft_obj *o)
 		dwarf_end(o->dw);
 	if (o->eh)
 		dwarf_cfi_end(o->eh);
-	elfobj_free(o->elf);
-	free(o->path);
 	free(o);
 }
 
-/* Copy the vDSO image out of the target. NULL on failure (err set). */
-static struct elfobj *open_vdso(pid_t pid, const struct proc_map *m, int *err)
+/* The CFI record for object e, made on first use. */
+static struct ft_obj *get_obj(struct frametab *ft, struct elfobj *e)
 {
-	size_t len = m->end - m->start;
-	struct elfobj *e = NULL;
-	struct iovec local, remote;
-	char *buf;
-	ssize_t n;
-
-	if (len == 0 || len > (64u << 10)) {
-		*err = -ENOENT;
-		return NULL;
-	}
-	buf = xmalloc(len);
-	local = (struct iovec) { .iov_base = buf, .iov_len = len };
-	remote = (struct iovec) { .iov_base = (void *)(uintptr_t)m->start, .iov_len = len };
-	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	if (n < 0) {
-		*err = -errno;
-		goto out;
-	}
-	e = elfobj_open_mem(buf, (size_t)n);
-	if (!e)
-		*err = -ENOENT;
-out:
-	free(buf);
-	return e;
-}
-
-/* The cached object for mapping m, opened on first use; never NULL (a failed
- * open is cached too, with o->err set). */
-static struct ft_obj *get_obj(struct frametab *ft, const struct proc_map *m)
-{
-	int vdso = m->path && !strcmp(m->path, "[vdso]");
 	struct ft_obj *o;
-	int fd;
 
-	for (size_t i = 0; i < ft->nobjs; i++) {
-		o = ft->objs[i];
-		if (o->dev_major == m->dev_major && o->dev_minor == m->dev_minor &&
-		    o->inode == m->inode && !strcmp(o->path, m->path))
-			return o;
-	}
+	for (size_t i = 0; i < ft->nobjs; i++)
+		if (ft->objs[i]->elf == e)
+			return ft->objs[i];
 	o = xcalloc(1, sizeof(*o));
-	o->path = xstrdup(m->path);
-	o->dev_major = m->dev_major;
-	o->dev_minor = m->dev_minor;
-	o->inode = m->inode;
-	if (vdso) {
-		o->elf = open_vdso(ft->pid, m, &o->err);
-	} else {
-		fd = proc_open_mapped(ft->pid, m);
-		if (fd < 0)
-			o->err = fd;
-		else if (!(o->elf = elfobj_open_fd_flags(fd, ELFOBJ_OPEN_NO_SYMS)))
-			o->err = -ENOENT;
-	}
-	if (o->elf)
-		o->eh = dwarf_getcfi_elf(elfobj_elf(o->elf));
+	o->elf = e;
+	o->eh = dwarf_getcfi_elf(elfobj_elf(e));
 	ft->st.objects++;
 	if (ft->nobjs == ft->cap) {
 		ft->cap = ft->cap ? ft->cap * 2 : 16;
@@ -171,65 +118,51 @@ static struct ft_obj *get_obj(struct frametab *ft, const struct proc_map *m)
 	return o;
 }
 
-static void drop_maps(struct frametab *ft)
+static void drop_binds(struct frametab *ft)
 {
-	if (ft->have_maps)
-		proc_maps_free(&ft->maps);
 	free(ft->binds);
 	ft->binds = NULL;
-	ft->have_maps = 0;
-}
-
-/* Re-read the target's maps, forgetting every mapping's binding (objects
- * stay cached). 0 or -errno. */
-static int read_maps(struct frametab *ft)
-{
-	uint64_t now = clock_ns(CLOCK_MONOTONIC);
-	int ret;
-
-	if (ft->maps_ns && now - ft->maps_ns < FT_MAPS_GAP_NS) {
-		ft->st.throttled++;
-		return -EAGAIN;
-	}
-	ft->maps_ns = now;
-	drop_maps(ft);
-	ret = proc_maps_read(ft->pid, &ft->maps);
-	if (ret)
-		return ret;
-	ft->have_maps = 1;
-	ft->binds = xcalloc(ft->maps.n ? ft->maps.n : 1, sizeof(*ft->binds));
-	ft->st.maps_reads++;
-	return 0;
+	ft->nbinds = 0;
+	ft->binds_ver = 0;	/* versions start at 1 */
 }
 
 /*
  * The object holding code address pc and its load bias: 0, -ENOENT when pc
- * is in no executable file mapping (or the vDSO), or another -errno.
+ * is in no executable file mapping (or the vDSO), -EAGAIN when pc is in no
+ * known mapping and the maps were read a moment ago (target_find), or
+ * another -errno.
  */
 static int resolve(struct frametab *ft, uint64_t pc, struct ft_obj **obj, uint64_t *bias)
 {
-	const struct proc_map *m = ft->have_maps ? proc_maps_find(&ft->maps, pc) : NULL;
+	const struct proc_map *m;
+	struct target_stats ts;
 	struct ft_bind *b;
 	int ret;
 
-	if (!m) {
-		ret = read_maps(ft);
-		if (ret)
-			return ret;
-		m = proc_maps_find(&ft->maps, pc);
-	}
-	if (!m || !(m->prot & PROC_MAP_X) || !m->path ||
+	ret = target_find(ft->t, pc, &m);
+	target_get_stats(ft->t, &ts);
+	ft->st.maps_reads = ts.maps_reads;
+	if (ret == -EAGAIN)
+		ft->st.throttled++;
+	if (ret)
+		return ret;
+	if (!(m->prot & PROC_MAP_X) || !m->path ||
 	    (m->path[0] != '/' && strcmp(m->path, "[vdso]")))
 		return -ENOENT;
-	b = &ft->binds[m - ft->maps.v];
+	if (ft->binds_ver != target_maps_version(ft->t)) {
+		drop_binds(ft);
+		ft->nbinds = target_maps(ft->t)->n;
+		ft->binds = xcalloc(ft->nbinds ? ft->nbinds : 1, sizeof(*ft->binds));
+		ft->binds_ver = target_maps_version(ft->t);
+	}
+	b = &ft->binds[m - target_maps(ft->t)->v];
 	if (!b->obj && !b->err) {
-		struct ft_obj *o = get_obj(ft, m);
+		struct elfobj *e = target_object(ft->t, m, 0, &b->err);
 
-		b->err = o->err;
-		if (!b->err && elfobj_load_bias(o->elf, m, &b->bias))
+		if (!b->err && target_map_bias(ft->t, m, e, &b->bias))
 			b->err = -ENOENT;
 		if (!b->err)
-			b->obj = o;
+			b->obj = get_obj(ft, e);
 	}
 	if (b->err)
 		return b->err;
@@ -494,22 +427,6 @@ int frametab_learn_many(struct frametab *ft, const uint64_t *pcs, size_t n)
 
 /* ---- lifetime ---- */
 
-struct frametab *frametab_new(pid_t pid, struct shm_frame *table)
-{
-	struct frametab *ft;
-
-	if (pid <= 0 || !table) {
-		errno = EINVAL;
-		return NULL;
-	}
-	ft = xcalloc(1, sizeof(*ft));
-	ft->pid = pid;
-	ft->table = table;
-	ft->tokens = FT_RULES_PER_SEC;
-	ft->tokens_ns = clock_ns(CLOCK_MONOTONIC);
-	return ft;
-}
-
 static void drop_objects(struct frametab *ft)
 {
 	for (size_t i = 0; i < ft->nobjs; i++)
@@ -519,7 +436,8 @@ static void drop_objects(struct frametab *ft)
 	ft->nobjs = ft->cap = 0;
 }
 
-void frametab_reset(struct frametab *ft)
+/* Clear the table (ips first: see the top of this file) and the caches. */
+static void reset(struct frametab *ft)
 {
 	for (size_t i = 0; i < SHM_NFRAMES; i++)
 		if (ft->table[i].ip)
@@ -527,24 +445,74 @@ void frametab_reset(struct frametab *ft)
 	shm_barrier();
 	for (size_t i = 0; i < SHM_NFRAMES; i++)
 		*(volatile ft_u64_alias *)&ft->table[i].cfa_off = 0;
-	drop_maps(ft);
+	drop_binds(ft);
 	drop_objects(ft);
 	memset(ft->neg, 0, sizeof(ft->neg));
-	ft->maps_ns = 0;	/* the maps changed: the next miss reads them at once */
+}
+
+/* target_on_change listener: the code changed, no old rule may stay. */
+static void on_maps_change(void *arg, const struct proc_maps *old)
+{
+	(void)old;
+	reset(arg);
+}
+
+struct frametab *frametab_new_target(struct target *t, struct shm_frame *table)
+{
+	struct frametab *ft;
+
+	if (!t || !table) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ft = xcalloc(1, sizeof(*ft));
+	ft->t = t;
+	ft->table = table;
+	ft->tokens = FT_RULES_PER_SEC;
+	ft->tokens_ns = clock_ns(CLOCK_MONOTONIC);
+	if (target_on_change(t, on_maps_change, ft)) {
+		free(ft);
+		errno = ENOSPC;
+		return NULL;
+	}
+	return ft;
+}
+
+struct frametab *frametab_new(pid_t pid, struct shm_frame *table)
+{
+	struct target *t = pid > 0 ? target_new(pid, 0) : NULL;
+	struct frametab *ft = t ? frametab_new_target(t, table) : NULL;
+
+	if (!ft) {
+		target_free(t);
+		errno = EINVAL;
+		return NULL;
+	}
+	ft->own_target = 1;
+	return ft;
+}
+
+void frametab_reset(struct frametab *ft)
+{
+	reset(ft);
+	target_maps_expire(ft->t);	/* the maps changed: the next miss reads them */
 }
 
 void frametab_free(struct frametab *ft)
 {
 	if (!ft)
 		return;
-	drop_maps(ft);
+	target_off_change(ft->t, on_maps_change, ft);
+	if (ft->own_target)
+		target_free(ft->t);
+	drop_binds(ft);
 	drop_objects(ft);
 	free(ft);
 }
 
 void frametab_set_pid(struct frametab *ft, pid_t pid)
 {
-	ft->pid = pid;
+	target_set_reader(ft->t, pid);
 }
 
 void frametab_get_stats(const struct frametab *ft, struct frametab_stats *st)

@@ -9,12 +9,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/uio.h>
 #include <unistd.h>
 #include "disasm.h"
 #include "elfobj.h"
 #include "hooks.h"
 #include "log.h"
+#include "remote.h"
+#include "target.h"
 #include "tfile.h"
 #include "xmalloc.h"
 
@@ -234,6 +235,7 @@ int hooks_no_r_debug;
 struct obj {
 	const struct proc_map *map;     /* its lowest mapping */
 	struct elfobj *elf;             /* NULL if it could not be opened */
+	int shared;                     /* elf is the target's (target_object) */
 	uint64_t bias;
 	int have_bias;
 };
@@ -241,6 +243,7 @@ struct obj {
 struct objlist {
 	struct obj *v;
 	size_t n, cap;
+	struct target *t;               /* whose objects to share, or NULL */
 };
 
 const char *hook_kind_name(enum hook_kind kind)
@@ -272,27 +275,11 @@ int hook_kind_of(const char *name)
 
 /* ---- target memory ---- */
 
-/* Read len bytes at addr in pid: process_vm_readv, else /proc/PID/mem.
- * 0 or -errno (-EFAULT on a short read). */
+/* Read len bytes at addr in pid (remote_mem_read: the one reader of target
+ * memory). 0 or -errno. */
 static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
-	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
-	char path[64];
-	ssize_t r;
-	int fd;
-
-	r = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	if (r == (ssize_t)len)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = pread(fd, buf, len, (off_t)addr);
-	close(fd);
-	if (r < 0)
-		return -errno;
-	return r == (ssize_t)len ? 0 : -EFAULT;
+	return remote_mem_read(pid, addr, buf, len);
 }
 
 /* Value of auxv entry type in pid, or 0. */
@@ -344,6 +331,22 @@ static int objlist_has(const struct objlist *l, const struct proc_map *m)
 	return 0;
 }
 
+/*
+ * The target's object (with symbols) for m when t's maps hold the same
+ * mapping, shared with the symbolizer (a big executable is read once);
+ * else NULL. The maps are not read again here (target_maps): no change of
+ * the target's code, which would free its objects, can happen meanwhile.
+ */
+static struct elfobj *shared_object(struct target *t, const struct proc_map *m)
+{
+	const struct proc_maps *tm = t ? target_maps(t) : NULL;
+	const struct proc_map *same = tm ? proc_maps_find(tm, m->start) : NULL;
+
+	if (!same || !proc_map_same(same, m))
+		return NULL;
+	return target_object(t, same, TARGET_OBJ_SYMS, NULL);
+}
+
 /* Append the object behind m (a mapping of it) unless listed already; open it
  * through the target's view of the file system. */
 static void objlist_add(struct objlist *l, pid_t pid, const struct proc_maps *maps,
@@ -362,12 +365,16 @@ static void objlist_add(struct objlist *l, pid_t pid, const struct proc_maps *ma
 	o = &l->v[l->n++];
 	memset(o, 0, sizeof(*o));
 	o->map = m;
-	fd = proc_open_mapped(pid, m);
-	if (fd < 0) {
-		pr_warn("cannot open %s of %d: %s", m->path, (int)pid, strerror(-fd));
-		return;
+	o->elf = shared_object(l->t, m);
+	o->shared = o->elf != NULL;
+	if (!o->elf) {
+		fd = proc_open_mapped(pid, m);
+		if (fd < 0) {
+			pr_warn("cannot open %s of %d: %s", m->path, (int)pid, strerror(-fd));
+			return;
+		}
+		o->elf = elfobj_open_fd(fd);
 	}
-	o->elf = elfobj_open_fd(fd);
 	if (o->elf && !elfobj_load_bias(o->elf, m, &o->bias))
 		o->have_bias = 1;
 }
@@ -375,7 +382,8 @@ static void objlist_add(struct objlist *l, pid_t pid, const struct proc_maps *ma
 static void objlist_free(struct objlist *l)
 {
 	for (size_t i = 0; i < l->n; i++)
-		elfobj_free(l->v[i].elf);
+		if (!l->v[i].shared)
+			elfobj_free(l->v[i].elf);
 	free(l->v);
 }
 
@@ -550,7 +558,7 @@ static int build_order(struct objlist *l, pid_t pid, const struct proc_maps *map
 	*is_static = !elfobj_has_interp(l->v[0].elf);
 	if (*is_static) {
 		const struct elfobj_sym *rd = elfobj_lookup(l->v[0].elf, "_r_debug", 1);
-		struct objlist run = { 0 };
+		struct objlist run = { .t = l->t };
 
 		/* "ld.so PROGRAM": the kernel ran the dynamic linker, whose
 		 * list starts with the real program */
@@ -829,7 +837,13 @@ static int is_code(const struct elfobj_sym *s)
 
 int hooks_resolve(pid_t pid, const struct proc_maps *maps, struct hook_set *set)
 {
-	struct objlist l = { 0 };
+	return hooks_resolve_target(NULL, pid, maps, set);
+}
+
+int hooks_resolve_target(struct target *t, pid_t pid, const struct proc_maps *maps,
+			 struct hook_set *set)
+{
+	struct objlist l = { .t = t };
 	uint8_t *present = NULL;
 	size_t cap = 0;
 	int is_static = 0, ret;

@@ -12,6 +12,7 @@
 
 #include "inject.h"
 #include "log.h"
+#include "proc.h"
 #include "sys_compat.h"
 #include "xmalloc.h"
 
@@ -66,36 +67,23 @@ static void add_gap(struct cand **v, size_t *n, size_t *cap, uint64_t gs,
 	(*n)++;
 }
 
-/*
- * Fill out[0..max) with page addresses where size bytes fit in a free gap
- * of the maps text buf, every byte within INJECT_REACH of near, nearest
- * first. Returns how many were found (0..max).
- * PRIVATE minimal maps parsing; switch to proc_maps_parse() once proc.c lands.
- */
-int inject_candidates(const char *buf, size_t len, uint64_t near, size_t size,
-		      uint64_t *out, int max)
+/* Page addresses where size bytes fit in a free gap of maps into
+ * out[0..max), nearest to near first; how many. */
+static int candidates_in(const struct proc_maps *maps, uint64_t near, size_t size,
+			 uint64_t *out, int max)
 {
 	struct cand *v = NULL;
 	size_t n = 0, cap = 0;
 	uint64_t prev_end = USER_BOTTOM;
-	const char *p = buf, *end = buf + len;
 	int k;
 
 	size = (size + 4095) & ~(size_t)4095;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		unsigned long long s, e;
-		char line[512];
-		size_t l = (size_t)((nl ? nl : end) - p);
+	for (size_t i = 0; i < maps->n; i++) {
+		uint64_t s = maps->v[i].start, e = maps->v[i].end;
 
-		if (l >= sizeof(line))
-			l = sizeof(line) - 1;
-		memcpy(line, p, l);
-		line[l] = '\0';
-		p = nl ? nl + 1 : end;
-		if (sscanf(line, "%llx-%llx", &s, &e) != 2 || s >= USER_TOP)
+		if (s >= USER_TOP)
 			continue;
-		if (strstr(line, "[stack]"))
+		if (maps->v[i].path && !strcmp(maps->v[i].path, "[stack]"))
 			s = s > STACK_GUARD ? s - STACK_GUARD : 0;
 		if (s > prev_end)
 			add_gap(&v, &n, &cap, prev_end, s, near, size);
@@ -112,41 +100,36 @@ int inject_candidates(const char *buf, size_t len, uint64_t near, size_t size,
 	return k;
 }
 
-/* Candidates for pid's current maps; count or -errno. */
+/*
+ * Fill out[0..max) with page addresses where size bytes fit in a free gap
+ * of the maps text buf, every byte within INJECT_REACH of near, nearest
+ * first. Returns how many were found (0..max; 0 for malformed maps).
+ */
+int inject_candidates(const char *buf, size_t len, uint64_t near, size_t size,
+		      uint64_t *out, int max)
+{
+	struct proc_maps maps = { 0 };
+	int k = 0;
+
+	if (!proc_maps_parse(buf, len, &maps))
+		k = candidates_in(&maps, near, size, out, max);
+	proc_maps_free(&maps);
+	return k;
+}
+
+/* Candidates for pid's current maps (read now: the gaps must be fresh);
+ * count or -errno. */
 static int candidates_for(pid_t pid, uint64_t near, size_t size, uint64_t *out,
 			  int max)
 {
-	char path[64], *buf = NULL;
-	size_t len = 0, cap = 0;
-	ssize_t n;
-	int fd, ret;
+	struct proc_maps maps = { 0 };
+	int ret = proc_maps_read(pid, &maps);
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		if (cap - len < 4096) {
-			cap = cap ? cap * 2 : 65536;
-			buf = xrealloc(buf, cap);
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			ret = -errno;
-			goto out;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	ret = inject_candidates(buf, len, near, size, out, max);
+	if (!ret)
+		ret = candidates_in(&maps, near, size, out, max);
 	if (!ret)
 		ret = -ENOMEM;
-out:
-	free(buf);
-	close(fd);
+	proc_maps_free(&maps);
 	return ret;
 }
 

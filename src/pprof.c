@@ -378,7 +378,7 @@ static uint64_t function_id(struct writer *w, const struct sym_info *si)
  */
 static uint64_t location_id(struct writer *w, uint64_t pc)
 {
-	uint64_t k[3] = { pc, 0, 0 }, addr = pc - 1, id, fid = 0;
+	uint64_t k[3] = { pc, 0, 0 }, addr = pc - 1, where = addr, id, fid = 0;
 	struct sym_info si;
 	ssize_t mi = maps_find(w, addr);
 	int line = 0;
@@ -400,6 +400,7 @@ static uint64_t location_id(struct writer *w, uint64_t pc)
 			fid = function_id(w, &si);
 			line = si.line;
 		}
+		where = si.addr ? si.addr : addr;	/* code that is gone: its own */
 	}
 	if (mi >= 0) {
 		w->maps[mi].nlocs++;
@@ -408,7 +409,7 @@ static uint64_t location_id(struct writer *w, uint64_t pc)
 	}
 	pb_u64(&w->msg, 1, id);
 	pb_u64(&w->msg, 2, mi >= 0 ? (uint64_t)mi + 1 : 0);
-	pb_u64(&w->msg, 3, addr);
+	pb_u64(&w->msg, 3, where);
 	if (fid) {
 		pb_u64(&w->sub, 1, fid);
 		pb_u64(&w->sub, 2, (uint64_t)(int64_t)line);
@@ -471,8 +472,13 @@ static void put_mappings(struct writer *w)
 		pb_u64(&w->msg, 4, pm->m->offset);
 		pb_u64(&w->msg, 5, str_id(w, pm->m->path));
 		pb_u64(&w->msg, 6, str_id(w, bid));
-		/* Only fully symbolized mappings: pprof fills no gaps (docs/profile-format.md §5). */
-		pb_u64(&w->msg, 7, pm->nlocs && pm->nsym == pm->nlocs);
+		/*
+		 * Set when heapattach named any location of the mapping: pprof
+		 * then keeps our names. Unset, go tool pprof replaces every name
+		 * of the mapping by what its local tools read from files on the
+		 * reader's machine (docs/profile-format.md §5).
+		 */
+		pb_u64(&w->msg, 7, pm->nsym > 0);
 		pb_msg(&w->out, PROFILE_MAPPING, &w->msg);
 		w_maybe_flush(w);
 	}

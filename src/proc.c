@@ -236,6 +236,14 @@ void proc_maps_free(struct proc_maps *m)
 }
 
 /* Maps are sorted by start, as the kernel lists them: binary search. */
+int proc_map_same(const struct proc_map *a, const struct proc_map *b)
+{
+	return a->start == b->start && a->end == b->end && a->offset == b->offset &&
+	       a->prot == b->prot && a->inode == b->inode && a->dev_major == b->dev_major &&
+	       a->dev_minor == b->dev_minor && a->deleted == b->deleted &&
+	       !a->path == !b->path && (!a->path || !strcmp(a->path, b->path));
+}
+
 const struct proc_map *proc_maps_find(const struct proc_maps *m, uint64_t addr)
 {
 	size_t lo = 0, hi = m->n;

@@ -128,9 +128,10 @@ static uint64_t *new_slots(size_t cap)
 
 /* ---- stack table ---- */
 
-static void stack_index_grow(struct profile *p)
+/* Make the stack index anew with cap slots. */
+static void stack_index_build(struct profile *p, size_t cap)
 {
-	size_t cap = p->stack_idx_cap * 2, mask = cap - 1;
+	size_t mask = cap - 1;
 	uint32_t *v = new_index(cap);
 
 	for (size_t id = 0; id < p->nstacks; id++) {
@@ -143,6 +144,11 @@ static void stack_index_grow(struct profile *p)
 	free(p->stack_idx);
 	p->stack_idx = v;
 	p->stack_idx_cap = cap;
+}
+
+static void stack_index_grow(struct profile *p)
+{
+	stack_index_build(p, p->stack_idx_cap * 2);
 }
 
 /* ---- distinct return addresses ---- */
@@ -599,6 +605,34 @@ size_t profile_sweep_live(struct profile *p, int (*gone)(uint64_t ptr, void *arg
 		record_free(p, dead[k]);
 	free(dead);
 	return n;
+}
+
+size_t profile_map_pcs(struct profile *p, uint64_t (*fn)(void *arg, uint64_t pc), void *arg)
+{
+	size_t changed = 0;
+
+	for (size_t id = 0; id < p->nstacks; id++) {
+		struct stack *s = &p->stacks[id];
+		uint64_t *pcs = p->pcs + s->off;
+		int any = 0;
+
+		for (uint32_t i = 0; i < s->n; i++) {
+			uint64_t v = fn(arg, pcs[i]);
+
+			if (v != pcs[i]) {
+				pcs[i] = v;
+				loc_add(p, v);
+				any = 1;
+			}
+		}
+		if (any) {
+			s->hash = hash_pcs(pcs, s->n);
+			changed++;
+		}
+	}
+	if (changed)
+		stack_index_build(p, p->stack_idx_cap);
+	return changed;
 }
 
 void profile_add_drops(struct profile *p, uint64_t n)

@@ -30,3 +30,15 @@ int stackids_publish(struct shm_stack *table, const uint64_t *pcs, size_t n, int
 	}
 	return -ENOSPC;
 }
+
+void stackids_reset(struct shm_stack *table)
+{
+	for (size_t i = 0; i < SHM_NSTACKS; i++)
+		if (*(volatile uint64_t *)&table[i].hash)
+			*(volatile uint64_t *)&table[i].hash = 0;
+	shm_barrier();
+	for (size_t i = 0; i < SHM_NSTACKS; i++) {
+		table[i].id = 0;
+		table[i].nframes = 0;
+	}
+}

@@ -12,16 +12,20 @@
 #include "elfobj.h"
 #include "perfmap.h"
 #include "symbolize.h"
+#include "target.h"
 #include "tfile.h"
 #include "xmalloc.h"
 
 /*
- * One cache entry per mapped file (path + inode): its ELF, the separate debug
- * file if any, a libdw handle for line numbers, the load bias, and a table of
- * function symbols sorted by link-time address for binary search. Each
- * mapping of the caller's maps points to its entry once looked up, so a
- * repeated lookup costs a binary search over the maps, one over the symbols,
- * and (with DWARF) libdw's own cached CU and line table search.
+ * One cache entry per object of the target (target_object, opened with its
+ * symbols): the separate debug file if any, a libdw handle for line
+ * numbers, and a table of function symbols sorted by link-time address for
+ * binary search. Each mapping of the target's maps points to its entry and
+ * has its own load bias (a file may be mapped twice at unrelated
+ * addresses), found once per maps version, so a repeated lookup costs a
+ * binary search over the maps, one over the symbols, and (with DWARF)
+ * libdw's own cached CU and line table search. When the target's code
+ * mappings change, the entries of objects no longer mapped go.
  */
 
 struct fsym {
@@ -32,22 +36,39 @@ struct fsym {
 };
 
 struct symobj {
-	char *path;
-	uint64_t inode;
-	struct elfobj *elf, *dbg;
+	struct elfobj *elf;             /* the target's */
+	struct elfobj *dbg;
 	struct debugfile_dwarf dwarf;
 	Dwarf *dw;                      /* dwarf.dw, or NULL */
-	uint64_t bias;
-	int have_bias;
 	struct fsym *syms;
 	size_t nsyms;
 };
 
+struct mapsym {
+	struct symobj *o;               /* NULL: none */
+	uint64_t bias;
+	int tried, have_bias;
+};
+
+/* Names of code that is gone (symbolizer_retire), copied. */
+struct retired {
+	uint64_t addr;                  /* as looked up: the return address - 1 */
+	char *function, *system_name, *file;
+	int line;
+	uint64_t offset;
+};
+
 struct symbolizer {
-	pid_t pid;
-	const struct proc_maps *maps;
-	struct symobj **by_map;         /* per mapping index; NULL if not looked up */
-	unsigned char *tried;           /* per mapping index */
+	struct target *t;
+	struct retired *ret;            /* stand-in k names ret[k] */
+	size_t nret, capret;
+	uint64_t *ret_idx;              /* pc -> k + 1 for the change ret_gen; 0 empty */
+	uint64_t *ret_pc;               /* the pc of each ret_idx slot */
+	size_t ret_idx_cap;
+	uint64_t ret_gen;
+	struct mapsym *by_map;          /* per mapping index of maps version ver */
+	size_t nby_map;
+	uint64_t ver;
 	struct symobj **objs;
 	size_t nobjs, capobjs;
 	int root;                       /* the target's root (tfile_root), or -errno */
@@ -143,31 +164,15 @@ static void build_table(struct symobj *o)
 	o->nsyms = j + 1;
 }
 
-/* Lowest mapping of the same file as m. */
-static const struct proc_map *first_map(const struct proc_maps *maps, const struct proc_map *m)
+/* A cache entry for object e, the file behind m. */
+static struct symobj *load_obj(struct symbolizer *s, const struct proc_map *m,
+			       struct elfobj *e)
 {
-	for (size_t i = 0; i < maps->n; i++)
-		if (maps->v[i].path && maps->v[i].inode == m->inode &&
-		    !strcmp(maps->v[i].path, m->path))
-			return &maps->v[i];
-	return m;
-}
-
-/* Load the file behind m (a file mapping) into a new cache entry. */
-static struct symobj *load_obj(struct symbolizer *s, const struct proc_map *m)
-{
-	const struct proc_map *first = first_map(s->maps, m);
 	struct symobj *o = xcalloc(1, sizeof(*o));
 	struct elfobj *dwelf = NULL;
 	char *where = NULL;
 
-	o->path = xstrdup(m->path);
-	o->inode = m->inode;
-	o->elf = elfobj_open_fd(proc_open_mapped(s->pid, first));
-	if (!o->elf)
-		return o;
-	o->have_bias = !elfobj_load_bias(o->elf, first, &o->bias) ||
-		       !elfobj_load_bias(o->elf, m, &o->bias);
+	o->elf = e;
 	if (elfobj_has_debug_info(o->elf)) {
 		dwelf = o->elf;
 		where = xstrdup(m->path);
@@ -189,36 +194,43 @@ static void free_obj(struct symobj *o)
 	free(o->syms);
 	debugfile_dwarf_end(&o->dwarf);
 	elfobj_free(o->dbg);
-	elfobj_free(o->elf);
-	free(o->path);
 	free(o);
 }
 
-/* The cache entry for mapping m, loading it on first use; NULL for
- * anonymous and special ([vdso], [heap]) mappings. */
-static struct symobj *obj_for(struct symbolizer *s, const struct proc_map *m)
-{
-	size_t idx = m - s->maps->v;
-	struct symobj *o = NULL;
+static struct symobj *symobj_of(struct symbolizer *s, const struct proc_map *m,
+				struct elfobj *e);
 
-	if (s->tried[idx])
-		return s->by_map[idx];
-	s->tried[idx] = 1;
-	if (!m->path || m->path[0] != '/')
-		return NULL;
-	for (size_t i = 0; i < s->nobjs && !o; i++)
-		if (s->objs[i]->inode == m->inode && !strcmp(s->objs[i]->path, m->path))
-			o = s->objs[i];
-	if (!o) {
-		o = load_obj(s, m);
-		if (s->nobjs == s->capobjs) {
-			s->capobjs = s->capobjs ? s->capobjs * 2 : 16;
-			s->objs = xrealloc(s->objs, s->capobjs * sizeof(*s->objs));
-		}
-		s->objs[s->nobjs++] = o;
+/* The per-mapping entries, made anew for each version of the maps. */
+static struct mapsym *map_entries(struct symbolizer *s, const struct proc_maps *maps)
+{
+	if (s->ver != target_maps_version(s->t)) {
+		free(s->by_map);
+		s->nby_map = maps->n;
+		s->by_map = xcalloc(maps->n ? maps->n : 1, sizeof(*s->by_map));
+		s->ver = target_maps_version(s->t);
 	}
-	s->by_map[idx] = o;
-	return o;
+	return s->by_map;
+}
+
+/* The cache entry for mapping m of maps (and its bias in *ms), loading it
+ * on first use; NULL for anonymous and special ([vdso], [heap]) mappings. */
+static struct mapsym *obj_for(struct symbolizer *s, const struct proc_maps *maps,
+			      const struct proc_map *m)
+{
+	struct mapsym *ms = &map_entries(s, maps)[m - maps->v];
+	struct elfobj *e;
+
+	if (ms->tried)
+		return ms;
+	ms->tried = 1;
+	if (!m->path || m->path[0] != '/')
+		return ms;
+	e = target_object(s->t, m, TARGET_OBJ_SYMS, NULL);
+	if (!e)
+		return ms;
+	ms->o = symobj_of(s, m, e);
+	ms->have_bias = !target_map_bias(s->t, m, e, &ms->bias);
+	return ms;
 }
 
 /* The function symbol holding link-time address a, or NULL. */
@@ -259,18 +271,37 @@ static int jit_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
 
 /* ---- API ---- */
 
-struct symbolizer *symbolizer_new(pid_t pid, const struct proc_maps *maps)
+/* target_on_change listener: forget the mappings, and the objects no
+ * longer mapped (the target frees those next). */
+static void on_maps_change(void *arg, const struct proc_maps *old)
+{
+	struct symbolizer *s = arg;
+	size_t j = 0;
+
+	(void)old;
+	s->ver = 0;	/* versions start at 1 */
+	for (size_t i = 0; i < s->nobjs; i++) {
+		if (target_object_held(s->t, s->objs[i]->elf))
+			s->objs[j++] = s->objs[i];
+		else
+			free_obj(s->objs[i]);
+	}
+	s->nobjs = j;
+}
+
+struct symbolizer *symbolizer_new(struct target *t)
 {
 	struct symbolizer *s;
 
-	if (!maps)
+	if (!t)
 		return NULL;
 	s = xcalloc(1, sizeof(*s));
-	s->pid = pid;
-	s->maps = maps;
-	s->by_map = xcalloc(maps->n ? maps->n : 1, sizeof(*s->by_map));
-	s->tried = xcalloc(maps->n ? maps->n : 1, 1);
-	s->root = tfile_root(pid);
+	s->t = t;
+	if (target_on_change(t, on_maps_change, s)) {
+		free(s);
+		return NULL;
+	}
+	s->root = tfile_root(target_reader(t));
 	return s;
 }
 
@@ -278,29 +309,30 @@ void symbolizer_free(struct symbolizer *s)
 {
 	if (!s)
 		return;
+	target_off_change(s->t, on_maps_change, s);
 	for (size_t i = 0; i < s->nobjs; i++)
 		free_obj(s->objs[i]);
 	free(s->objs);
+	for (size_t i = 0; i < s->nret; i++) {
+		free(s->ret[i].function);
+		free(s->ret[i].system_name);
+		free(s->ret[i].file);
+	}
+	free(s->ret);
+	free(s->ret_idx);
+	free(s->ret_pc);
 	if (s->root >= 0)
 		close(s->root);
 	free(s->by_map);
-	free(s->tried);
 	free(s);
 }
 
-int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
+/* Name link-time address a of object o into out (its map and addr set).
+ * 0 or -ENOENT. */
+static int name_in(struct symobj *o, uint64_t a, struct sym_info *out)
 {
-	const struct proc_map *m = proc_maps_find(s->maps, addr);
-	struct symobj *o;
-	struct fsym *f;
-	uint64_t a;
+	struct fsym *f = find_sym(o, a);
 
-	memset(out, 0, sizeof(*out));
-	out->map = m;
-	if (!m || !(o = obj_for(s, m)) || !o->have_bias)
-		return jit_lookup(s, addr, out);
-	a = addr - o->bias;
-	f = find_sym(o, a);
 	if (f) {
 		if (!f->tried) {
 			f->demangled = demangle(f->name);
@@ -325,6 +357,145 @@ int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
 	return f || out->file ? 0 : -ENOENT;
 }
 
+/* A stand-in's names (addr: the stand-in - 1). 0 or -ENOENT. */
+static int retired_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
+{
+	uint64_t k = (addr - SYMBOLIZE_RETIRED_BASE) >> 4;
+	const struct retired *r;
+
+	if (k >= s->nret)
+		return -ENOENT;
+	r = &s->ret[k];
+	out->addr = r->addr;
+	out->function = r->function;
+	out->system_name = r->system_name;
+	out->file = r->file;
+	out->line = r->line;
+	out->offset = r->offset;
+	return r->function || r->file ? 0 : -ENOENT;
+}
+
+int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
+{
+	const struct proc_maps *maps = target_maps(s->t);
+	const struct proc_map *m;
+	struct mapsym *ms;
+
+	memset(out, 0, sizeof(*out));
+	out->addr = addr;
+	if (addr >= SYMBOLIZE_RETIRED_BASE)
+		return retired_lookup(s, addr, out);
+	m = maps ? proc_maps_find(maps, addr) : NULL;
+	out->map = m;
+	if (!m || !(ms = obj_for(s, maps, m)) || !ms->o || !ms->have_bias)
+		return jit_lookup(s, addr, out);
+	return name_in(ms->o, addr - ms->bias, out);
+}
+
+/* The cache entry for object e (the file behind m), loaded if new. */
+static struct symobj *symobj_of(struct symbolizer *s, const struct proc_map *m,
+				struct elfobj *e)
+{
+	struct symobj *o;
+
+	for (size_t i = 0; i < s->nobjs; i++)
+		if (s->objs[i]->elf == e)
+			return s->objs[i];
+	o = load_obj(s, m, e);
+	if (s->nobjs == s->capobjs) {
+		s->capobjs = s->capobjs ? s->capobjs * 2 : 16;
+		s->objs = xrealloc(s->objs, s->capobjs * sizeof(*s->objs));
+	}
+	s->objs[s->nobjs++] = o;
+	return o;
+}
+
+/* The slot of pc in the stand-ins of this change (ret_idx), grown as needed. */
+static size_t retire_slot(struct symbolizer *s, uint64_t pc)
+{
+	size_t mask, i;
+
+	if (s->ret_gen != target_generation(s->t) || !s->ret_idx_cap) {
+		free(s->ret_idx);
+		free(s->ret_pc);
+		s->ret_idx_cap = 256;
+		s->ret_idx = xcalloc(s->ret_idx_cap, sizeof(*s->ret_idx));
+		s->ret_pc = xcalloc(s->ret_idx_cap, sizeof(*s->ret_pc));
+		s->ret_gen = target_generation(s->t);
+	}
+	mask = s->ret_idx_cap - 1;
+	for (i = (pc * 0x9e3779b97f4a7c15ULL >> 20) & mask; s->ret_idx[i] && s->ret_pc[i] != pc;
+	     i = (i + 1) & mask)
+		;
+	return i;
+}
+
+/* Remember stand-in k for pc in this change. */
+static void retire_put(struct symbolizer *s, size_t slot, uint64_t pc, size_t k)
+{
+	s->ret_idx[slot] = k + 1;
+	s->ret_pc[slot] = pc;
+	if (s->nret * 2 > s->ret_idx_cap) {
+		uint64_t *idx = s->ret_idx, *pcs = s->ret_pc;
+		size_t cap = s->ret_idx_cap;
+
+		s->ret_idx_cap *= 2;
+		s->ret_idx = xcalloc(s->ret_idx_cap, sizeof(*s->ret_idx));
+		s->ret_pc = xcalloc(s->ret_idx_cap, sizeof(*s->ret_pc));
+		for (size_t i = 0; i < cap; i++)
+			if (idx[i]) {
+				size_t j = retire_slot(s, pcs[i]);
+
+				s->ret_idx[j] = idx[i];
+				s->ret_pc[j] = pcs[i];
+			}
+		free(idx);
+		free(pcs);
+	}
+}
+
+static char *dup_or_null(const char *p)
+{
+	return p ? xstrdup(p) : NULL;
+}
+
+uint64_t symbolizer_retire(struct symbolizer *s, const struct proc_maps *old, uint64_t pc)
+{
+	const struct proc_map *m = pc && pc < SYMBOLIZE_RETIRED_BASE ?
+				   proc_maps_find(old, pc - 1) : NULL;
+	struct sym_info si = { 0 };
+	struct elfobj *e;
+	struct retired *r;
+	uint64_t bias;
+	size_t slot;
+
+	if (!m || !m->path || m->path[0] != '/')
+		return pc;
+	slot = retire_slot(s, pc);
+	if (s->ret_idx[slot])
+		return SYMBOLIZE_RETIRED_BASE + ((s->ret_idx[slot] - 1) << 4) + 1;
+	if (s->nret >= SYMBOLIZE_MAX_RETIRED)
+		return pc;
+	e = target_object(s->t, m, TARGET_OBJ_SYMS, NULL);
+	if (e && !elfobj_load_bias(e, m, &bias))
+		name_in(symobj_of(s, m, e), pc - 1 - bias, &si);
+	if (s->nret == s->capret) {
+		s->capret = s->capret ? s->capret * 2 : 64;
+		s->ret = xrealloc(s->ret, s->capret * sizeof(*s->ret));
+	}
+	r = &s->ret[s->nret];
+	*r = (struct retired){
+		.addr = pc - 1,
+		.function = dup_or_null(si.function),
+		.system_name = dup_or_null(si.system_name),
+		.file = dup_or_null(si.file),
+		.line = si.line,
+		.offset = si.offset,
+	};
+	retire_put(s, slot, pc, s->nret);
+	return SYMBOLIZE_RETIRED_BASE + ((uint64_t)s->nret++ << 4) + 1;
+}
+
 void symbolizer_set_perfmap(struct symbolizer *s, const struct perfmap *pm)
 {
 	s->jit = pm;
@@ -332,10 +503,11 @@ void symbolizer_set_perfmap(struct symbolizer *s, const struct perfmap *pm)
 
 const char *symbolizer_build_id(struct symbolizer *s, const struct proc_map *map)
 {
-	struct symobj *o;
+	const struct proc_maps *maps = target_maps(s->t);
+	struct mapsym *ms;
 
-	if (!map || map < s->maps->v || map >= s->maps->v + s->maps->n)
+	if (!maps || !map || map < maps->v || map >= maps->v + maps->n)
 		return NULL;
-	o = obj_for(s, map);
-	return o && o->elf ? elfobj_build_id(o->elf) : NULL;
+	ms = obj_for(s, maps, map);
+	return ms->o ? elfobj_build_id(ms->o->elf) : NULL;
 }

@@ -50,6 +50,7 @@
 #include "elfobj.h"
 #include "log.h"
 #include "proc.h"
+#include "target.h"
 #include "unwind.h"
 #include "xmalloc.h"
 
@@ -65,16 +66,10 @@ extern int dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip, unw_dyn
 #define PCACHE_SLOTS		256	/* power of two; 1 MiB */
 #define UNWIND_RS_CACHE_SIZE	2048	/* libunwind register states (ips) */
 
-struct umap {
-	uint64_t start, end, offset;
-	int writable, exec;
-	int file;			/* backed by a regular, stable file */
-	char *path;
-};
-
 struct uobj {
 	uint64_t start, end;		/* the executable mapping */
 	int have_table;			/* di is valid */
+	uint64_t delta;			/* the mapping's bias minus the table's */
 	unw_dyn_info_t di;		/* its .eh_frame_hdr table, in target memory */
 };
 
@@ -86,17 +81,15 @@ struct pslot {
 };
 
 struct unwinder {
-	pid_t pid;
+	struct target *t;
+	int own_target;			/* made by unwinder_new, freed with us */
 	unw_addr_space_t as;
-	struct umap *maps;		/* sorted by start */
-	size_t nmaps;
-	int maps_loaded;
-	uint64_t maps_gen;		/* unwind generation of the last read */
+	uint64_t maps_gen;		/* unwind generation of the last maps read */
 	struct uobj *objs;
 	size_t nobjs, cap_objs;
 	struct pslot *pcache;
 	uint64_t gen;
-	int use_peek;			/* process_vm_readv unusable: PEEKDATA */
+	int stale;			/* the maps changed during a walk */
 
 	/* state of the unwind in progress */
 	pid_t tid;
@@ -111,128 +104,28 @@ static __thread struct unwinder *cur_unwinder;
 
 /* ---- target memory ---- */
 
-/*
- * Copy len bytes at addr of the target into buf. Returns the number of bytes
- * read (possibly short), or -errno. Falls back to PTRACE_PEEKDATA on the
- * current thread when process_vm_readv is unavailable.
- */
+/* Copy len bytes at addr of the target into buf (target_read_some). */
 static ssize_t mem_read(struct unwinder *u, uint64_t addr, void *buf, size_t len)
 {
-	struct iovec l = { .iov_base = buf, .iov_len = len };
-	struct iovec r = { .iov_base = (void *)addr, .iov_len = len };
-	ssize_t n;
-	size_t done;
-
 	u->st.mem_reads++;
-	if (!u->use_peek) {
-		n = process_vm_readv(u->pid, &l, 1, &r, 1, 0);
-		if (n >= 0)
-			return n;
-		if (errno != ENOSYS && errno != EPERM)
-			return -errno;
-		u->use_peek = 1;
-	}
-	for (done = 0; done < len; done += sizeof(long)) {
-		long w;
-		size_t k = len - done < sizeof(long) ? len - done : sizeof(long);
+	return target_read_some(u->t, addr, buf, len);
+}
 
-		errno = 0;
-		w = ptrace(PTRACE_PEEKDATA, u->tid, (void *)(addr + done), NULL);
-		if (errno)
-			return done ? (ssize_t)done : -errno;
-		memcpy((uint8_t *)buf + done, &w, k);
-	}
-	return len;
+/* Word by word: process_vm_readv is refused, a page costs 512 calls. */
+static int use_peek(const struct unwinder *u)
+{
+	return target_reads_slow(u->t);
 }
 
 /* ---- maps and objects ---- */
 
-/* Forget the cached maps. */
-static void maps_drop(struct unwinder *u)
+/* Backed by a regular, stable file: not anonymous, [stack]/[vdso], deleted,
+ * a memfd (e.g. our trampoline page, which changes behind its read-only
+ * mapping) or a device. */
+static int stable_file(const struct proc_map *m)
 {
-	for (size_t i = 0; i < u->nmaps; i++)
-		free(u->maps[i].path);
-	free(u->maps);
-	u->maps = NULL;
-	u->nmaps = 0;
-	u->maps_loaded = 0;
-}
-
-/* Parse one maps line into m; 0, or -EINVAL. m->path is allocated. */
-static int maps_parse_line(char *line, struct umap *m)
-{
-	unsigned long start, end, off, inode;
-	char perms[8];
-	int pos = 0;
-	char *p;
-
-	if (sscanf(line, "%lx-%lx %7s %lx %*x:%*x %lu %n",
-		   &start, &end, perms, &off, &inode, &pos) < 5 || !pos)
-		return -EINVAL;
-	p = line + pos;
-	p[strcspn(p, "\n")] = 0;
-	m->start = start;
-	m->end = end;
-	m->offset = off;
-	m->writable = perms[1] == 'w';
-	m->exec = perms[2] == 'x';
-	/* not: anonymous, [stack]/[vdso], deleted, memfd (e.g. our trampoline
-	 * page, which changes behind its read-only mapping) or devices */
-	m->file = *p == '/' && !strstr(p, " (deleted)") &&
-		  strncmp(p, "/memfd:", 7) && strncmp(p, "/dev/", 5);
-	m->path = *p ? xstrdup(p) : NULL;
-	return 0;
-}
-
-/*
- * (Re)read /proc/PID/maps. A private parser, to be replaced by proc.h's
- * proc_maps_read() once that lands. 0 or -errno.
- */
-static int maps_load(struct unwinder *u)
-{
-	char path[64], *line = NULL;
-	size_t cap = 0, n = 0, alloc = 0;
-	struct umap *v = NULL;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", u->pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (getline(&line, &cap, f) > 0) {
-		if (n == alloc) {
-			alloc = alloc ? 2 * alloc : 64;
-			v = xrealloc(v, alloc * sizeof(*v));
-		}
-		if (maps_parse_line(line, &v[n]) == 0)
-			n++;
-	}
-	free(line);
-	fclose(f);
-	maps_drop(u);
-	u->maps = v;
-	u->nmaps = n;
-	u->maps_loaded = 1;
-	u->st.maps_reads++;
-	return 0;
-}
-
-/* The cached mapping containing addr (binary search), or NULL. */
-static struct umap *maps_find(struct unwinder *u, uint64_t addr)
-{
-	size_t lo = 0, hi = u->nmaps;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (addr < u->maps[mid].start)
-			hi = mid;
-		else if (addr >= u->maps[mid].end)
-			lo = mid + 1;
-		else
-			return &u->maps[mid];
-	}
-	return NULL;
+	return m->path && m->path[0] == '/' && !m->deleted &&
+	       strncmp(m->path, "/memfd:", 7) && strncmp(m->path, "/dev/", 5);
 }
 
 /*
@@ -240,20 +133,22 @@ static struct umap *maps_find(struct unwinder *u, uint64_t addr)
  * addr is not in the cached copy (a new mapping) but at most once per unwind,
  * so that garbage addresses do not cost a maps parse each. NULL if none.
  */
-static struct umap *maps_lookup(struct unwinder *u, uint64_t addr)
+static const struct proc_map *maps_lookup(struct unwinder *u, uint64_t addr)
 {
-	struct umap *m;
+	const struct proc_maps *maps = target_maps(u->t);
+	const struct proc_map *m;
+	struct target_stats st;
 
-	if (!u->maps_loaded) {
-		if (maps_load(u) < 0)
-			return NULL;
+	if (!maps)
+		return NULL;
+	m = proc_maps_find(maps, addr);
+	if (!m && u->maps_gen != u->gen) {
 		u->maps_gen = u->gen;
+		if (target_maps_reload(u->t) >= 0)
+			m = proc_maps_find(target_maps(u->t), addr);
 	}
-	m = maps_find(u, addr);
-	if (!m && u->maps_gen != u->gen && maps_load(u) == 0) {
-		u->maps_gen = u->gen;
-		m = maps_find(u, addr);
-	}
+	target_get_stats(u->t, &st);
+	u->st.maps_reads = st.maps_reads;
 	return m;
 }
 
@@ -309,31 +204,84 @@ int unwind_parse_eh_frame_hdr(const void *buf, size_t len, uint64_t seg_size,
 	return 0;
 }
 
+static int same_file(const struct proc_map *a, const struct proc_map *b)
+{
+	return a->inode == b->inode && a->dev_major == b->dev_major &&
+	       a->dev_minor == b->dev_minor && a->path && b->path && !strcmp(a->path, b->path);
+}
+
+/* 1 if link-time [vaddr, vaddr + size) of e is mapped from e's file at
+ * bias + vaddr, by mappings that put it there with that bias. */
+static int mapped_at(struct unwinder *u, const struct proc_map *of, struct elfobj *e,
+		     uint64_t bias, uint64_t vaddr, uint64_t size)
+{
+	const struct proc_maps *maps = target_maps(u->t);
+	uint64_t a = bias + vaddr, b;
+
+	while (size) {
+		const struct proc_map *m = proc_maps_find(maps, a);
+		uint64_t k;
+
+		if (!m || !same_file(m, of) || elfobj_load_bias(e, m, &b) || b != bias)
+			return 0;
+		k = m->end - a < size ? m->end - a : size;
+		a += k;
+		size -= k;
+	}
+	return 1;
+}
+
+/*
+ * The bias under which the target holds the .eh_frame_hdr ([vaddr, +size))
+ * of the object e mapped at m: m's own, or, for code mapped a second time
+ * from the same file without the rest (node's builtins), that of another
+ * mapping of the file that has it. 0 or -ENOENT.
+ */
+static int table_bias(struct unwinder *u, const struct proc_map *m, struct elfobj *e,
+		      uint64_t bias, uint64_t vaddr, uint64_t size, uint64_t *out)
+{
+	const struct proc_maps *maps = target_maps(u->t);
+
+	if (mapped_at(u, m, e, bias, vaddr, size)) {
+		*out = bias;
+		return 0;
+	}
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct proc_map *h = &maps->v[i];
+		uint64_t b;
+
+		if (h != m && same_file(h, m) && !elfobj_load_bias(e, h, &b) && b != bias &&
+		    mapped_at(u, m, e, b, vaddr, size)) {
+			*out = b;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 /*
  * Fill o->di from the ELF behind m (an executable file mapping): the
- * .eh_frame_hdr binary-search table, located by PT_GNU_EH_FRAME. 0, or
- * -ENOENT when the object has no usable table.
+ * .eh_frame_hdr binary-search table, located by PT_GNU_EH_FRAME, read from
+ * the target's memory where the target holds it (o->delta: how far m's
+ * code sits from the code that table describes). 0, or -ENOENT when the
+ * object has no usable table.
  */
-static int load_table(struct unwinder *u, const struct umap *m, struct uobj *o)
+static int load_table(struct unwinder *u, const struct proc_map *m, struct uobj *o)
 {
-	struct proc_map pm = {
-		.start = m->start, .end = m->end, .offset = m->offset,
-		.prot = PROC_MAP_R | PROC_MAP_X, .path = m->path,
-	};
 	const struct elfobj_segment *seg;
-	uint64_t vaddr, size, bias, toff, nfde, lo = UINT64_MAX, hi = 0;
+	uint64_t vaddr, size, bias, tbias, toff, nfde, lo = UINT64_MAX, hi = 0;
 	uint8_t hdr[20];
 	struct elfobj *e;
 	size_t nseg;
-	int ret = -ENOENT;
 
-	e = elfobj_open_fd_flags(proc_open_mapped(u->pid, &pm), ELFOBJ_OPEN_NO_SYMS);
-	if (!e || elfobj_eh_frame_hdr(e, &vaddr, &size) || elfobj_load_bias(e, &pm, &bias))
-		goto out;
+	e = target_object(u->t, m, 0, NULL);
+	if (!e || elfobj_eh_frame_hdr(e, &vaddr, &size) || target_map_bias(u->t, m, e, &bias) ||
+	    table_bias(u, m, e, bias, vaddr, size, &tbias))
+		return -ENOENT;
 	if (elfobj_read(e, vaddr, hdr, size < sizeof(hdr) ? size : sizeof(hdr)) ||
 	    unwind_parse_eh_frame_hdr(hdr, size < sizeof(hdr) ? size : sizeof(hdr), size,
 				      &toff, &nfde))
-		goto out;
+		return -ENOENT;
 	seg = elfobj_segments(e, &nseg);
 	for (size_t i = 0; i < nseg; i++) {
 		if (seg[i].vaddr < lo)
@@ -342,37 +290,36 @@ static int load_table(struct unwinder *u, const struct umap *m, struct uobj *o)
 			hi = seg[i].vaddr + seg[i].memsz;
 	}
 	if (lo >= hi)
-		goto out;
+		return -ENOENT;
+	o->delta = bias - tbias;
 	memset(&o->di, 0, sizeof(o->di));
 	o->di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
-	/* the object's extent, and never less than the mapping */
-	o->di.start_ip = lo + bias < m->start ? lo + bias : m->start;
-	o->di.end_ip = hi + bias > m->end ? hi + bias : m->end;
+	/* the object's extent where the table is, and never less than the
+	 * mapping (moved there) */
+	o->di.start_ip = lo + tbias < m->start - o->delta ? lo + tbias : m->start - o->delta;
+	o->di.end_ip = hi + tbias > m->end - o->delta ? hi + tbias : m->end - o->delta;
 	/* datarel FDE pointers (never emitted on x86-64) would need DT_PLTGOT */
 	o->di.gp = 0;
 	/* table entries are relative to the start of .eh_frame_hdr */
-	o->di.u.rti.segbase = bias + vaddr;
-	o->di.u.rti.table_data = bias + vaddr + toff;
+	o->di.u.rti.segbase = tbias + vaddr;
+	o->di.u.rti.table_data = tbias + vaddr + toff;
 	/* in words; each entry is two int32 */
 	o->di.u.rti.table_len = nfde * 8 / sizeof(unw_word_t);
-	ret = 0;
-out:
-	elfobj_free(e);
-	return ret;
+	return 0;
 }
 
 /* The object record for the executable mapping that contains ip, created on
  * first use; NULL if ip is in no executable file mapping. */
 static struct uobj *obj_for_ip(struct unwinder *u, uint64_t ip)
 {
-	struct umap *m;
+	const struct proc_map *m;
 	struct uobj *o;
 
 	for (size_t i = 0; i < u->nobjs; i++)
 		if (ip >= u->objs[i].start && ip < u->objs[i].end)
 			return &u->objs[i];
 	m = maps_lookup(u, ip);
-	if (!m || !m->exec || !m->file)
+	if (!m || !(m->prot & PROC_MAP_X) || !stable_file(m))
 		return NULL;
 	if (u->nobjs == u->cap_objs) {
 		u->cap_objs = u->cap_objs ? 2 * u->cap_objs : 16;
@@ -414,7 +361,7 @@ static int pcache_read_word(struct unwinder *u, uint64_t addr, uint64_t *val)
 
 		if (k > sizeof(*val) - done)
 			k = sizeof(*val) - done;
-		if (u->use_peek) {
+		if (use_peek(u)) {
 			/* a page would cost 512 PEEKDATAs: read just the bytes */
 			if (mem_read(u, a, out + done, k) != (ssize_t)k)
 				return -EFAULT;
@@ -422,7 +369,8 @@ static int pcache_read_word(struct unwinder *u, uint64_t addr, uint64_t *val)
 			continue;
 		}
 		if (s->page != page || (!s->persistent && s->gen != u->gen)) {
-			struct umap *m = u->maps_loaded ? maps_find(u, page) : NULL;
+			const struct proc_map *m = target_maps(u->t) ?
+				proc_maps_find(target_maps(u->t), page) : NULL;
 
 			if (mem_read(u, page, s->data, PAGE_SZ) != (ssize_t)PAGE_SZ) {
 				/* page partly unreadable: read just the bytes */
@@ -434,7 +382,7 @@ static int pcache_read_word(struct unwinder *u, uint64_t addr, uint64_t *val)
 			}
 			s->page = page;
 			s->gen = u->gen;
-			s->persistent = m && m->file && !m->writable &&
+			s->persistent = m && stable_file(m) && !(m->prot & PROC_MAP_W) &&
 					page + PAGE_SZ <= m->end;
 		}
 		memcpy(out + done, s->data + off, k);
@@ -462,14 +410,25 @@ static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_
 {
 	struct unwinder *u = cur_unwinder;
 	struct uobj *o;
+	int ret;
 
 	(void)arg;
 	u->st.find_proc_info++;
 	o = obj_for_ip(u, ip);
-	/* libunwind asserts that ip is in the table's range */
-	if (!o || !o->have_table || ip < o->di.start_ip || ip >= o->di.end_ip)
+	if (!o || !o->have_table)
 		return -UNW_ENOINFO;
-	return dwarf_search_unwind_table(as, ip, &o->di, pi, need_unwind_info, arg);
+	/* code mapped a second time: look it up where its table describes it */
+	ip -= o->delta;
+	/* libunwind asserts that ip is in the table's range */
+	if (ip < o->di.start_ip || ip >= o->di.end_ip)
+		return -UNW_ENOINFO;
+	ret = dwarf_search_unwind_table(as, ip, &o->di, pi, need_unwind_info, arg);
+	if (ret >= 0) {
+		/* the rows advance from start_ip: move the range back to ip */
+		pi->start_ip += o->delta;
+		pi->end_ip += o->delta;
+	}
+	return ret;
 }
 
 /*
@@ -587,15 +546,38 @@ static unw_accessors_t unwind_accessors = {
 
 /* ---- public API ---- */
 
-struct unwinder *unwinder_new(pid_t pid)
+/* target_on_change listener: forget the tables, pages and states of the
+ * old maps (libunwind's cache only between walks). */
+static void on_maps_change(void *arg, const struct proc_maps *old)
 {
-	struct unwinder *u = xcalloc(1, sizeof(*u));
+	struct unwinder *u = arg;
 
-	u->pid = pid;
+	(void)old;
+	objs_drop(u);
+	pcache_clear(u);
+	if (cur_unwinder == u)
+		u->stale = 1;
+	else
+		unw_flush_cache(u->as, 0, 0);
+}
+
+struct unwinder *unwinder_new_target(struct target *t)
+{
+	struct unwinder *u;
+
+	if (!t) {
+		errno = EINVAL;
+		return NULL;
+	}
+	u = xcalloc(1, sizeof(*u));
+	u->t = t;
 	u->as = unw_create_addr_space(&unwind_accessors, 0);
-	if (!u->as) {
+	if (!u->as || target_on_change(t, on_maps_change, u)) {
+		if (u->as)
+			unw_destroy_addr_space(u->as);
+		free(u);
 		errno = ENOMEM;
-		goto err;
+		return NULL;
 	}
 	/*
 	 * The register-state cache belongs to the address space, i.e. to this
@@ -610,18 +592,30 @@ struct unwinder *unwinder_new(pid_t pid)
 	pcache_clear(u);
 	u->stk = xmalloc(UNWIND_STACK_WINDOW);
 	return u;
-err:
-	free(u);
-	return NULL;
+}
+
+struct unwinder *unwinder_new(pid_t pid)
+{
+	struct target *t = target_new(pid, 0);
+	struct unwinder *u = t ? unwinder_new_target(t) : NULL;
+
+	if (!u) {
+		target_free(t);
+		return NULL;
+	}
+	u->own_target = 1;
+	return u;
 }
 
 void unwinder_free(struct unwinder *u)
 {
 	if (!u)
 		return;
+	target_off_change(u->t, on_maps_change, u);
+	if (u->own_target)
+		target_free(u->t);
 	objs_drop(u);
 	free(u->objs);
-	maps_drop(u);
 	if (u->as)
 		unw_destroy_addr_space(u->as);
 	free(u->pcache);
@@ -632,15 +626,15 @@ void unwinder_free(struct unwinder *u)
 void unwinder_flush(struct unwinder *u)
 {
 	objs_drop(u);
-	maps_drop(u);
 	pcache_clear(u);
 	unw_flush_cache(u->as, 0, 0);
+	u->maps_gen = u->gen - 1;	/* the next miss reads the maps */
 }
 
 void unwinder_set_pid(struct unwinder *u, pid_t pid)
 {
-	unwinder_flush(u);	/* the _UPT contexts hold the old pid */
-	u->pid = pid;
+	target_set_reader(u->t, pid);
+	unwinder_flush(u);
 }
 
 void unwinder_get_stats(const struct unwinder *u, struct unwind_stats *st)
@@ -656,7 +650,7 @@ void unwinder_get_stats(const struct unwinder *u, struct unwind_stats *st)
 static int stack_snapshot(struct unwinder *u, uint64_t sp)
 {
 	uint64_t end = sp + UNWIND_STACK_WINDOW;
-	struct umap *m;
+	const struct proc_map *m;
 	ssize_t n;
 
 	if (end < sp)
@@ -664,7 +658,7 @@ static int stack_snapshot(struct unwinder *u, uint64_t sp)
 	m = maps_lookup(u, sp);
 	if (m && m->end < end)
 		end = m->end;
-	if (u->use_peek)	/* word by word: copy only what is needed */
+	if (use_peek(u))	/* word by word: copy only what is needed */
 		end = sp + 8 < end ? sp + 8 : end;
 	n = mem_read(u, sp, u->stk, end - sp);
 	if (n <= 0 && end - sp > PAGE_SZ - (sp & (PAGE_SZ - 1))) {
@@ -714,6 +708,10 @@ static int walk(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
 	u->regs = *start;
 	if (!(start->flags & UNWIND_IP_EXACT))
 		u->regs.ip--;	/* look up the call, not what follows it */
+	if (u->stale) {
+		u->stale = 0;
+		unw_flush_cache(u->as, 0, 0);
+	}
 	u->gen++;
 	u->st.unwinds++;
 	if (copy) {
@@ -778,5 +776,5 @@ int unwind_stack_copy(struct unwinder *u, const struct unwind_regs *start,
 {
 	if (!stack)
 		return -EINVAL;
-	return walk(u, u ? u->pid : 0, start, stack, len, pcs, max, 0, 0);
+	return walk(u, u ? target_reader(u->t) : 0, start, stack, len, pcs, max, 0, 0);
 }

@@ -21,6 +21,28 @@ leaves_() {
 	END { for (i = 1; i <= n; i++) printf "%s\t%s\n", size[i], loc[first[i]] }' | sort -u
 }
 
+# frames_ PROFILE SIZE N: the first N frames' functions ("F1 F2 ...", leaf
+# first) of each sample of SIZE bytes, one line per distinct stack.
+frames_() {
+	go tool pprof -raw "$1" 2>/dev/null | awk -v sz="$2" -v nf="$3" '
+	/^Samples:/ { s = 1; next }
+	/^Locations/ { s = 0; l = 1; next }
+	/^Mappings/ { l = 0; next }
+	s && /: [0-9]/ { sub(/.*: /, ""); cur = $0; next }
+	s && /bytes:\[/ { v = $0; sub(/.*bytes:\[/, "", v); sub(/\].*/, "", v); if (v == sz) want[cur] = 1; next }
+	l && /^ *[0-9]+: 0x/ {
+		id = $1; sub(/:$/, "", id); t = $0
+		sub(/^ *[0-9]+: 0x[0-9a-f]+ /, "", t); sub(/^M=[0-9]+ /, "", t)
+		sub(/ [^ ]*:[0-9]* s=[0-9]+.*$/, "", t); loc[id] = t }
+	END {
+		for (k in want) {
+			n = split(k, f, " "); out = ""
+			for (i = 1; i <= n && i <= nf; i++) out = out (i > 1 ? " " : "") loc[f[i]]
+			print out
+		}
+	}' | sort -u
+}
+
 # jit_size_ K: what JIT function K allocates (fixtures/jit.c).
 jit_size_() { echo $((4096 + 16 * $1 + 8)); }
 

@@ -418,7 +418,33 @@ static void test_scale_saturates(void)
 	expect_true(c == INT64_MAX && b == INT64_MAX);
 }
 
+/* profile_map_pcs callback: frames in [0x7000, 0x8000) move to 0xf000... */
+static uint64_t move_gone(void *arg, uint64_t pc)
+{
+	(void)arg;
+	return pc >= 0x7000 && pc < 0x8000 ? pc - 0x7000 + 0xf000 : pc;
+}
+
+/* Frames of code that is gone get stand-ins: ids stay, the old pcs are a
+ * new stack again (the new code's), and lookups find the moved ones. */
+static void test_map_pcs(void)
+{
+	struct profile *p = profile_new(1);
+	uint64_t a[] = { 0x7010, 0x1000 }, b[] = { 0x2010, 0x1000 }, moved[] = { 0xf010, 0x1000 };
+	uint32_t ida = profile_stack_id(p, a, 2), idb = profile_stack_id(p, b, 2);
+
+	expect_int_eq(profile_map_pcs(p, move_gone, NULL), 1);
+	expect_int_eq(profile_nstacks(p), 2);
+	expect_int_eq(profile_stack_id(p, moved, 2), ida);
+	expect_int_eq(profile_stack_id(p, b, 2), idb);
+	/* the old pcs now name the new code's stack */
+	expect_true(profile_stack_id(p, a, 2) != ida);
+	expect_int_eq(profile_nstacks(p), 3);
+	profile_free(p);
+}
+
 HARNESS_MAIN("profile",
+	T(test_map_pcs),
 	T(test_caps),
 	T(test_scale_saturates),
 	T(test_dedup_and_buckets),

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "harness.h"
 #include "symbolize.h"
+#include "target.h"
 
 /* Not static and never inlined, so that it has a symbol of its own. */
 __attribute__((noinline)) int symbolize_probe(int x)
@@ -26,11 +27,13 @@ static void test_self(void)
 {
 	struct proc_maps m;
 	struct symbolizer *s;
+	struct target *t;
 	struct sym_info si;
 	uint64_t a = (uint64_t)(uintptr_t)&symbolize_probe;
 
 	expect_int_eq(proc_maps_read(getpid(), &m), 0);
-	s = symbolizer_new(getpid(), &m);
+	t = target_new(getpid(), 0);
+	s = symbolizer_new(t);
 	expect_true(s != NULL);
 	if (!s)
 		goto out;
@@ -39,7 +42,7 @@ static void test_self(void)
 	expect_str_eq(si.system_name, "symbolize_probe");
 	expect_u64_eq(si.offset, 2);
 	expect_true(ends_with(si.file, "test_symbolize.c"));
-	expect_true(si.line >= 12 && si.line <= 15);
+	expect_true(si.line >= 13 && si.line <= 16);
 	expect_true(si.map && si.map->path);
 	expect_true(symbolizer_build_id(s, si.map) != NULL);
 
@@ -61,6 +64,7 @@ static void test_self(void)
 		free(heap);
 	}
 	symbolizer_free(s);
+	target_free(t);
 out:
 	proc_maps_free(&m);
 }
@@ -78,6 +82,7 @@ static void test_speed(void)
 {
 	struct proc_maps m;
 	struct symbolizer *s;
+	struct target *tg;
 	struct sym_info si;
 	uint64_t a[3] = {
 		(uint64_t)(uintptr_t)&symbolize_probe + 1,
@@ -88,7 +93,8 @@ static void test_speed(void)
 	int ok = 0;
 
 	expect_int_eq(proc_maps_read(getpid(), &m), 0);
-	s = symbolizer_new(getpid(), &m);
+	tg = target_new(getpid(), 0);
+	s = symbolizer_new(tg);
 	symbolizer_lookup(s, a[0], &si);
 	t = now();
 	for (int i = 0; i < 300000; i++)
@@ -99,6 +105,7 @@ static void test_speed(void)
 		fprintf(stderr, "300k lookups took %.2fs\n", t);
 	expect_true(t < 1.0);
 	symbolizer_free(s);
+	target_free(tg);
 	proc_maps_free(&m);
 }
 
@@ -110,6 +117,7 @@ static void test_other_process_cxx(void)
 	unsigned long addr = 0;
 	struct proc_maps m;
 	struct symbolizer *s;
+	struct target *t;
 	struct sym_info si;
 	int fds[2];
 	pid_t pid;
@@ -139,7 +147,8 @@ static void test_other_process_cxx(void)
 	}
 	expect_true(addr != 0);
 	expect_int_eq(proc_maps_read(pid, &m), 0);
-	s = symbolizer_new(pid, &m);
+	t = target_new(pid, 0);
+	s = symbolizer_new(t);
 	expect_int_eq(symbolizer_lookup(s, addr, &si), 0);
 	expect_str_eq(si.system_name, "_Znwm");
 	/* demangled when libstdc++'s __cxa_demangle is loadable */
@@ -147,6 +156,7 @@ static void test_other_process_cxx(void)
 				    !strcmp(si.function, "_Znwm")));
 	expect_true(si.map && strstr(si.map->path, "libstdc++"));
 	symbolizer_free(s);
+	target_free(t);
 	proc_maps_free(&m);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
@@ -154,4 +164,30 @@ static void test_other_process_cxx(void)
 		fclose(f);
 }
 
-HARNESS_MAIN("symbolize", T(test_self), T(test_speed), T(test_other_process_cxx))
+/* Code that is gone keeps its name through a stand-in. */
+static void test_retire(void)
+{
+	struct target *t = target_new(getpid(), 0);
+	struct symbolizer *s = symbolizer_new(t);
+	uint64_t pc = (uint64_t)(uintptr_t)&symbolize_probe + 3, stand;
+	struct proc_maps old;
+	struct sym_info si;
+
+	expect_int_eq(proc_maps_read(getpid(), &old), 0);
+	stand = symbolizer_retire(s, &old, pc);
+	expect_true(stand >= SYMBOLIZE_RETIRED_BASE);
+	expect_u64_eq(symbolizer_retire(s, &old, pc), stand);	/* one per pc */
+	expect_int_eq(symbolizer_lookup(s, stand - 1, &si), 0);
+	expect_str_eq(si.function, "symbolize_probe");
+	expect_u64_eq(si.offset, 2);
+	expect_u64_eq(si.addr, pc - 1);
+	expect_true(si.map == NULL);
+	/* in no mapping of old: unchanged; past the stand-ins: nothing */
+	expect_u64_eq(symbolizer_retire(s, &old, 8), 8);
+	expect_int_eq(symbolizer_lookup(s, stand + 15, &si), -ENOENT);
+	symbolizer_free(s);
+	target_free(t);
+	proc_maps_free(&old);
+}
+
+HARNESS_MAIN("symbolize", T(test_self), T(test_retire), T(test_speed), T(test_other_process_cxx))

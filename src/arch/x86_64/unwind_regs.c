@@ -2,30 +2,16 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <string.h>
-#include <sys/ptrace.h>
-#include <sys/uio.h>
 #include <sys/user.h>
 
+#include "remote.h"
 #include "unwind.h"
 
-/* Read the 8-byte word at addr of thread tid: process_vm_readv, or
- * PTRACE_PEEKDATA when that is unavailable. 0 or -errno. */
+/* Read the 8-byte word at addr of thread tid (remote_mem_read: the one
+ * reader of target memory). 0 or -errno. */
 static int read_word(pid_t tid, uint64_t addr, uint64_t *val)
 {
-	struct iovec l = { .iov_base = val, .iov_len = sizeof(*val) };
-	struct iovec r = { .iov_base = (void *)addr, .iov_len = sizeof(*val) };
-	long w;
-
-	if (process_vm_readv(tid, &l, 1, &r, 1, 0) == sizeof(*val))
-		return 0;
-	if (errno != ENOSYS && errno != EPERM)
-		return errno ? -errno : -EIO;
-	errno = 0;
-	w = ptrace(PTRACE_PEEKDATA, tid, (void *)addr, NULL);
-	if (errno)
-		return -errno;
-	*val = (uint64_t)w;
-	return 0;
+	return remote_mem_read(tid, addr, val, sizeof(*val));
 }
 
 static void copy_callee_saved(const struct user_regs_struct *r, struct unwind_regs *out)
