@@ -29,7 +29,10 @@ struct profile_bucket {
  * beyond its cap goes to the empty stack's bucket of its size rounded down
  * to a power of two (at most 65 more); an allocation that would take the
  * live table beyond its cap counts in its bucket's alloc figures only (its
- * free will not be recognized). Together about 100 MiB at most.
+ * free will not be recognized). Together about 100 MiB at most. Exact mode
+ * (every block of the heap is live there) sets its own live cap, from the
+ * memory heapattach has (membudget_live_cap): a live pointer takes 16 to
+ * 32 bytes.
  */
 #define PROFILE_MAX_STACKS  (1u << 17)
 #define PROFILE_MAX_PCS     (1u << 20)
@@ -45,6 +48,8 @@ struct profile_bucket {
 struct profile *profile_new(uint64_t rate);
 /* Other caps than the PROFILE_MAX_* ones (tests); 0 keeps a cap as it is. */
 void profile_set_caps(struct profile *p, size_t stacks, size_t pcs, size_t buckets, size_t live);
+/* The live table's cap. */
+size_t profile_live_cap(const struct profile *p);
 /* PROFILE_CAP_* bits of the caps reached so far. */
 unsigned profile_caps_hit(const struct profile *p);
 void profile_free(struct profile *p);

@@ -41,9 +41,12 @@
  * reported); the agent then neither re-arms nor touches live. When the
  * tool switches modes it must zero live first. A writer that finds its
  * ring full spins briefly, then sleeps on the futex wake_seq (counted in
- * waiters), at most 10 ms at a time and only while the heartbeat is fresh;
- * the tool wakes the sleepers whenever it stores a tail. In sampled mode, a
- * writer whose ring is past SHM_DOORBELL_FILL while the tool naps wakes it
+ * waiters), at most 10 ms at a time and only while the heartbeat is fresh
+ * (the tool's timer refreshes it, so a long step of the tool's keeps it
+ * fresh), and not for ever on a ring that stands still while the tool
+ * drains (drained); the tool wakes the sleepers whenever it stores a
+ * tail. In sampled mode, a writer whose ring is past SHM_DOORBELL_FILL
+ * while the tool naps wakes it
  * (doorbell, once per nap), so that a burst (the first events after attach carry
  * stack copies) does not fill a ring during a nap.
  *
@@ -71,7 +74,7 @@
  *
  * The agent never traps, never calls into the target's libraries and
  * never blocks, except in exact mode while the heartbeat is fresh (and at
- * most a second per event): with the tool gone (even SIGKILLed) the
+ * most a second once its ring stood still through a drain): with the tool gone (even SIGKILLed) the
  * trampolines keep working, the ring fills and events are counted as drops.
  */
 
@@ -231,6 +234,9 @@ struct shm_hdr {
 	volatile uint32_t doorbell;     /* its futex word: the first writer whose ring
 					 * is past SHM_DOORBELL_FILL while tool_asleep
 					 * clears tool_asleep, bumps it and wakes the tool */
+	volatile uint64_t drained;      /* CLOCK_MONOTONIC ns when the tool last finished
+					 * a drain: a writer whose ring stood still while
+					 * it drained stops waiting (agent.c, wait_room) */
 };
 
 /* The fill (a fraction of ring_size) at which a writer wakes a napping tool. */

@@ -115,6 +115,7 @@ static int ready(const struct agent_link *l)
 	return l && l->shm && l->ftab;
 }
 
+/* Async-signal-safe: session.c's tick calls it. */
 void agent_link_heartbeat(struct agent_link *l)
 {
 	if (ready(l))
@@ -431,6 +432,8 @@ size_t agent_link_drain(struct agent_link *l, size_t max)
 	} while (n == batch && total < max && !l->hostile &&
 		 clock_ns(CLOCK_MONOTONIC) <= l->drain_deadline);
 	flush_ops(l);
+	/* a writer whose ring stood still through this drain stops waiting (agent.c) */
+	__atomic_store_n(&l->shm->drained, clock_ns(CLOCK_MONOTONIC), __ATOMIC_RELEASE);
 	if (l->rings.corrupt)
 		shm_hostile(l, l->rings.corrupt);
 	check_header(l);

@@ -501,6 +501,11 @@ void profile_set_caps(struct profile *p, size_t stacks, size_t pcs, size_t bucke
 		p->max_live = live;
 }
 
+size_t profile_live_cap(const struct profile *p)
+{
+	return p->max_live;
+}
+
 unsigned profile_caps_hit(const struct profile *p)
 {
 	return p->caps_hit;

@@ -36,6 +36,9 @@ static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t ticked;
 static volatile sig_atomic_t child_event = 1;
 static struct session *live_session;
+/* The link whose heartbeat the tick refreshes (fast_loop): it stays fresh
+ * while heapattach runs, whatever step takes long (agent.c, wait_room). */
+static struct agent_link *volatile beat_link;
 
 /* What the trap and fast modes do differently (modes[], below). */
 struct session_mode {
@@ -57,6 +60,8 @@ static void on_tick(int sig)
 {
 	(void)sig;
 	ticked = 1;
+	if (beat_link)
+		agent_link_heartbeat(beat_link);	/* async-signal-safe */
 }
 
 static void on_child(int sig)
@@ -143,8 +148,10 @@ void session_note_caps(struct session *s)
 			     "under an empty stack, by size rounded down to a power of two",
 			     PROFILE_MAX_BUCKETS);
 	if (hit & PROFILE_CAP_LIVE)
-		session_note(s, "more live sampled blocks than the cap (%u): new ones count as "
-			     "allocated, not as in use", PROFILE_MAX_LIVE);
+		session_note(s, "more live %sblocks than the cap (%zu%s): new ones count as "
+			     "allocated, not as in use", s->opt->sample_rate == 1 ? "" : "sampled ",
+			     profile_live_cap(s->prof), s->opt->sample_rate == 1 ?
+			     ": half of heapattach's memory at start, 32 bytes a block" : "");
 }
 
 /* Take what the target's perf map gained since the last read (its names
@@ -312,6 +319,7 @@ static void fast_loop(struct session *s)
 	int status;
 	pid_t tid;
 
+	beat_link = s->link;
 	while (!stop_signal && !s->ev.gone && !s->ev.exec_seen && !agent_link_hostile(s->link)) {
 		if (ticked) {
 			ticked = 0;
@@ -344,6 +352,7 @@ static void fast_loop(struct session *s)
 		warm_step(s);
 		agent_link_nap(s->link, agent_link_nap_ns(s->link));
 	}
+	beat_link = NULL;
 	if (s->ev.gone || s->ev.exec_seen)
 		agent_link_final(s->link);	/* writers gone, maybe mid-record */
 }
@@ -642,6 +651,8 @@ int session_run(const struct options *opt)
 		goto out_maps;
 	}
 	s.prof = profile_new(opt->sample_rate);
+	if (opt->sample_rate == 1)	/* every live block of the heap: the table may be big */
+		profile_set_caps(s.prof, 0, 0, 0, membudget_live_cap());
 	sampler_init(&s.sampler, opt->sample_rate, clock_ns(CLOCK_REALTIME) ^ (uint64_t)getpid());
 	s.unw = unwinder_new(s.ev.reader);
 	s.sym = symbolizer_new(s.ev.reader, &s.maps);
