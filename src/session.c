@@ -181,6 +181,7 @@ int session_dump(struct session *s, unsigned seq)
 	const char *comments[3 + SESSION_MAX_NOTES] = { comment, s->mem.note, sc_note };
 	size_t ncomments;
 	struct dump_info d;
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 	char *path;
 	int rc;
 
@@ -218,8 +219,9 @@ int session_dump(struct session *s, unsigned seq)
 	};
 	path = seq ? dump_numbered_path(s->output, seq) : xstrdup(s->output);
 	rc = dump_write_at(&s->out, path, s->opt->format, s->prof, &d);
-	if (!rc && seq)
-		pr_debug("wrote %s", path);
+	if (!rc)
+		pr_debug("wrote %s in %.1f ms (%zu live blocks)", path,
+			 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6, profile_nlive(s->prof));
 	free(path);
 	if (sym != s->sym)
 		symbolizer_free(sym);
@@ -612,6 +614,8 @@ static int outcome(const struct session *s)
 		return 4;	/* said by implant_remove */
 	if (s->ev.gone && s->ev.exit_status != -1 && WIFSIGNALED(s->ev.exit_status))
 		return 3;
+	if (s->opt->sample_rate == 1 && profile_drops(s->prof))
+		return 5;	/* the exact profile misses events (said, and in the profile) */
 	return 0;
 }
 
@@ -729,7 +733,9 @@ int session_run(const struct options *opt)
 			 (unsigned long long)s.stats.walks, (unsigned long long)s.stats.walk_misses,
 			 (unsigned long long)s.stats.nested, (unsigned long long)s.stats.doorbells);
 	if (profile_drops(s.prof))
-		pr_warn("%llu events dropped", (unsigned long long)profile_drops(s.prof));
+		pr_warn("%llu events dropped%s", (unsigned long long)profile_drops(s.prof),
+			opt->sample_rate == 1 ? " in exact mode: the profile misses them (exit 5)" :
+			"");
 	pr_debug("profile: %llu allocations at an address already live",
 		 (unsigned long long)profile_live_again(s.prof));
 	if (session_dump(&s, 0) == 0) {
