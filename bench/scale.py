@@ -11,7 +11,10 @@ per live block beyond its peak with 1000 blocks (the same run first: its
 rings, code, symbols), the final dump's time (heapattach -v), the detach's, the target's
 time to allocate while attached, and heapattach's exit code.
 
-usage: bench/scale.py [--sizes 1M,5M,10M] [--threads 1,2] [--runs 1]"""
+--rate 512K runs the same at a sampling rate (the profile's figures are
+then estimates, and heapattach's memory follows the sample, not the heap).
+
+usage: bench/scale.py [--sizes 1M,5M,10M] [--threads 1,2] [--runs 1] [--rate 1]"""
 import argparse, os, re, shutil, signal, subprocess, sys, tempfile, time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -58,7 +61,7 @@ def in_profile(path):
     return 0
 
 
-def one(tmp, n, threads):
+def one(tmp, n, threads, rate):
     go, truth, heap = (os.path.join(tmp, x) for x in ("go", "truth", "out.heap"))
     vout, herr = os.path.join(tmp, "victim.out"), os.path.join(tmp, "ha.err")
     for p in (go, go + ".exit", heap):
@@ -72,7 +75,7 @@ def one(tmp, n, threads):
         if not wait_line(vout, r"^ready", 30, v):
             raise RuntimeError("manylive did not start: " + open(vout).read())
         with open(herr, "w") as f:
-            h = subprocess.Popen([HA, "-v", "-p", str(v.pid), "-o", heap, "--sample-rate", "1"],
+            h = subprocess.Popen([HA, "-v", "-p", str(v.pid), "-o", heap, "--sample-rate", rate],
                                  stderr=f, preexec_fn=lambda: signal.signal(signal.SIGINT,
                                                                            signal.SIG_DFL))
         if not wait_line(herr, r"attached to", 60, h):
@@ -119,6 +122,7 @@ def main():
     ap.add_argument("--sizes", default="1M,5M,10M", help="live blocks, comma-separated")
     ap.add_argument("--threads", default="1", help="thread counts, comma-separated")
     ap.add_argument("--runs", type=int, default=1, help="runs of each")
+    ap.add_argument("--rate", default="1", help="--sample-rate (default 1: exact)")
     a = ap.parse_args()
     for p in (HA, FIXTURE):
         if not os.access(p, os.X_OK):
@@ -129,10 +133,10 @@ def main():
     tmp = tempfile.mkdtemp(prefix="ha-scale.")
     try:
         for th in (int(x) for x in a.threads.split(",")):
-            base = one(tmp, 1000, th)["peak"]
+            base = one(tmp, 1000, th, a.rate)["peak"]
             for n in (size(x) for x in a.sizes.split(",")):
                 for _ in range(a.runs):
-                    r = one(tmp, n, th)
+                    r = one(tmp, n, th, a.rate)
                     print("| %d | %d | %d | %s | %.0f MiB | %.0f B | %.0f B | %.0f ms | %.1f ms | %.2f s "
                           "| %d |" % (
                               r["n"], r["threads"], r["drops"],
