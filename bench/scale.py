@@ -17,27 +17,14 @@ then estimates, and heapattach's memory follows the sample, not the heap).
 usage: bench/scale.py [--sizes 1M,5M,10M] [--threads 1,2] [--runs 1] [--rate 1]"""
 import argparse, os, re, shutil, signal, subprocess, sys, tempfile, time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from run import wait_line  # noqa: E402
+
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("BUILD", os.path.join(TOP, "build"))
 HA = os.environ.get("HA", os.path.join(TOP, "heapattach"))
 FIXTURE = os.path.join(BUILD, "fixtures", "manylive")
 SITES = os.path.join(TOP, "tests", "tools", "pprof_sites.py")
-
-
-def wait_line(path, pattern, timeout, proc=None):
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            with open(path) as f:
-                m = re.search(pattern, f.read(), re.M)
-                if m:
-                    return m
-        except FileNotFoundError:
-            pass
-        if proc is not None and proc.poll() is not None:
-            return None
-        time.sleep(0.005)
-    return None
 
 
 def vmhwm_kib(pid):
