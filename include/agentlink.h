@@ -72,9 +72,10 @@ long agent_link_nap_ns(struct agent_link *l);
 void agent_link_nap(struct agent_link *l, long ns);
 /* Non-zero while a ring is more than a quarter full: drain without a nap. */
 int agent_link_busy(struct agent_link *l);
-/* Drain the rings, then (sampled mode) free what the agent's live table
- * says was freed, and fold the agent's counters into the stats (before a
- * dump, at detach, and now and then to keep the profile's table small). */
+/* Drain the rings (to the end once the writers are gone: agent_link_final),
+ * then (sampled mode) free what the agent's live table says was freed, and
+ * fold the agent's counters into the stats (before a dump, at detach, and
+ * now and then to keep the profile's table small). */
 void agent_link_reconcile(struct agent_link *l);
 /* No writer will make progress any more (target gone, exec'd, or detached):
  * a record left half written is skipped. */

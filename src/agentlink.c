@@ -73,6 +73,7 @@ struct agent_link {
 	int exact;                      /* every call recorded (rate 1) */
 	int hostile;                    /* it held what no agent writes: trusted no more */
 	int learn_noted;                /* the learning cap was said */
+	int final;                      /* no writer will come back (agent_link_final) */
 };
 
 uint64_t agent_link_ring_size(uint64_t rate)
@@ -443,8 +444,10 @@ size_t agent_link_drain(struct agent_link *l, size_t max)
 
 void agent_link_final(struct agent_link *l)
 {
-	if (ready(l))
-		ring_reader_final(&l->rings);	/* writers gone, maybe mid-record */
+	if (!ready(l))
+		return;
+	ring_reader_final(&l->rings);	/* writers gone, maybe mid-record */
+	l->final = 1;
 }
 
 /*
@@ -588,7 +591,10 @@ void agent_link_reconcile(struct agent_link *l)
 {
 	if (!ready(l))
 		return;
-	agent_link_drain(l, AGENT_LINK_DRAIN_ALL);
+	/* a drain ends after DRAIN_NS: with the writers gone, what the
+	 * rings hold is all there is, and must not be left behind */
+	while (agent_link_drain(l, AGENT_LINK_DRAIN_ALL) && l->final)
+		;
 	if (!l->exact && !l->hostile)
 		profile_sweep_live(l->p.prof, freed_in_table, l);
 	sync_stats(l);
