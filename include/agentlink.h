@@ -61,6 +61,11 @@ extern const struct implant_ops agent_link_implant_ops;
 
 /* Refresh the heartbeat: exact-mode writers wait for room only while it is fresh. */
 void agent_link_heartbeat(struct agent_link *l);
+/* Refresh it every 50 ms from a thread of its own, so that it stays fresh
+ * while heapattach lives, however long one step of the main thread takes,
+ * until agent_link_beat_stop (also done by agent_link_free). */
+void agent_link_beat_start(struct agent_link *l);
+void agent_link_beat_stop(struct agent_link *l);
 /* Handle the committed events of the rings (at most max, then back to the
  * main loop) and record them; returns how many. */
 size_t agent_link_drain(struct agent_link *l, size_t max);

@@ -42,7 +42,7 @@
  * tool switches modes it must zero live first. A writer that finds its
  * ring full spins briefly, then sleeps on the futex wake_seq (counted in
  * waiters), at most 10 ms at a time and only while the heartbeat is fresh
- * (the tool's timer refreshes it, so a long step of the tool's keeps it
+ * (a thread of the tool's refreshes it, so a long step of the tool's keeps it
  * fresh), and not for ever on a ring that stands still while the tool
  * drains (drained); the tool wakes the sleepers whenever it stores a
  * tail. In sampled mode, a writer whose ring is past SHM_DOORBELL_FILL

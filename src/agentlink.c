@@ -16,6 +16,8 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +54,7 @@
 #define COUNT_PER_NS 16
 #define COUNT_SLACK (1ULL << 20)
 #define OP_BATCH 64
+#define BEAT_NS 50000000L		/* the heartbeat thread's period: 50 ms */
 
 struct agent_link {
 	struct agent_link_params p;
@@ -74,6 +77,11 @@ struct agent_link {
 	int hostile;                    /* it held what no agent writes: trusted no more */
 	int learn_noted;                /* the learning cap was said */
 	int final;                      /* no writer will come back (agent_link_final) */
+	int beating;                    /* beat_thread runs (agent_link_beat_start) */
+	int beat_stop;                  /* under beat_lock: it is to end */
+	pthread_t beat_thread;
+	pthread_mutex_t beat_lock;
+	pthread_cond_t beat_cond;
 };
 
 uint64_t agent_link_ring_size(uint64_t rate)
@@ -116,11 +124,76 @@ static int ready(const struct agent_link *l)
 	return l && l->shm && l->ftab;
 }
 
-/* Async-signal-safe: session.c's tick calls it. */
 void agent_link_heartbeat(struct agent_link *l)
 {
 	if (ready(l))
 		__atomic_store_n(&l->shm->heartbeat, clock_ns(CLOCK_MONOTONIC), __ATOMIC_RELEASE);
+}
+
+/*
+ * The beating thread: refreshes the heartbeat every BEAT_NS until told to
+ * stop. It only stores the time into our view of the area, so the heartbeat
+ * says "heapattach runs" whatever its main thread is busy with (a table
+ * doubling, a dump, a write or a page fault that sleeps in the kernel), and
+ * goes stale only when heapattach is gone, stopped or gets no CPU at all.
+ * It blocks every signal: they stay the main thread's.
+ */
+static void *beat_main(void *arg)
+{
+	struct agent_link *l = arg;
+	struct timespec until;
+
+	pthread_mutex_lock(&l->beat_lock);
+	while (!l->beat_stop) {
+		agent_link_heartbeat(l);
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += BEAT_NS;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&l->beat_cond, &l->beat_lock, &until);
+	}
+	pthread_mutex_unlock(&l->beat_lock);
+	return NULL;
+}
+
+void agent_link_beat_start(struct agent_link *l)
+{
+	pthread_condattr_t ca;
+	sigset_t all, old;
+
+	if (!ready(l) || l->beating)
+		return;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->beat_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&l->beat_lock, NULL);
+	l->beat_stop = 0;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);	/* inherited by the thread */
+	l->beating = !pthread_create(&l->beat_thread, NULL, beat_main, l);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!l->beating) {
+		pthread_cond_destroy(&l->beat_cond);
+		pthread_mutex_destroy(&l->beat_lock);
+		pr_debug("no heartbeat thread: the heartbeat is refreshed between drains only");
+	}
+}
+
+void agent_link_beat_stop(struct agent_link *l)
+{
+	if (!l || !l->beating)
+		return;
+	pthread_mutex_lock(&l->beat_lock);
+	l->beat_stop = 1;
+	pthread_cond_signal(&l->beat_cond);
+	pthread_mutex_unlock(&l->beat_lock);
+	pthread_join(l->beat_thread, NULL);
+	pthread_cond_destroy(&l->beat_cond);
+	pthread_mutex_destroy(&l->beat_lock);
+	l->beating = 0;
 }
 
 /* Fault in len bytes of our shared mapping at p (page aligned), so that
@@ -604,6 +677,7 @@ void agent_link_free(struct agent_link *l)
 {
 	if (!l)
 		return;
+	agent_link_beat_stop(l);
 	frametab_free(l->ftab);
 	if (l->map) {
 		mapguard_remove(l->map);

@@ -36,9 +36,6 @@ static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t ticked;
 static volatile sig_atomic_t child_event = 1;
 static struct session *live_session;
-/* The link whose heartbeat the tick refreshes (fast_loop): it stays fresh
- * while heapattach runs, whatever step takes long (agent.c, wait_room). */
-static struct agent_link *volatile beat_link;
 
 /* What the trap and fast modes do differently (modes[], below). */
 struct session_mode {
@@ -60,8 +57,6 @@ static void on_tick(int sig)
 {
 	(void)sig;
 	ticked = 1;
-	if (beat_link)
-		agent_link_heartbeat(beat_link);	/* async-signal-safe */
 }
 
 static void on_child(int sig)
@@ -321,7 +316,8 @@ static void fast_loop(struct session *s)
 	int status;
 	pid_t tid;
 
-	beat_link = s->link;
+	/* fresh while heapattach lives, whatever one step of the loop takes */
+	agent_link_beat_start(s->link);
 	while (!stop_signal && !s->ev.gone && !s->ev.exec_seen && !agent_link_hostile(s->link)) {
 		if (ticked) {
 			ticked = 0;
@@ -354,7 +350,7 @@ static void fast_loop(struct session *s)
 		warm_step(s);
 		agent_link_nap(s->link, agent_link_nap_ns(s->link));
 	}
-	beat_link = NULL;
+	agent_link_beat_stop(s->link);
 	if (s->ev.gone || s->ev.exec_seen)
 		agent_link_final(s->link);	/* writers gone, maybe mid-record */
 }

@@ -129,7 +129,7 @@ static void sleep_for_room(struct shm_hdr *h, const volatile uint64_t *tailp, ui
 /*
  * Exact mode only, ring full at tail (*tailp): wait a little. Returns 1 to
  * retry, 0 to give up. The tool is gone when its heartbeat is missing or
- * older than STALE_NS (its timer refreshes it while the process runs,
+ * older than STALE_NS (a thread of the tool's refreshes it while it runs,
  * whatever the tool is busy with): give up. The tool is alive but the ring
  * does not move: give up once the tail stood still for MAX_WAIT_NS while
  * the tool finished a drain (drained, later than the tail's last move), or
