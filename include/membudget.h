@@ -27,6 +27,8 @@ int membudget_plan(pid_t pid, int exact, uint64_t want, struct membudget *out);
 #define MEMBUDGET_LIVE_BYTES 32         /* a live table slot and its growth (profile.c) */
 #define MEMBUDGET_LIVE_MAX (1u << 28)
 size_t membudget_live_cap(void);
+/* The same for room bytes (UINT64_MAX: unknown, PROFILE_MAX_LIVE). */
+size_t membudget_live_cap_for(uint64_t room);
 /* Trap mode: no rings, nothing the target writes. */
 void membudget_nothing(struct membudget *out);
 

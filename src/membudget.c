@@ -106,15 +106,21 @@ static uint64_t mem_available(void)
 	return v;
 }
 
-size_t membudget_live_cap(void)
+size_t membudget_live_cap_for(uint64_t room)
 {
-	struct memcg_info self;
-	uint64_t r = mem_available(), cap;
+	uint64_t cap = room == UINT64_MAX ? PROFILE_MAX_LIVE : room / 2 / MEMBUDGET_LIVE_BYTES;
 
-	if (!memcg_read(getpid(), &self) && self.avail != MEMCG_NONE && self.avail < r)
-		r = self.avail;
-	cap = r == UINT64_MAX ? PROFILE_MAX_LIVE : r / 2 / MEMBUDGET_LIVE_BYTES;
 	if (cap < PROFILE_MAX_LIVE)
 		cap = PROFILE_MAX_LIVE;
 	return cap > MEMBUDGET_LIVE_MAX ? MEMBUDGET_LIVE_MAX : (size_t)cap;
+}
+
+size_t membudget_live_cap(void)
+{
+	struct memcg_info self;
+	uint64_t r = mem_available();
+
+	if (!memcg_read(getpid(), &self) && self.avail != MEMCG_NONE && self.avail < r)
+		r = self.avail;
+	return membudget_live_cap_for(r);
 }
