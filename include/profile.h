@@ -98,6 +98,8 @@ uint64_t profile_live_again(const struct profile *p);
 /* Total bytes and allocations recorded since creation (unscaled). */
 uint64_t profile_total_alloc_bytes(const struct profile *p);
 uint64_t profile_total_alloc_count(const struct profile *p);
+/* Bytes of the live table (its size follows profile_nlive, up and down). */
+size_t profile_live_bytes(const struct profile *p);
 /* Table sizes: live pointers, (stack, size) buckets, distinct stacks. */
 size_t profile_nlive(const struct profile *p);
 size_t profile_nbuckets(const struct profile *p);

@@ -26,7 +26,8 @@
  * in place (mremap, then one sequential pass: live_grow), so that growing
  * never holds two copies (at most 32 bytes a live pointer, 16 to 24 between
  * two doublings) and takes one pass over memory, not a random insert per
- * entry.
+ * entry. It halves when it is less than 1/8 full, so its size follows the
+ * live set (the sampled set, in sampled mode) down as well as up.
  *
  * Events come from the target, which can make up as many distinct stacks,
  * sizes and pointers as it likes: each table has a cap (profile.h), and a
@@ -64,6 +65,7 @@ struct live {
 	uint32_t bucket;        /* bucket index, | LIVE_KEPT */
 } __attribute__((packed));
 #define LIVE_KEPT 0x80000000u	/* PROFILE_OP_ALLOC_KEPT: not swept */
+#define LIVE_MIN_SLOTS 1024	/* the live table's first size (a multiple of 1024: whole pages) */
 
 struct profile {
 	uint64_t rate;
@@ -424,6 +426,24 @@ static void live_grow(struct profile *p)
 }
 
 /*
+ * Halve the table once it is less than 1/8 full (then 1/4 full), so that
+ * it follows the live set down as well as up: a fresh mapping the entries
+ * are inserted into, the old one unmapped.
+ */
+static void live_shrink(struct profile *p)
+{
+	struct live *old = p->live;
+	size_t old_cap = p->live_cap;
+
+	p->live_cap = old_cap / 2;
+	p->live = live_map(p->live_cap);
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i].ptr)
+			p->live[live_find(p, old[i].ptr)] = old[i];
+	munmap(old, old_cap * sizeof(*old));
+}
+
+/*
  * Empty slot i and shift later members of its probe run back, so that every
  * entry stays reachable from its home slot without tombstones.
  */
@@ -470,7 +490,7 @@ struct profile *profile_new(uint64_t rate)
 	p->buckets = xmalloc(p->buckets_cap * sizeof(*p->buckets));
 	p->bucket_idx_cap = 128;
 	p->bucket_idx = new_slots(p->bucket_idx_cap);
-	p->live_cap = 1024;
+	p->live_cap = LIVE_MIN_SLOTS;
 	p->live = live_map(p->live_cap);
 	return p;
 }
@@ -561,6 +581,8 @@ static int record_free(struct profile *p, uint64_t ptr)
 	if (!p->live[i].ptr)
 		return 0;
 	live_delete_slot(p, i);
+	if (p->nlive * 8 < p->live_cap && p->live_cap > LIVE_MIN_SLOTS)
+		live_shrink(p);
 	return 1;
 }
 
@@ -688,6 +710,11 @@ uint64_t profile_total_alloc_count(const struct profile *p)
 size_t profile_nlive(const struct profile *p)
 {
 	return p->nlive;
+}
+
+size_t profile_live_bytes(const struct profile *p)
+{
+	return p->live_cap * sizeof(*p->live);
 }
 
 size_t profile_nbuckets(const struct profile *p)

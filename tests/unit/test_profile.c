@@ -238,6 +238,7 @@ static void test_live_grow_random(void)
 			bad += profile_record_free(p, ptrs[i]) != 1;
 	expect_int_eq(bad, 0);
 	expect_int_eq(profile_nlive(p), 0);
+	expect_int_eq(profile_live_bytes(p), 1024 * 12);	/* shrunk back as they went */
 	profile_free(p);
 	free(ptrs);
 }
