@@ -26,7 +26,7 @@
  * in place (mremap, then one sequential pass: live_grow), so that growing
  * never holds two copies (at most 32 bytes a live pointer, 16 to 24 between
  * two doublings) and takes one pass over memory, not a random insert per
- * entry. It halves when it is less than 1/8 full, so its size follows the
+ * entry. It halves when it is less than 1/4 full, so its size follows the
  * live set (the sampled set, in sampled mode) down as well as up.
  *
  * Events come from the target, which can make up as many distinct stacks,
@@ -426,7 +426,7 @@ static void live_grow(struct profile *p)
 }
 
 /*
- * Halve the table once it is less than 1/8 full (then 1/4 full), so that
+ * Halve the table once it is less than 1/4 full (then 1/2 full), so that
  * it follows the live set down as well as up: a fresh mapping the entries
  * are inserted into, the old one unmapped.
  */
@@ -581,7 +581,7 @@ static int record_free(struct profile *p, uint64_t ptr)
 	if (!p->live[i].ptr)
 		return 0;
 	live_delete_slot(p, i);
-	if (p->nlive * 8 < p->live_cap && p->live_cap > LIVE_MIN_SLOTS)
+	if (p->nlive * 4 < p->live_cap && p->live_cap > LIVE_MIN_SLOTS)
 		live_shrink(p);
 	return 1;
 }
