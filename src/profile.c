@@ -427,20 +427,27 @@ static void live_grow(struct profile *p)
 
 /*
  * Halve the table once it is less than 1/4 full (then 1/2 full), so that
- * it follows the live set down as well as up: a fresh mapping the entries
- * are inserted into, the old one unmapped.
+ * it follows the live set down as well as up, without a second copy: the
+ * entries are packed into the upper half (its own first, then the lower
+ * half's: fewer than a quarter of the slots), the lower half is emptied
+ * and they are inserted into it, and the upper half is unmapped.
  */
 static void live_shrink(struct profile *p)
 {
-	struct live *old = p->live;
-	size_t old_cap = p->live_cap;
+	size_t half = p->live_cap / 2, n = half, i;
+	struct live *v = p->live;
 
-	p->live_cap = old_cap / 2;
-	p->live = live_map(p->live_cap);
-	for (size_t i = 0; i < old_cap; i++)
-		if (old[i].ptr)
-			p->live[live_find(p, old[i].ptr)] = old[i];
-	munmap(old, old_cap * sizeof(*old));
+	for (i = half; i < p->live_cap; i++)	/* n <= i: nothing unread is overwritten */
+		if (v[i].ptr)
+			v[n++] = v[i];
+	for (i = 0; i < half; i++)
+		if (v[i].ptr)
+			v[n++] = v[i];
+	memset(v, 0, half * sizeof(*v));
+	p->live_cap = half;
+	for (i = half; i < n; i++)
+		v[live_find(p, v[i].ptr)] = v[i];
+	munmap(v + half, half * sizeof(*v));	/* whole pages: half is a multiple of 1024 */
 }
 
 /*
