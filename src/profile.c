@@ -22,12 +22,13 @@
  * pairs; pointer 0 marks an empty slot. The indexes double when they are 70%
  * full, so record_alloc and record_free are O(1) amortized. In exact mode
  * the live table holds every block of the heap (tens of millions), so it is
- * compact: 12-byte slots, up to 75% full, in its own mapping, which doubles
- * in place (mremap, then one sequential pass: live_grow), so that growing
- * never holds two copies (at most 32 bytes a live pointer, 16 to 24 between
- * two doublings) and takes one pass over memory, not a random insert per
- * entry. It halves when it is less than 1/4 full, so its size follows the
- * live set (the sampled set, in sampled mode) down as well as up.
+ * compact: 12-byte slots, 1/4 to 3/4 full (16 to 48 bytes a live pointer),
+ * in its own mapping, which doubles in place (mremap, then one sequential
+ * pass: live_grow), so that growing never holds two copies (32 bytes a
+ * live pointer at that moment) and takes one pass over memory, not a
+ * random insert per entry. It halves in place too (live_shrink) when less
+ * than 1/4 full, so its size follows the live set (the sampled set, in
+ * sampled mode) down as well as up.
  *
  * Events come from the target, which can make up as many distinct stacks,
  * sizes and pointers as it likes: each table has a cap (profile.h), and a
