@@ -136,7 +136,10 @@ void agent_link_heartbeat(struct agent_link *l)
  * says "heapattach runs" whatever its main thread is busy with (a table
  * doubling, a dump, a write or a page fault that sleeps in the kernel), and
  * goes stale only when heapattach is gone, stopped or gets no CPU at all.
- * It blocks every signal: they stay the main thread's.
+ * It blocks every signal (they stay the main thread's) but SIGBUS, which
+ * its store raises if the target shrank shared memory it could not seal
+ * (mapguard.c maps a zero page there, and the next drain finds the area
+ * cut short), and SIGSEGV.
  */
 static void *beat_main(void *arg)
 {
@@ -172,6 +175,8 @@ void agent_link_beat_start(struct agent_link *l)
 	pthread_mutex_init(&l->beat_lock, NULL);
 	l->beat_stop = 0;
 	sigfillset(&all);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGSEGV);
 	pthread_sigmask(SIG_SETMASK, &all, &old);	/* inherited by the thread */
 	l->beating = !pthread_create(&l->beat_thread, NULL, beat_main, l);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
