@@ -31,6 +31,7 @@ struct agent_link_params {
 	pid_t pid;                      /* the target (named in notes) */
 	pid_t proc_tid;                 /* the thread its memory and maps are read through */
 	uint64_t rate;                  /* --sample-rate; 1: exact, every call and free */
+	unsigned max_depth;             /* --max-depth: frames kept of a stack (0: SHM_DEFAULT_DEPTH) */
 	uint64_t ring_size;             /* bytes of each ring (agent_link_ring_size) */
 	int prefault;                   /* fault the tables in ourselves (membudget.h) */
 	int count_bytes;                /* add the unsampled bytes to stats->bytes (--interval) */
@@ -90,5 +91,15 @@ void agent_link_set_pid(struct agent_link *l, pid_t tid);
 /* Non-zero once the target wrote what no agent writes: nothing in the area
  * is read any more and the run must end. */
 int agent_link_hostile(const struct agent_link *l);
+
+struct allocstats_fn;
+/* Tell the agent which statistics function to call (allocstats.h). */
+void agent_link_stats_arm(struct agent_link *l, const struct allocstats_fn *fn);
+/* Ask for fresh statistics: the next sampled call outside the allocator
+ * answers. Does nothing while an earlier request is unanswered. */
+void agent_link_stats_ask(struct agent_link *l);
+/* 1 and the answer's first n words (shm_hdr.stats_val, the target's) if
+ * the last request was answered and not taken yet, else 0. */
+int agent_link_stats_take(struct agent_link *l, uint64_t *val, size_t n);
 
 #endif

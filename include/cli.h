@@ -12,6 +12,11 @@
 /* Above this the agent's gap arithmetic would sample nothing at all. */
 #define CLI_MAX_RATE (1ULL << 40)
 
+/* --max-depth: frames kept of each stack (the agent's SHM_DEFAULT_DEPTH and
+ * SHM_MAX_DEPTH, shm.h). */
+#define CLI_DEFAULT_DEPTH 128
+#define CLI_MAX_DEPTH 1024
+
 enum run_mode { MODE_TRAP, MODE_FAST };
 
 struct options {
@@ -19,8 +24,12 @@ struct options {
 	const char *output;       /* NULL: heapattach.PID.heap */
 	uint64_t sample_rate;     /* mean bytes between samples; 1 = every allocation */
 	uint64_t interval;        /* bytes allocated between numbered dumps; 0 = off */
+	uint64_t inuse_interval;  /* a numbered dump at each new high of live bytes by this much */
+	int top;                  /* --top: the live view on stdout */
+	int census;               /* --census: walk glibc's heaps before attaching */
 	uint64_t every_ns;        /* time between numbered dumps; 0 = off */
 	uint64_t duration_ns;     /* stop after this long; 0 = until interrupted */
+	unsigned max_depth;       /* frames kept of each stack, 1..CLI_MAX_DEPTH */
 	enum dump_format format;
 	enum run_mode mode;
 	int list_hooks;

@@ -19,6 +19,7 @@ struct collect_ctx {
 	struct sampler *sampler;        /* sampling is decided here, in the tool */
 	struct unwinder *unw;
 	struct run_stats *stats;
+	unsigned max_depth;             /* frames kept of a stack (--max-depth) */
 };
 
 /* Handle a syscall-stop of thread tid that may be one of our traps (bkpt.h):

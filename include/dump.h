@@ -10,6 +10,8 @@
 #include "proc.h"
 #include "symbolize.h"
 
+struct peak;
+
 enum dump_format { DUMP_PPROF, DUMP_LEGACY };
 
 /* Everything a writer needs besides the profile. */
@@ -21,6 +23,8 @@ struct dump_info {
 	struct symbolizer *sym;   /* may be NULL: no Function/Line entries */
 	const char **comments;    /* extra comment lines, may be NULL */
 	size_t ncomments;
+	const struct peak *peak;  /* non-NULL: in-use figures as they were at this
+				   * snapshot (the peak profile; pprof only) */
 };
 
 /* Write p as a gzipped pprof profile.proto to f. 0 or -errno. */
@@ -53,5 +57,7 @@ int dump_write_file(const char *path, enum dump_format fmt,
 		    const struct profile *p, const struct dump_info *d);
 /* "out.heap", 3 -> "out.0003.heap"; "out" -> "out.0003". Caller frees. */
 char *dump_numbered_path(const char *path, unsigned n);
+/* "out.heap", "peak" -> "out.peak.heap"; "out" -> "out.peak". Caller frees. */
+char *dump_tagged_path(const char *path, const char *tag);
 
 #endif

@@ -6,7 +6,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PROFILE_MAX_FRAMES 64
+/* The frames of a stack: the deepest walk (--max-depth 1024) and its mark. */
+#define PROFILE_MAX_FRAMES 1025
+/*
+ * The mark a stack cut short ends with (at its root): the walk stopped at
+ * the depth, or the stack copy it walked ended first. No return address
+ * can be this (it is not canonical); the writers show it as the frame
+ * "[truncated]".
+ */
+#define PROFILE_PC_TRUNCATED 0x7ffffffffffff001ULL
+#define PROFILE_TRUNCATED_NAME "[truncated]"
 
 struct profile;
 
@@ -58,13 +67,15 @@ uint64_t profile_rate(const struct profile *p);
 /* Record a sampled allocation of size bytes at ptr with the given stack.
  * If ptr is already live (a free we missed), the old record is freed first.
  * ptr 0 (a failed allocation) is ignored. Stacks deeper than
- * PROFILE_MAX_FRAMES keep their PROFILE_MAX_FRAMES innermost frames. */
+ * PROFILE_MAX_FRAMES keep their PROFILE_MAX_FRAMES - 1 innermost frames
+ * and end in PROFILE_PC_TRUNCATED. */
 void profile_record_alloc(struct profile *p, const uint64_t *pcs, size_t npcs,
 			  uint64_t size, uint64_t ptr);
 /* Record a free. Returns 1 if ptr was live (and is now freed), 0 if unknown. */
 int profile_record_free(struct profile *p, uint64_t ptr);
 
-/* The id of a stack (added if new), for profile_record_batch. */
+/* The id of a stack (added if new, cut as profile_record_alloc cuts it),
+ * for profile_record_batch. */
 uint32_t profile_stack_id(struct profile *p, const uint64_t *pcs, size_t npcs);
 
 /* One event of a batch: an allocation from stack id `stack`, or a free.

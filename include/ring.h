@@ -8,7 +8,7 @@
 #include "shm.h"
 
 /* Called for each committed record (never for PAD); rec points to a
- * private copy of it (len bytes, at most SHM_EV_MAX_LEN), valid only during
+ * private copy of it (len bytes, at most max_len), valid only during
  * the call. Return 0 to go on, non-zero to stop. */
 typedef int (*ring_fn)(void *arg, const void *rec, uint32_t len);
 
@@ -17,7 +17,7 @@ typedef int (*ring_fn)(void *arg, const void *rec, uint32_t len);
  * Everything in the shared area is input from the target, which can write
  * all of it: the ring size and the rings' place are the tool's own (never
  * read back), a head is checked against our tail and the size before use,
- * and a record's length against the ring and SHM_EV_MAX_LEN; each shared
+ * and a record's length against the ring and max_len; each shared
  * word is read once. The first value the agent could not have written
  * sets `corrupt` and stops every drain from then on.
  */
@@ -25,6 +25,8 @@ struct ring_reader {
 	struct shm_hdr *hdr;            /* the DATA view: layout of shm.h */
 	uint8_t *rings;                 /* its rings: hdr + SHM_OFF_RING */
 	uint64_t size;                  /* bytes of each ring: our choice, a power of two */
+	uint32_t max_len;               /* the longest record at the run's depth
+					 * (shm_ev_max_len), at most SHM_EV_MAX_LEN */
 	uint64_t tail[SHM_NRINGS];
 	uint64_t published[SHM_NRINGS]; /* the value last stored in tails[] */
 	uint64_t used;                  /* bit i: ring i has been written to */
@@ -36,8 +38,10 @@ struct ring_reader {
 };
 
 /* Start reading the rings of hdr, ring_size bytes each (the size the tool
- * made them), from a fresh area: every head and tail 0. */
-void ring_reader_init(struct ring_reader *rd, struct shm_hdr *hdr, uint64_t ring_size);
+ * made them), from a fresh area: every head and tail 0; the agent walks
+ * depth frames (the tool's --max-depth, as shm_depth bounds it). */
+void ring_reader_init(struct ring_reader *rd, struct shm_hdr *hdr, uint64_t ring_size,
+		      uint32_t depth);
 
 /*
  * Hand up to max committed records to fn, merged across rings in time

@@ -11,6 +11,8 @@
 #include "events.h"
 #include "hooks.h"
 #include "membudget.h"
+#include "memreport.h"
+#include "peak.h"
 #include "proc.h"
 #include "runstats.h"
 #include "sampler.h"
@@ -24,6 +26,7 @@ struct symbolizer;
 struct perfmap;
 struct unwinder;
 struct session_mode;
+struct topview;
 
 struct session {
 	const struct options *opt;
@@ -49,6 +52,7 @@ struct session {
 	size_t warm_next;               /* next map whose symbols warm_step loads */
 	struct membudget mem;           /* rings sized to the target's memory cgroup */
 	struct perfmap *jit;            /* the target's perf map (JIT names), or NULL */
+	struct memreport mr;            /* smaps and allocator figures: heap vs RSS */
 
 	/* Dumps. */
 	const char *output;
@@ -57,6 +61,11 @@ struct session {
 	uint64_t next_every_ns;
 	unsigned dump_seq;
 	unsigned ticks;                 /* timer ticks seen */
+	uint64_t inuse_mark;            /* --inuse-interval: live bytes at the last such dump */
+	uint64_t live_next_ns;          /* when live bytes are counted next (track_live) */
+	int live_fresh;                 /* the profile knows every free so far */
+	struct peak peak;               /* the live set at the highest point so far */
+	struct topview *tv;             /* --top: the live view, while attached */
 
 	struct run_stats stats;
 	int attached;                   /* hooks are live */

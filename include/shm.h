@@ -68,13 +68,16 @@
  * Before writing any jump the tool fills the header (magic ... rate,
  * ring_size the bytes of each ring, a power of two >= 4 KiB, code_remote/code_size: calls whose
  * return address lies there are nested and only counted; target_pid: the
- * agent reads its own stack through process_vm_readv on it), the
+ * agent reads its own stack through process_vm_readv on it; max_depth:
+ * the frames a walk takes, bounded by the agent, see shm_depth), the
  * counters and the heartbeat. A header left zero is safe but slow: every
  * call is sampled and dropped.
  *
- * The agent never traps, never calls into the target's libraries and
- * never blocks, except in exact mode while the heartbeat is fresh (and at
- * most a second once its ring stood still through a drain): with the tool gone (even SIGKILLed) the
+ * The agent never traps and never blocks, except in exact mode while the
+ * heartbeat is fresh (and at most a second once its ring stood still
+ * through a drain); it calls into the target's libraries only to answer a
+ * request for the allocator's statistics (stats_*, below): with the tool
+ * gone (even SIGKILLed) the
  * trampolines keep working, the ring fills and events are counted as drops.
  */
 
@@ -96,10 +99,13 @@
 #define SHM_NFRAMES     65536                   /* power of two */
 #define SHM_FRAME_PROBES 16
 #define SHM_MAX_PATCHES 64
-#define SHM_MAX_DEPTH   64                      /* frames the agent walks */
+#define SHM_MAX_DEPTH   1024                    /* the most frames a walk takes (--max-depth) */
+#define SHM_DEFAULT_DEPTH 128                   /* frames a walk takes by default */
 #define SHM_STACK_COPY  8192                    /* bytes copied on a frame-table miss */
 #define SHM_NSTACKS     16384                   /* power of two */
 #define SHM_STACK_PROBES 8
+#define SHM_STATS_MAX   16                      /* allocator statistics asked at once */
+#define SHM_STATS_NAME  40                      /* bytes of each one's name */
 
 #define SHM_OFF_COUNTERS 4096
 #define SHM_OFF_HEADS   (SHM_OFF_COUNTERS + SHM_NCOUNTERS * SHM_COUNTER_STRIDE)
@@ -211,7 +217,10 @@ struct shm_hdr {
 	uint64_t ring_size;     /* bytes of each ring, a power of two */
 	uint64_t rate;          /* --sample-rate */
 	uint32_t npatches;
-	uint32_t pad0;
+	uint32_t max_depth;     /* frames the agent walks (--max-depth); the agent
+				 * bounds it itself (shm_depth). Here, in a line
+				 * nothing writes once the agent runs: every sampled
+				 * call reads it */
 	struct shm_patch patches[SHM_MAX_PATCHES];
 
 	/* Written by the tool. */
@@ -234,10 +243,48 @@ struct shm_hdr {
 	volatile uint32_t doorbell;     /* its futex word: the first writer whose ring
 					 * is past SHM_DOORBELL_FILL while tool_asleep
 					 * clears tool_asleep, bumps it and wakes the tool */
+
+	/*
+	 * The allocator's own statistics (allocstats.c). The tool sets the
+	 * function and names once, then bumps stats_req to ask; the next
+	 * sampled call that is not nested in the allocator (so its thread
+	 * holds no allocator lock) calls the function, fills stats_val and
+	 * sets stats_done to the request it answered. One thread at a time
+	 * (stats_busy, cmpxchg).
+	 */
+	volatile uint32_t stats_req;
+	volatile uint32_t stats_done;
+	volatile uint32_t stats_busy;
+	uint32_t stats_kind;            /* SHM_STATS_*; 0: none */
+	uint64_t stats_fn;              /* the function, in the target */
+	uint32_t stats_n;               /* names (MALLCTL, PROPERTY), at most SHM_STATS_MAX */
+	uint32_t pad2;
+	volatile uint64_t stats_val[SHM_STATS_MAX];	/* UINT64_MAX: that one failed */
+	char stats_names[SHM_STATS_MAX][SHM_STATS_NAME];
 	volatile uint64_t drained;      /* CLOCK_MONOTONIC ns when the tool last finished
 					 * a drain: a writer whose ring stood still while
 					 * it drained stops waiting (agent.c, wait_room) */
 };
+
+/*
+ * The frames a walk takes, from the header's max_depth: the target can
+ * write it, so the agent takes at most SHM_MAX_DEPTH (and a header left
+ * zero walks SHM_DEFAULT_DEPTH). The tool never believes more than its
+ * own copy (a record's frames are checked against it).
+ */
+static inline uint32_t shm_depth(uint32_t max_depth)
+{
+	if (!max_depth)
+		return SHM_DEFAULT_DEPTH;
+	return max_depth < SHM_MAX_DEPTH ? max_depth : SHM_MAX_DEPTH;
+}
+
+/* shm_hdr.stats_kind: how the agent calls stats_fn. */
+#define SHM_STATS_MALLINFO2 1   /* glibc: struct mallinfo2 mallinfo2(void): 10 words */
+#define SHM_STATS_MALLCTL   2   /* jemalloc: mallctl("epoch", ..., &1, 8) to refresh, then
+				 * mallctl(name, &v, &8, NULL, 0) for each name */
+#define SHM_STATS_PROPERTY  3   /* gperftools: MallocExtension_GetNumericProperty(name, &v),
+				 * 1 on success, for each name */
 
 /* The fill (a fraction of ring_size) at which a writer wakes a napping tool. */
 #define SHM_DOORBELL_FILL(ring_size) ((ring_size) / 4)
@@ -257,7 +304,9 @@ struct shm_frame {
 /*
  * A stack the tool has numbered: an agent whose walk gives frames that
  * hash to `hash` (and are nframes long) sends the id instead of them
- * (SHM_EVF_STACKID). Slot: hash modulo SHM_NSTACKS, then linear probing
+ * (SHM_EVF_STACKID). A walk cut at the depth (SHM_EVF_TRUNC) counts as
+ * nframes | SHM_STACK_TRUNC, in the hash and here, so that it never takes
+ * the id of a stack with the same frames that ended there. Slot: hash modulo SHM_NSTACKS, then linear probing
  * over at most SHM_STACK_PROBES slots. The tool is the only writer and
  * stores hash last; entries are never changed or removed. Two stacks with
  * the same 64-bit hash and depth would share an id: for a million stacks
@@ -266,8 +315,9 @@ struct shm_frame {
 struct shm_stack {
 	uint64_t hash;          /* shm_stack_hash; 0 = empty slot */
 	uint32_t id;            /* the tool's stack id */
-	uint32_t nframes;
+	uint32_t nframes;       /* | SHM_STACK_TRUNC: the walk was cut at the depth */
 };
+#define SHM_STACK_TRUNC 0x80000000u
 
 /* The stack hash, one return address at a time (leaf first) from h = 0... */
 static inline uint64_t shm_stack_hash_step(uint64_t h, uint64_t ip)
@@ -294,7 +344,7 @@ static inline uint64_t shm_stack_hash_end(uint64_t h, uint32_t nframes)
 #define SHM_EV_PAD      3
 
 #define SHM_EVF_STACK   1   /* a stack copy (stack_len bytes) follows the registers */
-#define SHM_EVF_TRUNC   2   /* the walk stopped at SHM_MAX_DEPTH */
+#define SHM_EVF_TRUNC   2   /* the walk stopped at the depth (shm_depth) with frames left */
 #define SHM_EVF_MISS    4   /* the walk missed: the last frame has no usable rule;
 			     * a struct frame_regs follows the frames */
 #define SHM_EVF_UNTABLED 8  /* sampled mode: not entered in the live table (its bucket
@@ -337,8 +387,14 @@ struct shm_ev_alloc {
 	uint64_t frames[];
 };
 
-/* The longest record the agent writes: an allocation whose walk missed at
- * full depth, with its registers and a whole stack copy. */
+/* The longest record the agent writes with a depth of `depth` frames: an
+ * allocation whose walk missed at full depth, with its registers and a
+ * whole stack copy; SHM_EV_MAX_LEN at the largest depth. */
+static inline uint32_t shm_ev_max_len(uint32_t depth)
+{
+	return (uint32_t)(sizeof(struct shm_ev_alloc) + (uint64_t)shm_depth(depth) * 8 +
+			  sizeof(struct frame_regs) + SHM_STACK_COPY);
+}
 #define SHM_EV_MAX_LEN (sizeof(struct shm_ev_alloc) + SHM_MAX_DEPTH * 8 + \
 			sizeof(struct frame_regs) + SHM_STACK_COPY)
 

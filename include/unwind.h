@@ -97,10 +97,19 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
 /*
  * unwind_stack() over a stack copied earlier (by the in-target agent):
  * stack[0..len) holds the bytes that were at start->sp. Memory outside the
- * copy is read from the live process. Same returns as unwind_stack().
+ * copy is read from the live process, but a frame whose return address
+ * lies beyond the copy ends the walk (cut short: unwind_truncated()).
+ * Same returns as unwind_stack().
  */
 int unwind_stack_copy(struct unwinder *u, const struct unwind_regs *start,
 		      const void *stack, size_t len, uint64_t *pcs, size_t max);
+/*
+ * Whether the last unwind_stack()/unwind_stack_copy() on u stopped with a
+ * frame left: max frames were taken, or the stack copy ended. Its root is
+ * then missing (a walk that ended at ip 0, at the end of the unwind info,
+ * or on a failed step is not truncated).
+ */
+int unwind_truncated(const struct unwinder *u);
 /*
  * Check the header of an .eh_frame_hdr section (buf[0..len), the start of
  * a PT_GNU_EH_FRAME segment of seg_size bytes): version 1, fixed-size

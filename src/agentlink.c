@@ -28,6 +28,7 @@
 #include <linux/futex.h>
 #include <time.h>
 #include "agentlink.h"
+#include "allocstats.h"
 #include "clock.h"
 #include "frametab.h"
 #include "framewalk.h"
@@ -73,6 +74,7 @@ struct agent_link {
 	uint64_t since;                 /* CLOCK_MONOTONIC ns when the area was set up */
 	uint64_t drain_deadline;        /* a drain hands over no event after this */
 	unsigned drain_left;            /* events until the drain looks at the clock */
+	unsigned depth;                 /* frames the agent walks: our copy, never read back */
 	int exact;                      /* every call recorded (rate 1) */
 	int hostile;                    /* it held what no agent writes: trusted no more */
 	int learn_noted;                /* the learning cap was said */
@@ -82,6 +84,8 @@ struct agent_link {
 	pthread_t beat_thread;
 	pthread_mutex_t beat_lock;
 	pthread_cond_t beat_cond;
+	int stats_armed;                /* the allocator's statistics function is set */
+	uint32_t stats_asked, stats_taken; /* our last request, and the last one answered */
 };
 
 uint64_t agent_link_ring_size(uint64_t rate)
@@ -108,6 +112,7 @@ struct agent_link *agent_link_new(const struct agent_link_params *p)
 
 	l->p = *p;
 	l->exact = p->rate == 1;
+	l->depth = shm_depth(p->max_depth);
 	return l;
 }
 
@@ -227,6 +232,7 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	w->data_remote = l->fenv.data;
 	w->ring_size = l->p.ring_size;
 	w->rate = l->p.rate;
+	w->max_depth = l->depth;
 	/* shm_exp_gap's multiplier; rates above 2^46 (64 TiB) sample as that */
 	w->gap_mul = (uint64_t)((double)(w->rate < (1ull << 46) ? w->rate : 1ull << 46) *
 				M_LN2 * 65536.0 + 0.5);
@@ -235,6 +241,7 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	h->ring_size = w->ring_size;
 	h->rate = w->rate;
 	h->gap_mul = w->gap_mul;
+	h->max_depth = w->max_depth;
 	l->since = clock_ns(CLOCK_MONOTONIC);
 	for (int i = 0; i < SHM_NCOUNTERS; i++) {
 		struct shm_counter *c = (struct shm_counter *)(d + SHM_OFF_COUNTERS +
@@ -245,7 +252,7 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	}
 	memset(d + SHM_OFF_BITS, l->exact ? 0xff : 0, SHM_BLOOM_SIZE / 8);
 	agent_link_heartbeat(l);
-	ring_reader_init(&l->rings, h, l->p.ring_size);
+	ring_reader_init(&l->rings, h, l->p.ring_size, l->depth);
 	l->ftab = frametab_new(l->p.proc_tid, (struct shm_frame *)(d + SHM_OFF_FRAMES));
 }
 
@@ -290,6 +297,38 @@ int agent_link_hostile(const struct agent_link *l)
 	return l && l->hostile;
 }
 
+/* ---- the allocator's statistics (allocstats.h) ---- */
+
+void agent_link_stats_arm(struct agent_link *l, const struct allocstats_fn *fn)
+{
+	if (!ready(l) || l->hostile)
+		return;
+	allocstats_arm(l->shm, (struct shm_hdr *)l->want, fn);
+	l->stats_asked = l->stats_taken = 0;
+	l->stats_armed = 1;
+}
+
+void agent_link_stats_ask(struct agent_link *l)
+{
+	if (!ready(l) || l->hostile || !l->stats_armed || l->stats_asked != l->stats_taken)
+		return;
+	/* the agent answers with stats_done = this request: ours to count */
+	l->stats_asked++;
+	shm_barrier();
+	__atomic_store_n(&l->shm->stats_req, l->stats_asked, __ATOMIC_RELEASE);
+}
+
+int agent_link_stats_take(struct agent_link *l, uint64_t *val, size_t n)
+{
+	if (!ready(l) || l->hostile || !l->stats_armed || l->stats_taken == l->stats_asked ||
+	    __atomic_load_n(&l->shm->stats_done, __ATOMIC_ACQUIRE) != l->stats_asked)
+		return 0;
+	l->stats_taken = l->stats_asked;
+	for (size_t i = 0; i < n && i < SHM_STATS_MAX; i++)
+		val[i] = l->shm->stats_val[i];
+	return 1;
+}
+
 /* Header fields the tool wrote and nothing else does, by name. */
 static const struct {
 	size_t off, len;
@@ -298,7 +337,8 @@ static const struct {
 #define F(f) { offsetof(struct shm_hdr, f), sizeof(((struct shm_hdr *)0)->f), #f }
 	F(magic), F(version), F(flags), F(total_size), F(data_remote), F(code_remote),
 	F(code_size), F(tool_pid), F(target_pid), F(ring_size), F(rate), F(npatches),
-	F(pad0), F(patches), F(nest_lo), F(nest_hi), F(gap_mul),
+	F(max_depth), F(patches), F(nest_lo), F(nest_hi), F(gap_mul), F(stats_kind), F(stats_fn),
+	F(stats_n), F(stats_names),
 #undef F
 };
 
@@ -347,17 +387,21 @@ static void on_free(struct agent_link *l, const struct shm_ev_free *e)
 
 /*
  * Whether an allocation record of len bytes (our copy) is one the agent
- * writes: its length is exactly what its frames, registers and copy
- * take (agent_alloc), a stack id is one we gave out, and its pointer and
- * size are user-space figures of a call that succeeded.
+ * writes: at most our depth of frames, exactly our depth if the walk was
+ * cut there (never on a miss), its length exactly what its frames,
+ * registers and copy take (agent_alloc), a stack id is one we gave out,
+ * and its pointer and size are user-space figures of a call that succeeded.
  */
 static int alloc_ok(const struct agent_link *l, const struct shm_ev_alloc *e, uint32_t len)
 {
 	size_t base = sizeof(*e) + (size_t)e->nframes * 8;
 	uint32_t f = e->flags;
 
-	if (e->nframes > SHM_MAX_DEPTH || (f & ~EVF_KNOWN) || !e->ptr ||
+	if (e->nframes > l->depth || (f & ~EVF_KNOWN) || !e->ptr ||
 	    e->ptr >= SHM_ADDR_LIMIT || e->size >= SHM_ADDR_LIMIT)
+		return 0;
+	if ((f & SHM_EVF_TRUNC) &&
+	    ((f & SHM_EVF_MISS) || (!(f & SHM_EVF_STACKID) && e->nframes != l->depth)))
 		return 0;
 	if (f & SHM_EVF_STACKID)
 		return !e->nframes && !(f & (SHM_EVF_MISS | SHM_EVF_STACK)) && len == base &&
@@ -374,11 +418,11 @@ static int alloc_ok(const struct agent_link *l, const struct shm_ev_alloc *e, ui
 /*
  * Walk a stack copy with the frame table, as the agent would have
  * (framewalk.h): most misses in a burst are for frames learnt a moment
- * later, and this is much cheaper than libunwind. Frames, or -ENOENT on a
- * miss.
+ * later, and this is much cheaper than libunwind. Frames (*trunc: cut at
+ * our depth), or -ENOENT on a miss (the end of the copy is one).
  */
 static int table_walk(struct agent_link *l, const struct frame_regs *regs, const uint8_t *copy,
-		      uint32_t copy_len, uint64_t *pcs)
+		      uint32_t copy_len, uint64_t *pcs, int *trunc)
 {
 	const struct shm_frame *table = (const struct shm_frame *)(data_of(l) + SHM_OFF_FRAMES);
 	struct walk_window w = { copy, regs->sp, regs->sp + copy_len };
@@ -386,7 +430,8 @@ static int table_walk(struct agent_link *l, const struct frame_regs *regs, const
 	uint64_t hash;
 	unsigned n;
 
-	n = walk_frames(table, regs, &w, pcs, PROFILE_MAX_FRAMES, &flags, &hash);
+	n = walk_frames(table, regs, &w, pcs, l->depth, &flags, &hash);
+	*trunc = !!(flags & SHM_EVF_TRUNC);
 	return flags & SHM_EVF_MISS ? -ENOENT : (int)n;
 }
 
@@ -400,13 +445,18 @@ static uint64_t unsampled_bytes(const struct agent_link *l, uint64_t size)
 	return (uint64_t)((double)size / -expm1(-(double)size / rate));
 }
 
-/* An allocation record (our copy, checked by alloc_ok). */
+/*
+ * An allocation record (our copy, checked by alloc_ok). A stack cut short
+ * (the agent's walk at the depth, or a walk of its stack copy at the depth
+ * or at the copy's end) ends in PROFILE_PC_TRUNCATED.
+ */
 static void on_alloc(struct agent_link *l, const struct shm_ev_alloc *e)
 {
 	uint64_t pcs[PROFILE_MAX_FRAMES];
 	const uint64_t *stack_pcs = e->frames;
 	const struct frame_regs *regs = (const struct frame_regs *)(e->frames + e->nframes);
 	size_t nframes = e->nframes;
+	int trunc = !!(e->flags & SHM_EVF_TRUNC);
 	uint32_t stack;
 	int n;
 
@@ -424,32 +474,46 @@ static void on_alloc(struct agent_link *l, const struct shm_ev_alloc *e)
 		};
 		const uint8_t *copy = (const uint8_t *)(regs + 1);
 
-		n = table_walk(l, regs, copy, e->stack_len, pcs);
+		n = table_walk(l, regs, copy, e->stack_len, pcs, &trunc);
 		if (n > 0) {
 			stack_pcs = pcs;
 			nframes = (size_t)n;
 			goto record;
 		}
-		n = unwind_stack_copy(l->p.unw, &ur, copy, e->stack_len, pcs, PROFILE_MAX_FRAMES);
+		n = unwind_stack_copy(l->p.unw, &ur, copy, e->stack_len, pcs, l->depth);
 		if (n > 0) {
+			trunc = unwind_truncated(l->p.unw);
 			frametab_learn_many(l->ftab, pcs, (size_t)n);
-			if (n < PROFILE_MAX_FRAMES)
+			if (!trunc)
 				frametab_set_end(l->ftab, pcs[n - 1]);
 			stack_pcs = pcs;
 			nframes = (size_t)n;
 		} else {
 			l->p.stats->unwind_errors++;
 		}
-	} else if (e->flags & SHM_EVF_MISS) {
-		/* No copy (refused): teach what we can from the frames we have. */
+	}
+	if ((e->flags & SHM_EVF_MISS) && (stack_pcs == e->frames || trunc)) {
+		/* No copy (refused), or none that unwinds to the root: teach
+		 * what we can from the frames the agent walked (the last is
+		 * the one it had no rule for), and keep them if they go further. */
 		frametab_learn_many(l->ftab, e->frames, e->nframes);
+		if (e->nframes > nframes) {
+			stack_pcs = e->frames;
+			nframes = e->nframes;
+		}
 	}
 record:
+	if (trunc) {
+		if (stack_pcs != pcs)
+			memcpy(pcs, stack_pcs, nframes * sizeof(*pcs));
+		pcs[nframes++] = PROFILE_PC_TRUNCATED;	/* nframes <= l->depth before */
+		stack_pcs = pcs;
+	}
 	stack = profile_stack_id(l->p.prof, stack_pcs, nframes);
 	/* a complete walk of the agent's: from now on it sends the id */
 	if (!(e->flags & SHM_EVF_MISS))
 		stackids_publish((struct shm_stack *)(data_of(l) + SHM_OFF_STACKS),
-				 e->frames, e->nframes, stack);
+				 e->frames, e->nframes, !!(e->flags & SHM_EVF_TRUNC), stack);
 queue:
 	queue_op(l, e->flags & SHM_EVF_UNTABLED ? PROFILE_OP_ALLOC_KEPT : PROFILE_OP_ALLOC,
 		 stack, e->size, e->ptr);

@@ -9,18 +9,23 @@
 #include "cli.h"
 
 enum { OPT_SAMPLE_RATE = 256, OPT_INTERVAL, OPT_EVERY, OPT_DURATION, OPT_FORMAT,
-       OPT_LIST_HOOKS, OPT_MODE, OPT_VERSION };
+       OPT_LIST_HOOKS, OPT_MODE, OPT_MAX_DEPTH, OPT_VERSION, OPT_INUSE_INTERVAL, OPT_TOP,
+       OPT_CENSUS };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "sample-rate", required_argument, NULL, OPT_SAMPLE_RATE },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
+	{ "inuse-interval", required_argument, NULL, OPT_INUSE_INTERVAL },
 	{ "every", required_argument, NULL, OPT_EVERY },
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "max-depth", required_argument, NULL, OPT_MAX_DEPTH },
 	{ "list-hooks", no_argument, NULL, OPT_LIST_HOOKS },
+	{ "top", no_argument, NULL, OPT_TOP },
+	{ "census", no_argument, NULL, OPT_CENSUS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -41,6 +46,8 @@ void cli_usage(FILE *f)
 "      --sample-rate SIZE   mean bytes between samples, 1 to 1T (default\n"
 "                           512K; 1 records every allocation)\n"
 "      --interval SIZE      also write FILE.0001.heap, ... every SIZE allocated\n"
+"      --inuse-interval SIZE  also write one each time the live bytes reach\n"
+"                           a new high by SIZE\n"
 "      --every DURATION     also write numbered profiles every DURATION\n"
 "      --duration DURATION  detach after DURATION (default: until Ctrl-C,\n"
 "                           SIGTERM or the target's exit)\n"
@@ -48,12 +55,20 @@ void cli_usage(FILE *f)
 "      --mode fast|trap     fast: sampled in the target, events through a\n"
 "                           shared ring (default); trap: every call stops\n"
 "                           in heapattach (slow, for cross-checks)\n"
+"      --max-depth N        frames kept of each stack, 1 to 1024 (default\n"
+"                           128); a stack cut there ends in [truncated]\n"
+"      --top                a live view: RSS, allocation rate, top sites, every\n"
+"                           second (keys: q quit, d dump now, s sort); a plain\n"
+"                           table when stdout is not a terminal\n"
+"      --census             before attaching, walk glibc's heaps once: chunks in\n"
+"                           use and free by size (what no sample can show)\n"
 "      --list-hooks         print the allocator entry points calls bind to\n"
 "  -v, --verbose            debug messages\n"
 "  -h, --help               this help\n"
 "      --version            print the version\n"
 "\n"
 "SIZE: 512, 64K, 200M, 1G.  DURATION: 500ms, 30s, 5m, 1h.\n"
+"SIGUSR1 writes the next numbered profile at once.\n"
 "\n"
 "Exit status: 0 profile written (the target may have exited, with any\n"
 "status); 1 could not attach or write; 2 bad command line; 3 profile\n"
@@ -158,6 +173,7 @@ int cli_parse(int argc, char **argv, struct options *o)
 	o->sample_rate = CLI_DEFAULT_RATE;
 	o->format = DUMP_PPROF;
 	o->mode = MODE_FAST;
+	o->max_depth = CLI_DEFAULT_DEPTH;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":p:o:vh", long_opts, NULL)) != -1) {
@@ -179,6 +195,16 @@ int cli_parse(int argc, char **argv, struct options *o)
 		case OPT_INTERVAL:
 			if (cli_parse_size(optarg, &o->interval) || o->interval == 0)
 				return bad("interval", optarg);
+			break;
+		case OPT_TOP:
+			o->top = 1;
+			break;
+		case OPT_CENSUS:
+			o->census = 1;
+			break;
+		case OPT_INUSE_INTERVAL:
+			if (cli_parse_size(optarg, &o->inuse_interval) || o->inuse_interval == 0)
+				return bad("in-use interval", optarg);
 			break;
 		case OPT_EVERY:
 			if (cli_parse_duration(optarg, &o->every_ns) || o->every_ns == 0)
@@ -204,6 +230,16 @@ int cli_parse(int argc, char **argv, struct options *o)
 			else
 				return bad("mode (trap or fast)", optarg);
 			break;
+		case OPT_MAX_DEPTH: {
+			uint64_t d;
+
+			/* a plain count: no K/M suffix */
+			if (cli_parse_size(optarg, &d) || d == 0 || d > CLI_MAX_DEPTH ||
+			    optarg[strspn(optarg, "0123456789")])
+				return bad("stack depth (1 to 1024)", optarg);
+			o->max_depth = (unsigned)d;
+			break;
+		}
 		case OPT_LIST_HOOKS:
 			o->list_hooks = 1;
 			break;

@@ -16,13 +16,18 @@
 
 #define TRAP_DATA_SIZE 4096	/* the data part: the header a successor reads (recover.c) */
 
-/* Unwind from the caller of the allocator (state ur); -EDEADLK when the
- * call was made from inside another hooked call (the outer one records it). */
+/* Unwind from the caller of the allocator (state ur) into pcs (room for
+ * max_depth frames and the truncation mark, which ends a stack cut at the
+ * depth); -EDEADLK when the call was made from inside another hooked call
+ * (the outer one records it). */
 static int caller_stack(const struct collect_ctx *c, pid_t tid, const struct unwind_regs *ur,
-			uint64_t *pcs, size_t max)
+			uint64_t *pcs)
 {
+	size_t max = c->max_depth ? c->max_depth : PROFILE_MAX_FRAMES - 1;
 	int n;
 
+	if (max > PROFILE_MAX_FRAMES - 1)
+		max = PROFILE_MAX_FRAMES - 1;
 	n = unwind_stack(c->unw, tid, ur, pcs, max, 0, 0);
 	if (n < 0) {
 		/* Keep at least the immediate caller. */
@@ -33,6 +38,8 @@ static int caller_stack(const struct collect_ctx *c, pid_t tid, const struct unw
 	for (int i = 1; i < n; i++)
 		if (implant_in_region(c->im, pcs[i]))
 			return -EDEADLK;
+	if (unwind_truncated(c->unw))
+		pcs[n++] = PROFILE_PC_TRUNCATED;
 	return n;
 }
 
@@ -83,7 +90,7 @@ int collect_trap(const struct collect_ctx *c, pid_t tid, int record)
 	c->stats->bytes += hc.size;
 	if (!sampler_should_sample(c->sampler, hc.size) || !stack_ok)
 		return 1;
-	n = caller_stack(c, tid, &ur, pcs, PROFILE_MAX_FRAMES);
+	n = caller_stack(c, tid, &ur, pcs);
 	if (n == -EDEADLK) {
 		c->stats->nested++;
 		return 1;

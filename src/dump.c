@@ -266,16 +266,24 @@ int dump_write_file(const char *path, enum dump_format fmt,
  * The number goes before the extension of the last path component, if it has
  * one (a leading dot does not start an extension: ".heap" -> ".heap.0003").
  */
-char *dump_numbered_path(const char *path, unsigned n)
+char *dump_tagged_path(const char *path, const char *tag)
 {
 	const char *base = strrchr(path, '/');
 	const char *dot;
-	size_t stem, len = strlen(path);
-	char *out = xmalloc(len + 16);
+	size_t stem, len = strlen(path) + strlen(tag) + 2;
+	char *out = xmalloc(len);
 
 	base = base ? base + 1 : path;
 	dot = strrchr(base, '.');
-	stem = dot && dot != base ? (size_t)(dot - path) : len;
-	snprintf(out, len + 16, "%.*s.%04u%s", (int)stem, path, n, path + stem);
+	stem = dot && dot != base ? (size_t)(dot - path) : strlen(path);
+	snprintf(out, len, "%.*s.%s%s", (int)stem, path, tag, path + stem);
 	return out;
+}
+
+char *dump_numbered_path(const char *path, unsigned n)
+{
+	char tag[16];
+
+	snprintf(tag, sizeof(tag), "%04u", n);
+	return dump_tagged_path(path, tag);
 }

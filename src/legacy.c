@@ -6,6 +6,7 @@
 
 struct totals {
 	uint64_t inuse_n, inuse_b, alloc_n, alloc_b;
+	int truncated;          /* a stack ends in PROFILE_PC_TRUNCATED */
 };
 
 static int add_totals(const struct profile_bucket *b, void *arg)
@@ -16,6 +17,8 @@ static int add_totals(const struct profile_bucket *b, void *arg)
 	t->inuse_b += b->inuse_bytes;
 	t->alloc_n += b->alloc_count;
 	t->alloc_b += b->alloc_bytes;
+	if (b->npcs && b->pcs[b->npcs - 1] == PROFILE_PC_TRUNCATED)
+		t->truncated = 1;
 	return 0;
 }
 
@@ -82,13 +85,26 @@ int legacy_write(FILE *f, const struct profile *p, const struct dump_info *d)
 		fprintf(f, "# dropped events: %" PRIu64 "\n", profile_drops(p));
 	for (size_t i = 0; d->comments && i < d->ncomments; i++)
 		put_comment(f, d->comments[i]);
+	if (t.truncated)
+		fprintf(f, "# stacks cut short end in 0x%016" PRIx64 ", the mapping %s\n",
+			(uint64_t)PROFILE_PC_TRUNCATED, PROFILE_TRUNCATED_NAME);
 	ret = profile_foreach(p, put_bucket, f);
 	if (ret)
 		return ret;
-	if (d->maps) {
+	if (d->maps || t.truncated)
 		fprintf(f, "\nMAPPED_LIBRARIES:\n");
-		for (size_t i = 0; i < d->maps->n; i++)
-			put_map(f, &d->maps->v[i]);
+	for (size_t i = 0; d->maps && i < d->maps->n; i++)
+		put_map(f, &d->maps->v[i]);
+	if (t.truncated) {
+		/* readers name the mark's frame after this mapping */
+		struct proc_map m = {
+			.start = PROFILE_PC_TRUNCATED & ~0xfffULL,
+			.end = PROFILE_PC_TRUNCATED + 1,
+			.prot = PROC_MAP_R | PROC_MAP_X,
+			.path = (char *)PROFILE_TRUNCATED_NAME,
+		};
+
+		put_map(f, &m);
 	}
 	errno = 0;
 	if (fflush(f) || ferror(f))

@@ -20,6 +20,7 @@
 #include <zlib.h>
 #include "hash.h"
 #include "dump.h"
+#include "peak.h"
 #include "xmalloc.h"
 
 #define FLUSH_AT (64 * 1024)
@@ -204,6 +205,7 @@ struct writer {
 	size_t nmaps;
 
 	uint64_t *ids;          /* scratch: a sample's location ids */
+	size_t nbuckets;        /* buckets written so far (the peak snapshot's index) */
 };
 
 /* Deflate pending output. flush: Z_NO_FLUSH or Z_FINISH. Sets w->err. */
@@ -370,7 +372,9 @@ static uint64_t function_id(struct writer *w, const struct sym_info *si)
 
 /*
  * Location id for the frame whose return address is pc, emitting the Location
- * (address pc - 1, docs/profile-format.md §5) and its Function if new.
+ * (address pc - 1, docs/profile-format.md §5) and its Function if new. The
+ * mark of a stack cut short (PROFILE_PC_TRUNCATED) is a Location of its own,
+ * address 0 and no mapping, in the Function "[truncated]".
  */
 static uint64_t location_id(struct writer *w, uint64_t pc)
 {
@@ -385,7 +389,12 @@ static uint64_t location_id(struct writer *w, uint64_t pc)
 	id = ++w->nlocs;
 	idmap_put(&w->locs, k, id);
 
-	if (w->d->sym) {
+	if (pc == PROFILE_PC_TRUNCATED) {
+		memset(&si, 0, sizeof(si));
+		si.function = PROFILE_TRUNCATED_NAME;
+		fid = function_id(w, &si);
+		addr = 0;
+	} else if (w->d->sym) {
 		memset(&si, 0, sizeof(si));
 		if (!symbolizer_lookup(w->d->sym, addr, &si) && si.function) {
 			fid = function_id(w, &si);
@@ -413,8 +422,14 @@ static uint64_t location_id(struct writer *w, uint64_t pc)
 static int put_sample(const struct profile_bucket *b, void *arg)
 {
 	struct writer *w = arg;
+	struct profile_bucket at_peak;
 	uint64_t v[4];
 	int64_t c, s;
+
+	if (w->d->peak) {
+		at_peak = peak_bucket(w->d->peak, b, w->nbuckets++);
+		b = &at_peak;
+	}
 
 	for (size_t i = 0; i < b->npcs; i++)
 		w->ids[i] = location_id(w, b->pcs[i]);

@@ -546,9 +546,13 @@ uint64_t profile_rate(const struct profile *p)
 
 uint32_t profile_stack_id(struct profile *p, const uint64_t *pcs, size_t npcs)
 {
-	if (npcs > PROFILE_MAX_FRAMES)
-		npcs = PROFILE_MAX_FRAMES;
-	return stack_intern(p, pcs, npcs);
+	uint64_t cut[PROFILE_MAX_FRAMES];
+
+	if (npcs <= PROFILE_MAX_FRAMES)
+		return stack_intern(p, pcs, npcs);
+	memcpy(cut, pcs, (PROFILE_MAX_FRAMES - 1) * sizeof(*cut));
+	cut[PROFILE_MAX_FRAMES - 1] = PROFILE_PC_TRUNCATED;
+	return stack_intern(p, cut, PROFILE_MAX_FRAMES);
 }
 
 /* An allocation of size bytes at ptr (not 0) from stack id `stack`; h as
@@ -649,8 +653,8 @@ void profile_record_batch(struct profile *p, const struct profile_op *ops, size_
 }
 
 /*
- * Stacks deeper than PROFILE_MAX_FRAMES keep their innermost frames. ptr 0 (a
- * failed allocation) allocated nothing and is ignored.
+ * Stacks deeper than PROFILE_MAX_FRAMES keep their innermost frames and the
+ * truncation mark. ptr 0 (a failed allocation) allocated nothing and is ignored.
  */
 void profile_record_alloc(struct profile *p, const uint64_t *pcs, size_t npcs,
 			  uint64_t size, uint64_t ptr)

@@ -38,7 +38,8 @@
  * itself, reads each shared word once, and checks what it reads against
  * what the agent can write: a head is never behind our tail nor more than
  * a ring ahead of it, a PAD runs exactly to the end of its ring, and any
- * other record is 8-byte aligned, 16 to SHM_EV_MAX_LEN bytes long and
+ * other record is 8-byte aligned, 16 to max_len bytes long (what the
+ * run's depth allows, shm_ev_max_len) and
  * within its ring. The first breach of these rules marks the reader
  * corrupt; it drains nothing after that (the caller stops trusting the
  * area). A record is copied out before it is handed over, so the target
@@ -96,12 +97,14 @@ static uint8_t *ring_of(struct ring_reader *rd, unsigned r)
 	return rd->rings + r * rd->size;
 }
 
-void ring_reader_init(struct ring_reader *rd, struct shm_hdr *hdr, uint64_t ring_size)
+void ring_reader_init(struct ring_reader *rd, struct shm_hdr *hdr, uint64_t ring_size,
+		      uint32_t depth)
 {
 	memset(rd, 0, sizeof(*rd));
 	rd->hdr = hdr;
 	rd->rings = (uint8_t *)hdr + SHM_OFF_RING;
 	rd->size = ring_size;
+	rd->max_len = shm_ev_max_len(depth);
 }
 
 /*
@@ -156,14 +159,14 @@ static int blocked(struct ring_reader *rd, unsigned r, const uint8_t *p, uint64_
  * Whether a committed record of n bytes and this kind at offset off of a
  * ring is one the agent could have written: a PAD fills the ring's end
  * exactly (the agent pads only a record that would straddle it), any
- * other record holds at least a header and at most SHM_EV_MAX_LEN bytes,
+ * other record holds at least a header and at most rd->max_len bytes,
  * 8-byte aligned, within the ring.
  */
 static int record_ok(const struct ring_reader *rd, uint64_t off, uint32_t n, uint16_t kind)
 {
 	if (kind == SHM_EV_PAD)
 		return off && n == rd->size - off;
-	return n >= 16 && !(n & 7) && n <= SHM_EV_MAX_LEN && n <= rd->size - off;
+	return n >= 16 && !(n & 7) && n <= rd->max_len && n <= rd->size - off;
 }
 
 /*

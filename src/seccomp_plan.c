@@ -38,6 +38,7 @@ enum need {
 	NEED_YIELD,     /* agent: exact mode, futex refused */
 	NEED_CLOCK,     /* agent: exact mode, how long it waited */
 	NEED_TRAP,      /* trampolines: --mode trap's trap (bkpt.h) */
+	NEED_STATS,     /* the allocator's statistics: its locks, contended (allocstats.c) */
 };
 
 struct call {
@@ -52,7 +53,7 @@ struct call {
 enum {
 	C_MEMFD_EXEC, C_MEMFD, C_MMAP_MEMFD, C_CLOSE, C_MMAP_ANON, C_MUNMAP, C_SIGRETURN,
 	C_MMAP_RESV, C_MREMAP, C_MPROTECT, C_GETTID, C_VM_READV, C_FUTEX_WAKE, C_FUTEX_WAIT,
-	C_YIELD, C_CLOCK, C_GETPID, NCALLS
+	C_YIELD, C_CLOCK, C_GETPID, C_LOCK_WAIT, C_LOCK_WAKE, NCALLS
 };
 
 #define ARGS(...) { __VA_ARGS__ }
@@ -102,6 +103,11 @@ static void plan_calls(const struct seccomp_params *pp, struct call *c)
 			      "waits for ring room; a sampling rate does not" },
 		[C_GETPID] = { "getpid", SYS_getpid, NEED_TRAP, 0x3f, ARGS(0),
 			       "in --mode trap, whose traps are getpid calls (--mode fast has none)" },
+		/* glibc's and the other allocators' mutexes, contended */
+		[C_LOCK_WAIT] = { "futex", SYS_futex, NEED_STATS, 0x02,
+				  ARGS(0, FUTEX_WAIT | FUTEX_PRIVATE_FLAG), "" },
+		[C_LOCK_WAKE] = { "futex", SYS_futex, NEED_STATS, 0x02,
+				  ARGS(0, FUTEX_WAKE | FUTEX_PRIVATE_FLAG), "" },
 	};
 
 	memcpy(c, calls, sizeof(calls));
@@ -276,6 +282,12 @@ int seccomp_plan_decide(struct seccomp_chain *chains, size_t n,
 	if (!SURE(u, C_YIELD)) {
 		plan->shm_flags |= SHM_F_NO_YIELD;
 		note_add(plan, "the agent does not yield", 0, c, C_YIELD, u);
+	}
+	/* asking the allocator for its statistics may contend on its locks */
+	if (!SURE(u, C_LOCK_WAIT) || !SURE(u, C_LOCK_WAKE)) {
+		plan->no_alloc_stats = 1;
+		note_add(plan, "no allocator statistics", 0, c,
+			 SURE(u, C_LOCK_WAIT) ? C_LOCK_WAKE : C_LOCK_WAIT, u);
 	}
 out:
 	free(oc);

@@ -26,15 +26,19 @@
 #include "recover.h"
 #include "session.h"
 #include "symbolize.h"
+#include "topview.h"
 #include "unwind.h"
 #include "xmalloc.h"
 
 #define TICK_MS 50
 #define RECONCILE_TICKS 4	/* 200 ms: frees the agent did not report */
+#define LIVE_EVERY_NS 100000000ULL	/* live bytes counted for new highs: at every
+					 * reconcile (200 ms) unless counting is slow */
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t ticked;
 static volatile sig_atomic_t child_event = 1;
+static volatile sig_atomic_t dump_asked;	/* SIGUSR1: write the next numbered dump now */
 static struct session *live_session;
 
 /* What the trap and fast modes do differently (modes[], below). */
@@ -63,6 +67,12 @@ static void on_child(int sig)
 {
 	(void)sig;
 	child_event = 1;
+}
+
+static void on_dump_signal(int sig)
+{
+	(void)sig;
+	dump_asked = 1;
 }
 
 /* From the first instant: a stop request before the attach leaves the
@@ -100,6 +110,8 @@ static void install_signals(void)
 	sigaction(SIGALRM, &sa, NULL);
 	sa.sa_handler = on_child;
 	sigaction(SIGCHLD, &sa, NULL);
+	sa.sa_handler = on_dump_signal;
+	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	setitimer(ITIMER_REAL, &it, NULL);
 }
@@ -166,6 +178,44 @@ static int jit_refresh(struct session *s)
 	return rc;
 }
 
+static const char before_attach[] =
+	"allocations made before heapattach attached are not in this profile's samples "
+	"(the heapattach-rss line says how many bytes they hold, where the allocator tells)";
+
+/* FILE.peak.heap (pprof only): the final profile's d with the in-use
+ * figures of the peak snapshot, and one more comment (comments has room). */
+static void write_peak(struct session *s, struct dump_info *d, const char **comments)
+{
+	char note[160];
+	char *path;
+
+	if (!s->peak.bytes || s->opt->format != DUMP_PPROF)
+		return;
+	snprintf(note, sizeof(note), "peak: the live set at the session's highest point, "
+		 "%.1f MiB at +%.1f s (in-use sample types only)", s->peak.bytes / 1048576.0,
+		 s->peak.at_ns / 1e9);
+	comments[d->ncomments++] = note;
+	d->peak = &s->peak;
+	path = dump_tagged_path(s->output, "peak");
+	if (dump_write_at(&s->out, path, s->opt->format, s->prof, d) == 0)
+		fprintf(stderr, "heapattach: wrote %s (%s)\n", path, note + 6);
+	free(path);
+}
+
+/* Lines of the breakdown, kept for the profile's comments. */
+struct breakdown_text {
+	char v[BREAKDOWN_MAX_LINES + 2][1024];
+	size_t n;
+};
+
+static void keep_line(void *arg, const char *text)
+{
+	struct breakdown_text *t = arg;
+
+	if (t->n < sizeof(t->v) / sizeof(t->v[0]))
+		snprintf(t->v[t->n++], sizeof(t->v[0]), "%s", text);
+}
+
 int session_dump(struct session *s, unsigned seq)
 {
 	struct proc_maps fresh = { 0 };
@@ -173,7 +223,10 @@ int session_dump(struct session *s, unsigned seq)
 	const struct proc_maps *maps = &s->maps;
 	char comment[128];
 	char sc_note[sizeof(s->sc.note) + 32];
-	const char *comments[3 + SESSION_MAX_NOTES] = { comment, s->mem.note, sc_note };
+	const char **comments = xcalloc(5 + SESSION_MAX_NOTES + BREAKDOWN_MAX_LINES + 2 +
+					s->mr.ncensus, sizeof(*comments));
+	struct breakdown_text bt = { .n = 0 };
+	struct breakdown bd;
 	size_t ncomments;
 	struct dump_info d;
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
@@ -197,9 +250,26 @@ int session_dump(struct session *s, unsigned seq)
 	if (sym)
 		symbolizer_set_perfmap(sym, s->jit);
 	snprintf(sc_note, sizeof(sc_note), "seccomp filter: %s", s->sc.note);
-	ncomments = s->sc.note[0] ? 3 : 2;
+	comments[0] = comment;
+	comments[1] = before_attach;
+	comments[2] = s->mem.note;
+	comments[3] = sc_note;
+	ncomments = s->sc.note[0] ? 4 : 3;
 	for (size_t i = 0; i < s->nnotes; i++)
 		comments[ncomments++] = s->notes[i];
+	/* heap vs RSS: smaps now while attached (the final dump comes after
+	 * the detach and uses the snapshot taken just before it) */
+	if (seq)
+		memreport_snapshot(s);
+	memreport_compute(s, &bd);
+	breakdown_print(&bd, keep_line, &bt);
+	for (size_t i = 0; i < s->mr.ncensus; i++)
+		comments[ncomments++] = s->mr.census[i];
+	for (size_t i = 0; i < bt.n; i++) {
+		comments[ncomments++] = bt.v[i];
+		if (log_verbose || !seq)
+			fprintf(stderr, "heapattach: %s\n", bt.v[i]);
+	}
 	snprintf(comment, sizeof(comment), "events=%llu nested=%llu unwind_errors=%llu",
 		 (unsigned long long)s->stats.events, (unsigned long long)s->stats.nested,
 		 (unsigned long long)s->stats.unwind_errors);
@@ -218,13 +288,67 @@ int session_dump(struct session *s, unsigned seq)
 		pr_debug("wrote %s in %.1f ms (%zu live blocks)", path,
 			 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6, profile_nlive(s->prof));
 	free(path);
+	if (!rc && !seq)
+		write_peak(s, &d, comments);
 	if (sym != s->sym)
 		symbolizer_free(sym);
 	proc_maps_free(&fresh);
+	free(comments);
 	return rc;
 }
 
-/* Periodic work between events: --duration, --every, --interval. 1 to stop. */
+/*
+ * The profile's live bytes, every LIVE_EVERY_NS: a new high by
+ * --inuse-interval writes a numbered dump, and a new high at all is
+ * snapshotted for the peak profile (final: the last count, no dump).
+ * In fast mode the profile learns of sampled frees only when it reconciles
+ * with the agent's live table, so the count waits for one (live_fresh).
+ * Counting them walks the live table, which holds millions of blocks in
+ * exact mode at scale: the walks are spaced so that they take at most 2%
+ * of the time.
+ */
+static void track_live(struct session *s, uint64_t now, int final)
+{
+	uint64_t live, cost;
+
+	if (!final && (now < s->live_next_ns || !s->live_fresh))
+		return;
+	s->live_fresh = 0;
+	live = breakdown_profile_live(s->prof);
+	peak_update(&s->peak, s->prof, live, now - s->start_ns);
+	cost = clock_ns(CLOCK_MONOTONIC) - now;
+	s->live_next_ns = now + (cost * 50 > LIVE_EVERY_NS ? cost * 50 : LIVE_EVERY_NS);
+	if (s->opt->inuse_interval && !final && live >= s->inuse_mark + s->opt->inuse_interval) {
+		s->inuse_mark = live;
+		session_dump(s, ++s->dump_seq);
+	}
+}
+
+/* --top: the view's keys and refresh. 1: the user quit. */
+static int top_tick(struct session *s, uint64_t now)
+{
+	struct topview_in ti = {
+		.pid = s->pid, .prof = s->prof, .sym = s->sym,
+		.as = s->mr.have_as ? &s->mr.as : NULL,
+		.elapsed_ns = now - s->start_ns, .dumps = s->dump_seq,
+	};
+
+	if (!s->tv)
+		return 0;
+	switch (topview_tick(s->tv, &ti, now)) {
+	case TOPVIEW_QUIT:
+		return 1;
+	case TOPVIEW_DUMP:
+		session_dump(s, ++s->dump_seq);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* Periodic work between events: --duration, --every, --interval, SIGUSR1,
+ * new highs, the allocator's figures, --top. 1 to stop. */
 static int housekeeping(struct session *s)
 {
 	const struct options *o = s->opt;
@@ -240,7 +364,13 @@ static int housekeeping(struct session *s)
 		s->stats.bytes %= o->interval;
 		session_dump(s, ++s->dump_seq);
 	}
-	return 0;
+	if (dump_asked) {
+		dump_asked = 0;
+		session_dump(s, ++s->dump_seq);
+	}
+	track_live(s, now, 0);
+	memreport_poll(s);
+	return top_tick(s, now);
 }
 
 /*
@@ -279,6 +409,7 @@ static int fast_prepare(struct session *s)
 		.pid = s->pid,
 		.proc_tid = s->ev.reader,
 		.rate = s->opt->sample_rate,
+		.max_depth = s->opt->max_depth,
 		.ring_size = s->mem.ring_size,
 		.prefault = s->mem.prefault,
 		.count_bytes = s->opt->interval != 0,
@@ -322,7 +453,9 @@ static void fast_loop(struct session *s)
 		if (ticked) {
 			ticked = 0;
 			child_event = 1;	/* also poll, in case a SIGCHLD was missed */
-			if (++s->ticks % RECONCILE_TICKS == 0)
+			/* frees found this tick: live bytes are right */
+			s->live_fresh = ++s->ticks % RECONCILE_TICKS == 0;
+			if (s->live_fresh)
 				agent_link_reconcile(s->link);
 			if (housekeeping(s))
 				break;
@@ -371,6 +504,7 @@ static void trap_loop(struct session *s)
 	while (!stop_signal && !s->ev.gone && !s->ev.exec_seen) {
 		if (ticked || s->opt->interval) {
 			ticked = 0;
+			s->live_fresh = 1;	/* every free stops here */
 			if (housekeeping(s))
 				break;
 		}
@@ -665,7 +799,8 @@ int session_run(const struct options *opt)
 		goto out;
 	pr_debug("%s", s.mem.note);
 	s.im = new_implant(&s);
-	s.trap = (struct collect_ctx){ s.im, s.prof, &s.sampler, s.unw, &s.stats };
+	s.trap = (struct collect_ctx){ s.im, s.prof, &s.sampler, s.unw, &s.stats,
+				       opt->max_depth };
 	/* Symbols first, while the target runs untouched: loading a big
 	 * object's DWARF takes tens of milliseconds, in which a busy target
 	 * would fill the rings with events the tool cannot yet keep up with.
@@ -681,6 +816,8 @@ int session_run(const struct options *opt)
 		pr_debug("perf map %s: %zu entries, %zu malformed lines", perfmap_path(s.jit),
 			 st.entries, st.garbage);
 	}
+	if (opt->census && !stop_signal)
+		memreport_census(&s);
 	if (stop_signal) {
 		fprintf(stderr, "heapattach: interrupted before attaching; PID %d untouched\n", s.pid);
 		goto out;
@@ -703,7 +840,13 @@ int session_run(const struct options *opt)
 			(clock_ns(CLOCK_MONOTONIC) - t0) / 1e6, s.tr.n, npatches,
 			(unsigned long long)opt->sample_rate, s.mode->name);
 	}
+	memreport_arm(&s);
+	if (opt->top)
+		s.tv = topview_new(STDIN_FILENO, STDOUT_FILENO);
 	s.mode->loop(&s);
+	topview_free(s.tv);
+	s.tv = NULL;
+	memreport_snapshot(&s);
 	if (s.ev.exec_seen && !s.ev.gone)
 		fprintf(stderr, "heapattach: %d called exec; profile of the old image ends here\n",
 			s.pid);
@@ -734,6 +877,7 @@ int session_run(const struct options *opt)
 			"");
 	pr_debug("profile: %llu allocations at an address already live",
 		 (unsigned long long)profile_live_again(s.prof));
+	track_live(&s, clock_ns(CLOCK_MONOTONIC), 1);	/* the end may be the highest point */
 	if (session_dump(&s, 0) == 0) {
 		fprintf(stderr, "heapattach: wrote %s (%llu events)\n", s.output,
 			(unsigned long long)s.stats.events);
@@ -750,6 +894,8 @@ out:
 		unwinder_free(s.unw);
 	if (s.prof)
 		profile_free(s.prof);
+	peak_free(&s.peak);
+	memreport_free(&s.mr);
 	hooks_free(&s.hooks);
 out_maps:
 	proc_maps_free(&s.maps);

@@ -103,6 +103,7 @@ struct unwinder {
 	struct unwind_regs regs;
 	uint8_t *stk;			/* copy of [stk_lo, stk_hi) */
 	uint64_t stk_lo, stk_hi;
+	int truncated;			/* the last walk stopped with frames left */
 	struct unwind_stats st;
 };
 
@@ -688,7 +689,9 @@ static int in_range(uint64_t ip, uint64_t lo, uint64_t hi)
 
 /* The walk behind unwind_stack and unwind_stack_copy: with copy == NULL the
  * stack is read from the live thread, else from copy[0..copy_len) taken at
- * start->sp. */
+ * start->sp; a frame whose return address lies beyond the copy is not
+ * taken (the live stack has moved on since). u->truncated: it stopped at
+ * max, or at the end of the copy, with a frame left. */
 static int walk(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
 		const void *copy, size_t copy_len,
 		uint64_t *pcs, size_t max, uint64_t stop_lo, uint64_t stop_hi)
@@ -701,11 +704,10 @@ static int walk(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
 
 	if (!u || !start || !pcs || !max)
 		return -EINVAL;
+	u->truncated = 0;
 	if (in_range(start->ip, stop_lo, stop_hi))
 		return -UNWIND_ENESTED;
 	pcs[n++] = start->ip;
-	if (max == 1)
-		return 1;
 
 	cur_unwinder = u;
 	u->tid = tid;
@@ -731,7 +733,7 @@ static int walk(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
 		goto out;
 	prev_ip = u->regs.ip;
 	prev_sp = start->sp;
-	while (n < max) {
+	for (;;) {
 		if (unw_step(&c) <= 0)
 			break;
 		if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0)
@@ -745,6 +747,10 @@ static int walk(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
 			break;
 		if (ip == prev_ip && sp == prev_sp)
 			break;	/* no progress: corrupt unwind info */
+		if (n == max || (copy && sp > u->stk_hi)) {
+			u->truncated = 1;	/* at max, or ip was read past the copy */
+			break;
+		}
 		pcs[n++] = ip;
 		prev_ip = ip;
 		prev_sp = sp;
@@ -754,6 +760,11 @@ static int walk(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
 out:
 	cur_unwinder = saved;
 	return ret;
+}
+
+int unwind_truncated(const struct unwinder *u)
+{
+	return u && u->truncated;
 }
 
 int unwind_stack(struct unwinder *u, pid_t tid, const struct unwind_regs *start,

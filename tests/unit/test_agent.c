@@ -251,7 +251,7 @@ static void ring_reset(uint64_t size)
 		((struct shm_counter *)counter(i))->nested = 0;
 	}
 	memset(data_view + SHM_OFF_HEADS, 0, SHM_NRINGS * 64);
-	ring_reader_init(&rd, hdr, size);
+	ring_reader_init(&rd, hdr, size, hdr->max_depth);
 }
 
 /* Exact mode: every call sampled (counters <= 0, no re-arm), every free reported. */
@@ -782,9 +782,9 @@ static void test_exact_walk(void)
 					    (uintptr_t)chain_r0, (uintptr_t)hcall_ret };
 		uint64_t head = heads_total();
 
-		expect_int_eq(stackids_publish(stacks_tab(), chain, 3, 7), 1);	/* not it */
-		expect_int_eq(stackids_publish(stacks_tab(), chain, 4, 41), 1);
-		expect_int_eq(stackids_publish(stacks_tab(), chain, 4, 42), 0);	/* there */
+		expect_int_eq(stackids_publish(stacks_tab(), chain, 3, 0, 7), 1);	/* not it */
+		expect_int_eq(stackids_publish(stacks_tab(), chain, 4, 0, 41), 1);
+		expect_int_eq(stackids_publish(stacks_tab(), chain, 4, 0, 42), 0);	/* there */
 		p = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 33, 0, 0);
 		expect_u64_eq(heads_total() - head, sizeof(struct shm_ev_alloc));
 		expect_int_eq(drain(ev, 4), 1);
@@ -801,6 +801,26 @@ static void test_exact_walk(void)
 		expect_int_eq(ev[0].flags & SHM_EVF_STACKID, 0);
 		CALL1(H_FREE, p);
 		drain(ev, 4);
+		/* cut at 3 frames: the same 3 frames as id 7, which ended
+		 * there, are not that stack; its own id (trunc) is taken */
+		hdr->max_depth = 3;
+		p = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 33, 0, 0);
+		expect_int_eq(drain(ev, 4), 1);
+		expect_int_eq(ev[0].nframes, 3);
+		expect_int_eq(ev[0].flags & (SHM_EVF_STACKID | SHM_EVF_TRUNC), SHM_EVF_TRUNC);
+		CALL1(H_FREE, p);
+		drain(ev, 4);
+		expect_int_eq(stackids_publish(stacks_tab(), chain, 3, 1, 43), 1);
+		expect_int_eq(stackids_publish(stacks_tab(), chain, 3, 1, 44), 0);	/* there */
+		p = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 33, 0, 0);
+		expect_int_eq(drain(ev, 4), 1);
+		expect_int_eq(ev[0].nframes, 0);
+		expect_int_eq(ev[0].flags & (SHM_EVF_STACKID | SHM_EVF_TRUNC),
+			      SHM_EVF_STACKID | SHM_EVF_TRUNC);
+		expect_int_eq(ev[0].stack_id, 43);
+		CALL1(H_FREE, p);
+		drain(ev, 4);
+		hdr->max_depth = 0;
 		memset(stacks_tab(), 0, SHM_NSTACKS * sizeof(struct shm_stack));
 	}
 
@@ -850,12 +870,42 @@ static void test_exact_walk(void)
 	expect_int_eq(ev[0].flags & (SHM_EVF_STACK | SHM_EVF_MISS | SHM_EVF_TRUNC), 0);
 	CALL1(H_FREE, p);
 	drain(ev, 4);
-	p = hcall(chain_rec, SHM_MAX_DEPTH + 5, (uintptr_t)hooks[H_MALLOC].fn, 17, 0);
-	expect_int_eq(drain(ev, 4), 1);
-	expect_int_eq(ev[0].nframes, SHM_MAX_DEPTH);
-	expect_int_eq(ev[0].flags & (SHM_EVF_STACK | SHM_EVF_MISS | SHM_EVF_TRUNC), SHM_EVF_TRUNC);
-	CALL1(H_FREE, p);
-	drain(ev, 4);
+	/* a header left zero walks SHM_DEFAULT_DEPTH frames; max_depth is
+	 * followed; one claiming more than SHM_MAX_DEPTH (the target can
+	 * write it) walks SHM_MAX_DEPTH: the frames fit the agent's bound */
+	{
+		static const struct {
+			uint32_t hdr_depth;
+			unsigned want;
+		} depths[] = {
+			{ 0, SHM_DEFAULT_DEPTH }, { 5, 5 }, { 300, 300 }, { 1024, 1024 },
+			{ 1025, SHM_MAX_DEPTH }, { 5000, SHM_MAX_DEPTH }, { UINT32_MAX, SHM_MAX_DEPTH },
+		};
+
+		for (size_t i = 0; i < sizeof(depths) / sizeof(depths[0]); i++) {
+			unsigned want = depths[i].want;
+
+			hdr->max_depth = depths[i].hdr_depth;
+			ring_reset(RING_SIZE);
+			/* cut one frame short of the end: truncated at want */
+			p = hcall(chain_rec, want + 5, (uintptr_t)hooks[H_MALLOC].fn, 17, 0);
+			expect_int_eq(drain(ev, 4), 1);
+			expect_int_eq(ev[0].nframes, want);
+			expect_int_eq(ev[0].flags & (SHM_EVF_STACK | SHM_EVF_MISS | SHM_EVF_TRUNC),
+				      SHM_EVF_TRUNC);
+			CALL1(H_FREE, p);
+			drain(ev, 4);
+			/* exactly want frames to the END rule: complete, not cut */
+			p = hcall(chain_rec, want - 2, (uintptr_t)hooks[H_MALLOC].fn, 17, 0);
+			expect_int_eq(drain(ev, 4), 1);
+			expect_int_eq(ev[0].nframes, want);
+			expect_int_eq(ev[0].flags & (SHM_EVF_STACK | SHM_EVF_MISS | SHM_EVF_TRUNC), 0);
+			CALL1(H_FREE, p);
+			drain(ev, 4);
+		}
+		hdr->max_depth = 0;
+		ring_reset(RING_SIZE);
+	}
 
 	/* a refused copy: the miss is flagged, no copy (record keeps its room) */
 	memset(frames_tab(), 0, SHM_NFRAMES * sizeof(struct shm_frame));
@@ -1186,6 +1236,86 @@ static void test_nested(void)
 	expect_int_eq(drain(ev, 4), 0);
 	CALL1(H_FREE, p);
 	expect_int_eq(drain(ev, 4), 1);
+}
+
+/* ---- the allocator's statistics ---- */
+
+static int fake_calls;
+
+struct mi2_words {
+	uint64_t w[10];
+};
+
+static struct mi2_words fake_mallinfo2(void)
+{
+	struct mi2_words r;
+
+	fake_calls++;
+	for (int i = 0; i < 10; i++)
+		r.w[i] = 1000 + (uint64_t)i;
+	return r;
+}
+
+static int fake_property(const char *name, uint64_t *v)
+{
+	fake_calls++;
+	if (strcmp(name, "generic.heap_size"))
+		return 0;
+	*v = 4242;
+	return 1;
+}
+
+/* A request is answered once, by a sampled call that is not nested, with
+ * what the function returns; a name the allocator refuses is UINT64_MAX. */
+static void test_stats(void)
+{
+	struct ev ev[16];
+	uint64_t p;
+
+	if (!ready)
+		return;
+	mode_exact();
+	fake_calls = 0;
+	hdr->stats_kind = SHM_STATS_MALLINFO2;
+	hdr->stats_fn = (uintptr_t)fake_mallinfo2;
+	hdr->stats_req = 1;
+	/* nested: its thread may hold an allocator lock, no answer */
+	p = hcall(nested_stub, (uintptr_t)hooks[H_MALLOC].fn, 64, 0, 0);
+	expect_int_eq(fake_calls, 0);
+	expect_int_eq(hdr->stats_done, 0);
+	CALL1(H_FREE, p);
+	p = CALL1(H_MALLOC, 64);
+	expect_int_eq(fake_calls, 1);
+	expect_int_eq(hdr->stats_done, 1);
+	expect_int_eq(hdr->stats_busy, 0);
+	expect_u64_eq(hdr->stats_val[0], 1000);
+	expect_u64_eq(hdr->stats_val[9], 1009);
+	CALL1(H_FREE, p);
+	p = CALL1(H_MALLOC, 64);		/* answered already: no call */
+	expect_int_eq(fake_calls, 1);
+	CALL1(H_FREE, p);
+	/* one at a time: a call while another thread answers does not call */
+	hdr->stats_req = 2;
+	hdr->stats_busy = 1;
+	p = CALL1(H_MALLOC, 64);
+	expect_int_eq(fake_calls, 1);
+	CALL1(H_FREE, p);
+	hdr->stats_busy = 0;
+	hdr->stats_kind = SHM_STATS_PROPERTY;
+	hdr->stats_fn = (uintptr_t)fake_property;
+	hdr->stats_n = 2;
+	strcpy(hdr->stats_names[0], "generic.heap_size");
+	memset(hdr->stats_names[1], 'x', SHM_STATS_NAME);	/* unterminated: ended by the agent */
+	p = CALL1(H_MALLOC, 64);
+	expect_int_eq(fake_calls, 3);		/* once per name */
+	expect_int_eq(hdr->stats_done, 2);
+	expect_u64_eq(hdr->stats_val[0], 4242);
+	expect_u64_eq(hdr->stats_val[1], UINT64_MAX);
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 16), 9);	/* the nested block's free, 4 pairs */
+	hdr->stats_fn = 0;
+	hdr->stats_kind = 0;
+	hdr->stats_n = 0;
 }
 
 /* The writable alias of an address in the CODE view (same memfd offset). */
@@ -1783,6 +1913,7 @@ static void test_teardown(void)
 
 HARNESS_MAIN("agent",
 	T(test_exp_gap), T(test_setup), T(test_layouts), T(test_rate_large), T(test_exact_events),
-	T(test_exact_walk), T(test_sampled_free), T(test_ring_full), T(test_nested), T(test_callthru),
+	T(test_exact_walk), T(test_sampled_free), T(test_ring_full), T(test_nested), T(test_stats),
+	T(test_callthru),
 	T(test_patched_fake), T(test_kinds_args), T(test_kinds_after), T(test_kinds_sampled),
 	T(test_threads_exact), T(test_bench), T(test_teardown))

@@ -127,4 +127,30 @@ static void rates(void)
 	}
 }
 
-HARNESS_MAIN("cli", T(sizes), T(durations), T(options), T(pids), T(rates))
+/* --max-depth: a plain count, 1 to 1024; 128 when not given. */
+static void depths(void)
+{
+	static const char *const badv[] = { "0", "1025", "2K", "1k", "-1", "+5", " 5", "5 ",
+					    "", "5B", "0x10", "99999999999999999999" };
+	struct options o;
+	char *dflt[] = { "heapattach", "-p", "1", NULL };
+	char *lo[] = { "heapattach", "-p", "1", "--max-depth", "1", NULL };
+	char *hi[] = { "heapattach", "--max-depth=1024", "-p", "1", NULL };
+
+	expect_int_eq(parse(&o, 3, dflt), 0);
+	expect_int_eq(o.max_depth, CLI_DEFAULT_DEPTH);
+	expect_int_eq(CLI_DEFAULT_DEPTH, 128);
+	expect_int_eq(parse(&o, 5, lo), 0);
+	expect_int_eq(o.max_depth, 1);
+	expect_int_eq(parse(&o, 4, hi), 0);
+	expect_int_eq(o.max_depth, 1024);
+	for (size_t i = 0; i < sizeof(badv) / sizeof(badv[0]); i++) {
+		char *argv[] = { "heapattach", "-p", "1", "--max-depth", (char *)badv[i], NULL };
+
+		if (parse(&o, 5, argv) != -EINVAL)
+			fprintf(stderr, "--max-depth '%s' was accepted\n", badv[i]);
+		expect_int_eq(parse(&o, 5, argv), -EINVAL);
+	}
+}
+
+HARNESS_MAIN("cli", T(sizes), T(durations), T(options), T(pids), T(rates), T(depths))

@@ -350,6 +350,45 @@ static void test_legacy_exact(void)
 	profile_free(p);
 }
 
+/* A stack cut short ends in the mark: a frame "[truncated]" in pprof, and
+ * in legacy the mark's address, a comment and a mapping that names it. */
+static void test_truncated(void)
+{
+	const uint64_t a[] = { 0xabc, PROFILE_PC_TRUNCATED }, b[] = { 0xabc };
+	struct dump_info di = { .pid = 1 };
+	struct profile *p = profile_new(1);
+	char path[128];
+	struct decoded d;
+	int named = 0;
+	const char *want =
+		"heap profile:      2:       48 [     2:       49] @ heapprofile\n"
+		"# heapattach pid=1\n"
+		"# rate=1\n"
+		"# stacks cut short end in 0x7ffffffffffff001, the mapping [truncated]\n"
+		"     1:       16 [     1:       16] @ 0x0000000000000abc 0x7ffffffffffff001\n"
+		"     1:       32 [     1:       32] @ 0x0000000000000abc\n"
+		"\n"
+		"MAPPED_LIBRARIES:\n"
+		"7ffffffffffff000-7ffffffffffff002 r-xp 00000000 00:00 0"
+		"                  [truncated]\n";
+
+	profile_record_alloc(p, a, 2, 16, 0x1000);
+	profile_record_alloc(p, b, 1, 32, 0x2000);
+	snprintf(path, sizeof(path), "%s/trunc.heap", tmpdir);
+	expect_int_eq(dump_write_file(path, DUMP_LEGACY, p, &di), 0);
+	expect_str_eq(slurp(path), want);
+	expect_int_eq(dump_write_file(path, DUMP_PPROF, p, &di), 0);
+	expect_int_eq(decode(path, &d), 0);
+	expect_int_eq(d.nsamples, 2);
+	expect_int_eq(d.nlocs, 2);
+	for (int i = 0; i < (int)d.nstrs; i++)
+		named += !strcmp(d.strs[i], "[truncated]");
+	expect_int_eq(named, 1);
+	decoded_free(&d);
+	unlink(path);
+	profile_free(p);
+}
+
 /* Enough samples that the writer deflates in several pieces (FLUSH_AT). */
 static void test_pprof_large(void)
 {
@@ -489,6 +528,7 @@ HARNESS_MAIN("dump",
 	T(test_pprof_decoded),
 	T(test_legacy_text),
 	T(test_legacy_exact),
+	T(test_truncated),
 	T(test_pprof_large),
 	T(test_write_errors),
 	T(test_not_regular),

@@ -83,6 +83,10 @@ static void test_trunc(void)
 	build(&r);
 	expect_int_eq(walk_frames(table, &r, &w, out, 2, &flags, &hash), 2);
 	expect_int_eq(flags, SHM_EVF_TRUNC);
+	/* the hash of a cut walk is not that of the same frames ending there */
+	expect_u64_eq(hash, shm_stack_hash_end(shm_stack_hash_step(shm_stack_hash_step(0, out[0]),
+									out[1]),
+					       2 | SHM_STACK_TRUNC));
 }
 
 static void test_misses(void)

@@ -362,6 +362,105 @@ static void test_fast_hostile_record(void)
 	fast_teardown(&f);
 }
 
+/* Put an allocation record of nframes frames (0x401000 + i) and flags in
+ * ring 0 at byte off; returns its length. */
+static uint32_t put_alloc(struct fast *f, uint64_t off, unsigned nframes, uint32_t flags)
+{
+	struct shm_ev_alloc *e = (struct shm_ev_alloc *)(f->data + SHM_OFF_RING + off);
+	uint32_t len = (uint32_t)(sizeof(*e) + nframes * 8);
+
+	e->kind = SHM_EV_ALLOC;
+	e->nframes = (uint16_t)nframes;
+	e->tsc = 1 + off;
+	e->flags = flags;
+	e->stack_len = 0;
+	e->size = 16;
+	e->ptr = 0x10000 + off;
+	for (unsigned i = 0; i < nframes; i++)
+		e->frames[i] = 0x401000 + i;
+	((uint64_t *)(f->data + SHM_OFF_HEADS))[0] = off + len;
+	e->len = len;
+	return len;
+}
+
+/* The last frame of the profile's only stack, through its bucket. */
+static int last_pc(const struct profile_bucket *b, void *arg)
+{
+	*(uint64_t *)arg = b->npcs ? b->pcs[b->npcs - 1] : 0;
+	((uint64_t *)arg)[1] = b->npcs;
+	return 0;
+}
+
+/*
+ * The depth (the default 128 here) bounds records: 128 frames cut there
+ * are taken (the stack ends in the mark), more frames than the depth, or a
+ * cut walk shorter than it, is a record no agent writes; and the
+ * header's max_depth is the tool's, not the target's.
+ */
+static void test_fast_hostile_depth(void)
+{
+	static const struct {
+		unsigned nframes;
+		uint32_t flags;
+	} bad[] = {
+		{ SHM_DEFAULT_DEPTH + 1, 0 },
+		{ SHM_DEFAULT_DEPTH + 1, SHM_EVF_TRUNC },
+		{ 5, SHM_EVF_TRUNC },
+		{ SHM_MAX_DEPTH, SHM_EVF_TRUNC },
+	};
+	uint64_t last[2] = { 0, 0 }, off;
+	struct fast f;
+
+	if (fast_setup(&f, 1))
+		return;
+	expect_int_eq(((struct shm_hdr *)f.data)->max_depth, SHM_DEFAULT_DEPTH);
+	off = put_alloc(&f, 0, SHM_DEFAULT_DEPTH, SHM_EVF_TRUNC);
+	put_alloc(&f, off, 3, 0);
+	expect_int_eq(agent_link_drain(f.link, AGENT_LINK_DRAIN_ALL), 2);
+	expect_true(!agent_link_hostile(f.link));
+	expect_int_eq(profile_nstacks(f.prof), 2);
+	profile_foreach(f.prof, last_pc, last);	/* the last bucket: 3 frames, whole */
+	expect_u64_eq(last[0], 0x401002);
+	expect_u64_eq(last[1], 3);
+	{
+		uint64_t pcs[SHM_DEFAULT_DEPTH + 1];
+
+		for (unsigned i = 0; i < SHM_DEFAULT_DEPTH; i++)
+			pcs[i] = 0x401000 + i;
+		pcs[SHM_DEFAULT_DEPTH] = PROFILE_PC_TRUNCATED;
+		/* the cut stack is the one with the mark: no third stack */
+		profile_stack_id(f.prof, pcs, SHM_DEFAULT_DEPTH + 1);
+		expect_int_eq(profile_nstacks(f.prof), 2);
+		profile_stack_id(f.prof, pcs, SHM_DEFAULT_DEPTH);
+		expect_int_eq(profile_nstacks(f.prof), 3);
+	}
+	implant_remove(f.im);
+	fast_teardown(&f);
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (fast_setup(&f, 1))
+			return;
+		nnotes = 0;
+		put_alloc(&f, 0, bad[i].nframes, bad[i].flags);
+		agent_link_drain(f.link, AGENT_LINK_DRAIN_ALL);
+		expect_true(agent_link_hostile(f.link));
+		expect_true(nnotes == 1 && strstr(notes[0], "a record no agent writes"));
+		implant_remove(f.im);
+		fast_teardown(&f);
+	}
+
+	if (fast_setup(&f, 1))
+		return;
+	nnotes = 0;
+	((struct shm_hdr *)f.data)->max_depth = 5000;
+	agent_link_drain(f.link, AGENT_LINK_DRAIN_ALL);
+	expect_true(agent_link_hostile(f.link));
+	expect_true(nnotes == 1 && strstr(notes[0], "max_depth changed"));
+	((struct shm_hdr *)f.data)->max_depth = SHM_DEFAULT_DEPTH;
+	implant_remove(f.im);
+	fast_teardown(&f);
+}
+
 /* A drop count no agent could have reached. */
 static void test_fast_hostile_drops(void)
 {
@@ -392,5 +491,6 @@ HARNESS_MAIN("implant",
 	T(test_fast_events),
 	T(test_fast_hostile_header),
 	T(test_fast_hostile_record),
+	T(test_fast_hostile_depth),
 	T(test_fast_hostile_drops),
 	T(test_teardown))

@@ -130,7 +130,8 @@ static void test_empty_and_deep_stacks(void)
 	expect_int_eq(s.copy[0].npcs, 0);
 	expect_int_eq(s.copy[1].npcs, PROFILE_MAX_FRAMES);
 	expect_int_eq(s.copy[1].alloc_count, 2);
-	expect_u64_eq(s.copy[1].pcs[PROFILE_MAX_FRAMES - 1], 0x1000 + PROFILE_MAX_FRAMES - 1);
+	expect_u64_eq(s.copy[1].pcs[PROFILE_MAX_FRAMES - 2], 0x1000 + PROFILE_MAX_FRAMES - 2);
+	expect_u64_eq(s.copy[1].pcs[PROFILE_MAX_FRAMES - 1], PROFILE_PC_TRUNCATED);
 	profile_free(p);
 }
 

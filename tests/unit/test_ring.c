@@ -1,6 +1,8 @@
 /* Unit tests for ring.c's merge: time order across rings, rings blocked by a writer mid-record. */
 /* SPDX-License-Identifier: MIT */
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 
@@ -60,7 +62,7 @@ static void setup(struct ring_reader *rd)
 	free(shm);
 	shm = calloc(1, SHM_OFF_RING + SHM_NRINGS * RSIZE);
 	hdr()->ring_size = RSIZE;
-	ring_reader_init(rd, hdr(), RSIZE);
+	ring_reader_init(rd, hdr(), RSIZE, SHM_MAX_DEPTH);
 	ngot = 0;
 }
 
@@ -126,6 +128,47 @@ static void test_blocked(void)
 	(void)w;
 }
 
+/*
+ * A record's length is bounded by the run's depth: at 128 frames the
+ * longest the agent writes is shm_ev_max_len(128) (9320 bytes); 8 more
+ * is a record no agent writes, which 1024 frames would allow.
+ */
+static void test_record_len(void)
+{
+	enum { BIG = 32768 };
+	static const struct {
+		uint32_t depth, len;
+		int ok;
+	} cases[] = {
+		{ 128, 40 + 128 * 8 + sizeof(struct frame_regs) + SHM_STACK_COPY, 1 },
+		{ 128, 40 + 128 * 8 + sizeof(struct frame_regs) + SHM_STACK_COPY + 8, 0 },
+		{ 1024, 40 + 128 * 8 + sizeof(struct frame_regs) + SHM_STACK_COPY + 8, 1 },
+		{ 1024, SHM_EV_MAX_LEN, 1 },
+		{ 1024, SHM_EV_MAX_LEN + 8, 0 },
+		{ 5000, SHM_EV_MAX_LEN + 8, 0 },	/* no depth beyond SHM_MAX_DEPTH */
+	};
+	uint8_t *area = calloc(1, SHM_OFF_RING + SHM_NRINGS * BIG);
+	struct ring_reader *rd = malloc(sizeof(*rd));
+
+	expect_int_eq(shm_ev_max_len(128), 9320);
+	expect_int_eq(shm_ev_max_len(1024), SHM_EV_MAX_LEN);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct shm_ev_alloc *e = (struct shm_ev_alloc *)(area + SHM_OFF_RING);
+
+		memset(area, 0, SHM_OFF_RING + BIG);
+		ring_reader_init(rd, (struct shm_hdr *)area, BIG, cases[i].depth);
+		*(uint64_t *)(area + SHM_OFF_HEADS) = cases[i].len;
+		e->kind = SHM_EV_ALLOC;
+		e->tsc = 5;
+		e->len = cases[i].len;
+		ngot = 0;
+		expect_int_eq(ring_drain(rd, 10, take, NULL), cases[i].ok);
+		expect_int_eq(rd->corrupt != NULL, !cases[i].ok);
+	}
+	free(rd);
+	free(area);
+}
+
 static void test_teardown(void)
 {
 	free(shm);
@@ -160,7 +203,7 @@ static uint8_t *hostile_reader(struct ring_reader *rd, size_t *len)
 
 	expect_true(area != NULL);
 	if (area)
-		ring_reader_init(rd, (struct shm_hdr *)area, RSIZE);
+		ring_reader_init(rd, (struct shm_hdr *)area, RSIZE, SHM_MAX_DEPTH);
 	ngot = 0;
 	return area;
 }
@@ -283,5 +326,5 @@ static void test_pad_wraps(void)
 	hostile_free(area, len);
 }
 
-HARNESS_MAIN("ring", T(test_order), T(test_blocked), T(test_teardown),
+HARNESS_MAIN("ring", T(test_order), T(test_blocked), T(test_record_len), T(test_teardown),
 	     T(test_hostile_ring_size), T(test_hostile_input), T(test_pad_wraps))

@@ -23,6 +23,7 @@ static int got;
 
 struct run {
 	size_t max;
+	size_t copy_len;	/* unwind_stack_copy over this much of the stack */
 	uint64_t stop_lo, stop_hi;
 	int flush;
 };
@@ -48,7 +49,12 @@ static NOIPA void u2(const struct run *run)
 	capture(&cap);
 	if (run->flush)
 		unwinder_flush(uw);
-	got = unwind_stack(uw, getpid(), &cap, pcs, run->max, run->stop_lo, run->stop_hi);
+	if (run->copy_len)
+		got = unwind_stack_copy(uw, &cap, (const void *)cap.sp, run->copy_len, pcs,
+					run->max);
+	else
+		got = unwind_stack(uw, getpid(), &cap, pcs, run->max, run->stop_lo,
+				   run->stop_hi);
 	NO_TAIL();
 }
 
@@ -127,10 +133,29 @@ static void test_max(void)
 	expect_int_eq(got, 2);
 	expect_u64_eq(pcs[1], ra[2]);
 	expect_u64_eq(pcs[2], 0);
+	expect_true(unwind_truncated(uw));
 	run.max = 1;
 	u0(&run);
 	expect_int_eq(got, 1);
 	expect_u64_eq(pcs[0], cap.ip);
+	expect_true(unwind_truncated(uw));
+	/* a walk that reached the root is not cut */
+	run.max = 64;
+	u0(&run);
+	expect_true(got >= 5 && got < 64);
+	expect_true(!unwind_truncated(uw));
+}
+
+/* A stack copy that ends before the caller's return address: cut there. */
+static void test_copy_end(void)
+{
+	struct run run = { .max = 64, .copy_len = 8 };
+
+	setup();
+	u0(&run);
+	expect_int_eq(got, 1);
+	expect_u64_eq(pcs[0], cap.ip);
+	expect_true(unwind_truncated(uw));
 }
 
 static void test_stop_range(void)
@@ -209,5 +234,5 @@ static void test_free(void)
 }
 
 HARNESS_MAIN("unwind", T(test_chain), T(test_cached_second_walk), T(test_flush),
-	     T(test_max), T(test_stop_range), T(test_einval), T(test_unreadable_stack),
+	     T(test_max), T(test_copy_end), T(test_stop_range), T(test_einval), T(test_unreadable_stack),
 	     T(test_regs_from_user), T(test_free))

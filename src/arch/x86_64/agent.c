@@ -6,7 +6,8 @@
  * target and called by the fast trampolines (tramp_fast.h, ABI in
  * agent.h). Rules: no libc, no data or bss (all state is in the DATA view
  * passed in rsi), no jump tables, no absolute relocations, no trap, never
- * block except in exact mode while the tool's heartbeat is fresh. The
+ * block except in exact mode while the tool's heartbeat is fresh, call
+ * into the target only for the allocator's statistics (answer_stats). The
  * Makefile checks that the object has no undefined symbols and no
  * absolute relocations.
  */
@@ -287,20 +288,21 @@ static inline void commit(void *rec, uint32_t len)
 
 /*
  * Walk from the allocator's caller (framewalk.h) over our own stack, from
- * the entry sp up to STACK_REACH above it: out[] gets the return
+ * the entry sp up to STACK_REACH above it: out[] gets up to depth return
  * addresses, leaf first, and *hash their shm_stack_hash.
  */
 static unsigned walk(const struct shm_hdr *h, const struct frame_regs *start,
-		     uint64_t *out, uint32_t *flags, uint64_t *hash)
+		     uint64_t *out, unsigned depth, uint32_t *flags, uint64_t *hash)
 {
 	const struct shm_frame *table = (const void *)((const char *)h + SHM_OFF_FRAMES);
 	uint64_t entry_sp = start->sp - 8;
 	struct walk_window w = { (const uint8_t *)entry_sp, entry_sp, entry_sp + STACK_REACH };
 
-	return walk_frames(table, start, &w, out, SHM_MAX_DEPTH, flags, hash);
+	return walk_frames(table, start, &w, out, depth, flags, hash);
 }
 
-/* The tool's id of the stack with this hash and depth; -1 if it has none. */
+/* The tool's id of the stack with this hash and depth (| SHM_STACK_TRUNC
+ * for a walk cut at the depth); -1 if it has none. */
 static int64_t stack_id(const struct shm_hdr *h, uint64_t hash, uint32_t n)
 {
 	const struct shm_stack *t = (const void *)((const char *)h + SHM_OFF_STACKS);
@@ -543,10 +545,81 @@ static uint64_t call_block(const struct agent_frame *f, unsigned sz, uint64_t *s
 
 static void free_block(uint64_t ptr, struct shm_hdr *h);
 
-/* Called by the ALLOC/REALLOC trampolines after a sampled call returned. */
+/* ---- the allocator's statistics ---- */
+
+struct mallinfo2_words {
+	uint64_t w[10];
+};
+
+typedef struct mallinfo2_words (*mallinfo2_fn)(void);
+typedef int (*mallctl_fn)(const char *name, void *oldp, uint64_t *oldlenp, void *newp,
+			  uint64_t newlen);
+typedef int (*property_fn)(const char *name, uint64_t *value);
+
+/*
+ * Answer the tool's request for the allocator's statistics (shm.h): the
+ * caller is a sampled call that returned to code outside the allocator,
+ * so this thread holds none of its locks.
+ */
+static void answer_stats(struct shm_hdr *h)
+{
+	uint32_t req = h->stats_req, idle = 0, n = h->stats_n;
+	uint64_t fn = h->stats_fn;
+
+	if (!fn || !__atomic_compare_exchange_n(&h->stats_busy, &idle, 1, 0, __ATOMIC_ACQUIRE,
+						 __ATOMIC_RELAXED))
+		return;
+	if (n > SHM_STATS_MAX)
+		n = SHM_STATS_MAX;
+	switch (h->stats_kind) {
+	case SHM_STATS_MALLINFO2: {
+		struct mallinfo2_words r = ((mallinfo2_fn)fn)();
+
+		for (unsigned i = 0; i < 10 && i < SHM_STATS_MAX; i++)
+			h->stats_val[i] = r.w[i];
+		break;
+	}
+	case SHM_STATS_MALLCTL: {
+		uint64_t epoch = 1, v, len = 8;
+
+		((mallctl_fn)fn)("epoch", &v, &len, &epoch, 8);
+		for (unsigned i = 0; i < n; i++) {
+			h->stats_names[i][SHM_STATS_NAME - 1] = 0;
+			v = 0;
+			len = 8;
+			h->stats_val[i] = ((mallctl_fn)fn)(h->stats_names[i], &v, &len, 0, 0) ||
+							  len != 8 ? ~0ULL : v;
+		}
+		break;
+	}
+	case SHM_STATS_PROPERTY: {
+		uint64_t v;
+
+		for (unsigned i = 0; i < n; i++) {
+			h->stats_names[i][SHM_STATS_NAME - 1] = 0;
+			v = 0;
+			h->stats_val[i] = ((property_fn)fn)(h->stats_names[i], &v) ? v : ~0ULL;
+		}
+		break;
+	}
+	default:
+		break;
+	}
+	barrier();
+	h->stats_done = req;
+	__atomic_store_n(&h->stats_busy, 0, __ATOMIC_RELEASE);
+}
+
+/*
+ * Called by the ALLOC/REALLOC trampolines after a sampled call returned.
+ * The frames are gathered on the target's stack, as many as the header's
+ * depth says (1 KiB by default, 8 KiB at most): bounded here, since the
+ * target can write the header.
+ */
 HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 {
-	uint64_t frames[SHM_MAX_DEPTH];
+	unsigned depth = shm_depth(*(volatile uint32_t *)&h->max_depth);
+	uint64_t frames[depth];
 	struct frame_regs regs;
 	uint32_t info = (uint32_t)f->info, flags, len, stack_len = 0;
 	uint64_t size, ptr, tsc, hash;
@@ -564,6 +637,8 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 		c->nested++;
 		return;
 	}
+	if (h->stats_req != h->stats_done)
+		answer_stats(h);
 	if (AGENT_INFO_SZ(info) >= AGENT_SZ_POST) {
 		/* every call comes here: the fast path's work is ours */
 		if (str)
@@ -582,10 +657,10 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 
 	flags = AGENT_INFO_HOOK(info) << SHM_EVF_HOOK_SHIFT;
 	agent_frame_regs(f, &regs);
-	n = walk(h, &regs, frames, &flags, &hash);
+	n = walk(h, &regs, frames, depth, &flags, &hash);
 	c->walks++;
 	if (!(flags & SHM_EVF_MISS))
-		id = stack_id(h, hash, n);
+		id = stack_id(h, hash, n | (flags & SHM_EVF_TRUNC ? SHM_STACK_TRUNC : 0));
 	if (id >= 0) {
 		flags |= SHM_EVF_STACKID;
 		n = 0;

@@ -66,7 +66,8 @@ static inline int walk_rule(const struct shm_frame *table, uint64_t ip, struct s
  * the frame left it): out[] gets up to max return addresses, leaf first,
  * and *hash their shm_stack_hash. Returns the count; ORs SHM_EVF_MISS
  * (the last frame has no usable rule, or it leads out of the window) or
- * SHM_EVF_TRUNC (max reached with frames left) into *flags. An END rule
+ * SHM_EVF_TRUNC (max reached with frames left; the hash is then finished
+ * with max | SHM_STACK_TRUNC, see struct shm_stack) into *flags. An END rule
  * or a return address of 0 ends a complete walk.
  */
 static inline unsigned walk_frames(const struct shm_frame *table, const struct frame_regs *start,
@@ -82,7 +83,8 @@ static inline unsigned walk_frames(const struct shm_frame *table, const struct f
 
 		if (n == max) {
 			*flags |= SHM_EVF_TRUNC;
-			break;
+			*hash = shm_stack_hash_end(hs, n | SHM_STACK_TRUNC);
+			return n;
 		}
 		out[n++] = ip;
 		hs = shm_stack_hash_step(hs, ip);

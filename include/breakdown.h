@@ -1,0 +1,56 @@
+/* Heap vs RSS: a table that adds up to the process's resident memory, from smaps, the allocator and the profile. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_BREAKDOWN_H
+#define HEAPATTACH_BREAKDOWN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "allocstats.h"
+#include "rss.h"
+
+struct profile;
+
+/* What a breakdown is computed from; each part may be missing. */
+struct breakdown_in {
+	const struct rss_smaps *sm;     /* NULL: smaps could not be read */
+	const struct allocstats *as;    /* NULL: the allocator did not answer */
+	const struct profile *prof;     /* live blocks seen since attach */
+};
+
+/* One line of the table. */
+struct breakdown_line {
+	const char *key;        /* stable name (the machine-readable record's key) */
+	const char *label;      /* for people */
+	int depth;              /* 0: part of the total; 1: detail of the line above */
+	int64_t bytes;          /* resident bytes (may be negative for "unexplained") */
+	const char *how;        /* measured, estimated or derived, and from what */
+};
+
+#define BREAKDOWN_MAX_LINES 24
+
+struct breakdown {
+	struct breakdown_line v[BREAKDOWN_MAX_LINES];
+	size_t n;
+	uint64_t rss, vsize, swap;
+	unsigned arenas;
+	int measured;           /* smaps was read (else only the profile's line is known) */
+	const char *allocator;  /* NULL: no allocator figures */
+};
+
+/* Compute the table. The depth-0 lines add up to in->sm's RSS exactly
+ * (the last one, "unexplained", takes the rest). */
+void breakdown_compute(const struct breakdown_in *in, struct breakdown *out);
+
+/* Bytes the profile holds live, unsampled as pprof would show them. */
+uint64_t breakdown_profile_live(const struct profile *p);
+
+/*
+ * The table as text lines (for stderr, -v and profile comments), each
+ * written to line(arg, text). The first is a machine-readable record,
+ * "heapattach-rss: key=bytes ...", that `heapattach report` reads back.
+ */
+void breakdown_print(const struct breakdown *b, void (*line)(void *arg, const char *text),
+		     void *arg);
+
+#endif

@@ -1,0 +1,43 @@
+/* The live view (--top): RSS, allocation rate and the top allocation sites, refreshed every second. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_TOPVIEW_H
+#define HEAPATTACH_TOPVIEW_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct profile;
+struct symbolizer;
+struct allocstats;
+
+struct topview;
+
+/* What the user asked for with a key. */
+enum topview_action {
+	TOPVIEW_NONE,
+	TOPVIEW_QUIT,           /* q: write the final profile and detach */
+	TOPVIEW_DUMP,           /* d: write a numbered profile now */
+};
+
+/* What a refresh shows, from the run. */
+struct topview_in {
+	pid_t pid;
+	const struct profile *prof;
+	struct symbolizer *sym;         /* may be NULL: sites by address */
+	const struct allocstats *as;    /* the allocator's latest figures, or NULL */
+	uint64_t elapsed_ns;            /* since the attach */
+	unsigned dumps;                 /* numbered profiles written */
+};
+
+/*
+ * A view on out (a terminal: full screen, redrawn in place, keys read from
+ * in without echo; else a plain text table appended every second, and in
+ * may be -1). NULL only when out of memory.
+ */
+struct topview *topview_new(int in, int out);
+/* Restore the terminal and free. NULL is fine. */
+void topview_free(struct topview *tv);
+/* Between drains: read the keys typed, redraw once a second. */
+enum topview_action topview_tick(struct topview *tv, const struct topview_in *ti, uint64_t now_ns);
+
+#endif
