@@ -18,18 +18,21 @@ TARGET_ENV = {}  # set in every target's environment (--jit: MALLOCBENCH_JIT)
 
 
 def wait_line(path, pattern, timeout, proc=None):
+    """The first match of pattern in the file at path once there is one;
+    None after timeout seconds, or once proc has exited."""
     end = time.time() + timeout
     while time.time() < end:
         try:
             with open(path) as f:
-                if re.search(pattern, f.read(), re.M):
-                    return True
+                m = re.search(pattern, f.read(), re.M)
+                if m:
+                    return m
         except FileNotFoundError:
             pass
         if proc is not None and proc.poll() is not None:
-            return False
+            return None
         time.sleep(0.005)
-    return False
+    return None
 
 
 def run_target(tmp, threads, secs, env=None, attach=None):

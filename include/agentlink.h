@@ -64,6 +64,11 @@ extern const struct implant_ops agent_link_implant_ops;
 
 /* Refresh the heartbeat: exact-mode writers wait for room only while it is fresh. */
 void agent_link_heartbeat(struct agent_link *l);
+/* Refresh it every 50 ms from a thread of its own, so that it stays fresh
+ * while heapattach lives, however long one step of the main thread takes,
+ * until agent_link_beat_stop (also done by agent_link_free). */
+void agent_link_beat_start(struct agent_link *l);
+void agent_link_beat_stop(struct agent_link *l);
 /* Handle the committed events of the rings (at most max, then back to the
  * main loop) and record them; returns how many. */
 size_t agent_link_drain(struct agent_link *l, size_t max);
@@ -75,9 +80,10 @@ long agent_link_nap_ns(struct agent_link *l);
 void agent_link_nap(struct agent_link *l, long ns);
 /* Non-zero while a ring is more than a quarter full: drain without a nap. */
 int agent_link_busy(struct agent_link *l);
-/* Drain the rings, then (sampled mode) free what the agent's live table
- * says was freed, and fold the agent's counters into the stats (before a
- * dump, at detach, and now and then to keep the profile's table small). */
+/* Drain the rings (to the end once the writers are gone: agent_link_final),
+ * then (sampled mode) free what the agent's live table says was freed, and
+ * fold the agent's counters into the stats (before a dump, at detach, and
+ * now and then to keep the profile's table small). */
 void agent_link_reconcile(struct agent_link *l);
 /* No writer will make progress any more (target gone, exec'd, or detached):
  * a record left half written is skipped. */

@@ -11,7 +11,8 @@
  * new end raises SIGBUS: the handler (installed on the first call) maps a
  * page of zeros over the faulting page and the read goes on, so parsers
  * see zeros, which they must survive like any other hostile content. A
- * SIGBUS anywhere else keeps its default action. Single-threaded use.
+ * SIGBUS anywhere else keeps its default action. Mappings are registered
+ * and forgotten by one thread; the fault may come in any thread.
  */
 void mapguard_add(const void *p, size_t len);
 /*

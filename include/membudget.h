@@ -3,6 +3,7 @@
 #ifndef HEAPATTACH_MEMBUDGET_H
 #define HEAPATTACH_MEMBUDGET_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -19,6 +20,15 @@ struct membudget {
  * saying why heapattach must not attach (exact mode or the least rings do
  * not fit). */
 int membudget_plan(pid_t pid, int exact, uint64_t want, struct membudget *out);
+/* The most live blocks exact mode's profile may hold: half of the memory
+ * heapattach has (MemAvailable, or the room in its own memory cgroup if
+ * less) at MEMBUDGET_LIVE_BYTES a block, within [PROFILE_MAX_LIVE,
+ * MEMBUDGET_LIVE_MAX]. */
+#define MEMBUDGET_LIVE_BYTES 32         /* a live table slot and its growth (profile.c) */
+#define MEMBUDGET_LIVE_MAX (1u << 28)
+size_t membudget_live_cap(void);
+/* The same for room bytes (UINT64_MAX: unknown, PROFILE_MAX_LIVE). */
+size_t membudget_live_cap_for(uint64_t room);
 /* Trap mode: no rings, nothing the target writes. */
 void membudget_nothing(struct membudget *out);
 

@@ -38,7 +38,10 @@ struct profile_bucket {
  * beyond its cap goes to the empty stack's bucket of its size rounded down
  * to a power of two (at most 65 more); an allocation that would take the
  * live table beyond its cap counts in its bucket's alloc figures only (its
- * free will not be recognized). Together about 100 MiB at most.
+ * free will not be recognized). Together about 100 MiB at most. Exact mode
+ * (every block of the heap is live there) sets its own live cap, from the
+ * memory heapattach has (membudget_live_cap): a live pointer takes 16 to
+ * 32 bytes.
  */
 #define PROFILE_MAX_STACKS  (1u << 17)
 #define PROFILE_MAX_PCS     (1u << 20)
@@ -54,6 +57,8 @@ struct profile_bucket {
 struct profile *profile_new(uint64_t rate);
 /* Other caps than the PROFILE_MAX_* ones (tests); 0 keeps a cap as it is. */
 void profile_set_caps(struct profile *p, size_t stacks, size_t pcs, size_t buckets, size_t live);
+/* The live table's cap. */
+size_t profile_live_cap(const struct profile *p);
 /* PROFILE_CAP_* bits of the caps reached so far. */
 unsigned profile_caps_hit(const struct profile *p);
 void profile_free(struct profile *p);
@@ -111,6 +116,8 @@ uint64_t profile_live_again(const struct profile *p);
 /* Total bytes and allocations recorded since creation (unscaled). */
 uint64_t profile_total_alloc_bytes(const struct profile *p);
 uint64_t profile_total_alloc_count(const struct profile *p);
+/* Bytes of the live table (its size follows profile_nlive, up and down). */
+size_t profile_live_bytes(const struct profile *p);
 /* Table sizes: live pointers, (stack, size) buckets, distinct stacks. */
 size_t profile_nlive(const struct profile *p);
 size_t profile_nbuckets(const struct profile *p);

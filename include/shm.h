@@ -41,9 +41,12 @@
  * reported); the agent then neither re-arms nor touches live. When the
  * tool switches modes it must zero live first. A writer that finds its
  * ring full spins briefly, then sleeps on the futex wake_seq (counted in
- * waiters), at most 10 ms at a time and only while the heartbeat is fresh;
- * the tool wakes the sleepers whenever it stores a tail. In sampled mode, a
- * writer whose ring is past SHM_DOORBELL_FILL while the tool naps wakes it
+ * waiters), at most 10 ms at a time and only while the heartbeat is fresh
+ * (a thread of the tool's refreshes it, so a long step of the tool's keeps it
+ * fresh), and not for ever on a ring that stands still while the tool
+ * drains (drained); the tool wakes the sleepers whenever it stores a
+ * tail. In sampled mode, a writer whose ring is past SHM_DOORBELL_FILL
+ * while the tool naps wakes it
  * (doorbell, once per nap), so that a burst (the first events after attach carry
  * stack copies) does not fill a ring during a nap.
  *
@@ -71,9 +74,10 @@
  * call is sampled and dropped.
  *
  * The agent never traps and never blocks, except in exact mode while the
- * heartbeat is fresh (and at most a second per event); it calls into the
- * target's libraries only to answer a request for the allocator's
- * statistics (stats_*, below): with the tool gone (even SIGKILLed) the
+ * heartbeat is fresh (and at most a second once its ring stood still
+ * through a drain); it calls into the target's libraries only to answer a
+ * request for the allocator's statistics (stats_*, below): with the tool
+ * gone (even SIGKILLed) the
  * trampolines keep working, the ring fills and events are counted as drops.
  */
 
@@ -263,6 +267,10 @@ struct shm_hdr {
 	uint32_t pad2;
 	volatile uint64_t stats_val[SHM_STATS_MAX];	/* UINT64_MAX: that one failed */
 	char stats_names[SHM_STATS_MAX][SHM_STATS_NAME];
+
+	volatile uint64_t drained;      /* CLOCK_MONOTONIC ns when the tool last finished
+					 * a drain: a writer whose ring stood still while
+					 * it drained stops waiting (agent.c, wait_room) */
 
 	/*
 	 * Code without unwind info that keeps frame pointers (a JIT's

@@ -10,6 +10,10 @@ void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 
+/* Say that n bytes could not be had and exit (xmalloc's end, for
+ * allocations made otherwise: mmap). */
+void xmalloc_oom(size_t n) __attribute__((noreturn));
+
 /* Called by xmalloc before exiting on OOM; main sets it to its cleanup. */
 extern void (*xmalloc_oom_hook)(void);
 

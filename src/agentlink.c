@@ -16,6 +16,8 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +58,7 @@
 #define COUNT_SLACK (1ULL << 20)
 #define OP_BATCH 64
 #define FP_REFRESH_NS 50000000ULL	/* maps read for new JIT code at most this often */
+#define BEAT_NS 50000000L		/* the heartbeat thread's period: 50 ms */
 
 struct agent_link {
 	struct agent_link_params p;
@@ -79,6 +82,12 @@ struct agent_link {
 	int exact;                      /* every call recorded (rate 1) */
 	int hostile;                    /* it held what no agent writes: trusted no more */
 	int learn_noted;                /* the learning cap was said */
+	int final;                      /* no writer will come back (agent_link_final) */
+	int beating;                    /* beat_thread runs (agent_link_beat_start) */
+	int beat_stop;                  /* under beat_lock: it is to end */
+	pthread_t beat_thread;
+	pthread_mutex_t beat_lock;
+	pthread_cond_t beat_cond;
 	int stats_armed;                /* the allocator's statistics function is set */
 	int fp_stale;                   /* a walk missed in code of no known range */
 	uint32_t fp_ranges;             /* frame-pointer ranges published */
@@ -131,6 +140,77 @@ void agent_link_heartbeat(struct agent_link *l)
 {
 	if (ready(l))
 		__atomic_store_n(&l->shm->heartbeat, clock_ns(CLOCK_MONOTONIC), __ATOMIC_RELEASE);
+}
+
+/*
+ * The beating thread: refreshes the heartbeat every BEAT_NS until told to
+ * stop. It only stores the time into our view of the area, so the heartbeat
+ * says "heapattach runs" whatever its main thread is busy with (a table
+ * doubling, a dump, a write or a page fault that sleeps in the kernel), and
+ * goes stale only when heapattach is gone, stopped or gets no CPU at all.
+ * It blocks every signal (they stay the main thread's) but SIGBUS, which
+ * its store raises if the target shrank shared memory it could not seal
+ * (mapguard.c maps a zero page there, and the next drain finds the area
+ * cut short), and SIGSEGV.
+ */
+static void *beat_main(void *arg)
+{
+	struct agent_link *l = arg;
+	struct timespec until;
+
+	pthread_mutex_lock(&l->beat_lock);
+	while (!l->beat_stop) {
+		agent_link_heartbeat(l);
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += BEAT_NS;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&l->beat_cond, &l->beat_lock, &until);
+	}
+	pthread_mutex_unlock(&l->beat_lock);
+	return NULL;
+}
+
+void agent_link_beat_start(struct agent_link *l)
+{
+	pthread_condattr_t ca;
+	sigset_t all, old;
+
+	if (!ready(l) || l->beating)
+		return;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->beat_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&l->beat_lock, NULL);
+	l->beat_stop = 0;
+	sigfillset(&all);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGSEGV);
+	pthread_sigmask(SIG_SETMASK, &all, &old);	/* inherited by the thread */
+	l->beating = !pthread_create(&l->beat_thread, NULL, beat_main, l);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!l->beating) {
+		pthread_cond_destroy(&l->beat_cond);
+		pthread_mutex_destroy(&l->beat_lock);
+		pr_debug("no heartbeat thread: the heartbeat is refreshed between drains only");
+	}
+}
+
+void agent_link_beat_stop(struct agent_link *l)
+{
+	if (!l || !l->beating)
+		return;
+	pthread_mutex_lock(&l->beat_lock);
+	l->beat_stop = 1;
+	pthread_cond_signal(&l->beat_cond);
+	pthread_mutex_unlock(&l->beat_lock);
+	pthread_join(l->beat_thread, NULL);
+	pthread_cond_destroy(&l->beat_cond);
+	pthread_mutex_destroy(&l->beat_lock);
+	l->beating = 0;
 }
 
 /* Fault in len bytes of our shared mapping at p (page aligned), so that
@@ -620,6 +700,8 @@ size_t agent_link_drain(struct agent_link *l, size_t max)
 	} while (n == batch && total < max && !l->hostile &&
 		 clock_ns(CLOCK_MONOTONIC) <= l->drain_deadline);
 	flush_ops(l);
+	/* a writer whose ring stood still through this drain stops waiting (agent.c) */
+	__atomic_store_n(&l->shm->drained, clock_ns(CLOCK_MONOTONIC), __ATOMIC_RELEASE);
 	if (l->rings.corrupt)
 		shm_hostile(l, l->rings.corrupt);
 	check_header(l);
@@ -632,8 +714,10 @@ size_t agent_link_drain(struct agent_link *l, size_t max)
 
 void agent_link_final(struct agent_link *l)
 {
-	if (ready(l))
-		ring_reader_final(&l->rings);	/* writers gone, maybe mid-record */
+	if (!ready(l))
+		return;
+	ring_reader_final(&l->rings);	/* writers gone, maybe mid-record */
+	l->final = 1;
 }
 
 /*
@@ -777,7 +861,10 @@ void agent_link_reconcile(struct agent_link *l)
 {
 	if (!ready(l))
 		return;
-	agent_link_drain(l, AGENT_LINK_DRAIN_ALL);
+	/* a drain ends after DRAIN_NS: with the writers gone, what the
+	 * rings hold is all there is, and must not be left behind */
+	while (agent_link_drain(l, AGENT_LINK_DRAIN_ALL) && l->final)
+		;
 	if (!l->exact && !l->hostile)
 		profile_sweep_live(l->p.prof, freed_in_table, l);
 	sync_stats(l);
@@ -787,6 +874,7 @@ void agent_link_free(struct agent_link *l)
 {
 	if (!l)
 		return;
+	agent_link_beat_stop(l);
 	if (l->watching)
 		target_off_change(l->p.target, on_code_change, l);
 	if (l->ftab) {

@@ -74,7 +74,8 @@ void cli_usage(FILE *f)
 "Exit status: 0 profile written (the target may have exited, with any\n"
 "status); 1 could not attach or write; 2 bad command line; 3 profile\n"
 "written, but the target was killed by a signal; 4 profile written, but\n"
-"heapattach mappings had to stay in the target.\n");
+"heapattach mappings had to stay in the target; 5 profile written, but\n"
+"--sample-rate 1 lost events (how many is said, and in the profile).\n");
 }
 
 int cli_parse_size(const char *s, uint64_t *out)

@@ -10,16 +10,24 @@
 #include "xmalloc.h"
 
 struct range {
-	uintptr_t start, end;
+	uintptr_t start, end;		/* end 0: a free slot (written last, cleared first) */
 	int prot;			/* of the zero pages */
 	volatile unsigned long zeroed;	/* pages replaced */
 };
 
-/* Read by the handler: entries are written before n grows, and the handler
- * only runs on a fault in a parser, never inside these functions. */
-static struct range *ranges;
+/*
+ * Read by the handler, which may run in any thread (agentlink.c's heartbeat
+ * thread writes into a registered view) while the main thread registers or
+ * forgets a mapping: an entry is written before n grows or its end is set,
+ * an array outgrown is kept (retired) rather than freed, and a mapping
+ * forgotten leaves its slot in place with end 0, so that no entry moves
+ * under a reader.
+ */
+static struct range *volatile ranges;
 static volatile size_t nranges;
 static size_t cap;
+static struct range *retired[64];	/* arrays outgrown (each twice the last) */
+static size_t nretired;
 static volatile unsigned long zeroed;
 static struct sigaction old_action;
 static int installed;
@@ -28,16 +36,18 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
 {
 	uintptr_t a = (uintptr_t)si->si_addr, page;
 	long psz = sysconf(_SC_PAGESIZE);
+	size_t n = nranges;	/* then the array: it holds at least n entries */
+	struct range *r = ranges;
 
 	(void)uc;
-	for (size_t i = 0; i < nranges; i++) {
-		if (a < ranges[i].start || a >= ranges[i].end)
+	for (size_t i = 0; i < n; i++) {
+		if (a < r[i].start || a >= __atomic_load_n(&r[i].end, __ATOMIC_ACQUIRE))
 			continue;
 		page = a & ~((uintptr_t)psz - 1);
-		if (mmap((void *)page, psz, ranges[i].prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+		if (mmap((void *)page, psz, r[i].prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
 			 -1, 0) == MAP_FAILED)
 			break;
-		ranges[i].zeroed++;
+		r[i].zeroed++;
 		zeroed++;
 		return;
 	}
@@ -54,6 +64,7 @@ static void add(const void *p, size_t len, int prot)
 {
 	struct range *v, *old;
 	struct sigaction sa;
+	size_t i;
 
 	if (!p || !len)
 		return;
@@ -65,18 +76,27 @@ static void add(const void *p, size_t len, int prot)
 		sigaction(SIGBUS, &sa, &old_action);
 		installed = 1;
 	}
-	if (nranges == cap) {
-		/* swap in a full copy: the handler never sees a half-moved array */
+	for (i = 0; i < nranges && ranges[i].end; i++)	/* a free slot, or a new one */
+		;
+	if (i == cap) {
+		/* swap in a full copy: the handler never sees a half-moved array,
+		 * and one reading the old one meanwhile still can */
 		old = ranges;
 		v = xmalloc((cap ? 2 * cap : 64) * sizeof(*v));
 		if (nranges)
 			memcpy(v, old, nranges * sizeof(*v));
 		ranges = v;
 		cap = cap ? 2 * cap : 64;
-		free(old);
+		if (old)
+			retired[nretired++] = old;
 	}
-	ranges[nranges] = (struct range) { (uintptr_t)p, (uintptr_t)p + len, prot, 0 };
-	nranges = nranges + 1;
+	v = ranges;
+	v[i].start = (uintptr_t)p;
+	v[i].prot = prot;
+	v[i].zeroed = 0;
+	__atomic_store_n(&v[i].end, (uintptr_t)p + len, __ATOMIC_RELEASE);
+	if (i == nranges)
+		nranges = i + 1;
 }
 
 void mapguard_add(const void *p, size_t len)
@@ -92,10 +112,10 @@ void mapguard_add_rw(void *p, size_t len)
 void mapguard_remove(const void *p)
 {
 	for (size_t i = 0; i < nranges; i++) {
-		if (ranges[i].start != (uintptr_t)p)
+		if (ranges[i].start != (uintptr_t)p || !ranges[i].end)
 			continue;
-		ranges[i] = ranges[nranges - 1];
-		nranges = nranges - 1;
+		__atomic_store_n(&ranges[i].end, 0, __ATOMIC_RELEASE);
+		ranges[i].start = 0;
 		return;
 	}
 }
@@ -108,7 +128,7 @@ unsigned long mapguard_zeroed(void)
 unsigned long mapguard_zeroed_in(const void *p)
 {
 	for (size_t i = 0; i < nranges; i++)
-		if (ranges[i].start == (uintptr_t)p)
+		if (ranges[i].start == (uintptr_t)p && ranges[i].end)
 			return ranges[i].zeroed;
 	return 0;
 }

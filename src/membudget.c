@@ -16,6 +16,7 @@
  * below EXACT_MIN_RING.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include "log.h"
 #include "membudget.h"
 #include "memcg.h"
+#include "profile.h"
 
 #define ROOM_SHARE 2                    /* take at most half of the room left */
 #define SAMPLED_MIN_RING (64u << 10)    /* holds a few 8 KiB stack copies */
@@ -83,4 +85,42 @@ int membudget_plan(pid_t pid, int exact, uint64_t want, struct membudget *out)
 		 memcg_fmt(ring, b, sizeof(b)), fixed ? ", and its tables: heapattach runs in it" :
 		 "", memcg_fmt(mi.limit, c, sizeof(c)), memcg_fmt(mi.avail, d, sizeof(d)));
 	return 0;
+}
+
+/* MemAvailable of /proc/meminfo in bytes, or UINT64_MAX if unknown. */
+static uint64_t mem_available(void)
+{
+	unsigned long long kb;
+	uint64_t v = UINT64_MAX;
+	char line[128];
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	if (!f)
+		return v;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+			v = (uint64_t)kb * 1024;
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+size_t membudget_live_cap_for(uint64_t room)
+{
+	uint64_t cap = room == UINT64_MAX ? PROFILE_MAX_LIVE : room / 2 / MEMBUDGET_LIVE_BYTES;
+
+	if (cap < PROFILE_MAX_LIVE)
+		cap = PROFILE_MAX_LIVE;
+	return cap > MEMBUDGET_LIVE_MAX ? MEMBUDGET_LIVE_MAX : (size_t)cap;
+}
+
+size_t membudget_live_cap(void)
+{
+	struct memcg_info self;
+	uint64_t r = mem_available();
+
+	if (!memcg_read(getpid(), &self) && self.avail != MEMCG_NONE && self.avail < r)
+		r = self.avail;
+	return membudget_live_cap_for(r);
 }

@@ -20,8 +20,15 @@
  * bucket index. It is open addressing with linear probing and backward-shift
  * deletion (no tombstones), so it stays fast after millions of alloc/free
  * pairs; pointer 0 marks an empty slot. The indexes double when they are 70%
- * full (live: 50%: short probe runs, each insert or delete mostly one line),
- * so record_alloc and record_free are O(1) amortized.
+ * full, so record_alloc and record_free are O(1) amortized. In exact mode
+ * the live table holds every block of the heap (tens of millions), so it is
+ * compact: 12-byte slots, 1/4 to 3/4 full (16 to 48 bytes a live pointer),
+ * in its own mapping, which doubles in place (mremap, then one sequential
+ * pass: live_grow), so that growing never holds two copies (32 bytes a
+ * live pointer at that moment) and takes one pass over memory, not a
+ * random insert per entry. It halves in place too (live_shrink) when less
+ * than 1/4 full, so its size follows the live set (the sampled set, in
+ * sampled mode) down as well as up.
  *
  * Events come from the target, which can make up as many distinct stacks,
  * sizes and pointers as it likes: each table has a cap (profile.h), and a
@@ -32,6 +39,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "hash.h"
 #include "profile.h"
 #include "xmalloc.h"
@@ -55,9 +63,10 @@ struct bucket {
 
 struct live {
 	uint64_t ptr;           /* 0: empty slot */
-	uint32_t bucket;
-	uint32_t kept;          /* PROFILE_OP_ALLOC_KEPT: not swept */
-};
+	uint32_t bucket;        /* bucket index, | LIVE_KEPT */
+} __attribute__((packed));
+#define LIVE_KEPT 0x80000000u	/* PROFILE_OP_ALLOC_KEPT: not swept */
+#define LIVE_MIN_SLOTS 1024	/* the live table's first size (a multiple of 1024: whole pages) */
 
 struct profile {
 	uint64_t rate;
@@ -357,17 +366,95 @@ static size_t live_find(const struct profile *p, uint64_t ptr)
 	return i;
 }
 
+/* A live table of cap slots, all empty (a mapping of its own: live_grow). */
+static struct live *live_map(size_t cap)
+{
+	void *v = mmap(NULL, cap * sizeof(struct live), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (v == MAP_FAILED)
+		xmalloc_oom(cap * sizeof(struct live));
+	return v;
+}
+
+/* The first free slot at or after slot j, not past the end: SIZE_MAX if
+ * the run of full slots reaches the end. */
+static size_t live_free_from(const struct profile *p, size_t j)
+{
+	while (j < p->live_cap && p->live[j].ptr)
+		j++;
+	return j < p->live_cap ? j : SIZE_MAX;
+}
+
+/*
+ * Double the table in place. mremap adds an empty upper half (without
+ * copying the lower one); then one pass in slot order takes each entry out
+ * and puts it back at the first free slot from its new home: the home it
+ * had (the lower half, at or before where it was) or that plus the old size
+ * (the upper half, which only this pass fills, in order). Every entry so
+ * placed sees only full slots between its home and itself, and no slot
+ * before it is emptied later, so each stays reachable. Two kinds are put
+ * aside and inserted afresh at the end: the run of entries at slot 0 (it
+ * may hold entries that wrapped around from the end, whose home lies
+ * behind them) and an upper-half entry whose run would wrap past the end.
+ */
 static void live_grow(struct profile *p)
 {
-	struct live *old = p->live;
-	size_t old_cap = p->live_cap;
+	size_t old = p->live_cap, mask = old * 2 - 1, naside = 0, cap_aside = 0, i, j;
+	struct live *v, *aside = NULL, e;
+	int run = 1;            /* i is in the run of full slots at slot 0 */
 
-	p->live_cap *= 2;
-	p->live = xcalloc(p->live_cap, sizeof(*p->live));
-	for (size_t i = 0; i < old_cap; i++)
-		if (old[i].ptr)
-			p->live[live_find(p, old[i].ptr)] = old[i];
-	free(old);
+	v = mremap(p->live, old * sizeof(*v), old * 2 * sizeof(*v), MREMAP_MAYMOVE);
+	if (v == MAP_FAILED)
+		xmalloc_oom(old * 2 * sizeof(*v));
+	p->live = v;
+	p->live_cap = old * 2;
+	for (i = 0; i < old; i++) {
+		if (!v[i].ptr) {
+			run = 0;
+			continue;
+		}
+		e = v[i];
+		v[i].ptr = 0;
+		j = run ? SIZE_MAX : live_free_from(p, mix64(e.ptr) & mask);
+		if (j == SIZE_MAX) {
+			if (naside == cap_aside) {
+				cap_aside = cap_aside ? cap_aside * 2 : 64;
+				aside = xrealloc(aside, cap_aside * sizeof(*aside));
+			}
+			aside[naside++] = e;
+			continue;
+		}
+		v[j] = e;
+	}
+	for (i = 0; i < naside; i++)
+		v[live_find(p, aside[i].ptr)] = aside[i];
+	free(aside);
+}
+
+/*
+ * Halve the table once it is less than 1/4 full (then 1/2 full), so that
+ * it follows the live set down as well as up, without a second copy: the
+ * entries are packed into the upper half (its own first, then the lower
+ * half's: fewer than a quarter of the slots), the lower half is emptied
+ * and they are inserted into it, and the upper half is unmapped.
+ */
+static void live_shrink(struct profile *p)
+{
+	size_t half = p->live_cap / 2, n = half, i;
+	struct live *v = p->live;
+
+	for (i = half; i < p->live_cap; i++)	/* n <= i: nothing unread is overwritten */
+		if (v[i].ptr)
+			v[n++] = v[i];
+	for (i = 0; i < half; i++)
+		if (v[i].ptr)
+			v[n++] = v[i];
+	memset(v, 0, half * sizeof(*v));
+	p->live_cap = half;
+	for (i = half; i < n; i++)
+		v[live_find(p, v[i].ptr)] = v[i];
+	munmap(v + half, half * sizeof(*v));	/* whole pages: half is a multiple of 1024 */
 }
 
 /*
@@ -417,8 +504,8 @@ struct profile *profile_new(uint64_t rate)
 	p->buckets = xmalloc(p->buckets_cap * sizeof(*p->buckets));
 	p->bucket_idx_cap = 128;
 	p->bucket_idx = new_slots(p->bucket_idx_cap);
-	p->live_cap = 1024;
-	p->live = xcalloc(p->live_cap, sizeof(*p->live));
+	p->live_cap = LIVE_MIN_SLOTS;
+	p->live = live_map(p->live_cap);
 	return p;
 }
 
@@ -431,7 +518,7 @@ void profile_free(struct profile *p)
 	free(p->stack_idx);
 	free(p->buckets);
 	free(p->bucket_idx);
-	free(p->live);
+	munmap(p->live, p->live_cap * sizeof(*p->live));
 	free(p->locs);
 	free(p);
 }
@@ -446,6 +533,11 @@ void profile_set_caps(struct profile *p, size_t stacks, size_t pcs, size_t bucke
 		p->max_buckets = buckets;
 	if (live)
 		p->max_live = live;
+}
+
+size_t profile_live_cap(const struct profile *p)
+{
+	return p->max_live;
 }
 
 unsigned profile_caps_hit(const struct profile *p)
@@ -494,9 +586,8 @@ static void record_alloc(struct profile *p, uint32_t stack, uint64_t size, uint6
 		return;
 	}
 	p->live[i].ptr = ptr;
-	p->live[i].bucket = bi;
-	p->live[i].kept = (uint32_t)kept;
-	if (++p->nlive * 2 > p->live_cap)
+	p->live[i].bucket = bi | (kept ? LIVE_KEPT : 0);
+	if (++p->nlive * 4 > p->live_cap * 3)
 		live_grow(p);
 }
 
@@ -508,6 +599,8 @@ static int record_free(struct profile *p, uint64_t ptr)
 	if (!p->live[i].ptr)
 		return 0;
 	live_delete_slot(p, i);
+	if (p->nlive * 4 < p->live_cap && p->live_cap > LIVE_MIN_SLOTS)
+		live_shrink(p);
 	return 1;
 }
 
@@ -593,7 +686,7 @@ size_t profile_sweep_live(struct profile *p, int (*gone)(uint64_t ptr, void *arg
 	for (size_t i = 0; i < p->live_cap; i++) {
 		uint64_t ptr = p->live[i].ptr;
 
-		if (!ptr || p->live[i].kept || !gone(ptr, arg))
+		if (!ptr || (p->live[i].bucket & LIVE_KEPT) || !gone(ptr, arg))
 			continue;
 		if (n == cap) {
 			cap = cap ? cap * 2 : 256;
@@ -665,6 +758,11 @@ size_t profile_nlive(const struct profile *p)
 	return p->nlive;
 }
 
+size_t profile_live_bytes(const struct profile *p)
+{
+	return p->live_cap * sizeof(*p->live);
+}
+
 size_t profile_nbuckets(const struct profile *p)
 {
 	return p->nbuckets;
@@ -687,7 +785,7 @@ int profile_foreach(const struct profile *p,
 
 	for (size_t i = 0; i < p->live_cap; i++)
 		if (p->live[i].ptr)
-			inuse[p->live[i].bucket]++;
+			inuse[p->live[i].bucket & ~LIVE_KEPT]++;
 	for (size_t i = 0; i < p->nbuckets && !ret; i++) {
 		const struct bucket *b = &p->buckets[i];
 		const struct stack *s = &p->stacks[b->stack];

@@ -157,8 +157,10 @@ void session_note_caps(struct session *s)
 			     "under an empty stack, by size rounded down to a power of two",
 			     PROFILE_MAX_BUCKETS);
 	if (hit & PROFILE_CAP_LIVE)
-		session_note(s, "more live sampled blocks than the cap (%u): new ones count as "
-			     "allocated, not as in use", PROFILE_MAX_LIVE);
+		session_note(s, "more live %sblocks than the cap (%zu%s): new ones count as "
+			     "allocated, not as in use", s->opt->sample_rate == 1 ? "" : "sampled ",
+			     profile_live_cap(s->prof), s->opt->sample_rate == 1 ?
+			     ": half of heapattach's memory at start, 32 bytes a block" : "");
 }
 
 /* Take what the target's perf map gained since the last read (its names
@@ -228,6 +230,7 @@ int session_dump(struct session *s, unsigned seq)
 	struct breakdown bd;
 	size_t ncomments;
 	struct dump_info d;
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 	char *path;
 	int rc;
 
@@ -278,8 +281,9 @@ int session_dump(struct session *s, unsigned seq)
 	};
 	path = seq ? dump_numbered_path(s->output, seq) : xstrdup(s->output);
 	rc = dump_write_at(&s->out, path, s->opt->format, s->prof, &d);
-	if (!rc && seq)
-		pr_debug("wrote %s", path);
+	if (!rc)
+		pr_debug("wrote %s in %.1f ms (%zu live blocks)", path,
+			 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6, profile_nlive(s->prof));
 	free(path);
 	if (!rc && !seq)
 		write_peak(s, &d, comments);
@@ -497,6 +501,8 @@ static void fast_loop(struct session *s)
 	int status;
 	pid_t tid;
 
+	/* fresh while heapattach lives, whatever one step of the loop takes */
+	agent_link_beat_start(s->link);
 	while (!stop_signal && !s->ev.gone && !s->ev.exec_seen && !agent_link_hostile(s->link)) {
 		if (ticked) {
 			ticked = 0;
@@ -532,6 +538,7 @@ static void fast_loop(struct session *s)
 		warm_step(s);
 		agent_link_nap(s->link, agent_link_nap_ns(s->link));
 	}
+	agent_link_beat_stop(s->link);
 	if (s->ev.gone || s->ev.exec_seen)
 		agent_link_final(s->link);	/* writers gone, maybe mid-record */
 }
@@ -789,6 +796,8 @@ static int outcome(const struct session *s)
 		return 4;	/* said by implant_remove */
 	if (s->ev.gone && s->ev.exit_status != -1 && WIFSIGNALED(s->ev.exit_status))
 		return 3;
+	if (s->opt->sample_rate == 1 && profile_drops(s->prof))
+		return 5;	/* the exact profile misses events (said, and in the profile) */
 	return 0;
 }
 
@@ -831,6 +840,8 @@ int session_run(const struct options *opt)
 		goto out_maps;
 	}
 	s.prof = profile_new(opt->sample_rate);
+	if (opt->sample_rate == 1)	/* every live block of the heap: the table may be big */
+		profile_set_caps(s.prof, 0, 0, 0, membudget_live_cap());
 	sampler_init(&s.sampler, opt->sample_rate, clock_ns(CLOCK_REALTIME) ^ (uint64_t)getpid());
 	s.unw = s.t ? unwinder_new_target(s.t) : NULL;
 	s.sym = s.t ? symbolizer_new(s.t) : NULL;
@@ -925,7 +936,9 @@ int session_run(const struct options *opt)
 			 (unsigned long long)us.mem_reads, (unsigned long long)us.maps_reads);
 	}
 	if (profile_drops(s.prof))
-		pr_warn("%llu events dropped", (unsigned long long)profile_drops(s.prof));
+		pr_warn("%llu events dropped%s", (unsigned long long)profile_drops(s.prof),
+			opt->sample_rate == 1 ? " in exact mode: the profile misses them (exit 5)" :
+			"");
 	pr_debug("profile: %llu allocations at an address already live",
 		 (unsigned long long)profile_live_again(s.prof));
 	track_live(&s, clock_ns(CLOCK_MONOTONIC), 1);	/* the end may be the highest point */

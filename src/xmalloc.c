@@ -7,7 +7,7 @@
 
 void (*xmalloc_oom_hook)(void);
 
-static void oom(size_t n)
+void xmalloc_oom(size_t n)
 {
 	fprintf(stderr, "heapattach: out of memory allocating %zu bytes\n", n);
 	if (xmalloc_oom_hook)
@@ -20,7 +20,7 @@ void *xmalloc(size_t n)
 	void *p = malloc(n ? n : 1);
 
 	if (!p)
-		oom(n);
+		xmalloc_oom(n);
 	return p;
 }
 
@@ -29,7 +29,7 @@ void *xcalloc(size_t n, size_t size)
 	void *p = calloc(n ? n : 1, size ? size : 1);
 
 	if (!p)
-		oom(n * size);
+		xmalloc_oom(n * size);
 	return p;
 }
 
@@ -38,7 +38,7 @@ void *xrealloc(void *p, size_t n)
 	void *q = realloc(p, n ? n : 1);
 
 	if (!q)
-		oom(n);
+		xmalloc_oom(n);
 	return q;
 }
 
@@ -47,6 +47,6 @@ char *xstrdup(const char *s)
 	char *p = strdup(s);
 
 	if (!p)
-		oom(strlen(s) + 1);
+		xmalloc_oom(strlen(s) + 1);
 	return p;
 }

@@ -1080,7 +1080,7 @@ static void test_ring_full(void)
 	struct ev ev[64];
 	struct waiter w = { .delay_ns = 50000000 };
 	pthread_t th;
-	uint64_t p[200], t0, t1;
+	uint64_t p[200], t0, t1, busy;
 	int n;
 
 	if (!ready)
@@ -1170,12 +1170,34 @@ static void test_ring_full(void)
 	expect_int_eq(w.done + drain(ev, 64), n + 1);	/* the waiter's may be in either */
 	expect_int_eq(hdr->drops, 0);
 
-	/* exact mode, fresh heartbeat but a consumer that never frees room:
+	/* exact mode, a tool busy for 1.5 s (its heartbeat fresh, no drain
+	 * finished meanwhile): wait past the second, until it makes room */
+	hdr->heartbeat = mono_ns() + 10000000000LL;	/* fresh for 10 s */
+	hdr->drained = 0;
+	for (int i = 0; i < n; i++)
+		p[n + 3 + i] = CALL1(H_MALLOC, 64);
+	w = (struct waiter){ .delay_ns = 1500000000 };
+	pthread_create(&th, NULL, late_consumer, &w);
+	t0 = mono_ns();
+	busy = CALL1(H_MALLOC, 64);
+	t1 = mono_ns();
+	pthread_join(th, NULL);
+	expect_true(t1 - t0 >= 1400000000LL);
+	expect_int_eq(hdr->drops, 0);
+	expect_int_eq(w.done + drain(ev, 64), n + 1);
+	CALL1(H_FREE, busy);
+	for (int i = 0; i < n; i++)
+		CALL1(H_FREE, p[n + 3 + i]);
+	drain(ev, 64);
+
+	/* exact mode, fresh heartbeat but a consumer that drains and never
+	 * frees room (a record held: drained later than the wait's start):
 	 * give up after about a second, and let the next writers drop at once */
 	for (int i = 0; i < n; i++)
 		p[n + 3 + i] = CALL1(H_MALLOC, 64);
 	expect_int_eq(hdr->drops, 0);
 	hdr->heartbeat = mono_ns() + 10000000000LL;	/* fresh for 10 s */
+	hdr->drained = mono_ns() + 10000000000LL;	/* drains all along */
 	t0 = mono_ns();
 	p[2 * n + 3] = CALL1(H_MALLOC, 64);
 	expect_true(mono_ns() - t0 >= 900000000LL);
@@ -1187,6 +1209,7 @@ static void test_ring_full(void)
 	expect_int_eq(hdr->drops, 2);
 	hdr->wait_giveup = 0;
 	hdr->heartbeat = mono_ns();
+	hdr->drained = 0;
 	drain(ev, 64);
 	for (int i = n + 3; i < 2 * n + 5; i++)
 		CALL1(H_FREE, p[i]);

@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "harness.h"
+#include "membudget.h"
 #include "memcg.h"
+#include "profile.h"
 
 #define MIB (1ULL << 20)
 
@@ -181,6 +183,18 @@ static void test_fmt(void)
 	expect_str_eq(memcg_fmt(MEMCG_NONE, b, sizeof(b)), "no limit");
 }
 
+/* Exact mode's live cap: half the room at 32 bytes a block, within bounds. */
+static void test_live_cap(void)
+{
+	size_t cap = membudget_live_cap();
+
+	expect_int_eq(membudget_live_cap_for(UINT64_MAX), PROFILE_MAX_LIVE);
+	expect_int_eq(membudget_live_cap_for(0), PROFILE_MAX_LIVE);
+	expect_int_eq(membudget_live_cap_for(64ULL << 30), MEMBUDGET_LIVE_MAX);	/* not 2^30 */
+	expect_int_eq(membudget_live_cap_for(2ULL << 30), 32u << 20);	/* 1 GiB at 32 bytes */
+	expect_true(cap >= PROFILE_MAX_LIVE && cap <= MEMBUDGET_LIVE_MAX);
+}
+
 HARNESS_MAIN("memcg",
 	T(test_locate_v1), T(test_locate_v2), T(test_measure_v1), T(test_measure_v2),
-	T(test_fit_ring), T(test_fmt))
+	T(test_fit_ring), T(test_fmt), T(test_live_cap))

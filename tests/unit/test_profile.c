@@ -1,6 +1,7 @@
 /* Unit tests for the profile model: stack dedup, buckets, live table, scaling. */
 /* SPDX-License-Identifier: MIT */
 #include "harness.h"
+#include "hash.h"
 #include "profile.h"
 
 struct sum {
@@ -160,6 +161,87 @@ static uint64_t xorshift(uint64_t *s)
 	*s ^= *s >> 7;
 	*s ^= *s << 17;
 	return *s;
+}
+
+/* The next pointer after *at whose live-table hash, masked, is want. */
+static uint64_t ptr_hashing_to(uint64_t *at, uint64_t mask, uint64_t want)
+{
+	while ((mix64(*at += 16) & mask) != want)
+		;
+	return *at;
+}
+
+/*
+ * A run that wraps around the end of the first table (1024 slots): one
+ * pointer at the last slot that moves to the upper half when the table
+ * doubles, then three more with that home that stay in the lower half
+ * (slots 0-2). When the last slot's entry moves away they must still be
+ * found from their home.
+ */
+static void test_live_grow_wrap(void)
+{
+	struct profile *p = profile_new(1);
+	uint64_t at = 0x10000, pc = 0x401000, ptrs[800];
+	size_t n = 0, bad = 0;
+
+	ptrs[n++] = ptr_hashing_to(&at, 2047, 2047);
+	for (int k = 0; k < 3; k++)
+		ptrs[n++] = ptr_hashing_to(&at, 2047, 1023);
+	while (n < 800)	/* past 3/4 of 1024: the table doubles */
+		ptrs[n++] = at += 16;
+	for (size_t i = 0; i < n; i++)
+		profile_record_alloc(p, &pc, 1, 16, ptrs[i]);
+	for (size_t i = 0; i < n; i++)
+		bad += profile_record_free(p, ptrs[i]) != 1;
+	expect_int_eq(bad, 0);
+	expect_int_eq(profile_nlive(p), 0);
+	profile_free(p);
+}
+
+/*
+ * Random pointers through every doubling of the live table (its in-place
+ * rehash: runs that wrap around the end, entries that move to the upper
+ * half), with frees between: after each step every pointer still live is
+ * found once, and every freed one is not.
+ */
+static void test_live_grow_random(void)
+{
+	const size_t n = 1500000;
+	struct profile *p = profile_new(1);
+	uint64_t *ptrs = malloc(n * sizeof(*ptrs));
+	uint64_t seed = 777, pc = 0x401000;
+	size_t bad = 0, live = 0;
+
+	profile_set_caps(p, 0, 0, 0, n);
+	for (size_t i = 0; i < n; i++) {
+		ptrs[i] = (xorshift(&seed) & ((1ULL << 56) - 1)) | 8;
+		profile_record_alloc(p, &pc, 1, 16 + i % 64, ptrs[i]);
+		live++;
+		if (i % 3 == 2) {	/* free one made a while ago */
+			bad += profile_record_free(p, ptrs[i / 2]) != 1;
+			ptrs[i / 2] = 0;
+			live--;
+		}
+		/* now and then (at powers of two) look at every entry */
+		if ((i & (i - 1)) == 0 && i >= 4096) {
+			for (size_t k = 0; k <= i; k++)
+				if (ptrs[k] && profile_record_free(p, ptrs[k]) == 1)
+					profile_record_alloc(p, &pc, 1, 16 + k % 64, ptrs[k]);
+				else
+					bad += ptrs[k] != 0;
+		}
+	}
+	expect_int_eq(bad, 0);
+	expect_int_eq(profile_nlive(p), live);
+	expect_int_eq(profile_live_again(p), 0);
+	for (size_t i = 0; i < n; i++)
+		if (ptrs[i])
+			bad += profile_record_free(p, ptrs[i]) != 1;
+	expect_int_eq(bad, 0);
+	expect_int_eq(profile_nlive(p), 0);
+	expect_int_eq(profile_live_bytes(p), 1024 * 12);	/* shrunk back as they went */
+	profile_free(p);
+	free(ptrs);
 }
 
 /* Millions of live pointers, freed in random order, with many stacks. */
@@ -452,6 +534,8 @@ HARNESS_MAIN("profile",
 	T(test_empty_and_deep_stacks),
 	T(test_foreach_stops),
 	T(test_live_table_scale),
+	T(test_live_grow_wrap),
+	T(test_live_grow_random),
 	T(test_batch_matches_single),
 	T(test_sweep_live),
 	T(test_scale))

@@ -38,7 +38,8 @@
 
 #define SPIN_PAUSES		64
 #define SLEEP_NS		10000000L	/* longest sleep between looks at the ring */
-#define MAX_WAIT_NS		1000000000LL	/* longest wait for room, exact mode */
+#define MAX_WAIT_NS		1000000000LL	/* longest wait for a ring the tool drains but cannot move */
+#define BUSY_WAIT_NS		30000000000LL	/* longest wait while the tool drains nothing at all */
 #define STALE_NS		500000000LL	/* heartbeat older than this: tool gone */
 #define STACK_REACH		(8ULL << 20)	/* CFA at most this far above entry sp */
 
@@ -83,7 +84,8 @@ static inline int64_t now_ns(void)
 
 struct waiting {
 	unsigned spins;
-	int64_t since;
+	int64_t since;          /* when the tail was last seen to move (0: not yet looked) */
+	uint64_t tail;          /* the tail then */
 };
 
 /*
@@ -127,15 +129,20 @@ static void sleep_for_room(struct shm_hdr *h, const volatile uint64_t *tailp, ui
 
 /*
  * Exact mode only, ring full at tail (*tailp): wait a little. Returns 1 to
- * retry, 0 to give up: the heartbeat is missing or older than STALE_NS, or
- * this event has waited MAX_WAIT_NS already, or another writer gave up so
- * less than STALE_NS ago. The cap matters when the consumer is stuck
- * behind a record that is reserved but never committed (its thread is
- * stopped, or is the one waiting: a signal handler allocating in the
- * middle of the agent); the latch keeps every other thread from waiting
- * that long too. A few pauses first (the tool may be draining on another
- * CPU), then sleeps; the clock is read only on the first call and before
- * each sleep.
+ * retry, 0 to give up. The tool is gone when its heartbeat is missing or
+ * older than STALE_NS (a thread of the tool's refreshes it while it runs,
+ * whatever the tool is busy with): give up. The tool is alive but the ring
+ * does not move: give up once the tail stood still for MAX_WAIT_NS while
+ * the tool finished a drain (drained, later than the tail's last move), or
+ * for BUSY_WAIT_NS whatever it did; a tool busy with one long step (a
+ * table resize, a dump) drains nothing, and is waited for. Also give up at
+ * once if another writer gave up less than STALE_NS ago. The drained rule
+ * matters when the consumer is stuck behind a record that is reserved but
+ * never committed (its thread is stopped, or is the one waiting: a signal
+ * handler allocating in the middle of the agent); the latch keeps every
+ * other thread from waiting that long too. A few pauses first (the tool
+ * may be draining on another CPU), then sleeps; the clock is read only on
+ * the first call and before each sleep.
  */
 static int wait_room(struct shm_hdr *h, struct waiting *w, const volatile uint64_t *tailp,
 		     uint64_t tail)
@@ -155,8 +162,13 @@ static int wait_room(struct shm_hdr *h, struct waiting *w, const volatile uint64
 		if (now - (int64_t)h->wait_giveup < STALE_NS)
 			return 0;
 		w->since = now;
+		w->tail = tail;
+	} else if (tail != w->tail) {
+		w->since = now;		/* it moves: the tool keeps up, if slowly */
+		w->tail = tail;
 	}
-	if (now - w->since > MAX_WAIT_NS) {
+	if (now - w->since > BUSY_WAIT_NS ||
+	    (now - w->since > MAX_WAIT_NS && (int64_t)h->drained > w->since)) {
 		h->wait_giveup = (uint64_t)now;
 		return 0;
 	}
@@ -218,7 +230,7 @@ static char *ring_reserve(struct shm_hdr *h, unsigned r, uint32_t len, uint64_t 
 	char *ring = (char *)h + SHM_OFF_RING + r * size;
 	uint64_t *headp = (uint64_t *)((char *)h + SHM_OFF_HEADS + r * 64);
 	const volatile uint64_t *tailp = (const volatile uint64_t *)((char *)h + SHM_OFF_TAILS) + r;
-	struct waiting w = { 0, 0 };
+	struct waiting w = { 0, 0, 0 };
 
 	if (len > size)
 		goto drop;
