@@ -14,7 +14,7 @@ VERSION := 0.1.0
 override CFLAGS += -DHEAPATTACH_VERSION='"$(VERSION)"'
 
 AGENT_SRC := src/arch/$(ARCH)/agent.c
-LIB_SRC  := $(filter-out src/main.c,$(wildcard src/*.c)) $(filter-out $(AGENT_SRC),$(wildcard src/arch/$(ARCH)/*.c))
+LIB_SRC  := $(filter-out src/main.c,$(wildcard src/*.c src/*/*.c)) $(filter-out $(AGENT_SRC),$(wildcard src/arch/$(ARCH)/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/agent_blob.o
 MAIN_OBJ := $(B)/src/main.o
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -156,8 +156,8 @@ FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/arch/$(ARCH) -MM
 	$(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
 	-Wall -Wextra $(if $(filter true,$(CI)),-Werror) \
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZ_LIB_SRC := src/elfobj.c src/proc.c src/tfile.c src/debugfile.c src/unwind.c src/frametab.c \
-	src/mapguard.c src/xmalloc.c src/log.c src/perfmap.c src/report_pprof.c
+FUZZ_LIB_SRC := src/target/elfobj.c src/target/proc.c src/target/tfile.c src/target/debugfile.c src/profile/unwind.c src/hook/frametab.c \
+	src/attach/mapguard.c src/xmalloc.c src/log.c src/target/perfmap.c src/report/report_pprof.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FB)/%.o)
 FUZZ_BIN     := $(patsubst tests/fuzz/%.c,$(FB)/%,$(wildcard tests/fuzz/fuzz_*.c))
 

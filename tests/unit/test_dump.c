@@ -11,7 +11,7 @@
 #include "dump.h"
 
 /* The writers call the symbolizer only when d->sym != NULL; these tests pass
- * NULL. Weak stubs let this test link before (or without) src/symbolize.c. */
+ * NULL. Weak stubs let this test link before (or without) src/target/symbolize.c. */
 __attribute__((weak)) int symbolizer_lookup(struct symbolizer *s, uint64_t addr,
 					    struct sym_info *out)
 {

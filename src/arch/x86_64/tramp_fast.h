@@ -70,7 +70,7 @@
  * counting, and on a slow path the agent sees the return address in the
  * CODE view or in the allocator's own text and only counts them. A return
  * address in the CODE view is always a hooked call's: ours, or a call
- * among the relocated first bytes of a hooked function (patch.c lets
+ * among the relocated first bytes of a hooked function (implant.c lets
  * reloc.c move one), which is as nested as the rest of its body.
  *
  * TRAMP_FREE (free, cfree, operator delete*), FREE check (slot = the
