@@ -16,7 +16,8 @@
 struct frametab_stats {
 	uint64_t learned;	/* rules inserted */
 	uint64_t present;	/* learn calls that found the ip already there */
-	uint64_t unrepresentable;	/* no CFI, or CFI the format cannot express */
+	uint64_t unrepresentable;	/* CFI the format cannot express, or no code there */
+	uint64_t fp_frames;	/* code no CFI covers, in an object: frame-pointer rules */
 	uint64_t full;		/* skipped: no free slot in the probe window */
 	uint64_t objects;	/* ELF objects opened */
 	uint64_t maps_reads;	/* /proc/PID/maps parses */

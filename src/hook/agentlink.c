@@ -881,8 +881,9 @@ void agent_link_free(struct agent_link *l)
 		struct frametab_stats st;
 
 		frametab_get_stats(l->ftab, &st);
-		pr_debug("frame table: %llu rules learnt, %llu without one, %llu skipped (full), "
-			 "%llu throttled, %llu objects", (unsigned long long)st.learned,
+		pr_debug("frame table: %llu rules learnt (%llu frame-pointer ones), %llu without one, "
+			 "%llu skipped (full), %llu throttled, %llu objects",
+			 (unsigned long long)st.learned, (unsigned long long)st.fp_frames,
 			 (unsigned long long)st.unrepresentable, (unsigned long long)st.full,
 			 (unsigned long long)st.throttled, (unsigned long long)st.objects);
 	}

@@ -298,8 +298,15 @@ int frametab_rule(struct frametab *ft, uint64_t ip, unsigned flags, struct shm_f
 	if (ret)
 		return ret;
 	ret = find_frame(o, pc - bias, &fr);
-	if (ret)
-		return ret;
+	if (ret) {
+		/* code of an object whose CFI does not cover it (node's
+		 * builtins): a frame-pointer frame, as libunwind would take it
+		 * (CFA = rbp + 16, the caller's rbp at CFA - 16) */
+		*out = (struct shm_frame){ .base = SHM_BASE_RBP, .cfa_off = 16, .rbp_saved = 1,
+					   .rbp_off = -16 };
+		ft->st.fp_frames++;
+		return 0;
+	}
 	ret = compile_rule(fr, out);
 	free(fr);
 	return ret;
