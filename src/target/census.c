@@ -22,13 +22,16 @@
  * one whose chain lands exactly on the end is taken. Chunks in the
  * thread caches and fastbins look in use from the chain: they are counted
  * so. The walk reads the running target a megabyte at a time; a heap
- * that changes under it breaks its chain and is left out.
+ * that changes under it breaks its chain and is left out, and so is
+ * what is not walked within CENSUS_MAX_NS (a target can make each of
+ * the candidate offsets walk far before its chain breaks).
  */
 
 #define WINDOW (1u << 20)
 #define ARENA_ALIGN (64ULL << 20)
 #define MIN_CHUNK 32
 #define HEAP_INFO_SIZE_OFF 16   /* heap_info.size: after ar_ptr and prev */
+#define CENSUS_MAX_NS 2000000000ULL	/* the whole walk: a heap not done by then is not counted */
 
 struct reader {
 	census_read_fn read;
@@ -36,6 +39,7 @@ struct reader {
 	uint8_t *buf;
 	uint64_t lo, hi;        /* [lo, hi) is in buf */
 	uint64_t end;           /* nothing at or past this is read */
+	uint64_t deadline;      /* CLOCK_MONOTONIC ns: no read after it */
 };
 
 /* The word at addr (8-aligned, below r->end), read through the window. */
@@ -44,7 +48,8 @@ static int word(struct reader *r, uint64_t addr, uint64_t *out)
 	if (addr < r->lo || addr + 8 > r->hi) {
 		uint64_t len = r->end - addr < WINDOW ? r->end - addr : WINDOW;
 
-		if (addr + 8 > r->end || r->read(r->arg, addr, r->buf, len))
+		if (addr + 8 > r->end || clock_ns(CLOCK_MONOTONIC) > r->deadline ||
+		    r->read(r->arg, addr, r->buf, len))
 			return -EFAULT;
 		r->lo = addr;
 		r->hi = addr + len;
@@ -124,8 +129,9 @@ static int heap(struct reader *r, uint64_t start, uint64_t from, uint64_t end, s
 
 int census_walk(const struct proc_maps *maps, census_read_fn read, void *arg, struct census *out)
 {
-	struct reader r = { .read = read, .arg = arg, .buf = xmalloc(WINDOW) };
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+	struct reader r = { .read = read, .arg = arg, .buf = xmalloc(WINDOW),
+			    .deadline = t0 + CENSUS_MAX_NS };
 
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < maps->n; i++) {
