@@ -28,6 +28,9 @@ struct proc_maps {
 	size_t n;
 };
 
+/* Parse one maps line [s, end) without its newline into *m; m->path is
+ * the caller's to free. 0 or -EINVAL. */
+int proc_maps_parse_line(const char *s, const char *end, struct proc_map *m);
 /* Parse maps text; 0 or -errno (-EINVAL on a malformed line). Caller frees with proc_maps_free. */
 int proc_maps_parse(const char *buf, size_t len, struct proc_maps *out);
 /* Read and parse a maps file at path (e.g. "/proc/123/maps" or a fixture). */

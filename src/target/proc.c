@@ -125,7 +125,7 @@ static void skip_blanks(const char **s, const char *end)
  * after the blanks following the inode, so it may hold spaces; a trailing
  * " (deleted)" is stripped and flagged. 0 or -EINVAL.
  */
-static int parse_map_line(const char *s, const char *end, struct proc_map *m)
+int proc_maps_parse_line(const char *s, const char *end, struct proc_map *m)
 {
 	uint64_t major, minor;
 	const char *perm;
@@ -189,7 +189,7 @@ int proc_maps_parse(const char *buf, size_t len, struct proc_maps *out)
 				cap = cap ? cap * 2 : 64;
 				out->v = xrealloc(out->v, cap * sizeof(*out->v));
 			}
-			ret = parse_map_line(s, le, &out->v[out->n]);
+			ret = proc_maps_parse_line(s, le, &out->v[out->n]);
 			if (ret)
 				goto err;
 			out->n++;

@@ -1,10 +1,10 @@
 /* Where a process's resident memory is, by kind of mapping (from /proc/PID/smaps). */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
-#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "proc.h"
 #include "rss.h"
 #include "xmalloc.h"
 
@@ -64,39 +64,25 @@ static enum name_kind name_of(const char *path)
 	return N_FILE;
 }
 
-/* A mapping's header line; 0, or -EINVAL if it is not one. */
+/* A mapping's header line (a maps line, proc.c's parser); 0, or -EINVAL
+ * if it is not one. */
 static int parse_header(const char *line, struct smap *m)
 {
-	unsigned long long start, end, off, ino;
-	unsigned maj, min;
-	char perms[5];
-	int n = -1;
-	const char *path;
-	size_t len;
+	struct proc_map pm;
 
-	if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj,
-		   &min, &ino, &n) < 7 || n < 0 || end < start || strlen(perms) != 4)
+	if (proc_maps_parse_line(line, line + strcspn(line, "\n"), &pm))
 		return -EINVAL;
-	path = line + n;
-	len = strcspn(path, "\n");
 	memset(m, 0, sizeof(*m));
-	m->start = start;
-	m->end = end;
-	m->r = perms[0] == 'r';
-	m->w = perms[1] == 'w';
-	m->x = perms[2] == 'x';
-	m->shared = perms[3] == 's';
-	{
-		char name[64];
-
-		if (len >= sizeof(name))
-			len = sizeof(name) - 1;
-		memcpy(name, path, len);
-		name[len] = '\0';
-		m->name = name_of(name);
-	}
-	if (m->name == N_SPECIAL && !strncmp(path, "[anon", 5))
+	m->start = pm.start;
+	m->end = pm.end;
+	m->r = !!(pm.prot & PROC_MAP_R);
+	m->w = !!(pm.prot & PROC_MAP_W);
+	m->x = !!(pm.prot & PROC_MAP_X);
+	m->shared = !!(pm.prot & PROC_MAP_SHARED);
+	m->name = name_of(pm.path ? pm.path : "");
+	if (m->name == N_SPECIAL && !strncmp(pm.path, "[anon", 5))
 		m->name = N_ANON;
+	free(pm.path);
 	return 0;
 }
 
