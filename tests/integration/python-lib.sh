@@ -50,9 +50,9 @@ forget_() {
 
 # py_start_ PYTHON DIR ARGS...: start pytruth.py in DIR (made empty), VPID.
 py_start_() {
-	py=$1; d=$2; shift 2
-	rm -rf "$d"; mkdir -p "$d"
-	start_victim "$d/victim.out" "$py" -B "$PYT" "$d" "$@"
+	py_=$1; d_=$2; shift 2
+	rm -rf "$d_"; mkdir -p "$d_"
+	start_victim "$d_/victim.out" "$py_" -B "$PYT" "$d_" "$@"
 }
 
 # py_check_ DIR WHAT: ask the fixture to check its own data; fail unless ok.
@@ -84,25 +84,25 @@ py_stop_() {
 # round of pytruth.py: attach, release it, SIGINT heapattach at its "done";
 # DIR/out.heap, DIR/truth, DIR/ha.err; the fixture checks itself and exits.
 py_profile_() {
-	py=$1; d=$2; shift 2
-	fargs=
-	while [ $# -gt 0 ] && [ "$1" != -- ]; do fargs="$fargs $1"; shift; done
+	py_=$1; d_=$2; shift 2
+	fargs_=
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do fargs_="$fargs_ $1"; shift; done
 	shift
 	# shellcheck disable=SC2086
-	py_start_ "$py" "$d" $fargs
-	$SIGDFL "$HA" -p "$VPID" -o "$d/out.heap" "$@" 2>"$d/ha.err" &
+	py_start_ "$py_" "$d_" $fargs_
+	$SIGDFL "$HA" -p "$VPID" -o "$d_/out.heap" "$@" 2>"$d_/ha.err" &
 	HPID=$!
 	VICTIMS="$HPID $VICTIMS"
-	wait_for_line "$d/ha.err" "attached to $VPID" 60 ||
-		fail_ "$d: heapattach did not attach: $(cat "$d/ha.err")"
-	touch "$d/go"
-	wait_for_line "$d/victim.out" '^done' 120 ||
-		fail_ "$d: the fixture did not finish its round: $(cat "$d/victim.out")"
+	wait_for_line "$d_/ha.err" "attached to $VPID" 60 ||
+		fail_ "$d_: heapattach did not attach: $(cat "$d_/ha.err")"
+	touch "$d_/go"
+	wait_for_line "$d_/victim.out" '^done' 120 ||
+		fail_ "$d_: the fixture did not finish its round: $(cat "$d_/victim.out")"
 	kill -INT "$HPID"
 	wait "$HPID"; rc=$?
 	forget_ "$HPID"
-	[ "$rc" = 0 ] || fail_ "$d: heapattach exited $rc: $(cat "$d/ha.err")"
-	grep -q "wrote $d/out.heap" "$d/ha.err" || fail_ "$d: no profile: $(cat "$d/ha.err")"
-	py_check_ "$d" "$d"
-	py_stop_ "$d" "$d"
+	[ "$rc" = 0 ] || fail_ "$d_: heapattach exited $rc: $(cat "$d_/ha.err")"
+	grep -q "wrote $d_/out.heap" "$d_/ha.err" || fail_ "$d_: no profile: $(cat "$d_/ha.err")"
+	py_check_ "$d_" "$d_"
+	py_stop_ "$d_" "$d_"
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # Sums a heap profile per Python line (leafmost Python frame of each sample) and checks it against fixtures/py/pytruth.py's truth.
 # SPDX-License-Identifier: MIT
-"""usage: pprof_python.py [--raw] PROFILE [--min-size N] [--compare TRUTH
+"""usage: pprof_python.py [--raw] PROFILE [--min-size N] | [--compare TRUTH
            [--tolerance PCT] [--min-bytes N] [--sites S,..]]
            [--folded | --c-frames SITE,.. | --no-python]
            [--roots] [--leaf-c SITE=F1,F2,..]
@@ -13,23 +13,25 @@ Python frame when its file ends in ".py" or its address is a pseudo-PC of
 heapattach's Python frames (>= 0xffe0000000000000). Every sample goes to
 its leafmost Python frame (function, file, line), "(no python)" when it
 has none. --min-size N counts only samples whose requested size (the
-"bytes" label) is at least N: the blocks a site allocates on purpose,
-without the interpreter's own small allocations on the same line.
+"bytes" label) is at least N.
 
 Without --compare prints one line per Python line:
     alloc_objects alloc_bytes inuse_objects inuse_bytes FUNCTION FILE:LINE
 
 --compare TRUTH (pytruth.py's DIR/truth): judges inuse_space and
-alloc_space of every site, "exact" and "list" kinds alike, within
+alloc_space of every site, counting the samples of its line whose
+requested size is the site's BLOCK (the blocks it allocates on purpose,
+without the interpreter's own allocations on the same line), "exact" and
+"list" kinds alike, within
 --tolerance PCT percent (default 0: exact); --min-bytes N judges a metric
 only where the truth has at least N bytes (sampled profiles); --sites
 restricts the judged sites. Checks that may be added (each judged on the
-samples of the truth's sites, after --min-size):
+samples of the truth's sites):
   --folded        no location at all between two Python frames of a
                   sample (the interpreter's C frames there are folded away)
-  --c-frames S,.. every sample of these sites has a non-Python frame
-                  between its leafmost Python frame and the next one
-                  (--python-c-frames keeps them)
+  --c-frames S,.. every sample of these sites has non-Python frames,
+                  _PyEval_EvalFrameDefault among them, between its leafmost
+                  Python frame and the next one (--python-c-frames keeps them)
   --no-python     the profile has no Python frame at all, and some sample
                   shows _PyEval_EvalFrameDefault (the native stacks)
   --roots         the rootmost Python frame of every sample of a site is
@@ -56,13 +58,15 @@ EVAL = "_PyEval_EvalFrameDefault"
 
 
 def frames(sample, locs):
-    """The sample's frames, leaf first: (function, file, line, is_python)."""
+    """The sample's frames, leaf first: (function, file, line, is_python).
+    A Python frame's function is its system name when pprof shows one: the
+    name as written, before pprof's simplification of "<...>"."""
     out = []
     for lid in sample[1]:
         addr, _, lines = locs[lid]
-        for fn, f, ln in lines:
+        for fn, f, ln, sysname in lines:
             py = f.endswith(".py") or addr >= PC_BASE
-            out.append((fn or "", f, ln, py))
+            out.append(((sysname if py and sysname else fn) or "", f, ln, py))
     return out
 
 
@@ -81,8 +85,9 @@ def leaf_python(fr):
     return None
 
 
-def sum_lines(types, samples, locs, min_size):
-    """{(function, file, line): {metric: value}} by leafmost Python frame."""
+def sum_lines(types, samples, locs, min_size, by_size=False):
+    """{(function, file, line): {metric: value}} by leafmost Python frame;
+    by_size: {((function, file, line), requested size): {metric: value}}."""
     idx = {t: n for n, t in enumerate(types)}
     sums = {}
     for s in samples:
@@ -91,7 +96,7 @@ def sum_lines(types, samples, locs, min_size):
         fr = frames(s, locs)
         i = leaf_python(fr)
         key = NONE if i is None else fr[i][:3]
-        acc = sums.setdefault(key, {})
+        acc = sums.setdefault((key, size_of(s)) if by_size else key, {})
         for m in METRICS:
             if m in idx:
                 acc[m] = acc.get(m, 0) + s[0][idx[m]]
@@ -99,33 +104,33 @@ def sum_lines(types, samples, locs, min_size):
 
 
 def read_truth(path):
-    """[(site, (function, file, line), live, alloc, kind, root)]; root is
-    (function, file) or None."""
+    """[(site, (function, file, line), block, live, alloc, kind, root)];
+    root is (function, file)."""
     rows = []
     with open(path) as f:
         for n, line in enumerate(f, 1):
             if not line.strip() or line.startswith("#"):
                 continue
             p = line.split()
-            if len(p) not in (7, 9):
-                raise pprof_sites.ParseError("%s:%d: want 7 or 9 fields: %r"
+            if len(p) != 10:
+                raise pprof_sites.ParseError("%s:%d: want 10 fields: %r"
                                              % (path, n, line))
-            root = (p[7], p[8]) if len(p) == 9 else None
             rows.append((p[0], (p[1], p[2], int(p[3])), int(p[4]), int(p[5]),
-                         p[6], root))
+                         int(p[6]), p[7], (p[8], p[9])))
     if not rows:
         raise pprof_sites.ParseError("%s: no sites" % path)
     return rows
 
 
 def compare(sums, truth, tol, min_bytes, only):
-    """Prints expected vs got per site; returns the number of mismatches."""
+    """Prints expected vs got per site (sums by_size: the site's blocks);
+    returns the number of mismatches."""
     bad = 0
     print("%-11s %-12s %11s %11s  %s" % ("site", "metric", "expected", "got", ""))
-    for site, key, live, alloc, kind, _ in truth:
+    for site, key, block, live, alloc, kind, _ in truth:
         if only is not None and site not in only:
             continue
-        got = sums.get(key, {})
+        got = sums.get((key, block), {})
         for metric, want in (("alloc_space", alloc), ("inuse_space", live)):
             have = got.get(metric, 0)
             if min_bytes and want < min_bytes:
@@ -140,17 +145,16 @@ def compare(sums, truth, tol, min_bytes, only):
     return bad
 
 
-def site_samples(samples, locs, truth, min_size):
-    """{site: [frames of each sample whose leafmost Python frame is the site's]}"""
-    by_key = {row[1]: row[0] for row in truth}
+def site_samples(samples, locs, truth):
+    """{site: [frames of each sample of the site's block size whose leafmost
+    Python frame is the site's]}"""
+    by_key = {(row[1], row[2]): row[0] for row in truth}
     out = {row[0]: [] for row in truth}
     for s in samples:
-        if size_of(s) < min_size:
-            continue
         fr = frames(s, locs)
         i = leaf_python(fr)
-        if i is not None and fr[i][:3] in by_key:
-            out[by_key[fr[i][:3]]].append(fr)
+        if i is not None and (fr[i][:3], size_of(s)) in by_key:
+            out[by_key[(fr[i][:3], size_of(s))]].append(fr)
     return out
 
 
@@ -190,6 +194,11 @@ def check_c_frames(per_site, sites):
                       % (site, show(fr)))
                 bad += 1
                 break
+            if not any(f[0] == EVAL for f in fr[py[0] + 1:py[1]]):
+                print("c-frames: %s: no %s between its first two Python frames: %s"
+                      % (site, EVAL, show(fr)))
+                bad += 1
+                break
         else:
             fr = stacks[0]
             py = [i for i, f in enumerate(fr) if f[3]]
@@ -213,10 +222,8 @@ def check_roots(per_site, truth):
     """The rootmost Python frame of each site's samples is the truth's root,
     and no other root's function appears in them."""
     bad = 0
-    roots = set(row[5] for row in truth if row[5])
-    for site, _, _, _, _, root in truth:
-        if root is None:
-            continue
+    roots = set(row[6] for row in truth)
+    for site, _, _, _, _, _, root in truth:
         others = roots - {root}
         for fr in per_site.get(site, []):
             py = [f for f in fr if f[3]]
@@ -274,7 +281,8 @@ Locations
      1: 0x1000 M=1 malloc ??:0 s=0
      2: 0xffe0000000000002 M=2 hold /d/pytruth.py:12 s=0
      3: 0x3000 M=1 _PyEval_EvalFrameDefault :0 s=0
-     4: 0xffe0000000000003 M=2 <module> /d/pytruth.py:90 s=0
+             _PyFunction_Vectorcall :0 s=0
+     4: 0xffe0000000000003 M=2  /d/pytruth.py:90 s=0(<module>)
      5: 0x5000 M=1 _start :0 s=0
      6: 0x6000 M=3 cx_inner /d/pycext.c:9 s=0
      7: 0xffe0000000000004 M=2 call_c /d/pytruth.py:40 s=0
@@ -285,11 +293,11 @@ Mappings
 1: 0x1000/0x9000/0x0 /x  [FN]
 """
 SELF_TEST_TRUTH = [
-    ("hold", ("hold", "/d/pytruth.py", 12), 200000, 200000, "exact",
+    ("hold", ("hold", "/d/pytruth.py", 12), 100000, 200000, 200000, "exact",
      ("<module>", "/d/pytruth.py")),
-    ("cext", ("call_c", "/d/pytruth.py", 40), 0, 300000, "exact",
+    ("cext", ("call_c", "/d/pytruth.py", 40), 300000, 0, 300000, "exact",
      ("<module>", "/d/pytruth.py")),
-    ("leak", ("Leaker.leak", "/d/pytruth_leak.py", 7), 70000, 70000, "exact",
+    ("leak", ("Leaker.leak", "/d/pytruth_leak.py", 7), 70000, 70000, 70000, "exact",
      ("Thread._bootstrap", "/usr/lib/threading.py")),
 ]
 
@@ -309,12 +317,13 @@ def self_test():
     if sum_lines(types, samples, locs, 0)[("hold", "/d/pytruth.py", 12)]["alloc_space"] != 200064:
         print("--min-size 0 does not count the small sample")
         bad += 1
-    per = site_samples(samples, locs, SELF_TEST_TRUTH, 65536)
+    per = site_samples(samples, locs, SELF_TEST_TRUTH)
     out = sys.stdout
     sys.stdout = open(os.devnull, "w")
     try:
         results = [
-            ("compare", compare(sums, SELF_TEST_TRUTH, 0, 0, None), 0),
+            ("compare", compare(sum_lines(types, samples, locs, 0, True),
+                                SELF_TEST_TRUTH, 0, 0, None), 0),
             ("folded", check_folded(per), 1),           # hold has the eval frame between
             ("c-frames", check_c_frames(per, ["hold"]), 0),
             ("c-frames leak", check_c_frames(per, ["leak"]), 1),
@@ -417,8 +426,9 @@ def main(argv):
         usage("these checks need --compare TRUTH")
     bad = 0
     if truth is not None:
-        bad += compare(sums, truth, tol, min_bytes, only)
-        per = site_samples(samples, locs, truth, min_size)
+        bad += compare(sum_lines(types, samples, locs, 0, True), truth, tol,
+                       min_bytes, only)
+        per = site_samples(samples, locs, truth)
     for opt, val in checks:
         if opt == "--folded":
             bad += check_folded(per)

@@ -73,24 +73,26 @@ def parse_raw(text):
 
 
 def loc_line(rest):
-    """(function, file, line) of one location line tail (after "ID: 0xADDR "
-    and "M=N "); function None when the line names none, file "" and line 0
-    when it has none."""
+    """(function, file, line, system name) of one location line tail (after
+    "ID: 0xADDR " and "M=N "); function None when the line names none, file
+    "" and line 0 when it has none, system name None unless pprof shows one
+    (it does when it differs from the name: pprof's simplification drops
+    "<...>" from a name, "<module>" becomes "")."""
     rest = re.sub(r"^\[F\] ", "", rest.rstrip("\n"))
     if rest.strip() in ("", "??"):
-        return (None, "", 0)
+        return (None, "", 0, None)
     m = LINE_RE.match(rest)
     if not m:
-        return (rest.strip(), "", 0)
-    return (m.group(1) or None, m.group(2), int(m.group(3)))
+        return (rest.strip(), "", 0, None)
+    return (m.group(1) or None, m.group(2), int(m.group(3)), m.group(5))
 
 
 def parse_raw_detail(text):
     """Parse `pprof -raw` text, keeping what parse_raw drops. Returns
     (types, samples, locations): samples: list of (values, [locid], labels)
     with labels {key: [value, ...]} ("bytes": the requested size);
-    locations: {locid: (address, mapping id or 0, [(function, file, line),
-    ...] innermost first)}."""
+    locations: {locid: (address, mapping id or 0, [(function, file, line,
+    system name), ...] innermost first)}."""
     lines = text.split("\n")
     i = 0
     while i < len(lines) and lines[i].strip() != "Samples:":
