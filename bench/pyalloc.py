@@ -35,32 +35,12 @@ def leaf(pool, i, r):
     pool[i] = b
 
 
-def d1(pool, i, r):
-    leaf(pool, i, r)
-
-
-def d2(pool, i, r):
-    d1(pool, i, r)
-
-
-def d3(pool, i, r):
-    d2(pool, i, r)
-
-
-def d4(pool, i, r):
-    d3(pool, i, r)
-
-
-def d5(pool, i, r):
-    d4(pool, i, r)
-
-
-def d6(pool, i, r):
-    d5(pool, i, r)
-
-
-def op(pool, i, r):
-    d6(pool, i, r)
+def op(pool, i, r, depth=7):
+    """Calls leaf through depth more frames of its own."""
+    if depth:
+        op(pool, i, r, depth - 1)
+    else:
+        leaf(pool, i, r)
 
 
 def worker(seed, end, windows, stop):

@@ -344,10 +344,7 @@ def self_test():
 
 
 def usage(msg=None):
-    if msg:
-        sys.stderr.write("pprof_python: %s\n" % msg)
-    sys.stderr.write(__doc__.split("\n\n")[0] + "\n")
-    sys.exit(2)
+    pprof_sites.usage(msg, "pprof_python", __doc__)
 
 
 def main(argv):
@@ -407,11 +404,8 @@ def main(argv):
     if prof is None:
         usage()
     try:
-        if raw:
-            text = sys.stdin.read() if prof == "-" else open(prof).read()
-        else:
-            text = pprof_sites.run_pprof(prof)
-        types, samples, locs = pprof_sites.parse_raw_detail(text)
+        types, samples, locs = pprof_sites.parse_raw_detail(
+            pprof_sites.read_profile(prof, raw))
         truth = read_truth(truth_path) if truth_path else None
     except (pprof_sites.ParseError, OSError) as e:
         sys.stderr.write("pprof_python: %s\n" % e)

@@ -329,11 +329,20 @@ def self_test():
     return 1 if bad else 0
 
 
-def usage(msg=None):
+def usage(msg=None, prog="pprof_sites", doc=__doc__):
+    """Says msg and the usage line of doc on stderr; exits 2."""
     if msg:
-        sys.stderr.write("pprof_sites: %s\n" % msg)
-    sys.stderr.write(__doc__.split("\n\n")[0] + "\n")
+        sys.stderr.write("%s: %s\n" % (prog, msg))
+    sys.stderr.write(doc.split("\n\n")[0] + "\n")
     sys.exit(2)
+
+
+def read_profile(prof, raw):
+    """`pprof -raw` text of the profile at prof; with raw, prof is that text
+    already ("-": stdin). Raises ParseError or OSError."""
+    if raw:
+        return sys.stdin.read() if prof == "-" else open(prof).read()
+    return run_pprof(prof)
 
 
 def main(argv):
@@ -392,11 +401,7 @@ def main(argv):
     if prof is None:
         usage()
     try:
-        if raw:
-            text = sys.stdin.read() if prof == "-" else open(prof).read()
-        else:
-            text = run_pprof(prof)
-        types, samples, locs = parse_raw(text)
+        types, samples, locs = parse_raw(read_profile(prof, raw))
         sums = sum_sites(types, samples, locs)
         truth = read_truth(truth_path) if truth_path else None
     except (ParseError, OSError) as e:
