@@ -10,7 +10,10 @@ whose leaf replaces one slot of a 1024-slot pool with a new bytearray of
 600..4095 bytes (malloc'd, as every bytearray over 512 bytes is) or, one
 time in 8, a list of 80..511 pointers; the block's first byte is checked
 before it is dropped. With MALLOCBENCH_WINDOWS set it also prints
-"w T OPS" every 10 ms or so (CLOCK_MONOTONIC seconds, operations so far).
+"w T OPS CPU" every 10 ms or so (CLOCK_MONOTONIC seconds, operations so
+far, CPU seconds the process used so far: heapattach's agent runs on the
+target's threads, so ops per CPU second show its cost even on a machine
+whose other work takes the target's CPU away now and then).
 Threads share the GIL: more than one measures contention, not more work.
 """
 import os
@@ -61,7 +64,7 @@ def worker(seed, end, windows, stop):
             stop[0] = True
         if windows and now - last >= 0.01:
             last = now
-            print("w %.6f %d" % (now, TOTAL[0]), flush=True)
+            print("w %.6f %d %.6f" % (now, TOTAL[0], time.process_time()), flush=True)
     return n
 
 

@@ -169,24 +169,29 @@ def interleaved(threads, total, cycle, variants):
     time.sleep(cycle)
     spans.append((a + 0.05, time.monotonic(), None))
     t.wait()
-    samples = [(float(m.group(1)), int(m.group(2)))
-               for m in re.finditer(r"^w (\S+) (\d+)$", open(out).read(), re.M)]
+    # "w T OPS" or "w T OPS CPU" (pyalloc.py: the process's CPU seconds)
+    samples = [(float(m.group(1)), int(m.group(2)), float(m.group(3) or "nan"))
+               for m in re.finditer(r"^w (\S+) (\d+)(?: (\S+))?$", open(out).read(), re.M)]
     shutil.rmtree(tmp, ignore_errors=True)
 
-    def rate(a, b):
+    def rate(a, b, per=0):
+        """Operations per second between times a and b; per=2: per CPU
+        second of the target (None where the target does not say)."""
         w = [x for x in samples if a <= x[0] <= b]
-        if len(w) < 5:
+        if len(w) < 5 or not w[-1][per] > w[0][per]:
             return None
-        return (w[-1][1] - w[0][1]) / (w[-1][0] - w[0][0])
+        return (w[-1][1] - w[0][1]) / (w[-1][per] - w[0][per])
     # Each attached stretch against the mean of the detached stretches on
     # either side of it: a machine that drifts over the run (other tenants,
     # frequency) cancels out to first order.
     ratios = [[] for _ in variants]
+    cpu_ratios = [[] for _ in variants]
     for i in range(1, len(spans) - 1, 2):
-        before, at, after = (rate(*spans[j][:2]) for j in (i - 1, i, i + 1))
-        if before and at and after:
-            ratios[spans[i][2]].append((before + after) / 2 / at)
-    return ratios
+        for per, out in ((0, ratios), (2, cpu_ratios)):
+            before, at, after = (rate(spans[j][0], spans[j][1], per) for j in (i - 1, i, i + 1))
+            if before and at and after:
+                out[spans[i][2]].append((before + after) / 2 / at)
+    return ratios, cpu_ratios
 
 
 def main():
@@ -232,9 +237,9 @@ def main():
         if a.python:
             variants.append((HA, extra + ["--no-python"]))
         for threads in [int(x) for x in a.threads.split(",")]:
-            rs = interleaved(threads, a.interleaved, a.cycle, variants)
+            rs, cpu_rs = interleaved(threads, a.interleaved, a.cycle, variants)
             row = []
-            for (b, args), r in zip(variants, rs):
+            for (b, args), r, cr in zip(variants, rs, cpu_rs):
                 name = "heapattach" if b == HA else b
                 if len(r) < 2:
                     print("%s %s threads=%d: too few stretches" % (name, " ".join(args), threads))
@@ -244,9 +249,17 @@ def main():
                       (name, " ".join(args) or "(default)", threads, statistics.median(r),
                        len(r), statistics.quantiles(r)[0], statistics.quantiles(r)[2]),
                       flush=True)
-                row.append("%s %.3fx" % ("--no-python" if "--no-python" in args else
-                                         "Python frames on" if b == HA else name,
-                                         statistics.median(r)))
+                what = ("--no-python" if "--no-python" in args else
+                        "Python frames on" if b == HA else name)
+                if len(cr) >= 2:
+                    print("%s %s threads=%d, per CPU-second of the target: slowdown %.3fx "
+                          "(quartiles %.3f..%.3f)" %
+                          (name, " ".join(args) or "(default)", threads, statistics.median(cr),
+                           statistics.quantiles(cr)[0], statistics.quantiles(cr)[2]), flush=True)
+                    row.append("%s %.3fx (per CPU-second %.3fx)" %
+                               (what, statistics.median(r), statistics.median(cr)))
+                else:
+                    row.append("%s %.3fx" % (what, statistics.median(r)))
             if a.python and row:
                 print("Python allocation loop (%s), threads=%d, default rate: unattached 1.000x | %s"
                       % (a.python, threads, " | ".join(row)), flush=True)
