@@ -55,7 +55,8 @@ struct py_layout {
 	/* objects */
 	uint32_t bytes_sval;		/* PyBytesObject.ob_sval; its length is ob_size */
 	uint32_t uni_length, uni_state;	/* PyASCIIObject.length, .state (bitfield word) */
-	uint32_t uni_ascii_size, uni_compact_size; /* sizeof(PyASCIIObject), sizeof(PyCompactUnicodeObject) */
+	uint32_t uni_ascii_size;	/* sizeof(PyASCIIObject) */
+	uint32_t uni_compact_size;	/* sizeof(PyCompactUnicodeObject) */
 };
 
 /* The layout of CPython 3.minor, or NULL when heapattach has none. */

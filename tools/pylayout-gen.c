@@ -44,16 +44,16 @@ int main(void)
 		"PY_HAS_GIL"
 #endif
 #if PY_VERSION_HEX >= 0x030b0000 && PY_VERSION_HEX < 0x030d0000
-		" | PY_HAS_CFRAME"
+		" |\n\t\t\tPY_HAS_CFRAME"
 #endif
 #if PY_VERSION_HEX >= 0x030b0000
-		" | PY_HAS_OWNER | PY_HAS_QUALNAME | PY_HAS_CODE_ADAPTIVE"
+		" |\n\t\t\tPY_HAS_OWNER | PY_HAS_QUALNAME | PY_HAS_CODE_ADAPTIVE"
 #endif
 #if PY_VERSION_HEX >= 0x030b0000 && PY_VERSION_HEX < 0x030c0000
-		" | PY_HAS_IS_ENTRY"
+		" |\n\t\t\tPY_HAS_IS_ENTRY"
 #endif
 #if PY_VERSION_HEX < 0x030b0000
-		" | PY_HAS_CO_CODE"
+		" |\n\t\t\tPY_HAS_CO_CODE"
 #endif
 		;
 

@@ -24,7 +24,7 @@
  * must agree with the table compiled from 3.13's headers.
  */
 
-#define PY_USER_MAX	(1ULL << 47)	/* x86-64 user addresses (4-level paging) */
+#define PY_USER_MAX	(1ULL << 57)	/* above any x86-64 user address (5-level paging) */
 #define PY_STRUCT_MAX	(16u << 20)	/* no CPython struct we read is larger */
 #define PY_EVAL_MAX	(64u << 20)	/* bound on _PyEval_EvalFrameDefault's size */
 
@@ -96,8 +96,28 @@ static const struct elfobj_sym *sym(const struct cand *c, const char *name)
 }
 
 /*
+ * 1 if [a, a + size) starts and ends in mappings with prot bits want that
+ * are file path's or anonymous (path NULL: any mapping). A struct of the
+ * interpreter may straddle a file's data mapping and its anonymous .bss.
+ */
+static int range_ok(struct target *t, uint64_t a, uint64_t size, unsigned want,
+		    const char *path)
+{
+	uint64_t ends[2] = { a, a + (size ? size - 1 : 0) };
+	const struct proc_map *m;
+
+	if (!a || a >= PY_USER_MAX || size > PY_USER_MAX - a)
+		return 0;
+	for (int i = 0; i < 2; i++)
+		if (target_find(t, ends[i], &m) || (m->prot & want) != want ||
+		    (path && m->path && strcmp(m->path, path)))
+			return 0;
+	return 1;
+}
+
+/*
  * The runtime address of symbol s of c, if its size bytes lie inside one
- * PT_LOAD segment of c's file and in a mapping with prot bits want that is
+ * PT_LOAD segment of c's file and in mappings with prot bits want that are
  * that file's or anonymous (the part of a segment past its file bytes:
  * .bss): 0 or -ENOENT.
  */
@@ -105,7 +125,6 @@ static int sym_addr(struct target *t, const struct cand *c, const struct elfobj_
 		    uint64_t size, unsigned want, uint64_t *addr)
 {
 	const struct elfobj_segment *seg;
-	const struct proc_map *m;
 	uint64_t a = c->bias + s->value;
 	size_t nseg, k;
 
@@ -114,10 +133,7 @@ static int sym_addr(struct target *t, const struct cand *c, const struct elfobj_
 		if (s->value >= seg[k].vaddr && s->value - seg[k].vaddr < seg[k].memsz &&
 		    size <= seg[k].memsz - (s->value - seg[k].vaddr))
 			break;
-	if (k == nseg || a < c->bias || a >= PY_USER_MAX || size > PY_USER_MAX - a)
-		return -ENOENT;
-	if (target_find(t, a, &m) || (m->path && strcmp(m->path, c->path)) ||
-	    (m->prot & want) != want || (size && a + size > m->end))
+	if (k == nseg || a < c->bias || !range_ok(t, a, size, want, c->path))
 		return -ENOENT;
 	*addr = a;
 	return 0;
@@ -129,18 +145,11 @@ static int read_word(struct target *t, uint64_t addr, uint64_t *v)
 	return target_read(t, addr, v, sizeof(*v));
 }
 
-/* 1 if p is a user address inside a readable and writable mapping (heap,
- * data, bss: where CPython keeps its states). */
+/* 1 if [p, p + size) is user memory, readable and writable (heap, data,
+ * bss: where CPython keeps its states). */
 static int ptr_ok(struct target *t, uint64_t p, uint64_t size)
 {
-	const struct proc_map *m;
-
-	if (!p || p >= PY_USER_MAX || size > PY_USER_MAX - p)
-		return 0;
-	if (target_find(t, p, &m) || (m->prot & (PROC_MAP_R | PROC_MAP_W)) !=
-	    (PROC_MAP_R | PROC_MAP_W))
-		return 0;
-	return 1;
+	return range_ok(t, p, size, PROC_MAP_R | PROC_MAP_W, NULL);
 }
 
 static void cand_free(struct cand *c)
@@ -470,7 +479,7 @@ int py_target_find(struct target *t, struct py_target *out, char *err, size_t er
 {
 	const struct elfobj_sym *s;
 	struct cand c;
-	uint64_t pyver;
+	uint64_t pyver, need;
 	int ret;
 
 	memset(out, 0, sizeof(*out));
@@ -485,13 +494,22 @@ int py_target_find(struct target *t, struct py_target *out, char *err, size_t er
 	out->interp_lo = c.xlo;
 	out->interp_hi = c.xhi;
 	s = sym(&c, "_PyRuntime");
-	if (sym_addr(t, &c, s, 64, PROC_MAP_R | PROC_MAP_W, &out->runtime)) {
+	out->lay = *py_layout_for(out->minor);
+	need = out->minor >= 13 ? PY_DEBUG_OFFSETS_LEN : out->lay.rt_interp_main + 8;
+	if (out->lay.rt_tstate_current + 8 > need)
+		need = out->lay.rt_tstate_current + 8;
+	if (s->size && s->size < need) {
+		say(err, errlen, "Python %s: _PyRuntime is %llu bytes, smaller than the layout's %llu",
+		    out->version, (unsigned long long)s->size, (unsigned long long)need);
+		ret = -ENOTSUP;
+		goto out;
+	}
+	if (sym_addr(t, &c, s, need, PROC_MAP_R | PROC_MAP_W, &out->runtime)) {
 		say(err, errlen, "Python %s: _PyRuntime is not in writable memory of %s",
 		    out->version, c.path);
 		ret = -ENOTSUP;
 		goto out;
 	}
-	out->lay = *py_layout_for(out->minor);
 	if (out->minor >= 13) {
 		uint8_t buf[PY_DEBUG_OFFSETS_LEN];
 

@@ -21,7 +21,8 @@
 static const struct py_layout layouts[] = {
 	[8] = { /* 3.8.18 */
 		.minor = 8,
-		.has = PY_HAS_TSTATE_CURRENT | PY_HAS_CO_CODE,
+		.has = PY_HAS_TSTATE_CURRENT |
+			PY_HAS_CO_CODE,
 		.rt_interp_main = 40,
 		.rt_tstate_current = 1368,
 		.is_threads_head = 8,
@@ -47,7 +48,8 @@ static const struct py_layout layouts[] = {
 	},
 	[9] = { /* 3.9.18 */
 		.minor = 9,
-		.has = PY_HAS_TSTATE_CURRENT | PY_HAS_CO_CODE,
+		.has = PY_HAS_TSTATE_CURRENT |
+			PY_HAS_CO_CODE,
 		.rt_interp_main = 40,
 		.rt_tstate_current = 568,
 		.is_threads_head = 8,
@@ -73,7 +75,8 @@ static const struct py_layout layouts[] = {
 	},
 	[10] = { /* 3.10.13 */
 		.minor = 10,
-		.has = PY_HAS_TSTATE_CURRENT | PY_HAS_CO_CODE,
+		.has = PY_HAS_TSTATE_CURRENT |
+			PY_HAS_CO_CODE,
 		.rt_interp_main = 40,
 		.rt_tstate_current = 568,
 		.is_threads_head = 8,
@@ -99,7 +102,10 @@ static const struct py_layout layouts[] = {
 	},
 	[11] = { /* 3.11.7 */
 		.minor = 11,
-		.has = PY_HAS_TSTATE_CURRENT | PY_HAS_CFRAME | PY_HAS_OWNER | PY_HAS_QUALNAME | PY_HAS_CODE_ADAPTIVE | PY_HAS_IS_ENTRY,
+		.has = PY_HAS_TSTATE_CURRENT |
+			PY_HAS_CFRAME |
+			PY_HAS_OWNER | PY_HAS_QUALNAME | PY_HAS_CODE_ADAPTIVE |
+			PY_HAS_IS_ENTRY,
 		.rt_interp_main = 48,
 		.rt_tstate_current = 576,
 		.is_threads_head = 16,
@@ -130,7 +136,9 @@ static const struct py_layout layouts[] = {
 	},
 	[12] = { /* 3.12.1 */
 		.minor = 12,
-		.has = PY_HAS_GIL | PY_HAS_CFRAME | PY_HAS_OWNER | PY_HAS_QUALNAME | PY_HAS_CODE_ADAPTIVE,
+		.has = PY_HAS_GIL |
+			PY_HAS_CFRAME |
+			PY_HAS_OWNER | PY_HAS_QUALNAME | PY_HAS_CODE_ADAPTIVE,
 		.rt_interp_main = 48,
 		.is_threads_head = 72,
 		.is_gil = 384,
@@ -161,7 +169,8 @@ static const struct py_layout layouts[] = {
 	},
 	[13] = { /* 3.13.0 */
 		.minor = 13,
-		.has = PY_HAS_GIL | PY_HAS_OWNER | PY_HAS_QUALNAME | PY_HAS_CODE_ADAPTIVE,
+		.has = PY_HAS_GIL |
+			PY_HAS_OWNER | PY_HAS_QUALNAME | PY_HAS_CODE_ADAPTIVE,
 		.rt_interp_main = 640,
 		.is_threads_head = 7344,
 		.is_gil = 16,
