@@ -433,44 +433,55 @@ static int find_version(struct target *t, const struct cand *c, struct py_target
 	return 0;
 }
 
+/*
+ * *p = the pointer read at addr, which must name span bytes of user memory,
+ * readable and writable. -EIO unreadable, -EAGAIN NULL (err: "Python V:
+ * unset"), -ENOTSUP elsewhere (what names it in err).
+ */
+static int read_state_ptr(struct target *t, const struct py_target *pt, uint64_t addr,
+			  uint64_t span, const char *what, const char *unset, uint64_t *p,
+			  char *err, size_t errlen)
+{
+	if (read_word(t, addr, p)) {
+		say(err, errlen, "Python %s: cannot read %s at 0x%llx", pt->version, what,
+		    (unsigned long long)addr);
+		return -EIO;
+	}
+	if (!*p) {
+		say(err, errlen, "Python %s: %s", pt->version, unset);
+		return -EAGAIN;
+	}
+	if (!ptr_ok(t, *p, span)) {
+		say(err, errlen, "Python %s: %s 0x%llx is not in writable memory", pt->version,
+		    what, (unsigned long long)*p);
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
 /* The agent's two addresses, from the main interpreter. */
 static int find_states(struct target *t, struct py_target *out, char *err, size_t errlen)
 {
 	const struct py_layout *l = &out->lay;
-	uint64_t main_is, gil;
+	uint64_t main_is, gil, span = l->is_threads_head + 8;
+	int ret;
 
-	if (read_word(t, out->runtime + l->rt_interp_main, &main_is)) {
-		say(err, errlen, "cannot read _PyRuntime at 0x%llx", (unsigned long long)out->runtime);
-		return -EIO;
-	}
-	if (!main_is) {
-		say(err, errlen, "Python %s: not initialised yet", out->version);
-		return -EAGAIN;
-	}
-	if (!ptr_ok(t, main_is, l->is_threads_head + 8)) {
-		say(err, errlen, "Python %s: the main interpreter pointer 0x%llx is not in writable memory",
-		    out->version, (unsigned long long)main_is);
-		return -ENOTSUP;
-	}
+	if ((l->has & PY_HAS_GIL) && l->is_gil + 8 > span)
+		span = l->is_gil + 8;
+	ret = read_state_ptr(t, out, out->runtime + l->rt_interp_main, span,
+			     "the main interpreter pointer", "not initialised yet", &main_is,
+			     err, errlen);
+	if (ret)
+		return ret;
 	out->threads_head = main_is + l->is_threads_head;
 	if (l->has & PY_HAS_TSTATE_CURRENT) {
 		out->holder = out->runtime + l->rt_tstate_current;
 		return 0;
 	}
-	if (read_word(t, main_is + l->is_gil, &gil)) {
-		say(err, errlen, "cannot read the main interpreter at 0x%llx",
-		    (unsigned long long)main_is);
-		return -EIO;
-	}
-	if (!gil) {
-		say(err, errlen, "Python %s: no GIL yet", out->version);
-		return -EAGAIN;
-	}
-	if (!ptr_ok(t, gil, l->gil_last_holder + 8)) {
-		say(err, errlen, "Python %s: the GIL pointer 0x%llx is not in writable memory",
-		    out->version, (unsigned long long)gil);
-		return -ENOTSUP;
-	}
+	ret = read_state_ptr(t, out, main_is + l->is_gil, l->gil_last_holder + 8,
+			     "the GIL pointer", "no GIL yet", &gil, err, errlen);
+	if (ret)
+		return ret;
 	out->holder = gil + l->gil_last_holder;
 	return 0;
 }
