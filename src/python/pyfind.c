@@ -208,7 +208,8 @@ static int first_of_file(const struct proc_maps *maps, size_t i)
 
 /*
  * The object defining _PyRuntime among the python-named files the target
- * maps (the main executable of a static build, or libpython*.so), into *c.
+ * maps (the main executable of a static build, or libpython*.so) and its
+ * main executable (an application embedding a static libpython), into *c.
  * 0; -ENOTSUP with a reason when a python-named object with Python's API
  * but no _PyRuntime is there (2.7, 3.6); -ENOENT when none.
  */
@@ -216,7 +217,14 @@ static int find_runtime_object(struct target *t, struct cand *c, char *err, size
 {
 	const struct proc_maps *maps = target_maps(t);
 	int root = tfile_root(target_reader(t)), ret = -ENOENT;
-	char old[64] = "";
+	char old[64] = "", exe[4096] = "", link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/%d/exe", (int)target_pid(t));
+	n = readlink(link, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = 0;
+	if (n > 10 && !strcmp(exe + n - 10, " (deleted)"))	/* as maps show it */
+		exe[n - 10] = 0;
 
 	if (!maps) {
 		say(err, errlen, "cannot read the target's maps");
@@ -226,7 +234,8 @@ static int find_runtime_object(struct target *t, struct cand *c, char *err, size
 	}
 	for (size_t i = 0; i < maps->n; i++) {
 		if (!maps->v[i].path || maps->v[i].path[0] != '/' ||
-		    !python_named(maps->v[i].path) || !first_of_file(maps, i))
+		    !(python_named(maps->v[i].path) || !strcmp(maps->v[i].path, exe)) ||
+		    !first_of_file(maps, i))
 			continue;
 		if (cand_open(t, i, root, c))
 			continue;
