@@ -55,12 +55,6 @@ size_t pyframes_decode(struct pyframes *pf, const uint64_t *words, size_t n,
  */
 int pyframes_lookup(const struct pyframes *pf, uint64_t addr, struct sym_info *out);
 
-/* 1 if pc (a return-address-like pc, not pc - 1) is a pseudo-PC of pyframes. */
-static inline int pyframes_is_pc(uint64_t pc)
-{
-	return pc > PYFRAMES_PC_BASE && pc <= PYFRAMES_PC_BASE + PYFRAMES_MAX_PCS + 1;
-}
-
 /*
  * The line of the instruction at index idx (in 2-byte code units) from a
  * line table t[0..n) of a code object whose first line is firstlineno:
