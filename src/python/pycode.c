@@ -80,6 +80,15 @@ struct pyframes {
 
 /* ---- interning ---- */
 
+/* Array v of *cap elements of size bytes with room for element n. */
+static void *grow(void *v, size_t n, size_t *cap, size_t size)
+{
+	if (n < *cap)
+		return v;
+	*cap = *cap ? *cap * 2 : 256;
+	return xrealloc(v, *cap * size);
+}
+
 /* FNV-1a of s[0..n), mixed. */
 static uint64_t str_hash(const char *s, size_t n)
 {
@@ -105,10 +114,7 @@ static const char *intern(struct pyframes *pf, const char *s)
 	id = idmap_get(&pf->by_str, k);
 	if (id && !strcmp(pf->strs[id - 1], s))
 		return pf->strs[id - 1];
-	if (pf->nstrs == pf->capstrs) {
-		pf->capstrs = pf->capstrs ? pf->capstrs * 2 : 256;
-		pf->strs = xrealloc(pf->strs, pf->capstrs * sizeof(*pf->strs));
-	}
+	pf->strs = grow(pf->strs, pf->nstrs, &pf->capstrs, sizeof(*pf->strs));
 	pf->strs[pf->nstrs++] = xstrdup(s);
 	if (!id)	/* a colliding string is kept, not indexed */
 		idmap_put(&pf->by_str, k, pf->nstrs);
@@ -127,10 +133,7 @@ static size_t place_of(struct pyframes *pf, const char *function, const char *fi
 		return id - 1;
 	if (pf->nplaces >= PYFRAMES_MAX_PCS)
 		return 0;
-	if (pf->nplaces == pf->capplaces) {
-		pf->capplaces = pf->capplaces ? pf->capplaces * 2 : 256;
-		pf->places = xrealloc(pf->places, pf->capplaces * sizeof(*pf->places));
-	}
+	pf->places = grow(pf->places, pf->nplaces, &pf->capplaces, sizeof(*pf->places));
 	pf->places[pf->nplaces] = (struct place){ function, file, line };
 	idmap_put(&pf->by_place, k, ++pf->nplaces);
 	return pf->nplaces - 1;
@@ -295,7 +298,7 @@ static int read_fingerprint(struct pyframes *pf, uint64_t addr, struct fingerpri
 	*fp = (struct fingerprint){
 		.type = get_u64(head, l->ob_type),
 		.name = get_u64(head, l->co_name),
-		.qualname = l->minor >= 11 ? get_u64(head, l->co_qualname) : 0,
+		.qualname = l->minor >= 11 && l->co_qualname ? get_u64(head, l->co_qualname) : 0,
 		.filename = get_u64(head, l->co_filename),
 		.linetable = get_u64(head, l->co_linetable),
 		.firstlineno = get_i32(head, l->co_firstlineno),
@@ -377,10 +380,7 @@ static struct pycode *code_at(struct pyframes *pf, uint64_t addr)
 		return NULL;
 	if (pf->ncodes >= CODE_MAX || pf->code_bytes >= CODE_BYTES_MAX)
 		codes_clear(pf);
-	if (pf->ncodes == pf->capcodes) {
-		pf->capcodes = pf->capcodes ? pf->capcodes * 2 : 256;
-		pf->codes = xrealloc(pf->codes, pf->capcodes * sizeof(*pf->codes));
-	}
+	pf->codes = grow(pf->codes, pf->ncodes, &pf->capcodes, sizeof(*pf->codes));
 	c = &pf->codes[pf->ncodes++];
 	memset(c, 0, sizeof(*c));
 	c->addr = addr;
