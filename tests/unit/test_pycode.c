@@ -34,6 +34,19 @@ struct fake_code {
 	uint8_t b[256];
 };
 
+/* The made-up objects, freed at the end. */
+static void *objs[256];
+static size_t nobjs;
+
+static void *obj_alloc(size_t n)
+{
+	void *p = calloc(1, n);
+
+	if (nobjs < sizeof(objs) / sizeof(objs[0]))
+		objs[nobjs++] = p;
+	return p;
+}
+
 static void put64(void *base, uint32_t off, uint64_t v)
 {
 	memcpy((uint8_t *)base + off, &v, 8);
@@ -42,7 +55,7 @@ static void put64(void *base, uint32_t off, uint64_t v)
 /* A compact str object of n characters of kind (1, 2, 4) from c[]. */
 static void *make_str(const uint32_t *c, size_t n, int kind, int ascii)
 {
-	uint8_t *o = calloc(1, 64 + n * 4 + 4);
+	uint8_t *o = obj_alloc(64 + n * 4 + 4);
 	uint32_t state = (uint32_t)kind << 2 | 1u << 5 | (uint32_t)ascii << 6;
 	uint8_t *d = o + (ascii ? lay.uni_ascii_size : lay.uni_compact_size);
 
@@ -65,7 +78,7 @@ static void *make_ascii(const char *s)
 
 static void *make_bytes(const uint8_t *p, size_t n)
 {
-	uint8_t *o = calloc(1, lay.bytes_sval + n + 1);
+	uint8_t *o = obj_alloc(lay.bytes_sval + n + 1);
 
 	put64(o, lay.ob_size, n);
 	memcpy(o + lay.bytes_sval, p, n);
@@ -75,7 +88,7 @@ static void *make_bytes(const uint8_t *p, size_t n)
 /* A code object: qualname (may be NULL), name, file, first line, table. */
 static struct fake_code *make_code(void *qual, void *name, void *file, int first, void *table)
 {
-	struct fake_code *c = calloc(1, sizeof(*c));
+	struct fake_code *c = obj_alloc(sizeof(*c));
 
 	put64(c->b, lay.ob_type, (uintptr_t)code_type_obj);
 	put64(c->b, lay.co_qualname, (uintptr_t)qual);
@@ -329,6 +342,8 @@ static void test_teardown(void)
 {
 	pyframes_free(pf);
 	target_free(t);
+	while (nobjs)
+		free(objs[--nobjs]);
 }
 
 static void test_setup(void) { setup(); }
