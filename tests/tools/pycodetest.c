@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "elfobj.h"
+#include "proc.h"
 #include "pyfind.h"
 #include "pyframes.h"
 #include "symbolize.h"
@@ -16,7 +18,8 @@
 /*
  * usage: pycodetest PYTHON SCRIPT
  * Runs PYTHON SCRIPT as a child, reads its "code ..." lines up to "ready"
- * and, through a target on the child, decodes each code object at the
+ * and, through a target on the child, finds PyCode_Type in its objects'
+ * symbols (it must be at id(types.CodeType)), decodes each code object at the
  * instruction it names and at the unknown index (0x7fff), checking
  * function (co_qualname 3.11+, co_name before), file and line. Exit 0 all
  * match, 1 a mismatch, 2 usage or a broken child.
@@ -55,6 +58,29 @@ static int layout_for(int minor, struct py_layout *l)
 	}
 	l->uni_ascii_size = minor <= 11 ? 48 : 40;
 	l->uni_compact_size = minor <= 11 ? 72 : 56;
+	return 0;
+}
+
+/* &PyCode_Type in the target, from the symbols of the objects it maps
+ * (.dynsym, .symtab), as pyfind finds the interpreter's; 0 if none. */
+static uint64_t code_type_from_symbols(struct target *t)
+{
+	const struct proc_maps *maps = target_maps(t);
+
+	for (size_t i = 0; maps && i < maps->n; i++) {
+		const struct proc_map *m = &maps->v[i];
+		const struct elfobj_sym *sym;
+		struct elfobj *e;
+		uint64_t bias;
+
+		if (!(m->prot & PROC_MAP_X) || !m->path || m->path[0] != '/')
+			continue;
+		e = target_object(t, m, TARGET_OBJ_SYMS, NULL);
+		sym = e ? elfobj_lookup(e, "PyCode_Type", 0) : NULL;
+		if (sym && !target_map_bias(t, m, e, &bias))
+			return sym->value + bias;
+		maps = target_maps(t);	/* target_object may have read them again */
+	}
 	return 0;
 }
 
@@ -162,13 +188,15 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	pt.minor = ex[0].minor;
-	pt.code_type = ex[0].code_type;
 	t = target_new(pid, 0);
-	pf = t ? pyframes_new(t, &pt) : NULL;
-	if (!pf) {
-		bad = 2;
+	pt.code_type = t ? code_type_from_symbols(t) : 0;
+	if (pt.code_type != ex[0].code_type) {
+		fprintf(stderr, "pycodetest: PyCode_Type at %#llx by the symbols, %#llx by the script\n",
+			(unsigned long long)pt.code_type, (unsigned long long)ex[0].code_type);
+		bad = 1;
 		goto out;
 	}
+	pf = pyframes_new(t, &pt);
 	for (int i = 0; i < n; i++) {
 		bad |= check_one(pf, &ex[i], ex[i].idx, ex[i].line);
 		bad |= check_one(pf, &ex[i], PYFRAMES_IDX_UNKNOWN, ex[i].firstlineno);
