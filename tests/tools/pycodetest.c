@@ -12,6 +12,7 @@
 #include "proc.h"
 #include "pyfind.h"
 #include "pyframes.h"
+#include "pylayout.h"
 #include "symbolize.h"
 #include "target.h"
 
@@ -25,39 +26,15 @@
  * match, 1 a mismatch, 2 usage or a broken child.
  */
 
-/*
- * The code-object part of the layout of each version, written here from
- * CPython's headers (Include/cpython/code.h, unicodeobject.h,
- * bytesobject.h) so that this test does not depend on pylayout.c; once
- * that is in, layout_for can return py_layout_for(minor) instead and this
- * test checks its table too.
- */
+/* The layout of each version: pylayout.c's table (this test checks its
+ * code-object part too). */
 static int layout_for(int minor, struct py_layout *l)
 {
-	memset(l, 0, sizeof(*l));
-	l->minor = minor;
-	l->ob_type = 8;
-	l->ob_size = 16;
-	l->bytes_sval = 32;
-	l->uni_length = 16;
-	l->uni_state = 32;
-	if (minor >= 8 && minor <= 10) {
-		l->co_firstlineno = 40;
-		l->co_code = 48;
-		l->co_filename = 104;
-		l->co_name = 112;
-		l->co_linetable = 120;
-	} else if (minor >= 11 && minor <= 13) {
-		l->co_firstlineno = minor == 11 ? 72 : 68;
-		l->co_filename = 112;
-		l->co_name = 120;
-		l->co_qualname = 128;
-		l->co_linetable = 136;
-	} else {
+	const struct py_layout *t = py_layout_for(minor);
+
+	if (!t)
 		return -ENOTSUP;
-	}
-	l->uni_ascii_size = minor <= 11 ? 48 : 40;
-	l->uni_compact_size = minor <= 11 ? 72 : 56;
+	*l = *t;
 	return 0;
 }
 
