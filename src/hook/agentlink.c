@@ -888,6 +888,11 @@ static void sync_stats(struct agent_link *l)
 	l->p.stats->walk_misses = sum[1];
 	l->p.stats->nested = sum[2];
 	l->p.stats->doorbells = __atomic_load_n(&l->shm->doorbell, __ATOMIC_RELAXED);
+	if (l->py_max) {	/* said with -v only: a hostile figure misleads nobody */
+		l->p.stats->py_found = __atomic_load_n(&l->shm->py.found, __ATOMIC_RELAXED);
+		l->p.stats->py_not_found = __atomic_load_n(&l->shm->py.not_found,
+							   __ATOMIC_RELAXED);
+	}
 }
 
 /*
