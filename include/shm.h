@@ -462,16 +462,18 @@ struct shm_ev_alloc {
 	uint64_t frames[];
 };
 
-/* The longest record the agent writes with a depth of `depth` frames: an
- * allocation whose walk missed at full depth, with its registers and a
- * whole stack copy; SHM_EV_MAX_LEN at the largest depth. */
-static inline uint32_t shm_ev_max_len(uint32_t depth)
+/* The longest record the agent writes with a depth of `depth` frames and
+ * at most npy Python words: an allocation whose walk missed at full
+ * depth, with its Python frames, its registers and a whole stack copy;
+ * SHM_EV_MAX_LEN at the largest depth and count. */
+static inline uint32_t shm_ev_max_len(uint32_t depth, uint32_t npy)
 {
 	return (uint32_t)(sizeof(struct shm_ev_alloc) + (uint64_t)shm_depth(depth) * 8 +
+			  (uint64_t)(npy < SHM_PY_MAX_FRAMES ? npy : SHM_PY_MAX_FRAMES) * 8 +
 			  sizeof(struct frame_regs) + SHM_STACK_COPY);
 }
 #define SHM_EV_MAX_LEN (sizeof(struct shm_ev_alloc) + SHM_MAX_DEPTH * 8 + \
-			sizeof(struct frame_regs) + SHM_STACK_COPY)
+			SHM_PY_MAX_FRAMES * 8 + sizeof(struct frame_regs) + SHM_STACK_COPY)
 
 /* No user address (nor size) reaches this, even with 5-level paging: an
  * allocation event beyond it was not written by the agent. */

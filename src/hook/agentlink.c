@@ -284,7 +284,7 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	}
 	memset(d + SHM_OFF_BITS, l->exact ? 0xff : 0, SHM_BLOOM_SIZE / 8);
 	agent_link_heartbeat(l);
-	ring_reader_init(&l->rings, h, l->p.ring_size, l->depth);
+	ring_reader_init(&l->rings, h, l->p.ring_size, l->depth, l->py_max);
 	l->ftab = l->p.target ?
 		  frametab_new_target(l->p.target, (struct shm_frame *)(d + SHM_OFF_FRAMES)) :
 		  frametab_new(l->p.proc_tid, (struct shm_frame *)(d + SHM_OFF_FRAMES));

@@ -251,7 +251,7 @@ static void ring_reset(uint64_t size)
 		((struct shm_counter *)counter(i))->nested = 0;
 	}
 	memset(data_view + SHM_OFF_HEADS, 0, SHM_NRINGS * 64);
-	ring_reader_init(&rd, hdr, size, hdr->max_depth);
+	ring_reader_init(&rd, hdr, size, hdr->max_depth, SHM_PY_MAX_FRAMES);
 }
 
 /* Exact mode: every call sampled (counters <= 0, no re-arm), every free reported. */
