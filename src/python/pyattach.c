@@ -10,6 +10,7 @@
 #include "pyattach.h"
 #include "pyfind.h"
 #include "pyframes.h"
+#include "pylayout.h"
 #include "shm.h"
 #include "symbolize.h"
 #include "xmalloc.h"
@@ -49,10 +50,21 @@ static int shm_block(const struct py_target *pt, unsigned max_frames, struct shm
 			    y->fr_back, y->fr_code, y->fr_lasti, y->fr_owner, y->fr_is_entry,
 			    y->co_code_adaptive, y->co_firsttraceable };
 
+	uint32_t kind = shm_kind(pt->minor), need = 0;
+
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
 		if (offs[i] >= SHM_PY_MAX_OFF)
 			return -ENOTSUP;
+	/* the fields the agent's model of that version reads */
+	if (kind >= SHM_PY_311)
+		need = PY_HAS_OWNER | PY_HAS_CODE_ADAPTIVE;
+	if (kind == SHM_PY_311 || kind == SHM_PY_312)
+		need |= PY_HAS_CFRAME;
+	if (kind == SHM_PY_311)
+		need |= PY_HAS_IS_ENTRY;
+	if (!kind || (y->has & need) != need || (kind == SHM_PY_313 && (y->has & PY_HAS_CFRAME)))
+		return -ENOTSUP;
 	out->max_frames = max_frames < SHM_PY_MAX_FRAMES ? max_frames : SHM_PY_MAX_FRAMES;
 	out->holder = pt->holder;
 	out->threads_head = pt->threads_head;
@@ -67,8 +79,8 @@ static int shm_block(const struct py_target *pt, unsigned max_frames, struct shm
 	out->fr_is_entry = y->fr_is_entry;
 	out->co_code_adaptive = y->co_code_adaptive;
 	out->co_firsttraceable = y->co_firsttraceable;
-	out->kind = shm_kind(pt->minor);
-	return out->kind ? 0 : -ENOTSUP;
+	out->kind = kind;
+	return 0;
 }
 
 struct pyattach *pyattach_new(struct target *t, struct symbolizer *sym, unsigned max_frames,
@@ -88,6 +100,11 @@ struct pyattach *pyattach_new(struct target *t, struct symbolizer *sym, unsigned
 		pr_debug("python: the interpreter is not initialised yet: native frames only");
 		goto none;
 	}
+	if (!rc && !pa->pt.eval_lo) {
+		snprintf(err, sizeof(err), "Python %.15s: no _PyEval_EvalFrameDefault in %.150s: "
+			 "native frames only", pa->pt.version, pa->pt.object);
+		rc = -ENOTSUP;
+	}
 	if (!rc)
 		rc = shm_block(&pa->pt, max_frames, &pa->shm);
 	if (rc) {
@@ -102,9 +119,7 @@ struct pyattach *pyattach_new(struct target *t, struct symbolizer *sym, unsigned
 					    pa->pt.interp_hi, keep_c };
 	if (sym)
 		symbolizer_set_python(sym, pa->pf);
-	pr_debug("python: %s in %s (_PyRuntime at 0x%llx)", pa->pt.version, pa->pt.object,
-		 (unsigned long long)pa->pt.runtime);
-	return pa;
+	return pa;	/* pyfind said what it found (-v) */
 none:
 	free(pa);
 	return NULL;

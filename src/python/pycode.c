@@ -56,6 +56,7 @@ struct pycode {
 /* One pseudo-PC's names: pseudo-PC PYFRAMES_PC_BASE + index + 1. */
 struct place {
 	const char *function, *file;	/* interned; file may be NULL */
+	const char *system;		/* "python:" function, interned */
 	int line;
 };
 
@@ -128,13 +129,18 @@ static size_t place_of(struct pyframes *pf, const char *function, const char *fi
 	uint64_t k[3] = { (uint64_t)(uintptr_t)function, (uint64_t)(uintptr_t)file,
 			  (uint64_t)(uint32_t)line };
 	uint64_t id = idmap_get(&pf->by_place, k);
+	char sys[PYFRAMES_NAME_MAX + 8];
 
 	if (id)
 		return id - 1;
 	if (pf->nplaces >= PYFRAMES_MAX_PCS)
 		return 0;
+	/* go tool pprof keeps a Function's name as written only when its
+	 * system name differs; else it takes <...> in it (<module>, <lambda>)
+	 * for C++ template arguments and strips them */
+	snprintf(sys, sizeof(sys), "python:%s", function);
 	pf->places = grow(pf->places, pf->nplaces, &pf->capplaces, sizeof(*pf->places));
-	pf->places[pf->nplaces] = (struct place){ function, file, line };
+	pf->places[pf->nplaces] = (struct place){ function, file, intern(pf, sys), line };
 	idmap_put(&pf->by_place, k, ++pf->nplaces);
 	return pf->nplaces - 1;
 }
@@ -479,6 +485,7 @@ int pyframes_lookup(const struct pyframes *pf, uint64_t addr, struct sym_info *o
 		return -ENOENT;
 	p = &pf->places[addr - PYFRAMES_PC_BASE];
 	out->function = p->function;
+	out->system_name = p->system;
 	out->file = p->file;
 	out->line = p->line;
 	return 0;
