@@ -1,6 +1,7 @@
 /* Python code objects read from the target, and the pseudo-PCs that name their frames (pyframes). */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
