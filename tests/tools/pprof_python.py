@@ -59,14 +59,17 @@ EVAL = "_PyEval_EvalFrameDefault"
 
 def frames(sample, locs):
     """The sample's frames, leaf first: (function, file, line, is_python).
-    A Python frame's function is its system name when pprof shows one: the
-    name as written, before pprof's simplification of "<...>"."""
+    A Python frame without a name (pprof's simplification drops "<...>" from
+    a name whose system name is the same: "<module>" becomes "") is named
+    by its system name, less heapattach's "python:" prefix."""
     out = []
     for lid in sample[1]:
         addr, _, lines = locs[lid]
         for fn, f, ln, sysname in lines:
             py = f.endswith(".py") or addr >= PC_BASE
-            out.append(((sysname if py and sysname else fn) or "", f, ln, py))
+            if py and not fn and sysname:
+                fn = sysname[len("python:"):] if sysname.startswith("python:") else sysname
+            out.append((fn or "", f, ln, py))
     return out
 
 
@@ -282,7 +285,8 @@ Locations
      2: 0xffe0000000000002 M=2 hold /d/pytruth.py:12 s=0
      3: 0x3000 M=1 _PyEval_EvalFrameDefault :0 s=0
              _PyFunction_Vectorcall :0 s=0
-     4: 0xffe0000000000003 M=2  /d/pytruth.py:90 s=0(<module>)
+     4: 0xffe0000000000003 M=2 main /d/pytruth.py:80 s=0(python:main)
+              /d/pytruth.py:90 s=0(python:<module>)
      5: 0x5000 M=1 _start :0 s=0
      6: 0x6000 M=3 cx_inner /d/pycext.c:9 s=0
      7: 0xffe0000000000004 M=2 call_c /d/pytruth.py:40 s=0

@@ -143,7 +143,7 @@ def parse_raw_detail(text):
             rest = rest[mm.end():] if mm else rest
             locs[cur] = (int(m.group(2), 16), int(mm.group(1)) if mm else 0, [])
         elif cur is not None and line.startswith("             "):
-            rest = line.strip()
+            rest = line[13:]     # the name (maybe empty) after 13 spaces
         else:
             raise ParseError("unexpected location line: %r" % line)
         locs[cur][2].append(loc_line(rest))
