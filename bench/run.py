@@ -261,8 +261,9 @@ def main():
                 else:
                     row.append("%s %.3fx" % (what, statistics.median(r)))
             if a.python and row:
-                print("Python allocation loop (%s), threads=%d, default rate: unattached 1.000x | %s"
-                      % (a.python, threads, " | ".join(row)), flush=True)
+                print("Python allocation loop (%s), threads=%d, %s: unattached 1.000x | %s"
+                      % (a.python, threads, " ".join(extra) or "default rate",
+                         " | ".join(row)), flush=True)
         return
     tmp = tempfile.mkdtemp(prefix="ha-bench.")
     extra = a.extra.split()
