@@ -1991,7 +1991,8 @@ static void test_python(void)
 	expect_u64_eq(hdr->py.not_found, 1);
 	CALL1(H_FREE, p);
 	drain(ev, 2);
-	/* and not looked for again for a while, even once it is there */
+	/* and not looked for on the list again for a while, even once it is
+	 * there; but found at once once it holds the GIL */
 	other.next = (uintptr_t)&ts;
 	for (int i = 0; i < 63; i++) {
 		p = CALL1(H_MALLOC, 40);
@@ -2000,7 +2001,19 @@ static void test_python(void)
 		CALL1(H_FREE, p);
 		drain(ev, 2);
 	}
-	expect_u64_eq(hdr->py.not_found, 1);
+	expect_u64_eq(hdr->py.not_found, 64);
+	p = CALL1(H_MALLOC, 40);
+	expect_int_eq(drain(ev, 2), 1);
+	expect_int_eq(ev[0].npy, 2);	/* the 64th: the list again */
+	CALL1(H_FREE, p);
+	drain(ev, 2);
+	other.next = 0;
+	p = CALL1(H_MALLOC, 40);	/* gone from the list: skipping again */
+	expect_int_eq(drain(ev, 2), 1);
+	expect_int_eq(ev[0].npy, 0);
+	CALL1(H_FREE, p);
+	drain(ev, 2);
+	holder = (uintptr_t)&ts;	/* it holds the GIL */
 	p = CALL1(H_MALLOC, 40);
 	expect_int_eq(drain(ev, 2), 1);
 	expect_int_eq(ev[0].npy, 2);

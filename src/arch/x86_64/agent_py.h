@@ -35,10 +35,11 @@ static inline uint64_t py_self(void)
 
 /*
  * Our own thread state, or 0: the one holding the GIL if it is ours
- * (the usual case: Python allocates with the GIL held), else the one of
- * the main interpreter's list whose thread_id is our pthread_self.
+ * (the usual case: Python allocates with the GIL held), else (unless
+ * holder_only) the one of the main interpreter's list whose thread_id is
+ * our pthread_self.
  */
-static uint64_t py_own_state(const struct shm_py *p, long tid)
+static uint64_t py_own_state(const struct shm_py *p, long tid, int holder_only)
 {
 	uint64_t self = py_self(), ts = 0, id = 0;
 
@@ -46,7 +47,7 @@ static uint64_t py_own_state(const struct shm_py *p, long tid)
 		ts = *(const volatile uint64_t *)p->holder;
 	if (ts && !py_peek(tid, &id, ts + p->ts_thread_id, 8) && id == self)
 		return ts;
-	if (py_peek(tid, &ts, p->threads_head, 8))
+	if (holder_only || py_peek(tid, &ts, p->threads_head, 8))
 		return 0;
 	for (int i = 0; ts && i < SHM_PY_MAX_STATES; i++) {
 		if (py_peek(tid, &id, ts + p->ts_thread_id, 8))
@@ -93,6 +94,7 @@ static unsigned py_walk(struct shm_hdr *h, struct shm_counter *c, uint64_t *out,
 	uint64_t ts, f, code, first;
 	unsigned n = 0, guard;
 	long tid;
+	int skip;
 
 	if (!kind || kind > SHM_PY_313 || h->no_stack_copy)
 		return 0;
@@ -104,18 +106,21 @@ static unsigned py_walk(struct shm_hdr *h, struct shm_counter *c, uint64_t *out,
 		     p->fr_back | p->fr_code | p->fr_lasti | p->fr_owner | p->fr_is_entry |
 		     p->co_code_adaptive | p->co_firsttraceable) >= SHM_PY_MAX_OFF)
 		return 0;
-	/* a thread found without Python (a C++ worker) is looked at again
-	 * only every PY_NONE_SKIP + 1 samples: the list walk costs syscalls */
-	if (c->py_none_self == py_self() && c->py_none_left) {
+	/* a thread found without Python (a C++ worker) walks the list again
+	 * only every PY_NONE_SKIP + 1 samples (it costs a syscall per state);
+	 * the GIL's holder is looked at each time: a thread made in C gets a
+	 * state when it calls into Python, and holds the GIL while it runs it */
+	skip = c->py_none_self == py_self() && c->py_none_left;
+	if (skip)
 		c->py_none_left--;
-		return 0;
-	}
 	tid = sys6(NR_GETTID, 0, 0, 0, 0, 0, 0);
-	ts = tid > 0 ? py_own_state(p, tid) : 0;
+	ts = tid > 0 ? py_own_state(p, tid, skip) : 0;
 	if (!ts || !py_ok(ts)) {
 		lock_inc(&p->not_found);
-		c->py_none_self = py_self();
-		c->py_none_left = PY_NONE_SKIP;
+		if (!skip) {
+			c->py_none_self = py_self();
+			c->py_none_left = PY_NONE_SKIP;
+		}
 		return 0;
 	}
 	if (c->py_none_self == py_self())
