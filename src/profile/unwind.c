@@ -47,6 +47,7 @@
 #include <elf.h>
 #include <libunwind.h>
 
+#include "clock.h"
 #include "elfobj.h"
 #include "log.h"
 #include "proc.h"
@@ -85,6 +86,8 @@ struct unwinder {
 	int own_target;			/* made by unwinder_new, freed with us */
 	unw_addr_space_t as;
 	uint64_t maps_gen;		/* unwind generation of the last maps read */
+	uint64_t reload_ns;		/* when we last read them for a missing address */
+	int reload_vain;		/* and found nothing there */
 	struct uobj *objs;
 	size_t nobjs, cap_objs;
 	struct pslot *pcache;
@@ -130,8 +133,11 @@ static int stable_file(const struct proc_map *m)
 
 /*
  * The mapping containing addr, reading maps first if needed, and again if
- * addr is not in the cached copy (a new mapping) but at most once per unwind,
- * so that garbage addresses do not cost a maps parse each. NULL if none.
+ * addr is not in the cached copy (a new mapping), at most once per unwind;
+ * and, once such a read found nothing (a garbage address: a stack's junk
+ * taken for a return address, or the target's), at most once every
+ * TARGET_MAPS_GAP_NS until one finds its address again, so that garbage
+ * does not cost a maps parse per unwind. NULL if none.
  */
 static const struct proc_map *maps_lookup(struct unwinder *u, uint64_t addr)
 {
@@ -142,10 +148,13 @@ static const struct proc_map *maps_lookup(struct unwinder *u, uint64_t addr)
 	if (!maps)
 		return NULL;
 	m = proc_maps_find(maps, addr);
-	if (!m && u->maps_gen != u->gen) {
+	if (!m && u->maps_gen != u->gen &&
+	    (!u->reload_vain || clock_ns(CLOCK_MONOTONIC) - u->reload_ns >= TARGET_MAPS_GAP_NS)) {
 		u->maps_gen = u->gen;
+		u->reload_ns = clock_ns(CLOCK_MONOTONIC);
 		if (target_maps_reload(u->t) >= 0)
 			m = proc_maps_find(target_maps(u->t), addr);
+		u->reload_vain = !m;
 	}
 	target_get_stats(u->t, &st);
 	u->st.maps_reads = st.maps_reads;
@@ -345,6 +354,20 @@ static void objs_drop(struct unwinder *u)
 /* ---- page cache ---- */
 
 /*
+ * Whether memory of mapping m (NULL: none known) is worth a read: not when
+ * no mapping holds it (the target's garbage, or the junk of a stack taken
+ * for a pointer: a failed read costs two syscalls), and not code of no
+ * file (a JIT's): libunwind reads code only to match PLT stubs and signal
+ * trampolines, which live in files, and it changes without a maps change.
+ */
+static int readable(const struct proc_map *m)
+{
+	if (!m || !(m->prot & PROC_MAP_R))
+		return 0;
+	return !(m->prot & PROC_MAP_X) || stable_file(m) || (m->path && !strcmp(m->path, "[vdso]"));
+}
+
+/*
  * Read the 8 bytes at addr (aligned or not) through the page cache: a miss
  * reads the whole page, which stays valid for this unwind, or until the next
  * flush for a page of a read-only file mapping. 0 or -EFAULT.
@@ -370,8 +393,10 @@ static int pcache_read_word(struct unwinder *u, uint64_t addr, uint64_t *val)
 		}
 		if (s->page != page || (!s->persistent && s->gen != u->gen)) {
 			const struct proc_map *m = target_maps(u->t) ?
-				proc_maps_find(target_maps(u->t), page) : NULL;
+				proc_maps_find(target_maps(u->t), a) : NULL;
 
+			if (!readable(m))
+				return -EFAULT;
 			if (mem_read(u, page, s->data, PAGE_SZ) != (ssize_t)PAGE_SZ) {
 				/* page partly unreadable: read just the bytes */
 				s->page = UINT64_MAX;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -26,7 +27,8 @@
  *   unwtest seize FIXTURE sleep     start the fixture untraced, seize and
  *                                   interrupt it in pause(), walk from the
  *                                   live registers, detach; exit 0/1
- *   unwtest bench FIXTURE MODE [N]  N walks of the trapped thread; unwinds/s
+ *   unwtest bench FIXTURE MODE [N]  N walks of the trapped thread (unwinds/s), then N
+ *                                   of an 8 KiB copy of its stack (copies/s)
  *                                   (env UNWTEST_NO_BASELINE=1: skip the slow
  *                                   stock libunwind-ptrace comparison)
  * FIXTURE is build/fixtures/deepstack; MODE is one of its modes. The fixture
@@ -456,6 +458,53 @@ static int upt_walk(unw_addr_space_t as, void *upt, uint64_t *pcs)
 	return n;
 }
 
+/*
+ * unwind_stack_copy over a copy of the trapped thread's stack as the agent
+ * sends it (SHM_STACK_COPY bytes from the caller's sp): warm (caches kept),
+ * then cold (a flush before each). Prints copies/s.
+ */
+static void bench_copies(struct unwinder *u, pid_t tid, const struct user_regs_struct *ur,
+			 long iters)
+{
+	static uint8_t copy[8192];
+	struct unwind_stats s0, s1;
+	struct unwind_regs r;
+	uint64_t pcs[MAXF];
+	struct iovec lv = { copy, sizeof(copy) }, rv;
+	ssize_t len;
+	double t, dt;
+	long i, k;
+	int n = 0;
+
+	unwind_regs_from_user(tid, ur, &r);
+	rv = (struct iovec){ (void *)(uintptr_t)r.sp, sizeof(copy) };
+	len = process_vm_readv(tid, &lv, 1, &rv, 1, 0);
+	if (len <= 0) {
+		printf("copies: cannot read the stack: %s\n", strerror(errno));
+		return;
+	}
+	unwinder_get_stats(u, &s0);
+	t = now();
+	for (i = 0; i < iters; i++)
+		n = unwind_stack_copy(u, &r, copy, (size_t)len, pcs, MAXF);
+	dt = now() - t;
+	unwinder_get_stats(u, &s1);
+	printf("copies, warm:        %9.0f copies/s   %6.2f us/copy    frames=%d"
+	       "  per copy: %.2f mem reads, %.3f unwind-info lookups\n",
+	       iters / dt, dt / iters * 1e6, n,
+	       (double)(s1.mem_reads - s0.mem_reads) / iters,
+	       (double)(s1.find_proc_info - s0.find_proc_info) / iters);
+	k = iters / 100 > 10 ? iters / 100 : 10;
+	t = now();
+	for (i = 0; i < k; i++) {
+		unwinder_flush(u);
+		n = unwind_stack_copy(u, &r, copy, (size_t)len, pcs, MAXF);
+	}
+	dt = now() - t;
+	printf("copies, cold (flush):%9.0f copies/s   %6.1f us/copy    frames=%d\n",
+	       k / dt, dt / k * 1e6, n);
+}
+
 static void bench(pid_t tid, long iters)
 {
 	uint64_t lo = sym_addr("tramp_lo"), hi = sym_addr("tramp_hi"), pcs[MAXF];
@@ -497,6 +546,7 @@ static void bench(pid_t tid, long iters)
 	       (double)(s1.find_proc_info - s0.find_proc_info) / iters);
 	printf("objects=%lu maps_reads=%lu\n", (unsigned long)s1.objects,
 	       (unsigned long)s1.maps_reads);
+	bench_copies(u, tid, &ur, iters);
 	unwinder_free(u);
 
 	/* baseline: stock _UPT_accessors from the live registers */
