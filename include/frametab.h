@@ -22,6 +22,7 @@ struct frametab_stats {
 	uint64_t objects;	/* ELF objects opened */
 	uint64_t maps_reads;	/* /proc/PID/maps parses */
 	uint64_t throttled;	/* -EAGAIN: over the budget of CFI searches or maps reads */
+	uint64_t unwalkable;	/* ips made ends by frametab_set_unwalkable */
 };
 
 struct frametab;
@@ -77,6 +78,31 @@ int frametab_learn_many(struct frametab *ft, const uint64_t *pcs, size_t n);
  * instead of missing every time. 1 set, 0 already END, -ENOSPC, -ENOENT.
  */
 int frametab_set_end(struct frametab *ft, uint64_t ip);
+
+/*
+ * Make return address ip, whose frame neither its unwind info nor a frame
+ * chain leads past (the caller's unwinders all stopped there), an
+ * outermost frame (SHM_BASE_END) and remember it as such until the next
+ * reset (frametab_unwalkable), so that the agent's walks end there
+ * instead of sending a stack copy each: only for code without CFI (an
+ * object's code no FDE covers, or code of no object, a JIT's). 1 made (or
+ * already), 0 the code has CFI (nothing done), -EAGAIN over the budget
+ * of CFI searches or maps reads, -ENOSPC no room (in the table or the
+ * set), -ENOENT.
+ */
+int frametab_set_unwalkable(struct frametab *ft, uint64_t ip);
+/*
+ * How many of the return addresses pcs[0..n) lie in executable memory
+ * before the first that does not (pcs[0], the allocator's, is taken as
+ * is): a walk that reached a frame by a frame chain that was none took
+ * junk for the next return address. The maps are read again for an
+ * address in none, so that code mapped a moment ago is not taken for junk:
+ * at most once a millisecond (the addresses come from the target), and an
+ * address in no mapping of maps read less than that ago is junk.
+ */
+size_t frametab_code_prefix(struct frametab *ft, const uint64_t *pcs, size_t n);
+/* Whether frametab_set_unwalkable made ip an end. */
+int frametab_unwalkable(const struct frametab *ft, uint64_t ip);
 
 /*
  * Compile the rule for ip as frametab_learn_flags() would, without touching

@@ -16,6 +16,20 @@
  */
 #define PROFILE_PC_TRUNCATED 0x7ffffffffffff001ULL
 #define PROFILE_TRUNCATED_NAME "[truncated]"
+/*
+ * The mark a stack ends with (at its root) where its last frame has
+ * neither unwind info nor a frame chain that leads on (code without CFI
+ * that misuses rbp): shown as the frame "[unwalkable]".
+ */
+#define PROFILE_PC_UNWALKABLE 0x7ffffffffffff011ULL
+#define PROFILE_UNWALKABLE_NAME "[unwalkable]"
+
+/* The frame name of a mark (PROFILE_PC_*), or NULL for a return address. */
+static inline const char *profile_mark_name(uint64_t pc)
+{
+	return pc == PROFILE_PC_TRUNCATED ? PROFILE_TRUNCATED_NAME :
+	       pc == PROFILE_PC_UNWALKABLE ? PROFILE_UNWALKABLE_NAME : NULL;
+}
 
 struct profile;
 

@@ -551,23 +551,84 @@ static int alloc_ok(const struct agent_link *l, const struct shm_ev_alloc *e, ui
 /*
  * Walk a stack copy with the frame table, as the agent would have
  * (framewalk.h): most misses in a burst are for frames learnt a moment
- * later, and this is much cheaper than libunwind. Frames (*trunc: cut at
- * our depth), or -ENOENT on a miss (the end of the copy is one).
+ * later, and this is much cheaper than libunwind. Frames, and in *flags
+ * SHM_EVF_TRUNC (cut at our depth) or SHM_EVF_MISS (the last frame has no
+ * usable rule; the end of the copy is a miss too).
  */
-static int table_walk(struct agent_link *l, const struct frame_regs *regs, const uint8_t *copy,
-		      uint32_t copy_len, uint64_t *pcs, int *trunc)
+static unsigned table_walk(struct agent_link *l, const struct frame_regs *regs,
+			   const uint8_t *copy, uint32_t copy_len, uint64_t *pcs, uint32_t *flags)
 {
 	const struct shm_frame *table = (const struct shm_frame *)(data_of(l) + SHM_OFF_FRAMES);
 	struct walk_window w = { copy, regs->sp, regs->sp + copy_len };
-	uint32_t flags = 0;
 	uint64_t hash;
-	unsigned n;
 
 	struct walk_fp fp = { l->want->fp, l->want->fp_n };	/* our copy */
 
-	n = walk_frames(table, &fp, regs, &w, pcs, l->depth, &flags, &hash);
-	*trunc = !!(flags & SHM_EVF_TRUNC);
-	return flags & SHM_EVF_MISS ? -ENOENT : (int)n;
+	*flags = 0;
+	return walk_frames(table, &fp, regs, &w, pcs, l->depth, flags, &hash);
+}
+
+/*
+ * After the frame table missed in a stack copy (its walk in pcs[0..nt)),
+ * walk the copy with libunwind; both walks are cut before the first
+ * return address that is no code (a frame chain that was none). Where
+ * libunwind gets no further than the table and did not run out of the
+ * copy, the last frame is one that neither unwind info nor a frame chain
+ * leads past: for code without CFI the table makes it an end
+ * (frametab_set_unwalkable), so that the agent's next walks through it
+ * need no copy, and the stack ends in PROFILE_PC_UNWALKABLE (*unwalk); a
+ * frame with CFI there is a root if libunwind ended there too, else (a
+ * rule the table had not learnt yet) the stack is cut short. Frames into
+ * pcs (*trunc: cut short), or <= 0 when libunwind failed.
+ */
+static int copy_unwind(struct agent_link *l, const struct frame_regs *regs, const uint8_t *copy,
+		       uint32_t copy_len, uint64_t *pcs, size_t nt, int *trunc, int *unwalk)
+{
+	struct unwind_regs ur = {
+		.ip = regs->ip, .sp = regs->sp, .bp = regs->bp, .bx = regs->bx,
+		.r12 = regs->r12, .r13 = regs->r13, .r14 = regs->r14, .r15 = regs->r15,
+	};
+	uint64_t upcs[PROFILE_MAX_FRAMES];
+	size_t nu;
+	int n, ret;
+
+	n = unwind_stack_copy(l->p.unw, &ur, copy, copy_len, upcs, l->depth);
+	if (n <= 0)
+		return n;
+	*trunc = unwind_truncated(l->p.unw);
+	nu = frametab_code_prefix(l->ftab, upcs, (size_t)n);
+	frametab_learn_many(l->ftab, upcs, nu);
+	nt = nt ? frametab_code_prefix(l->ftab, pcs, nt) : 0;
+	if (nu > nt || (*trunc && nu == (size_t)n)) {
+		/* libunwind went further: to the root, to the copy's end, or
+		 * to junk after upcs[nu - 1] */
+		memcpy(pcs, upcs, nu * sizeof(*pcs));
+		if (nu < (size_t)n) {
+			*trunc = 0;
+			*unwalk = 1;
+			frametab_set_unwalkable(l->ftab, pcs[nu - 1]);
+		} else if (!*trunc) {
+			/* the root, or a frame without CFI libunwind could not
+			 * step either (over a budget: decided by a later copy) */
+			ret = frametab_set_unwalkable(l->ftab, pcs[n - 1]);
+			if (ret == 1)
+				*unwalk = 1;
+			else if (ret == 0)
+				frametab_set_end(l->ftab, pcs[n - 1]);
+		}
+		return (int)nu;
+	}
+	/* neither got past pcs[nt - 1] */
+	*trunc = 0;
+	frametab_learn_many(l->ftab, pcs, nt);
+	ret = frametab_set_unwalkable(l->ftab, pcs[nt - 1]);
+	if (ret)
+		*unwalk = 1;	/* an end now, or (over a budget) for this stack */
+	else if (nu == (size_t)n && upcs[n - 1] == pcs[nt - 1])
+		frametab_set_end(l->ftab, pcs[nt - 1]);	/* its CFI ends the stack */
+	else
+		*trunc = 1;	/* its CFI goes on: the table has the rule now */
+	return (int)nt;
 }
 
 /* The bytes one sample of size bytes stands for (for --interval). */
@@ -619,7 +680,7 @@ static void on_alloc(struct agent_link *l, const struct shm_ev_alloc *e)
 	const struct frame_regs *regs =
 		(const struct frame_regs *)(e->frames + e->nframes + SHM_EVF_PY(e->flags));
 	size_t nframes = e->nframes;
-	int trunc = !!(e->flags & SHM_EVF_TRUNC);
+	int trunc = !!(e->flags & SHM_EVF_TRUNC), unwalk = 0;
 	uint32_t stack;
 	int n;
 
@@ -631,24 +692,18 @@ static void on_alloc(struct agent_link *l, const struct shm_ev_alloc *e)
 		goto python;
 	}
 	if (e->flags & SHM_EVF_STACK) {
-		struct unwind_regs ur = {
-			.ip = regs->ip, .sp = regs->sp, .bp = regs->bp, .bx = regs->bx,
-			.r12 = regs->r12, .r13 = regs->r13, .r14 = regs->r14, .r15 = regs->r15,
-		};
 		const uint8_t *copy = (const uint8_t *)(regs + 1);
+		uint32_t flags;
+		unsigned nt = table_walk(l, regs, copy, e->stack_len, pcs, &flags);
 
-		n = table_walk(l, regs, copy, e->stack_len, pcs, &trunc);
-		if (n > 0) {
+		if (nt && !(flags & SHM_EVF_MISS)) {
+			trunc = !!(flags & SHM_EVF_TRUNC);
 			stack_pcs = pcs;
-			nframes = (size_t)n;
+			nframes = nt;
 			goto record;
 		}
-		n = unwind_stack_copy(l->p.unw, &ur, copy, e->stack_len, pcs, l->depth);
+		n = copy_unwind(l, regs, copy, e->stack_len, pcs, nt, &trunc, &unwalk);
 		if (n > 0) {
-			trunc = unwind_truncated(l->p.unw);
-			frametab_learn_many(l->ftab, pcs, (size_t)n);
-			if (!trunc)
-				frametab_set_end(l->ftab, pcs[n - 1]);
 			stack_pcs = pcs;
 			nframes = (size_t)n;
 		} else {
@@ -657,21 +712,26 @@ static void on_alloc(struct agent_link *l, const struct shm_ev_alloc *e)
 	}
 	if ((e->flags & SHM_EVF_MISS) && e->nframes)
 		fp_missed(l, e->frames[e->nframes - 1]);
-	if ((e->flags & SHM_EVF_MISS) && (stack_pcs == e->frames || trunc)) {
+	if ((e->flags & SHM_EVF_MISS) && !unwalk && (stack_pcs == e->frames || trunc)) {
 		/* No copy (refused), or none that unwinds to the root: teach
 		 * what we can from the frames the agent walked (the last is
-		 * the one it had no rule for), and keep them if they go further. */
-		frametab_learn_many(l->ftab, e->frames, e->nframes);
-		if (e->nframes > nframes) {
+		 * the one it had no rule for, or junk a frame chain led to),
+		 * and keep them if they go further. */
+		size_t k = frametab_code_prefix(l->ftab, e->frames, e->nframes);
+
+		frametab_learn_many(l->ftab, e->frames, k);
+		if (k > nframes) {
 			stack_pcs = e->frames;
-			nframes = e->nframes;
+			nframes = k;
 		}
 	}
 record:
-	if (trunc) {
+	if (trunc || unwalk ||
+	    (nframes && frametab_unwalkable(l->ftab, stack_pcs[nframes - 1]))) {
 		if (stack_pcs != pcs)
 			memcpy(pcs, stack_pcs, nframes * sizeof(*pcs));
-		pcs[nframes++] = PROFILE_PC_TRUNCATED;	/* nframes <= l->depth before */
+		/* nframes <= l->depth before */
+		pcs[nframes++] = trunc ? PROFILE_PC_TRUNCATED : PROFILE_PC_UNWALKABLE;
 		stack_pcs = pcs;
 	}
 	stack = profile_stack_id(l->p.prof, stack_pcs, nframes);
@@ -929,10 +989,11 @@ void agent_link_free(struct agent_link *l)
 
 		frametab_get_stats(l->ftab, &st);
 		pr_debug("frame table: %llu rules learnt (%llu frame-pointer ones), %llu without one, "
-			 "%llu skipped (full), %llu throttled, %llu objects",
+			 "%llu skipped (full), %llu throttled, %llu objects, %llu unwalkable ends",
 			 (unsigned long long)st.learned, (unsigned long long)st.fp_frames,
 			 (unsigned long long)st.unrepresentable, (unsigned long long)st.full,
-			 (unsigned long long)st.throttled, (unsigned long long)st.objects);
+			 (unsigned long long)st.throttled, (unsigned long long)st.objects,
+			 (unsigned long long)st.unwalkable);
 	}
 	frametab_free(l->ftab);
 	if (l->map) {

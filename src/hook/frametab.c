@@ -51,6 +51,9 @@
 #define DWARF_REG_RA 16
 
 #define FT_NEG_SIZE 4096	/* direct-mapped cache of ips without a rule */
+#define FT_UNWALK_SIZE 1024	/* ips made ends for want of a way on (power of two) */
+#define FT_UNWALK_PROBES 16
+#define FT_JUNK_GAP_NS 1000000ULL	/* maps read for a return address at most this often */
 #define FT_RULES_PER_SEC 20000	/* CFI searches a second, and the most at once */
 
 /* ---- objects and mappings ---- */
@@ -80,6 +83,9 @@ struct frametab {
 	struct ft_obj **objs;
 	size_t nobjs, cap;
 	uint64_t neg[FT_NEG_SIZE];	/* key: ip * 2 + exact; 0 = empty */
+	uint64_t unwalk[FT_UNWALK_SIZE];	/* frametab_set_unwalkable's ips; 0 = empty */
+	size_t nunwalk;
+	uint64_t junk_ns;	/* when frametab_code_prefix last read the maps */
 	uint64_t tokens, tokens_ns;	/* CFI searches left, and when counted */
 	struct frametab_stats st;
 };
@@ -455,6 +461,8 @@ static void reset(struct frametab *ft)
 	drop_binds(ft);
 	drop_objects(ft);
 	memset(ft->neg, 0, sizeof(ft->neg));
+	memset(ft->unwalk, 0, sizeof(ft->unwalk));
+	ft->nunwalk = 0;
 }
 
 /* target_on_change listener: the code changed, no old rule may stay. */
@@ -542,6 +550,83 @@ int frametab_set_end(struct frametab *ft, uint64_t ip)
 	if (ret == 0)
 		ft->st.learned++;
 	publish(slot, ip, &end);	/* one 8-byte store: old or new rule, both valid */
+	return 1;
+}
+
+/* The slot of ip in the unwalkable set: ip's own (returns 1), the first
+ * free one (0), or -ENOSPC. */
+static int unwalk_slot(const struct frametab *ft, uint64_t ip, size_t *at)
+{
+	uint32_t h = (uint32_t)((ip * SHM_HASH_MUL) >> 54);
+
+	for (unsigned i = 0; i < FT_UNWALK_PROBES; i++) {
+		size_t k = (h + i) & (FT_UNWALK_SIZE - 1);
+
+		if (ft->unwalk[k] == ip || !ft->unwalk[k]) {
+			*at = k;
+			return ft->unwalk[k] == ip;
+		}
+	}
+	return -ENOSPC;
+}
+
+size_t frametab_code_prefix(struct frametab *ft, const uint64_t *pcs, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		const struct proc_map *m;
+		int ret = target_find(ft->t, pcs[i] - 1, &m);
+
+		if (ret == -EAGAIN) {
+			/* maps up to TARGET_MAPS_GAP_NS old: code mapped since? */
+			uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
+			if (now - ft->junk_ns >= FT_JUNK_GAP_NS) {
+				ft->junk_ns = now;
+				target_maps_expire(ft->t);
+				ret = target_find(ft->t, pcs[i] - 1, &m);
+			}
+		}
+		if (ret || !(m->prot & PROC_MAP_X))
+			return i;
+	}
+	return n;
+}
+
+int frametab_unwalkable(const struct frametab *ft, uint64_t ip)
+{
+	size_t at;
+
+	return ft->nunwalk && ip && unwalk_slot(ft, ip, &at) == 1;
+}
+
+int frametab_set_unwalkable(struct frametab *ft, uint64_t ip)
+{
+	Dwarf_Frame *fr = NULL;
+	struct ft_obj *o;
+	uint64_t bias;
+	size_t at;
+	int ret;
+
+	if (!ip)
+		return -ENOENT;
+	ret = unwalk_slot(ft, ip, &at);
+	if (ret)
+		return ret < 0 ? ret : 1;
+	if (!take_token(ft))
+		return -EAGAIN;
+	ret = resolve(ft, ip - 1, &o, &bias);
+	if (ret == -EAGAIN)
+		return ret;
+	if (!ret && !find_frame(o, ip - 1 - bias, &fr)) {
+		free(fr);
+		return 0;	/* its CFI says how to go on: not ours to overrule */
+	}
+	ret = frametab_set_end(ft, ip);
+	if (ret < 0)
+		return ret;
+	ft->unwalk[at] = ip;
+	ft->nunwalk++;
+	ft->st.unwalkable++;
 	return 1;
 }
 

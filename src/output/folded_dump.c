@@ -48,6 +48,10 @@ static int put_bucket(const struct profile_bucket *b, void *arg)
 		struct sym_info si;
 		uint64_t addr = b->pcs[i] - 1;	/* inside the call, as pprof's Location */
 
+		if (profile_mark_name(b->pcs[i])) {
+			names[i] = profile_mark_name(b->pcs[i]);
+			continue;
+		}
 		if (w->d->sym && !symbolizer_lookup(w->d->sym, addr, &si) && si.function) {
 			names[i] = si.function;
 			continue;

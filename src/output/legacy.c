@@ -7,6 +7,7 @@
 struct totals {
 	uint64_t inuse_n, inuse_b, alloc_n, alloc_b;
 	int truncated;          /* a stack ends in PROFILE_PC_TRUNCATED */
+	int unwalkable;         /* a stack ends in PROFILE_PC_UNWALKABLE */
 };
 
 static int add_totals(const struct profile_bucket *b, void *arg)
@@ -19,6 +20,8 @@ static int add_totals(const struct profile_bucket *b, void *arg)
 	t->alloc_b += b->alloc_bytes;
 	if (b->npcs && b->pcs[b->npcs - 1] == PROFILE_PC_TRUNCATED)
 		t->truncated = 1;
+	if (b->npcs && b->pcs[b->npcs - 1] == PROFILE_PC_UNWALKABLE)
+		t->unwalkable = 1;
 	return 0;
 }
 
@@ -59,6 +62,21 @@ static void put_map(FILE *f, const struct proc_map *m)
 	fputc('\n', f);
 }
 
+/* The MAPPED_LIBRARIES line that names the mark pc (pprof looks up pc - 1). */
+static void put_mark_map(FILE *f, uint64_t pc)
+{
+	struct proc_map m = {
+		.start = pc & ~0xfULL,
+		.end = pc + 1,
+		.prot = PROC_MAP_R | PROC_MAP_X,
+		.path = (char *)profile_mark_name(pc),
+	};
+
+	if (pc == PROFILE_PC_TRUNCATED)
+		m.start = pc & ~0xfffULL;	/* as it always was */
+	put_map(f, &m);
+}
+
 /*
  * Header "heap profile: IN: IB [AN: AB] @ heap_v2/RATE" ("heapprofile" when
  * every allocation was recorded). pprof reports alloc values only when the
@@ -88,24 +106,22 @@ int legacy_write(FILE *f, const struct profile *p, const struct dump_info *d)
 	if (t.truncated)
 		fprintf(f, "# stacks cut short end in 0x%016" PRIx64 ", the mapping %s\n",
 			(uint64_t)PROFILE_PC_TRUNCATED, PROFILE_TRUNCATED_NAME);
+	if (t.unwalkable)
+		fprintf(f, "# stacks that no unwinder could follow on end in 0x%016" PRIx64
+			", the mapping %s\n", (uint64_t)PROFILE_PC_UNWALKABLE,
+			PROFILE_UNWALKABLE_NAME);
 	ret = profile_foreach(p, put_bucket, f);
 	if (ret)
 		return ret;
-	if (d->maps || t.truncated)
+	if (d->maps || t.truncated || t.unwalkable)
 		fprintf(f, "\nMAPPED_LIBRARIES:\n");
 	for (size_t i = 0; d->maps && i < d->maps->n; i++)
 		put_map(f, &d->maps->v[i]);
-	if (t.truncated) {
-		/* readers name the mark's frame after this mapping */
-		struct proc_map m = {
-			.start = PROFILE_PC_TRUNCATED & ~0xfffULL,
-			.end = PROFILE_PC_TRUNCATED + 1,
-			.prot = PROC_MAP_R | PROC_MAP_X,
-			.path = (char *)PROFILE_TRUNCATED_NAME,
-		};
-
-		put_map(f, &m);
-	}
+	/* readers name the marks' frames after these mappings */
+	if (t.truncated)
+		put_mark_map(f, PROFILE_PC_TRUNCATED);
+	if (t.unwalkable)
+		put_mark_map(f, PROFILE_PC_UNWALKABLE);
 	errno = 0;
 	if (fflush(f) || ferror(f))
 		return errno ? -errno : -EIO;

@@ -320,8 +320,9 @@ static uint64_t function_id(struct writer *w, const struct sym_info *si)
 /*
  * Location id for the frame whose return address is pc, emitting the Location
  * (address pc - 1, docs/profile-format.md §5) and its Function if new. The
- * mark of a stack cut short (PROFILE_PC_TRUNCATED) is a Location of its own,
- * address 0 and no mapping, in the Function "[truncated]".
+ * marks a stack ends with (PROFILE_PC_TRUNCATED, PROFILE_PC_UNWALKABLE) are
+ * Locations of their own, address 0 and no mapping, in the Functions
+ * "[truncated]" and "[unwalkable]".
  */
 static uint64_t location_id(struct writer *w, uint64_t pc)
 {
@@ -336,9 +337,9 @@ static uint64_t location_id(struct writer *w, uint64_t pc)
 	id = ++w->nlocs;
 	idmap_put(&w->locs, k, id);
 
-	if (pc == PROFILE_PC_TRUNCATED) {
+	if (profile_mark_name(pc)) {
 		memset(&si, 0, sizeof(si));
-		si.function = PROFILE_TRUNCATED_NAME;
+		si.function = profile_mark_name(pc);
 		fid = function_id(w, &si);
 		addr = 0;
 	} else if (w->d->sym) {

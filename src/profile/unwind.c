@@ -67,6 +67,15 @@ extern int dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip, unw_dyn
 #define PCACHE_SLOTS		256	/* power of two; 1 MiB */
 #define UNWIND_RS_CACHE_SIZE	2048	/* libunwind register states (ips) */
 
+/* How long a cached page stays valid (pslot.persistent) */
+#define PAGE_KEEP_UNWIND	0	/* for one unwind */
+#define PAGE_KEEP_FLUSH		1	/* until a flush: a read-only file page */
+#define PAGE_KEEP_MAPS		2	/* until the maps are read again: code of
+					 * no file (a JIT's), which changes without
+					 * a change of code mappings, but which
+					 * libunwind reads only to match PLT stubs
+					 * and signal trampolines */
+
 struct uobj {
 	uint64_t start, end;		/* the executable mapping */
 	int have_table;			/* di is valid */
@@ -77,7 +86,8 @@ struct uobj {
 struct pslot {
 	uint64_t page;			/* page address; UINT64_MAX if empty */
 	uint64_t gen;			/* unwind generation that read it */
-	int persistent;			/* read-only file page: valid until flush */
+	uint64_t ver;			/* target_maps_version when it was read */
+	int persistent;			/* PAGE_KEEP_* */
 	uint8_t data[PAGE_SZ];
 };
 
@@ -353,18 +363,12 @@ static void objs_drop(struct unwinder *u)
 
 /* ---- page cache ---- */
 
-/*
- * Whether memory of mapping m (NULL: none known) is worth a read: not when
+/* Whether memory of mapping m (NULL: none known) is worth a read: not when
  * no mapping holds it (the target's garbage, or the junk of a stack taken
- * for a pointer: a failed read costs two syscalls), and not code of no
- * file (a JIT's): libunwind reads code only to match PLT stubs and signal
- * trampolines, which live in files, and it changes without a maps change.
- */
+ * for a pointer: a failed read costs two syscalls). */
 static int readable(const struct proc_map *m)
 {
-	if (!m || !(m->prot & PROC_MAP_R))
-		return 0;
-	return !(m->prot & PROC_MAP_X) || stable_file(m) || (m->path && !strcmp(m->path, "[vdso]"));
+	return m && (m->prot & PROC_MAP_R);
 }
 
 /*
@@ -391,7 +395,8 @@ static int pcache_read_word(struct unwinder *u, uint64_t addr, uint64_t *val)
 			done += k;
 			continue;
 		}
-		if (s->page != page || (!s->persistent && s->gen != u->gen)) {
+		if (s->page != page || (s->persistent == PAGE_KEEP_UNWIND && s->gen != u->gen) ||
+		    (s->persistent == PAGE_KEEP_MAPS && s->ver != target_maps_version(u->t))) {
 			const struct proc_map *m = target_maps(u->t) ?
 				proc_maps_find(target_maps(u->t), a) : NULL;
 
@@ -407,8 +412,10 @@ static int pcache_read_word(struct unwinder *u, uint64_t addr, uint64_t *val)
 			}
 			s->page = page;
 			s->gen = u->gen;
-			s->persistent = m && stable_file(m) && !(m->prot & PROC_MAP_W) &&
-					page + PAGE_SZ <= m->end;
+			s->ver = target_maps_version(u->t);
+			s->persistent = page + PAGE_SZ > m->end ? PAGE_KEEP_UNWIND :
+					stable_file(m) && !(m->prot & PROC_MAP_W) ? PAGE_KEEP_FLUSH :
+					(m->prot & PROC_MAP_X) ? PAGE_KEEP_MAPS : PAGE_KEEP_UNWIND;
 		}
 		memcpy(out + done, s->data + off, k);
 		done += k;

@@ -389,6 +389,52 @@ static void test_truncated(void)
 	profile_free(p);
 }
 
+/* A stack no unwinder could follow on ends in its mark: a frame
+ * "[unwalkable]" in pprof and folded, and in legacy the mark's address,
+ * a comment and a mapping that names it (beside the truncation mark's). */
+static void test_unwalkable(void)
+{
+	const uint64_t a[] = { 0xabc, PROFILE_PC_UNWALKABLE }, b[] = { 0xabc, PROFILE_PC_TRUNCATED };
+	struct dump_info di = { .pid = 1 };
+	struct profile *p = profile_new(1);
+	char path[128];
+	struct decoded d;
+	int named = 0;
+	const char *want =
+		"heap profile:      2:       48 [     2:       49] @ heapprofile\n"
+		"# heapattach pid=1\n"
+		"# rate=1\n"
+		"# stacks cut short end in 0x7ffffffffffff001, the mapping [truncated]\n"
+		"# stacks that no unwinder could follow on end in 0x7ffffffffffff011, "
+		"the mapping [unwalkable]\n"
+		"     1:       16 [     1:       16] @ 0x0000000000000abc 0x7ffffffffffff011\n"
+		"     1:       32 [     1:       32] @ 0x0000000000000abc 0x7ffffffffffff001\n"
+		"\n"
+		"MAPPED_LIBRARIES:\n"
+		"7ffffffffffff000-7ffffffffffff002 r-xp 00000000 00:00 0"
+		"                  [truncated]\n"
+		"7ffffffffffff010-7ffffffffffff012 r-xp 00000000 00:00 0"
+		"                  [unwalkable]\n";
+
+	profile_record_alloc(p, a, 2, 16, 0x1000);
+	profile_record_alloc(p, b, 2, 32, 0x2000);
+	snprintf(path, sizeof(path), "%s/unwalk.heap", tmpdir);
+	expect_int_eq(dump_write_file(path, DUMP_LEGACY, p, &di), 0);
+	expect_str_eq(slurp(path), want);
+	expect_int_eq(dump_write_file(path, DUMP_PPROF, p, &di), 0);
+	expect_int_eq(decode(path, &d), 0);
+	expect_int_eq(d.nsamples, 2);
+	expect_int_eq(d.nlocs, 3);
+	for (int i = 0; i < (int)d.nstrs; i++)
+		named += !strcmp(d.strs[i], "[unwalkable]") || !strcmp(d.strs[i], "[truncated]");
+	expect_int_eq(named, 2);
+	decoded_free(&d);
+	expect_int_eq(dump_write_file(path, DUMP_FOLDED, p, &di), 0);
+	expect_true(strstr(slurp(path), "[unwalkable];0xabb 16\n") != NULL);
+	unlink(path);
+	profile_free(p);
+}
+
 /* Enough samples that the writer deflates in several pieces (FLUSH_AT). */
 static void test_pprof_large(void)
 {
@@ -529,6 +575,7 @@ HARNESS_MAIN("dump",
 	T(test_legacy_text),
 	T(test_legacy_exact),
 	T(test_truncated),
+	T(test_unwalkable),
 	T(test_pprof_large),
 	T(test_write_errors),
 	T(test_not_regular),

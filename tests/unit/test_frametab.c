@@ -5,6 +5,7 @@
 #include <libunwind.h>
 #include <pthread.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -244,6 +245,40 @@ static void test_rule_no_code(void)
 	frametab_reset(ft);
 	expect_int_eq(frametab_learn(ft, 8), -ENOENT);
 	free(heap);
+}
+
+/*
+ * A frame neither CFI nor a frame chain leads past: code of no object
+ * becomes an end, remembered as such until a reset; code with CFI is left
+ * alone. A walk's return addresses count as code up to the first in no
+ * executable mapping.
+ */
+static void test_unwalkable(void)
+{
+	uint8_t *jit = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t ip = (uint64_t)jit + 16, cfi = (uint64_t)ft_rbp_neg_ra;
+	static uint64_t data_word = 1;
+	uint64_t pcs[] = { 8, cfi, ip, (uint64_t)&data_word + 1, cfi };
+
+	expect_true(jit != MAP_FAILED);
+	setup();
+	frametab_reset(ft);	/* the maps are read again: the new mapping is there */
+	expect_int_eq(frametab_code_prefix(ft, pcs, 5), 3);
+	expect_int_eq(frametab_code_prefix(ft, pcs, 3), 3);
+	pcs[3] = 0x1234;	/* in no mapping, the maps read a moment ago */
+	expect_int_eq(frametab_code_prefix(ft, pcs, 5), 3);
+	expect_int_eq(frametab_unwalkable(ft, ip), 0);
+	expect_int_eq(frametab_set_unwalkable(ft, ip), 1);
+	expect_int_eq(frametab_lookup(table, ip)->base, SHM_BASE_END);
+	expect_int_eq(frametab_unwalkable(ft, ip), 1);
+	expect_int_eq(frametab_set_unwalkable(ft, ip), 1);
+	expect_int_eq(frametab_set_unwalkable(ft, cfi), 0);
+	expect_int_eq(frametab_unwalkable(ft, cfi), 0);
+	expect_true(frametab_lookup(table, cfi) == NULL);
+	frametab_reset(ft);
+	expect_int_eq(frametab_unwalkable(ft, ip), 0);
+	expect_true(frametab_lookup(table, ip) == NULL);
+	munmap(jit, 4096);
 }
 
 /* The vDSO has no file: its image is read from memory. */
@@ -749,6 +784,7 @@ HARNESS_MAIN("frametab",
 	T(test_rule_no_frame_pointer),
 	T(test_rule_asm_cfi),
 	T(test_rule_no_code),
+	T(test_unwalkable),
 	T(test_rule_vdso),
 	T(test_rule_debug_frame_other_process),
 	T(test_walk_main),
