@@ -47,7 +47,7 @@ struct unwind_regs {
 
 /* Counters for tuning and benchmarks. */
 struct unwind_stats {
-	uint64_t unwinds;	/* unwind_stack() calls that started a walk */
+	uint64_t unwinds;	/* walks started (an unwind_copy_steps() call is one) */
 	uint64_t frames;	/* frames returned in total */
 	uint64_t nested;	/* walks that hit the stop range */
 	uint64_t find_proc_info;/* unwind-info lookups (misses of libunwind's cache) */
@@ -107,6 +107,22 @@ int unwind_stack(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
  */
 int unwind_stack_copy(struct unwinder *u, const struct unwind_regs *start,
 		      const void *stack, size_t len, uint64_t *pcs, size_t max);
+/*
+ * Part of a walk of a stack copy (stack[0..len) holds the bytes that were
+ * at stack_sp): from *r, the frame of return address r->ip (exact with
+ * UNWIND_IP_EXACT), libunwind steps to the callers and appends their
+ * return addresses to pcs (at most max), until the walk ends (as in
+ * unwind_stack_copy; unwind_truncated() says whether it was cut short),
+ * or until a caller's return address ip for which resume(arg, ip) says
+ * that the caller walks on: then that frame's registers are in *r (ip not
+ * appended; the registers libunwind does not know stay as they were) and
+ * *more is 1. The frame a signal trampoline returns to is never handed
+ * back (its ip is exact). Returns the count (>= 0) or -EINVAL. resume may
+ * be NULL (walk to the end).
+ */
+int unwind_copy_steps(struct unwinder *u, struct unwind_regs *r, const void *stack, size_t len,
+		      uint64_t stack_sp, uint64_t *pcs, size_t max,
+		      int (*resume)(void *arg, uint64_t ip), void *arg, int *more);
 /*
  * Whether the last unwind_stack()/unwind_stack_copy() on u stopped with a
  * frame left: max frames were taken, or the stack copy ended. Its root is

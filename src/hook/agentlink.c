@@ -30,6 +30,7 @@
 #include "agentlink.h"
 #include "allocstats.h"
 #include "clock.h"
+#include "copywalk.h"
 #include "frametab.h"
 #include "framewalk.h"
 #include "log.h"
@@ -548,24 +549,15 @@ static int alloc_ok(const struct agent_link *l, const struct shm_ev_alloc *e, ui
 	return !e->stack_len && (len == base || len == base + SHM_STACK_COPY);
 }
 
-/*
- * Walk a stack copy with the frame table, as the agent would have
- * (framewalk.h): most misses in a burst are for frames learnt a moment
- * later, and this is much cheaper than libunwind. Frames, and in *flags
- * SHM_EVF_TRUNC (cut at our depth) or SHM_EVF_MISS (the last frame has no
- * usable rule; the end of the copy is a miss too).
- */
-static unsigned table_walk(struct agent_link *l, const struct frame_regs *regs,
-			   const uint8_t *copy, uint32_t copy_len, uint64_t *pcs, uint32_t *flags)
+/* The walks of stack copies with our copy of what the agent walks with. */
+static struct copywalk copywalk_of(struct agent_link *l)
 {
-	const struct shm_frame *table = (const struct shm_frame *)(data_of(l) + SHM_OFF_FRAMES);
-	struct walk_window w = { copy, regs->sp, regs->sp + copy_len };
-	uint64_t hash;
-
-	struct walk_fp fp = { l->want->fp, l->want->fp_n };	/* our copy */
-
-	*flags = 0;
-	return walk_frames(table, &fp, regs, &w, pcs, l->depth, flags, &hash);
+	return (struct copywalk){
+		.unw = l->p.unw,
+		.table = (const struct shm_frame *)(data_of(l) + SHM_OFF_FRAMES),
+		.fp = { l->want->fp, l->want->fp_n },
+		.depth = l->depth,
+	};
 }
 
 /*
@@ -582,23 +574,23 @@ static unsigned table_walk(struct agent_link *l, const struct frame_regs *regs,
  * pcs (*trunc: cut short), or <= 0 when libunwind failed.
  */
 static int copy_unwind(struct agent_link *l, const struct frame_regs *regs, const uint8_t *copy,
-		       uint32_t copy_len, uint64_t *pcs, size_t nt, int *trunc, int *unwalk)
+		       uint32_t copy_len, uint64_t *pcs, size_t nt, const struct frame_regs *miss,
+		       int *trunc, int *unwalk)
 {
-	struct unwind_regs ur = {
-		.ip = regs->ip, .sp = regs->sp, .bp = regs->bp, .bx = regs->bx,
-		.r12 = regs->r12, .r13 = regs->r13, .r14 = regs->r14, .r15 = regs->r15,
-	};
+	struct copywalk cw = copywalk_of(l);
 	uint64_t upcs[PROFILE_MAX_FRAMES];
 	size_t nu;
 	int n, ret;
 
-	n = unwind_stack_copy(l->p.unw, &ur, copy, copy_len, upcs, l->depth);
+	if (!nt)
+		return 0;
+	memcpy(upcs, pcs, nt * sizeof(*pcs));
+	n = copywalk_mixed(&cw, miss, copy, copy_len, regs->sp, upcs, nt, trunc);
 	if (n <= 0)
 		return n;
-	*trunc = unwind_truncated(l->p.unw);
 	nu = frametab_code_prefix(l->ftab, upcs, (size_t)n);
 	frametab_learn_many(l->ftab, upcs, nu);
-	nt = nt ? frametab_code_prefix(l->ftab, pcs, nt) : 0;
+	nt = frametab_code_prefix(l->ftab, pcs, nt);
 	if (nu > nt || (*trunc && nu == (size_t)n)) {
 		/* libunwind went further: to the root, to the copy's end, or
 		 * to junk after upcs[nu - 1] */
@@ -693,8 +685,11 @@ static void on_alloc(struct agent_link *l, const struct shm_ev_alloc *e)
 	}
 	if (e->flags & SHM_EVF_STACK) {
 		const uint8_t *copy = (const uint8_t *)(regs + 1);
+		struct copywalk cw = copywalk_of(l);
+		struct frame_regs miss = *regs;
 		uint32_t flags;
-		unsigned nt = table_walk(l, regs, copy, e->stack_len, pcs, &flags);
+		unsigned nt = copywalk_table(&cw, regs, copy, e->stack_len, regs->sp, pcs, l->depth,
+					     &flags, &miss);
 
 		if (nt && !(flags & SHM_EVF_MISS)) {
 			trunc = !!(flags & SHM_EVF_TRUNC);
@@ -702,7 +697,7 @@ static void on_alloc(struct agent_link *l, const struct shm_ev_alloc *e)
 			nframes = nt;
 			goto record;
 		}
-		n = copy_unwind(l, regs, copy, e->stack_len, pcs, nt, &trunc, &unwalk);
+		n = copy_unwind(l, regs, copy, e->stack_len, pcs, nt, &miss, &trunc, &unwalk);
 		if (n > 0) {
 			stack_pcs = pcs;
 			nframes = (size_t)n;

@@ -63,6 +63,8 @@ extern int dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip, unw_dyn
 				     unw_proc_info_t *pi, int need_unwind_info, void *arg);
 
 #define UNWIND_STACK_WINDOW	(32 * 1024)
+#define UNWIND_PAST_COPY	(1024 * 1024)	/* a failed read this far past the
+						 * copy: the stack went on there */
 #define PAGE_SZ			4096UL
 #define PCACHE_SLOTS		256	/* power of two; 1 MiB */
 #define UNWIND_RS_CACHE_SIZE	2048	/* libunwind register states (ips) */
@@ -107,9 +109,11 @@ struct unwinder {
 	/* state of the unwind in progress */
 	pid_t tid;
 	struct unwind_regs regs;
-	uint8_t *stk;			/* copy of [stk_lo, stk_hi) */
+	uint8_t *stk;			/* our copy of a live stack */
+	const uint8_t *win;		/* [stk_lo, stk_hi): stk, or the caller's copy */
 	uint64_t stk_lo, stk_hi;
 	int truncated;			/* the last walk stopped with frames left */
+	int past_copy;			/* it failed to read the stack past the copy */
 	struct unwind_stats st;
 };
 
@@ -363,9 +367,10 @@ static void objs_drop(struct unwinder *u)
 
 /* ---- page cache ---- */
 
-/* Whether memory of mapping m (NULL: none known) is worth a read: not when
- * no mapping holds it (the target's garbage, or the junk of a stack taken
- * for a pointer: a failed read costs two syscalls). */
+/* Whether memory of mapping m (NULL: none, even in maps read again as
+ * maps_lookup does) is worth a read: not when no mapping holds it (the
+ * target's garbage, or the junk of a stack taken for a pointer: a failed
+ * read costs two syscalls). */
 static int readable(const struct proc_map *m)
 {
 	return m && (m->prot & PROC_MAP_R);
@@ -397,8 +402,7 @@ static int pcache_read_word(struct unwinder *u, uint64_t addr, uint64_t *val)
 		}
 		if (s->page != page || (s->persistent == PAGE_KEEP_UNWIND && s->gen != u->gen) ||
 		    (s->persistent == PAGE_KEEP_MAPS && s->ver != target_maps_version(u->t))) {
-			const struct proc_map *m = target_maps(u->t) ?
-				proc_maps_find(target_maps(u->t), a) : NULL;
+			const struct proc_map *m = maps_lookup(u, a);
 
 			if (!readable(m))
 				return -EFAULT;
@@ -498,8 +502,10 @@ static int acc_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *valp
 	if (write)
 		return -UNW_EINVAL;
 	if (addr >= u->stk_lo && addr + sizeof(v) <= u->stk_hi && addr + sizeof(v) > addr) {
-		memcpy(&v, u->stk + (addr - u->stk_lo), sizeof(v));
+		memcpy(&v, u->win + (addr - u->stk_lo), sizeof(v));
 	} else if (pcache_read_word(u, addr, &v) < 0) {
+		if (addr >= u->stk_hi && addr - u->stk_hi < UNWIND_PAST_COPY)
+			u->past_copy = 1;
 		return -UNW_EINVAL;
 	}
 	*valp = v;
@@ -702,6 +708,7 @@ static int stack_snapshot(struct unwinder *u, uint64_t sp)
 		u->stk_lo = u->stk_hi = 0;
 		return n < 0 ? (int)n : -EFAULT;
 	}
+	u->win = u->stk;
 	u->stk_lo = sp;
 	u->stk_hi = sp + n;
 	return 0;
@@ -711,6 +718,23 @@ static int stack_snapshot(struct unwinder *u, uint64_t sp)
 static int in_range(uint64_t ip, uint64_t lo, uint64_t hi)
 {
 	return ip >= lo && ip < hi;
+}
+
+/* Start a walk of u from *start (see walk): the registers, a flushed cache
+ * if the maps changed, a new generation of pages. */
+static void walk_begin(struct unwinder *u, pid_t tid, const struct unwind_regs *start)
+{
+	u->truncated = 0;
+	u->past_copy = 0;
+	u->tid = tid;
+	u->regs = *start;
+	if (!(start->flags & UNWIND_IP_EXACT))
+		u->regs.ip--;	/* look up the call, not what follows it */
+	if (u->stale) {
+		u->stale = 0;
+		unw_flush_cache(u->as, 0, 0);
+	}
+	u->gen++;
 }
 
 /* The walk behind unwind_stack and unwind_stack_copy: with copy == NULL the
@@ -736,20 +760,12 @@ static int walk(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
 	pcs[n++] = start->ip;
 
 	cur_unwinder = u;
-	u->tid = tid;
-	u->regs = *start;
-	if (!(start->flags & UNWIND_IP_EXACT))
-		u->regs.ip--;	/* look up the call, not what follows it */
-	if (u->stale) {
-		u->stale = 0;
-		unw_flush_cache(u->as, 0, 0);
-	}
-	u->gen++;
+	walk_begin(u, tid, start);
 	u->st.unwinds++;
 	if (copy) {
 		if (copy_len > UNWIND_STACK_WINDOW)
 			copy_len = UNWIND_STACK_WINDOW;
-		memcpy(u->stk, copy, copy_len);
+		u->win = copy;	/* the caller's, for this walk */
 		u->stk_lo = start->sp;
 		u->stk_hi = start->sp + copy_len;
 		ret = 0;
@@ -785,11 +801,99 @@ static int walk(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
 		prev_ip = ip;
 		prev_sp = sp;
 	}
+	if (copy && u->past_copy)
+		u->truncated = 1;	/* the walk ran out of the copy */
 	ret = n;
 	u->st.frames += n;
 out:
 	cur_unwinder = saved;
 	return ret;
+}
+
+/* Whether the code at ip is the rt_sigreturn trampoline (x86-64: mov
+ * $15,%rax; syscall): the frame it returns to is interrupted code, whose
+ * ip is exact. */
+static int sigreturn_at(struct unwinder *u, uint64_t ip)
+{
+	uint64_t w0, w1;
+
+	return !pcache_read_word(u, ip, &w0) && !pcache_read_word(u, ip + 8, &w1) &&
+	       w0 == 0x0f0000000fc0c748ULL && (w1 & 0xff) == 0x05;
+}
+
+int unwind_copy_steps(struct unwinder *u, struct unwind_regs *r, const void *stack, size_t len,
+		      uint64_t stack_sp, uint64_t *pcs, size_t max,
+		      int (*resume)(void *arg, uint64_t ip), void *arg, int *more)
+{
+	static const struct { unw_regnum_t reg; size_t off; } keep[] = {
+		{ UNW_X86_64_RBP, offsetof(struct unwind_regs, bp) },
+		{ UNW_X86_64_RBX, offsetof(struct unwind_regs, bx) },
+		{ UNW_X86_64_R12, offsetof(struct unwind_regs, r12) },
+		{ UNW_X86_64_R13, offsetof(struct unwind_regs, r13) },
+		{ UNW_X86_64_R14, offsetof(struct unwind_regs, r14) },
+		{ UNW_X86_64_R15, offsetof(struct unwind_regs, r15) },
+	};
+	struct unwinder *saved = cur_unwinder;
+	unw_word_t ip, sp, prev_ip, prev_sp, v;
+	uint64_t cur = r ? r->ip : 0;
+	unw_cursor_t c;
+	size_t n = 0;
+
+	if (!u || !r || !stack || !pcs || !more)
+		return -EINVAL;
+	*more = 0;
+	cur_unwinder = u;
+	walk_begin(u, target_reader(u->t), r);
+	u->st.unwinds++;
+	if (len > UNWIND_STACK_WINDOW)
+		len = UNWIND_STACK_WINDOW;
+	u->win = stack;
+	u->stk_lo = stack_sp;
+	u->stk_hi = stack_sp + len;
+	if (unw_init_remote(&c, u->as, u) < 0)
+		goto out;
+	prev_ip = u->regs.ip;
+	prev_sp = r->sp;
+	for (;;) {
+		int sig = resume && sigreturn_at(u, cur);
+
+		if (unw_step(&c) <= 0)
+			break;
+		if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0 ||
+		    unw_get_reg(&c, UNW_REG_SP, &sp) < 0)
+			break;
+		if (ip == prev_ip && sp == prev_sp)
+			break;	/* no progress: corrupt unwind info */
+		if (sp > u->stk_hi) {
+			u->truncated = 1;	/* ip was read past the copy */
+			break;
+		}
+		if (!sig && resume && resume(arg, ip)) {
+			/* the caller walks on from here */
+			r->ip = ip;
+			r->sp = sp;
+			r->flags = 0;
+			for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
+				if (unw_get_reg(&c, keep[i].reg, &v) == 0)
+					memcpy((char *)r + keep[i].off, &v, sizeof(v));
+			*more = 1;
+			break;
+		}
+		if (n == max) {
+			u->truncated = 1;
+			break;
+		}
+		pcs[n++] = ip;
+		prev_ip = ip;
+		prev_sp = sp;
+		cur = ip;
+	}
+	if (u->past_copy && !*more)
+		u->truncated = 1;	/* the walk ran out of the copy */
+out:
+	u->st.frames += n;
+	cur_unwinder = saved;
+	return (int)n;
 }
 
 int unwind_truncated(const struct unwinder *u)

@@ -18,6 +18,8 @@
 #include <libunwind.h>
 #include <libunwind-ptrace.h>
 
+#include "copywalk.h"
+#include "frametab.h"
 #include "unwind.h"
 
 /*
@@ -367,6 +369,49 @@ static int starts_with(const char *s, const char *prefix)
 	return !strncmp(s, prefix, strlen(prefix));
 }
 
+/*
+ * A copy of the stack at r as the agent sends it, walked as heapattach
+ * walks it (the frame table learnt from a first walk where it has rules,
+ * libunwind for the rest: a signal frame, the trampoline) must give the
+ * frames libunwind alone gives.
+ */
+static void check_tool_path(struct unwinder *u, pid_t tid, const struct unwind_regs *r)
+{
+	static uint8_t copy[8192];
+	struct shm_frame *table = calloc(SHM_NFRAMES, sizeof(*table));
+	struct frametab *ft = frametab_new(pid, table);
+	struct copywalk cw = { .unw = u, .table = table, .depth = MAXF - 1 };
+	struct frame_regs fr = { r->ip, r->sp, r->bp, r->bx, r->r12, r->r13, r->r14, r->r15 }, miss;
+	struct iovec lv = { copy, sizeof(copy) }, rv = { (void *)(uintptr_t)r->sp, sizeof(copy) };
+	uint64_t a[MAXF], b[MAXF];
+	ssize_t len = process_vm_readv(tid, &lv, 1, &rv, 1, 0);
+	int na, nb = 0, trunc = 0, round;
+	uint32_t flags;
+
+	CHECK(ft && len > 0, "tool path: no frame table or copy");
+	if (!ft || len <= 0)
+		goto out;
+	na = unwind_stack_copy(u, r, copy, (size_t)len, a, MAXF - 1);
+	CHECK(na > 0, "tool path: libunwind walk of the copy: %d", na);
+	/* round 0: an empty table (libunwind all the way); 1: the table learnt */
+	for (round = 0; round < 2 && na > 0; round++) {
+		if (round)
+			frametab_learn_many(ft, a, (size_t)na);
+		nb = (int)copywalk_table(&cw, &fr, copy, (uint32_t)len, r->sp, b, cw.depth, &flags,
+					 &miss);
+		if (flags & SHM_EVF_MISS)
+			nb = copywalk_mixed(&cw, &miss, copy, (uint32_t)len, r->sp, b, (size_t)nb,
+					    &trunc);
+		CHECK(nb == na && !memcmp(a, b, (size_t)na * 8) && !trunc,
+		      "tool path (round %d): %d frames, libunwind %d", round, nb, na);
+		printf("tool path (round %d, %s): %d frames\n", round,
+		       flags & SHM_EVF_MISS ? "table and libunwind" : "table", nb);
+	}
+out:
+	frametab_free(ft);
+	free(table);
+}
+
 /* Check the walks of the idx-th trap of the fixture in mode. */
 static void check(struct unwinder *u, const char *mode, pid_t tid, int idx)
 {
@@ -419,6 +464,7 @@ static void check(struct unwinder *u, const char *mode, pid_t tid, int idx)
 	for (int i = 0; nl == nu + 1 && i < nu; i++)
 		CHECK(pl[i + 1] == pu[i], "frame %d differs: 0x%lx vs 0x%lx", i,
 		      (unsigned long)pl[i + 1], (unsigned long)pu[i]);
+	check_tool_path(u, tid, &ru);
 	/* cached second walk gives the same answer */
 	CHECK(unwind_stack(u, tid, &ru, pl, MAXF, lo, hi) == nu && !memcmp(pl, pu, nu * 8),
 	      "second walk differs");
@@ -456,6 +502,49 @@ static int upt_walk(unw_addr_space_t as, void *upt, uint64_t *pcs)
 		pcs[n++] = ip;
 	} while (n < MAXF && unw_step(&c) > 0);
 	return n;
+}
+
+/*
+ * The copy as heapattach walks it (agentlink.c): the frame table (learnt
+ * from a first walk, as the tool learns it) where it has rules, libunwind
+ * where it has none (a signal frame, code without CFI).
+ */
+static void bench_tool_path(struct unwinder *u, const struct unwind_regs *r, const uint8_t *copy,
+			    size_t len, long iters)
+{
+	struct shm_frame *table = calloc(SHM_NFRAMES, sizeof(*table));
+	struct frametab *ft = frametab_new(pid, table);
+	struct copywalk cw = { .unw = u, .table = table, .depth = MAXF - 1 };
+	struct frame_regs fr = { r->ip, r->sp, r->bp, r->bx, r->r12, r->r13, r->r14, r->r15 }, miss;
+	uint64_t pcs[MAXF];
+	long i, slow = 0;
+	uint32_t flags;
+	double t, dt;
+	int n = 0, trunc;
+
+	n = unwind_stack_copy(u, r, copy, len, pcs, MAXF);
+	if (!ft || n <= 0) {
+		printf("tool path: no frame table\n");
+		goto out;
+	}
+	frametab_learn_many(ft, pcs, (size_t)n);
+	t = now();
+	for (i = 0; i < iters; i++) {
+		n = (int)copywalk_table(&cw, &fr, copy, (uint32_t)len, r->sp, pcs, cw.depth,
+					&flags, &miss);
+		if (flags & SHM_EVF_MISS) {
+			n = copywalk_mixed(&cw, &miss, copy, (uint32_t)len, r->sp, pcs, (size_t)n,
+					   &trunc);
+			slow++;
+		}
+	}
+	dt = now() - t;
+	printf("copies, tool path:   %9.0f copies/s   %6.2f us/copy    frames=%d"
+	       "  (libunwind for part of %ld%% of them)\n",
+	       iters / dt, dt / iters * 1e6, n, slow * 100 / iters);
+out:
+	frametab_free(ft);
+	free(table);
 }
 
 /*
@@ -503,6 +592,7 @@ static void bench_copies(struct unwinder *u, pid_t tid, const struct user_regs_s
 	dt = now() - t;
 	printf("copies, cold (flush):%9.0f copies/s   %6.1f us/copy    frames=%d\n",
 	       k / dt, dt / k * 1e6, n);
+	bench_tool_path(u, &r, copy, (size_t)len, iters);
 }
 
 static void bench(pid_t tid, long iters)

@@ -96,11 +96,14 @@ static inline int walk_fp_has(const struct walk_fp *fp, uint64_t ip)
  * rule in one of fp's ranges is stepped by its frame pointer, if the
  * chain is sane: rbp in the window at or above sp, aligned, the caller's
  * frame above it (CFA = rbp + 16, the return address at rbp + 8, the
- * caller's rbp at rbp).
+ * caller's rbp at rbp). walk_frames_to also gives, on a miss, the state
+ * of the frame it missed in (*end, if not NULL: ip that frame's return
+ * address, sp and bp as the walk had them, other registers as at start).
  */
-static inline unsigned walk_frames(const struct shm_frame *table, const struct walk_fp *fp,
-				   const struct frame_regs *start, const struct walk_window *w,
-				   uint64_t *out, unsigned max, uint32_t *flags, uint64_t *hash)
+static inline unsigned walk_frames_to(const struct shm_frame *table, const struct walk_fp *fp,
+				      const struct frame_regs *start, const struct walk_window *w,
+				      uint64_t *out, unsigned max, uint32_t *flags, uint64_t *hash,
+				      struct frame_regs *end)
 {
 	uint64_t ip = start->ip, sp = start->sp, bp = start->bp, hs = 0;
 	unsigned n = 0;
@@ -143,7 +146,20 @@ static inline unsigned walk_frames(const struct shm_frame *table, const struct w
 miss:
 	*flags |= SHM_EVF_MISS;
 	*hash = shm_stack_hash_end(hs, n);
+	if (end) {
+		*end = *start;
+		end->ip = out[n - 1];	/* ip may hold a half-read step */
+		end->sp = sp;
+		end->bp = bp;
+	}
 	return n;
+}
+
+static inline unsigned walk_frames(const struct shm_frame *table, const struct walk_fp *fp,
+				   const struct frame_regs *start, const struct walk_window *w,
+				   uint64_t *out, unsigned max, uint32_t *flags, uint64_t *hash)
+{
+	return walk_frames_to(table, fp, start, w, out, max, flags, hash, (struct frame_regs *)0);
 }
 
 #endif
