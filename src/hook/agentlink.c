@@ -636,7 +636,8 @@ static uint64_t unsampled_bytes(const struct agent_link *l, uint64_t size)
 /*
  * An allocation record (our copy, checked by alloc_ok). A stack cut short
  * (the agent's walk at the depth, or a walk of its stack copy at the depth
- * or at the copy's end) ends in PROFILE_PC_TRUNCATED.
+ * or at the copy's end) ends in PROFILE_PC_TRUNCATED, one whose last frame
+ * nothing leads past (copy_unwind) in PROFILE_PC_UNWALKABLE.
  */
 /*
  * The stack of an event with Python frames: the native stack (by its id)
@@ -656,12 +657,12 @@ static uint32_t py_stack(struct agent_link *l, const struct shm_ev_alloc *e, uin
 	if (n > PROFILE_MAX_FRAMES)
 		n = PROFILE_MAX_FRAMES;
 	memcpy(in, pcs, n * sizeof(*in));	/* pcs moves as the profile grows */
-	trunc = n && in[n - 1] == PROFILE_PC_TRUNCATED;
+	trunc = n && profile_mark_name(in[n - 1]);	/* cut short, or unwalkable */
 	npy = pyframes_decode(l->p.pyframes, e->frames + e->nframes, npy, py, ends);
 	m = pymerge(&l->p.pymerge, in, n - trunc, py, ends, npy, out,
 		    PROFILE_MAX_FRAMES - trunc);
 	if (trunc)
-		out[m++] = PROFILE_PC_TRUNCATED;
+		out[m++] = in[n - 1];
 	return profile_stack_id(l->p.prof, out, m);
 }
 
