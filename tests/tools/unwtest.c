@@ -369,6 +369,32 @@ static int starts_with(const char *s, const char *prefix)
 	return !strncmp(s, prefix, strlen(prefix));
 }
 
+/* A copy as heapattach walks it (agentlink.c): the frame table, and where
+ * it misses the mixed walk. Frames; *slow: libunwind had a part. */
+static int tool_walk(const struct copywalk *cw, const struct unwind_regs *r, const uint8_t *copy,
+		     uint32_t len, uint64_t *pcs, int *trunc, int *slow)
+{
+	struct frame_regs fr = { r->ip, r->sp, r->bp, r->bx, r->r12, r->r13, r->r14, r->r15 }, miss;
+	uint32_t flags;
+	int n = (int)copywalk_table(cw, &fr, copy, len, r->sp, pcs, cw->depth, &flags, &miss);
+
+	*trunc = !!(flags & SHM_EVF_TRUNC);
+	*slow = !!(flags & SHM_EVF_MISS);
+	if (*slow)
+		n = copywalk_mixed(cw, &miss, copy, len, r->sp, pcs, (size_t)n, trunc);
+	return n;
+}
+
+/* One "warm" line of the bench: rate, time and the unwinder's reads per walk. */
+static void print_warm(const char *label, const char *unit, const char *one, long iters,
+		       double dt, int n, const struct unwind_stats *s0, const struct unwind_stats *s1)
+{
+	printf("%s%9.0f %s/s  %6.2f us/%s  frames=%d  per %s: %.2f mem reads, "
+	       "%.3f unwind-info lookups\n", label, iters / dt, unit, dt / iters * 1e6, one, n, one,
+	       (double)(s1->mem_reads - s0->mem_reads) / iters,
+	       (double)(s1->find_proc_info - s0->find_proc_info) / iters);
+}
+
 /*
  * A copy of the stack at r as the agent sends it, walked as heapattach
  * walks it (the frame table learnt from a first walk where it has rules,
@@ -381,12 +407,10 @@ static void check_tool_path(struct unwinder *u, pid_t tid, const struct unwind_r
 	struct shm_frame *table = calloc(SHM_NFRAMES, sizeof(*table));
 	struct frametab *ft = frametab_new(pid, table);
 	struct copywalk cw = { .unw = u, .table = table, .depth = MAXF - 1 };
-	struct frame_regs fr = { r->ip, r->sp, r->bp, r->bx, r->r12, r->r13, r->r14, r->r15 }, miss;
 	struct iovec lv = { copy, sizeof(copy) }, rv = { (void *)(uintptr_t)r->sp, sizeof(copy) };
 	uint64_t a[MAXF], b[MAXF];
 	ssize_t len = process_vm_readv(tid, &lv, 1, &rv, 1, 0);
-	int na, nb = 0, trunc = 0, round;
-	uint32_t flags;
+	int na, nb = 0, trunc = 0, round, slow;
 
 	CHECK(ft && len > 0, "tool path: no frame table or copy");
 	if (!ft || len <= 0)
@@ -397,15 +421,11 @@ static void check_tool_path(struct unwinder *u, pid_t tid, const struct unwind_r
 	for (round = 0; round < 2 && na > 0; round++) {
 		if (round)
 			frametab_learn_many(ft, a, (size_t)na);
-		nb = (int)copywalk_table(&cw, &fr, copy, (uint32_t)len, r->sp, b, cw.depth, &flags,
-					 &miss);
-		if (flags & SHM_EVF_MISS)
-			nb = copywalk_mixed(&cw, &miss, copy, (uint32_t)len, r->sp, b, (size_t)nb,
-					    &trunc);
+		nb = tool_walk(&cw, r, copy, (uint32_t)len, b, &trunc, &slow);
 		CHECK(nb == na && !memcmp(a, b, (size_t)na * 8) && !trunc,
 		      "tool path (round %d): %d frames, libunwind %d", round, nb, na);
 		printf("tool path (round %d, %s): %d frames\n", round,
-		       flags & SHM_EVF_MISS ? "table and libunwind" : "table", nb);
+		       slow ? "table and libunwind" : "table", nb);
 	}
 out:
 	frametab_free(ft);
@@ -515,12 +535,10 @@ static void bench_tool_path(struct unwinder *u, const struct unwind_regs *r, con
 	struct shm_frame *table = calloc(SHM_NFRAMES, sizeof(*table));
 	struct frametab *ft = frametab_new(pid, table);
 	struct copywalk cw = { .unw = u, .table = table, .depth = MAXF - 1 };
-	struct frame_regs fr = { r->ip, r->sp, r->bp, r->bx, r->r12, r->r13, r->r14, r->r15 }, miss;
 	uint64_t pcs[MAXF];
-	long i, slow = 0;
-	uint32_t flags;
+	long i, nslow = 0;
 	double t, dt;
-	int n = 0, trunc;
+	int n = 0, trunc, slow;
 
 	n = unwind_stack_copy(u, r, copy, len, pcs, MAXF);
 	if (!ft || n <= 0) {
@@ -530,18 +548,13 @@ static void bench_tool_path(struct unwinder *u, const struct unwind_regs *r, con
 	frametab_learn_many(ft, pcs, (size_t)n);
 	t = now();
 	for (i = 0; i < iters; i++) {
-		n = (int)copywalk_table(&cw, &fr, copy, (uint32_t)len, r->sp, pcs, cw.depth,
-					&flags, &miss);
-		if (flags & SHM_EVF_MISS) {
-			n = copywalk_mixed(&cw, &miss, copy, (uint32_t)len, r->sp, pcs, (size_t)n,
-					   &trunc);
-			slow++;
-		}
+		n = tool_walk(&cw, r, copy, (uint32_t)len, pcs, &trunc, &slow);
+		nslow += slow;
 	}
 	dt = now() - t;
-	printf("copies, tool path:   %9.0f copies/s   %6.2f us/copy    frames=%d"
+	printf("copies, tool path:   %9.0f copies/s  %6.2f us/copy  frames=%d"
 	       "  (libunwind for part of %ld%% of them)\n",
-	       iters / dt, dt / iters * 1e6, n, slow * 100 / iters);
+	       iters / dt, dt / iters * 1e6, n, nslow * 100 / iters);
 out:
 	frametab_free(ft);
 	free(table);
@@ -578,11 +591,7 @@ static void bench_copies(struct unwinder *u, pid_t tid, const struct user_regs_s
 		n = unwind_stack_copy(u, &r, copy, (size_t)len, pcs, MAXF);
 	dt = now() - t;
 	unwinder_get_stats(u, &s1);
-	printf("copies, warm:        %9.0f copies/s   %6.2f us/copy    frames=%d"
-	       "  per copy: %.2f mem reads, %.3f unwind-info lookups\n",
-	       iters / dt, dt / iters * 1e6, n,
-	       (double)(s1.mem_reads - s0.mem_reads) / iters,
-	       (double)(s1.find_proc_info - s0.find_proc_info) / iters);
+	print_warm("copies, warm:        ", "copies", "copy", iters, dt, n, &s0, &s1);
 	k = iters / 100 > 10 ? iters / 100 : 10;
 	t = now();
 	for (i = 0; i < k; i++) {
@@ -629,11 +638,7 @@ static void bench(pid_t tid, long iters)
 	}
 	dt = now() - t;
 	unwinder_get_stats(u, &s1);
-	printf("warm:                %9.0f unwinds/s  %6.2f us/unwind  frames=%d"
-	       "  per unwind: %.2f mem reads, %.3f unwind-info lookups\n",
-	       iters / dt, dt / iters * 1e6, n,
-	       (double)(s1.mem_reads - s0.mem_reads) / iters,
-	       (double)(s1.find_proc_info - s0.find_proc_info) / iters);
+	print_warm("warm:                ", "unwinds", "unwind", iters, dt, n, &s0, &s1);
 	printf("objects=%lu maps_reads=%lu\n", (unsigned long)s1.objects,
 	       (unsigned long)s1.maps_reads);
 	bench_copies(u, tid, &ur, iters);

@@ -350,16 +350,42 @@ static void test_legacy_exact(void)
 	profile_free(p);
 }
 
+/*
+ * Write p (two samples, the marks' stacks) to name as legacy, which must
+ * read want, and as pprof: nlocs Locations, and nmarks of the marks'
+ * names among its strings.
+ */
+static void check_marks(struct profile *p, const char *name, const char *want, int nlocs,
+			int nmarks)
+{
+	struct dump_info di = { .pid = 1 };
+	char path[128];
+	struct decoded d;
+	int named = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	expect_int_eq(dump_write_file(path, DUMP_LEGACY, p, &di), 0);
+	expect_str_eq(slurp(path), want);
+	expect_int_eq(dump_write_file(path, DUMP_PPROF, p, &di), 0);
+	expect_int_eq(decode(path, &d), 0);
+	expect_int_eq(d.nsamples, 2);
+	expect_int_eq(d.nlocs, nlocs);
+	for (int i = 0; i < (int)d.nstrs; i++)
+		named += !strcmp(d.strs[i], PROFILE_TRUNCATED_NAME) ||
+			 !strcmp(d.strs[i], PROFILE_UNWALKABLE_NAME);
+	expect_int_eq(named, nmarks);
+	decoded_free(&d);
+	expect_int_eq(dump_write_file(path, DUMP_FOLDED, p, &di), 0);
+	expect_true(strstr(slurp(path), "];0xabb ") != NULL);	/* the mark by its name */
+	unlink(path);
+}
+
 /* A stack cut short ends in the mark: a frame "[truncated]" in pprof, and
  * in legacy the mark's address, a comment and a mapping that names it. */
 static void test_truncated(void)
 {
 	const uint64_t a[] = { 0xabc, PROFILE_PC_TRUNCATED }, b[] = { 0xabc };
-	struct dump_info di = { .pid = 1 };
 	struct profile *p = profile_new(1);
-	char path[128];
-	struct decoded d;
-	int named = 0;
 	const char *want =
 		"heap profile:      2:       48 [     2:       49] @ heapprofile\n"
 		"# heapattach pid=1\n"
@@ -374,18 +400,7 @@ static void test_truncated(void)
 
 	profile_record_alloc(p, a, 2, 16, 0x1000);
 	profile_record_alloc(p, b, 1, 32, 0x2000);
-	snprintf(path, sizeof(path), "%s/trunc.heap", tmpdir);
-	expect_int_eq(dump_write_file(path, DUMP_LEGACY, p, &di), 0);
-	expect_str_eq(slurp(path), want);
-	expect_int_eq(dump_write_file(path, DUMP_PPROF, p, &di), 0);
-	expect_int_eq(decode(path, &d), 0);
-	expect_int_eq(d.nsamples, 2);
-	expect_int_eq(d.nlocs, 2);
-	for (int i = 0; i < (int)d.nstrs; i++)
-		named += !strcmp(d.strs[i], "[truncated]");
-	expect_int_eq(named, 1);
-	decoded_free(&d);
-	unlink(path);
+	check_marks(p, "trunc.heap", want, 2, 1);
 	profile_free(p);
 }
 
@@ -395,11 +410,7 @@ static void test_truncated(void)
 static void test_unwalkable(void)
 {
 	const uint64_t a[] = { 0xabc, PROFILE_PC_UNWALKABLE }, b[] = { 0xabc, PROFILE_PC_TRUNCATED };
-	struct dump_info di = { .pid = 1 };
 	struct profile *p = profile_new(1);
-	char path[128];
-	struct decoded d;
-	int named = 0;
 	const char *want =
 		"heap profile:      2:       48 [     2:       49] @ heapprofile\n"
 		"# heapattach pid=1\n"
@@ -418,20 +429,7 @@ static void test_unwalkable(void)
 
 	profile_record_alloc(p, a, 2, 16, 0x1000);
 	profile_record_alloc(p, b, 2, 32, 0x2000);
-	snprintf(path, sizeof(path), "%s/unwalk.heap", tmpdir);
-	expect_int_eq(dump_write_file(path, DUMP_LEGACY, p, &di), 0);
-	expect_str_eq(slurp(path), want);
-	expect_int_eq(dump_write_file(path, DUMP_PPROF, p, &di), 0);
-	expect_int_eq(decode(path, &d), 0);
-	expect_int_eq(d.nsamples, 2);
-	expect_int_eq(d.nlocs, 3);
-	for (int i = 0; i < (int)d.nstrs; i++)
-		named += !strcmp(d.strs[i], "[unwalkable]") || !strcmp(d.strs[i], "[truncated]");
-	expect_int_eq(named, 2);
-	decoded_free(&d);
-	expect_int_eq(dump_write_file(path, DUMP_FOLDED, p, &di), 0);
-	expect_true(strstr(slurp(path), "[unwalkable];0xabb 16\n") != NULL);
-	unlink(path);
+	check_marks(p, "unwalk.heap", want, 3, 2);
 	profile_free(p);
 }
 
