@@ -86,7 +86,8 @@ int frametab_set_end(struct frametab *ft, uint64_t ip);
  * reset (frametab_unwalkable), so that the agent's walks end there
  * instead of sending a stack copy each: only for code without CFI (an
  * object's code no FDE covers, or code of no object, a JIT's). 1 made (or
- * already), 0 the code has CFI (nothing done), -EAGAIN over the budget
+ * already), 0 the code has CFI or ip is an end already (nothing done;
+ * without a CFI search then), -EAGAIN over the budget
  * of CFI searches or maps reads, -ENOSPC no room (in the table or the
  * set), -ENOENT.
  */

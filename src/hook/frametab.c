@@ -601,6 +601,7 @@ int frametab_unwalkable(const struct frametab *ft, uint64_t ip)
 
 int frametab_set_unwalkable(struct frametab *ft, uint64_t ip)
 {
+	const struct shm_frame *end;
 	Dwarf_Frame *fr = NULL;
 	struct ft_obj *o;
 	uint64_t bias;
@@ -612,6 +613,9 @@ int frametab_set_unwalkable(struct frametab *ft, uint64_t ip)
 	ret = unwalk_slot(ft, ip, &at);
 	if (ret)
 		return ret < 0 ? ret : 1;
+	end = frametab_lookup(ft->table, ip);
+	if (end && end->base == SHM_BASE_END)
+		return 0;	/* an end already: a root (its CFI's, or frametab_set_end's) */
 	if (!take_token(ft))
 		return -EAGAIN;
 	ret = resolve(ft, ip - 1, &o, &bias);

@@ -275,6 +275,10 @@ static void test_unwalkable(void)
 	expect_int_eq(frametab_set_unwalkable(ft, cfi), 0);
 	expect_int_eq(frametab_unwalkable(ft, cfi), 0);
 	expect_true(frametab_lookup(table, cfi) == NULL);
+	/* an end already (a root): left as it is */
+	expect_int_eq(frametab_set_end(ft, ip + 1), 1);
+	expect_int_eq(frametab_set_unwalkable(ft, ip + 1), 0);
+	expect_int_eq(frametab_unwalkable(ft, ip + 1), 0);
 	frametab_reset(ft);
 	expect_int_eq(frametab_unwalkable(ft, ip), 0);
 	expect_true(frametab_lookup(table, ip) == NULL);
