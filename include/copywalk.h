@@ -34,7 +34,11 @@ unsigned copywalk_table(const struct copywalk *cw, const struct frame_regs *star
  * pcs[0..n), at's frame last): libunwind steps the frames the table has
  * no rule for, the table the others (libunwind costs a lock, with two
  * syscalls, per step). Frames in all (*trunc: cut short, at cw->depth or
- * at the copy's end), or < 0.
+ * at the copy's end), or < 0. The table tracks rsp and rbp only: libunwind
+ * starts from the other callee-saved registers as the allocator's return
+ * left them (or as its last steps restored them), which a CFA computed
+ * from rbx or r12-r15 would need (hand-written code; compilers base the
+ * CFA on rsp or rbp).
  */
 int copywalk_mixed(const struct copywalk *cw, const struct frame_regs *at, const uint8_t *copy,
 		   uint32_t len, uint64_t copy_sp, uint64_t *pcs, size_t n, int *trunc);
