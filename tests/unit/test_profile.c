@@ -340,12 +340,12 @@ static void test_batch_matches_single(void)
 
 			profile_record_alloc(a, pcs, 3, size, ptr);
 			ops[n++] = (struct profile_op){ PROFILE_OP_ALLOC,
-				profile_stack_id(b, pcs, 3), size, ptr };
+				profile_stack_id(b, pcs, 3), size, ptr, 0 };
 		} else {
 			uint64_t ptr = (r >> 32) % 3000 * 16;
 
 			profile_record_free(a, ptr);
-			ops[n++] = (struct profile_op){ PROFILE_OP_FREE, 0, 0, ptr };
+			ops[n++] = (struct profile_op){ PROFILE_OP_FREE, 0, 0, ptr, 0 };
 		}
 		if (n == 100 || (r >> 40) % 37 == 0) {
 			profile_record_batch(b, ops, n);
@@ -393,7 +393,7 @@ static void test_sweep_live(void)
 	/* kept allocations are left to their free ops */
 	{
 		struct profile_op op = { PROFILE_OP_ALLOC_KEPT, profile_stack_id(p, pcs, 1), 32,
-					 1 << 4 };
+					 1 << 4, 0 };
 
 		profile_record_batch(p, &op, 1);
 		calls = 0;
