@@ -150,10 +150,11 @@ struct profile_raise {
 	uint64_t start_ns;      /* since the profile was made */
 	uint64_t end_ns;        /* since the profile was made; 0: still raised */
 };
+/* An interval as said to the user: "512 KiB", or bytes when it is not a
+ * whole unit. Returns buf. */
+const char *profile_interval_text(uint64_t v, char *buf, size_t len);
 /* The interval from now on (CLOCK_MONOTONIC now_ns) is rate << shift. */
 void profile_set_shift(struct profile *p, unsigned shift, uint64_t now_ns);
-/* The interval in force, as profile_set_shift set it. */
-uint64_t profile_rate_now(const struct profile *p);
 /* How many periods the interval was raised for (each one's start is
  * counted, kept or not). */
 size_t profile_nraises(const struct profile *p);

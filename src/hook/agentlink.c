@@ -67,7 +67,7 @@
 					 * had to be undone within ADAPT_BACKOFF_NS */
 #define ADAPT_BACKOFF_NS 3000000000ULL
 #define ADAPT_LOAD 0.7			/* the share of what we can read a raise aims at */
-#define SHIFT_HIST 64			/* interval changes kept for events still in the rings */
+#define SHIFT_HIST 256			/* interval changes kept for events still in the rings */
 
 struct agent_link {
 	struct agent_link_params p;
@@ -112,7 +112,7 @@ struct agent_link {
 	uint64_t nshifts;
 	uint64_t napped_ns;             /* time spent in agent_link_nap, in all */
 	uint64_t win_ns;                /* the window being judged: its start, */
-	uint64_t win_napped, win_backlog, win_drops;	/* and napped_ns, backlog, drops, */
+	uint64_t win_napped, win_drops;	/* and napped_ns and drops then, */
 	uint64_t win_heads, win_tails;  /* ring_heads_total and tails_total then */
 	uint64_t settle_tails;          /* ring_heads_total at the last raise */
 	int futile_noted;               /* said that no interval helps */
@@ -549,20 +549,6 @@ static unsigned shift_at(const struct agent_link *l, uint64_t tsc)
 	return before;	/* older than every change kept */
 }
 
-/* Human size of an interval for the warning, "512 KiB". */
-static const char *size_text(uint64_t v, char *buf, size_t len)
-{
-	static const char *const unit[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
-	unsigned u = 0;
-
-	while (u + 1 < sizeof(unit) / sizeof(unit[0]) && v >= 1024 && !(v % 1024)) {
-		v /= 1024;
-		u++;
-	}
-	snprintf(buf, len, "%llu %s", (unsigned long long)v, unit[u]);
-	return buf;
-}
-
 /* Sample at rate << shift from now on: the header's gap_mul (ours first),
  * then every counter to a fresh gap; the profile keeps the period. */
 static void set_shift(struct agent_link *l, unsigned shift, uint64_t now)
@@ -590,13 +576,14 @@ static void set_shift(struct agent_link *l, unsigned shift, uint64_t now)
 		pr_warn("%d allocates faster than heapattach can follow at a sampling interval of "
 			"%s: raised to %s while it cannot keep up (each sample is scaled by the "
 			"interval it was taken at; the profile's comments say for how long)",
-			(int)l->p.pid, size_text(l->p.rate, a, sizeof(a)),
-			size_text(l->p.rate << shift, b, sizeof(b)));
+			(int)l->p.pid, profile_interval_text(l->p.rate, a, sizeof(a)),
+			profile_interval_text(l->p.rate << shift, b, sizeof(b)));
 	} else if (!shift) {
-		pr_debug("sampling interval back to %s after %.1f s", size_text(l->p.rate, a, sizeof(a)),
-			 (now - l->raised_from_ns) / 1e9);
+		pr_debug("sampling interval back to %s after %.1f s",
+			 profile_interval_text(l->p.rate, a, sizeof(a)), (now - l->raised_from_ns) / 1e9);
 	} else {
-		pr_debug("sampling interval now %s", size_text(l->p.rate << shift, a, sizeof(a)));
+		pr_debug("sampling interval now %s",
+			 profile_interval_text(l->p.rate << shift, a, sizeof(a)));
 	}
 	l->shift = shift;
 	l->shift_ns = now;
@@ -653,13 +640,14 @@ static unsigned steps_needed(double demand, double got, double busy, double allo
  * record's size) within ADAPT_LOAD of what we consumed. It was calm if
  * nothing was dropped, no ring was past an eighth and we would still nap
  * half the time at half the interval; after calm_need of calm windows in
- * a row the interval halves. A step down undone soon after makes the next
- * one wait twice as long, so a load that sits between the two does not
- * swing the interval.
+ * a row the interval goes down by as many halvings as would leave us
+ * napping half the time (all of them when the target has gone quiet). A
+ * step down undone soon after makes the next one wait twice as long, so
+ * a load that sits between the two does not swing the interval.
  */
 static void adapt(struct agent_link *l, uint64_t now)
 {
-	uint64_t drops, back, span, napped, most, heads, tails, size = l->rings.size;
+	uint64_t drops, span, napped, most, heads, tails, size = l->rings.size;
 	uint64_t allocs = l->nallocs - l->win_allocs, events = allocs + l->nfrees - l->win_frees;
 	double busy, share, got, demand;
 	int dropped, overloaded, calm;
@@ -670,7 +658,6 @@ static void adapt(struct agent_link *l, uint64_t now)
 	drops = __atomic_load_n(&l->shm->drops, __ATOMIC_RELAXED);
 	heads = ring_heads_total(&l->rings);
 	tails = tails_total(l);
-	back = heads - tails;
 	if (!l->win_ns || drops < l->win_drops || heads < l->win_heads)
 		goto window;	/* the first, or counts the target rewound (sync_stats says) */
 	span = now - l->win_ns;
@@ -685,7 +672,10 @@ static void adapt(struct agent_link *l, uint64_t now)
 	demand = (double)(heads - l->win_heads) +
 		 (double)(drops - l->win_drops) * (events ? got / (double)events : 64);
 	overloaded = dropped || (busy >= 0.9 && most >= size / 4 && demand > 0.9 * got);
-	calm = !dropped && most < size / 8 && busy * (1 + share) < 0.5;
+	/* the steps down after which we would still nap half the time */
+	for (k = 0; k < l->shift && busy * (1 + share * ((double)(2u << k) - 1)) < 0.5; k++)
+		;
+	calm = !dropped && most < size / 8 && k;
 	if (!l->calm_need)
 		l->calm_need = ADAPT_CALM_NS;
 	if (overloaded) {
@@ -710,23 +700,17 @@ static void adapt(struct agent_link *l, uint64_t now)
 	} else if (calm) {
 		if (!l->calm_ns)
 			l->calm_ns = l->win_ns;
-		if (l->shift && now - l->calm_ns >= l->calm_need &&
-		    now - l->shift_ns >= l->calm_need) {
-			set_shift(l, l->shift - 1, now);
+		if (now - l->calm_ns >= l->calm_need && now - l->shift_ns >= l->calm_need) {
+			set_shift(l, l->shift - k, now);
 			l->lowered_ns = now;
 			l->calm_ns = now;
 		}
 	} else {
 		l->calm_ns = 0;
 	}
-	pr_debug("ADAPT span %.0f ms busy %.2f back %llu -> %llu most %llu drops %llu over %d calm %d allocs %llu events %llu demand %.0f got %.0f shift %u",
-		 span / 1e6, busy, (unsigned long long)l->win_backlog, (unsigned long long)back,
-		 (unsigned long long)most, (unsigned long long)(drops - l->win_drops), overloaded, calm,
-		 (unsigned long long)allocs, (unsigned long long)events, demand, got, l->shift);
 window:
 	l->win_ns = now;
 	l->win_napped = l->napped_ns;
-	l->win_backlog = back;
 	l->win_heads = heads;
 	l->win_tails = tails;
 	l->win_drops = drops;

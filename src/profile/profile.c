@@ -786,18 +786,12 @@ void profile_set_shift(struct profile *p, unsigned shift, uint64_t now_ns)
 	p->shift = shift;
 }
 
-uint64_t profile_rate_now(const struct profile *p)
-{
-	return p->rate << p->shift;
-}
-
 size_t profile_nraises(const struct profile *p)
 {
 	return p->nraises;
 }
 
-/* An interval for a comment: "512 KiB", or bytes when not a whole unit. */
-static const char *interval_text(uint64_t v, char *buf, size_t len)
+const char *profile_interval_text(uint64_t v, char *buf, size_t len)
 {
 	static const char *const unit[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
 	unsigned u = 0;
@@ -816,7 +810,7 @@ int profile_raise_comment(const struct profile *p, size_t i, uint64_t now_ns, ch
 	uint64_t now = now_ns > p->created_ns ? now_ns - p->created_ns : 0;
 	char from[32], to[32];
 
-	interval_text(p->rate, from, sizeof(from));
+	profile_interval_text(p->rate, from, sizeof(from));
 	if (i < PROFILE_MAX_RAISES) {
 		const struct profile_raise *r = &p->raises[i];
 		uint64_t end = r->end_ns ? r->end_ns : now;
@@ -824,9 +818,9 @@ int profile_raise_comment(const struct profile *p, size_t i, uint64_t now_ns, ch
 		if (i >= p->nraises)
 			return 0;
 		snprintf(buf, len, "heapattach could not keep up: sampling interval raised from %s "
-			 "to at most %s for %.1f s (from %.1f s to %.1f s after heapattach started%s); each sample is scaled by "
-			 "the interval it was taken at", from,
-			 interval_text(r->max_rate, to, sizeof(to)),
+			 "to at most %s for %.1f s (from %.1f s to %.1f s after heapattach started%s); "
+			 "each sample is scaled by the interval it was taken at", from,
+			 profile_interval_text(r->max_rate, to, sizeof(to)),
 			 (end > r->start_ns ? end - r->start_ns : 0) / 1e9, r->start_ns / 1e9,
 			 end / 1e9, r->end_ns ? "" : ", still raised when written");
 		return 1;
@@ -835,7 +829,7 @@ int profile_raise_comment(const struct profile *p, size_t i, uint64_t now_ns, ch
 		return 0;
 	snprintf(buf, len, "heapattach could not keep up %zu more times: sampling interval raised "
 		 "from %s to at most %s for %.1f s in all", p->nraises - PROFILE_MAX_RAISES, from,
-		 interval_text(p->extra_max, to, sizeof(to)),
+		 profile_interval_text(p->extra_max, to, sizeof(to)),
 		 (p->extra_ns + (p->shift && now > p->raise_start ? now - p->raise_start : 0)) / 1e9);
 	return 1;
 }
