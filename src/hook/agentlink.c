@@ -630,20 +630,27 @@ static unsigned steps_needed(double demand, double got, double busy, double allo
 }
 
 /*
- * After a drain, once a window of ADAPT_WIN_NS is over: judge it. It was
- * overloaded if events were dropped, or if we were busy (not napping) 90%
- * of it with a ring past a quarter and read less than 10% more than was
- * written meanwhile (a backlog that does not drain). Then,
- * once we read records written after the last raise (those before show
- * nothing of it), the interval is raised by the doublings that bring the
- * window's demand (bytes written, and those dropped at the average
- * record's size) within ADAPT_LOAD of what we consumed. It was calm if
- * nothing was dropped, no ring was past an eighth and we would still nap
- * half the time at half the interval; after calm_need of calm windows in
- * a row the interval goes down by as many halvings as would leave us
- * napping half the time (all of them when the target has gone quiet). A
- * step down undone soon after makes the next one wait twice as long, so
- * a load that sits between the two does not swing the interval.
+ * After a drain, once a window of ADAPT_WIN_NS is over (an eighth of it
+ * with a ring past half full): judge it. It was
+ * overloaded if a ring is past a quarter and events were dropped, or we
+ * were busy (not napping) 90% of it and read less than 10% more than was
+ * written meanwhile (a backlog that does not drain), or a ring is past an
+ * eighth and more was written than we could read even busy all the time
+ * (by 20%, from what we read busy half of it or more); drops with every ring
+ * below a quarter again were a burst that has passed (the first stack
+ * copies after the attach, before the frame rules are learnt), which no
+ * raise would have saved. Then, once we read records written after the
+ * last raise (those before show nothing of it), or at once if events were
+ * still dropped with a ring past half full since it, the interval is
+ * raised by the doublings that bring the window's demand (bytes written, and those
+ * dropped at the average record's size) within ADAPT_LOAD of what we
+ * consumed. It was calm if nothing was dropped, no ring was past an
+ * eighth and we would still nap half the time at half the interval; after
+ * calm_need of calm windows in a row the interval goes down by as many
+ * halvings as would leave us napping half the time (all of them when the
+ * target has gone quiet). A step down undone soon after makes the next
+ * one wait twice as long, so a load that sits between the two does not
+ * swing the interval.
  */
 static void adapt(struct agent_link *l, uint64_t now)
 {
@@ -661,27 +668,36 @@ static void adapt(struct agent_link *l, uint64_t now)
 	if (!l->win_ns || drops < l->win_drops || heads < l->win_heads)
 		goto window;	/* the first, or counts the target rewound (sync_stats says) */
 	span = now - l->win_ns;
-	if (span < ADAPT_WIN_NS)
+	most = ring_pending_max(&l->rings);
+	/* a ring past half full is judged at once (at least ADAPT_WIN_NS / 8 of it) */
+	if (span < (most >= size / 2 ? ADAPT_WIN_NS / 8 : ADAPT_WIN_NS))
 		return;
 	napped = l->napped_ns - l->win_napped;
 	busy = napped < span ? 1 - (double)napped / (double)span : 0;
-	most = ring_pending_max(&l->rings);
 	dropped = drops > l->win_drops;
 	share = events ? (double)allocs / (double)events : 1;
 	got = (double)(tails - l->win_tails);
 	demand = (double)(heads - l->win_heads) +
 		 (double)(drops - l->win_drops) * (events ? got / (double)events : 64);
-	overloaded = dropped || (busy >= 0.9 && most >= size / 4 && demand > 0.9 * got);
+	overloaded = (most >= size / 4 && (dropped || (busy >= 0.9 && demand > 0.9 * got))) ||
+		     (most >= size / 8 && busy >= 0.5 && demand * busy > 1.2 * got);
 	/* the steps down after which we would still nap half the time */
 	for (k = 0; k < l->shift && busy * (1 + share * ((double)(2u << k) - 1)) < 0.5; k++)
 		;
 	calm = !dropped && most < size / 8 && k;
+	if (dropped)
+		pr_debug("%llu events dropped in %.0f ms, the fullest ring %llu%% full, busy %.0f%%",
+			 (unsigned long long)(drops - l->win_drops), span / 1e6,
+			 (unsigned long long)(most * 100 / size), busy * 100);
 	if (!l->calm_need)
 		l->calm_need = ADAPT_CALM_NS;
 	if (overloaded) {
 		l->calm_ns = 0;
-		if (tails < l->settle_tails)
-			goto window;	/* still reading what came before the last raise */
+		/* still reading what came before the last raise: only drops
+		 * with a ring past half full say it was not enough (the
+		 * window began at or after it) */
+		if (tails < l->settle_tails && !(dropped && most >= size / 2))
+			goto window;
 		k = steps_needed(demand, got, busy, share);
 		if (!k && !l->futile_noted) {
 			l->futile_noted = 1;
