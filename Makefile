@@ -147,7 +147,7 @@ asan:
 	$(Q)$(MAKE) --no-print-directory B=build-asan fixtures
 	$(Q)UNIT_ONLY=1 BUILD=build-asan sh tests/run.sh
 
-# Fuzzing (libFuzzer, clang): the ELF, maps, DWARF, perf map and pprof readers, each for
+# Fuzzing (libFuzzer, clang): the ELF, maps, DWARF, perf map, pprof and Python line-table readers, each for
 # FUZZ_SECONDS, from seeds made of the fixtures (tests/fuzz/run.sh).
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 20
@@ -158,7 +158,8 @@ FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/arch/$(ARCH) -MM
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_LIB_SRC := src/target/elfobj.c src/target/proc.c src/target/tfile.c src/target/debugfile.c src/profile/unwind.c src/hook/frametab.c \
 	src/attach/mapguard.c src/xmalloc.c src/log.c src/target/perfmap.c src/report/report_pprof.c \
-	src/target/target.c src/attach/remote.c src/attach/gadgets.c src/arch/$(ARCH)/sigframe.c
+	src/target/target.c src/attach/remote.c src/attach/gadgets.c src/arch/$(ARCH)/sigframe.c \
+	src/python/pylines.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FB)/%.o)
 FUZZ_BIN     := $(patsubst tests/fuzz/%.c,$(FB)/%,$(wildcard tests/fuzz/fuzz_*.c))
 

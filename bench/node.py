@@ -48,7 +48,7 @@ def slowdown(tmp, mode, args, secs, cycle):
     time.sleep(1)
     drops = []
     try:
-        r = run.interleave(t, out, secs, cycle, args, [run.HA], tmp, drops)[0]
+        r = run.interleave(t, out, secs, cycle, [(run.HA, args)], tmp, drops)[0][0]
     finally:
         stop(t)
     return r, sum(drops)

@@ -5,13 +5,17 @@
 of (unattached rate / attached rate): 1.00 means no slowdown; and the same
 ratio for operations per CPU-second of the target, which does not depend on
 how many CPUs the (virtual) machine happened to give the target in a run.
-Also prints heapattach's attach and detach times (--attach-times)."""
+Also prints heapattach's attach and detach times (--attach-times).
+With --python PYTHON the target is bench/pyalloc.py, a Python allocation
+loop, and heapattach with Python frames (the default) is set beside
+--no-python: as tools "default" and "nopython", or, with --interleaved,
+both taking the attached stretches of one run in turn."""
 import argparse, os, re, shutil, signal, statistics, subprocess, sys, tempfile, time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.environ.get("BUILD", os.path.join(TOP, "build"))
 HA = os.environ.get("HA", os.path.join(TOP, "heapattach"))
-BENCH = os.path.join(BUILD, "bench", "mallocbench")
+BENCH = [os.path.join(BUILD, "bench", "mallocbench")]   # the target's command (--python: pyalloc.py)
 TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4"
 TOOL_CPU = []   # CPU seconds heapattach used, per attached run
 DROPS = []      # events each attached run dropped
@@ -43,7 +47,7 @@ def run_target(tmp, threads, secs, env=None, attach=None):
     if os.path.exists(go):
         os.unlink(go)
     with open(out, "w") as f:
-        t = subprocess.Popen([BENCH, str(threads), str(secs), go], stdout=f,
+        t = subprocess.Popen(BENCH + [str(threads), str(secs), go], stdout=f,
                              stderr=subprocess.STDOUT, env=dict(env or os.environ, **TARGET_ENV))
     if not wait_line(out, r"^ready", 10, t):
         raise RuntimeError("target did not start")
@@ -104,7 +108,7 @@ def attach_times(rounds, threads):
     tmp = tempfile.mkdtemp(prefix="ha-times.")
     out = os.path.join(tmp, "t.out")
     with open(out, "w") as f:
-        t = subprocess.Popen([BENCH, str(threads), "600"], stdout=f, stderr=subprocess.STDOUT)
+        t = subprocess.Popen(BENCH + [str(threads), "600"], stdout=f, stderr=subprocess.STDOUT)
     wait_line(out, r"^ready", 10, t)
     att, det = [], []
     try:
@@ -125,16 +129,17 @@ def attach_times(rounds, threads):
           (threads, statistics.median(det), max(det), rounds))
 
 
-def interleave(t, out, total, cycle, extra, binaries, tmp, drops=None):
-    """Attach to the running target t (pid t.pid, "w T OPS" lines in the
-    file out) for `cycle` seconds, stay away for `cycle` seconds, and so on
-    for `total` seconds. Each stretch's rate comes from the same process
-    (same memory layout, same CPUs): only the machine's own drift remains,
-    and consecutive stretches see nearly the same. Returns the ratios
-    (mean rate of the detached stretches around an attached one / its
-    rate), one list per binary: the binaries take the attached stretches
-    in turn, so an old and a new build see the same process. The events
-    each attach dropped are appended to drops (a list), if given."""
+def interleave(t, out, total, cycle, variants, tmp, drops=None):
+    """Attach to the running target t (pid t.pid, "w T OPS [CPU]" lines in
+    the file out) for `cycle` seconds, stay away for `cycle` seconds, and
+    so on for `total` seconds. Each stretch's rate comes from the same
+    process (same memory layout, same CPUs): only the machine's own drift
+    remains, and consecutive stretches see nearly the same. Returns the
+    ratios (mean rate of the detached stretches around an attached one /
+    its rate), one list per variant (binary, arguments), by wall-clock and
+    by CPU second: the variants take the attached stretches in turn, so
+    an old and a new build, or two option sets, see the same process. The
+    events each attach dropped are appended to drops (a list), if given."""
     spans = []      # (start, end, binary index or None when detached)
     turn = 0
     end = time.monotonic() + total
@@ -144,10 +149,10 @@ def interleave(t, out, total, cycle, extra, binaries, tmp, drops=None):
         spans.append((a + 0.05, time.monotonic(), None))
         err = os.path.join(tmp, "ha.err")
         ef = open(err, "w")
-        b = turn % len(binaries)
+        b = turn % len(variants)
         turn += 1
-        p = subprocess.Popen([binaries[b], "-p", str(t.pid), "-o", os.path.join(tmp, "x.heap"),
-                              "--duration", "%gs" % cycle] + extra, stderr=ef)
+        p = subprocess.Popen([variants[b][0], "-p", str(t.pid), "-o", os.path.join(tmp, "x.heap"),
+                              "--duration", "%gs" % cycle] + variants[b][1], stderr=ef)
         if not wait_line(err, r"attached to", 30, p):
             raise RuntimeError("no attach: " + open(err).read())
         a = time.monotonic()
@@ -162,40 +167,45 @@ def interleave(t, out, total, cycle, extra, binaries, tmp, drops=None):
     a = time.monotonic()
     time.sleep(cycle)
     spans.append((a + 0.05, time.monotonic(), None))
-    samples = [(float(m.group(1)), int(m.group(2)))
-               for m in re.finditer(r"^w (\S+) (\d+)$", open(out).read(), re.M)]
+    # "w T OPS" or "w T OPS CPU" (pyalloc.py: the process's CPU seconds)
+    samples = [(float(m.group(1)), int(m.group(2)), float(m.group(3) or "nan"))
+               for m in re.finditer(r"^w (\S+) (\d+)(?: (\S+))?$", open(out).read(), re.M)]
 
-    def rate(a, b):
+    def rate(a, b, per=0):
+        """Operations per second between times a and b; per=2: per CPU
+        second of the target (None where the target does not say)."""
         w = [x for x in samples if a <= x[0] <= b]
-        if len(w) < 5:
+        if len(w) < 5 or not w[-1][per] > w[0][per]:
             return None
-        return (w[-1][1] - w[0][1]) / (w[-1][0] - w[0][0])
+        return (w[-1][1] - w[0][1]) / (w[-1][per] - w[0][per])
     # Each attached stretch against the mean of the detached stretches on
     # either side of it: a machine that drifts over the run (other tenants,
     # frequency) cancels out to first order.
-    ratios = [[] for _ in binaries]
+    ratios = [[] for _ in variants]
+    cpu_ratios = [[] for _ in variants]
     for i in range(1, len(spans) - 1, 2):
-        before, at, after = (rate(*spans[j][:2]) for j in (i - 1, i, i + 1))
-        if before and at and after:
-            ratios[spans[i][2]].append((before + after) / 2 / at)
-    return ratios
+        for per, out in ((0, ratios), (2, cpu_ratios)):
+            before, at, after = (rate(spans[j][0], spans[j][1], per) for j in (i - 1, i, i + 1))
+            if before and at and after:
+                out[spans[i][2]].append((before + after) / 2 / at)
+    return ratios, cpu_ratios
 
 
-def interleaved(threads, total, cycle, extra, binaries):
-    """interleave() on one long run of mallocbench, which prints its
-    operation count every 10 ms."""
+def interleaved(threads, total, cycle, variants):
+    """interleave() on one long run of the target (mallocbench or
+    pyalloc.py), which prints its operation count every 10 ms."""
     tmp = tempfile.mkdtemp(prefix="ha-inter.")
     out = os.path.join(tmp, "t.out")
     env = dict(os.environ, MALLOCBENCH_WINDOWS="1", **TARGET_ENV)
     with open(out, "w") as f:
-        t = subprocess.Popen([BENCH, str(threads), str(total + 2)], stdout=f,
+        t = subprocess.Popen(BENCH + [str(threads), str(total + 2)], stdout=f,
                              stderr=subprocess.STDOUT, env=env)
     wait_line(out, r"^ready", 10, t)
     time.sleep(0.5)
-    ratios = interleave(t, out, total, cycle, extra, binaries, tmp)
+    r = interleave(t, out, total, cycle, variants, tmp)
     t.wait()
     shutil.rmtree(tmp, ignore_errors=True)
-    return ratios
+    return r
 
 
 def duration_wall(threads, secs, extra):
@@ -205,7 +215,7 @@ def duration_wall(threads, secs, extra):
     tmp = tempfile.mkdtemp(prefix="ha-dur.")
     out = os.path.join(tmp, "t.out")
     with open(out, "w") as f:
-        t = subprocess.Popen([BENCH, str(threads), str(secs + 30)], stdout=f,
+        t = subprocess.Popen(BENCH + [str(threads), str(secs + 30)], stdout=f,
                              stderr=subprocess.STDOUT, env=dict(os.environ, **TARGET_ENV))
     try:
         wait_line(out, r"^ready", 10, t)
@@ -265,8 +275,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--secs", type=float, default=1.0)
-    ap.add_argument("--threads", default="1,2")
-    ap.add_argument("--tools", default="default,exact,heaptrack,gperftools")
+    ap.add_argument("--threads", default=None, help="thread counts (default 1,2; --python: 1)")
+    ap.add_argument("--tools", default=None,
+                    help="default,exact,nopython,heaptrack,gperftools (default: all but "
+                         "nopython; --python: default,nopython)")
     ap.add_argument("--extra", default="", help="extra heapattach arguments")
     ap.add_argument("--interleaved", type=float, default=0, metavar="SECONDS",
                     help="one long run per thread count, heapattach attached and "
@@ -281,9 +293,19 @@ def main():
     ap.add_argument("--compare", default="", metavar="BINARY",
                     help="with --interleaved: another heapattach build (e.g. the previous "
                          "version) taking every other attached stretch of the same run")
+    ap.add_argument("--python", default="", metavar="PYTHON",
+                    help="the target is bench/pyalloc.py run by this interpreter, a Python "
+                         "allocation loop: heapattach with Python frames (the default) "
+                         "against --no-python and unattached, side by side")
     ap.add_argument("--attach-times", type=int, default=0, metavar="ROUNDS",
                     help="only measure attach/detach times on a 16-thread target")
     a = ap.parse_args()
+    if a.threads is None:
+        a.threads = "1" if a.python else "1,2"
+    if a.tools is None:
+        a.tools = "default,nopython" if a.python else "default,exact,heaptrack,gperftools"
+    if a.python:
+        BENCH[:] = [a.python, os.path.join(TOP, "bench", "pyalloc.py")]
     if a.jit:
         TARGET_ENV["MALLOCBENCH_JIT"] = "1"
     if a.attach_times:
@@ -294,19 +316,37 @@ def main():
         return
     if a.interleaved:
         extra = a.extra.split()
-        binaries = [HA] + ([a.compare] if a.compare else [])
+        variants = [(HA, extra)] + ([(a.compare, extra)] if a.compare else [])
+        if a.python:
+            variants.append((HA, extra + ["--no-python"]))
         for threads in [int(x) for x in a.threads.split(",")]:
-            rs = interleaved(threads, a.interleaved, a.cycle, extra, binaries)
-            for b, r in zip(binaries, rs):
-                if len(r) < 2:
-                    print("%s threads=%d: too few stretches" % (b, threads))
-                    continue
+            rs, cpu_rs = interleaved(threads, a.interleaved, a.cycle, variants)
+            row = []
+            for (b, args), r, cr in zip(variants, rs, cpu_rs):
                 name = "heapattach" if b == HA else b
+                if len(r) < 2:
+                    print("%s %s threads=%d: too few stretches" % (name, " ".join(args), threads))
+                    continue
                 print("%s %s threads=%d, interleaved in one run: slowdown %.3fx "
                       "(median of %d pairs; quartiles %.3f..%.3f)" %
-                      (name, " ".join(extra) or "(default)", threads, statistics.median(r),
+                      (name, " ".join(args) or "(default)", threads, statistics.median(r),
                        len(r), statistics.quantiles(r)[0], statistics.quantiles(r)[2]),
                       flush=True)
+                what = ("--no-python" if "--no-python" in args else
+                        "Python frames on" if b == HA else name)
+                if len(cr) >= 2:
+                    print("%s %s threads=%d, per CPU-second of the target: slowdown %.3fx "
+                          "(quartiles %.3f..%.3f)" %
+                          (name, " ".join(args) or "(default)", threads, statistics.median(cr),
+                           statistics.quantiles(cr)[0], statistics.quantiles(cr)[2]), flush=True)
+                    row.append("%s %.3fx (per CPU-second %.3fx)" %
+                               (what, statistics.median(r), statistics.median(cr)))
+                else:
+                    row.append("%s %.3fx" % (what, statistics.median(r)))
+            if a.python and row:
+                print("Python allocation loop (%s), threads=%d, %s: unattached 1.000x | %s"
+                      % (a.python, threads, " ".join(extra) or "default rate",
+                         " | ".join(row)), flush=True)
         return
     tmp = tempfile.mkdtemp(prefix="ha-bench.")
     extra = a.extra.split()
@@ -322,6 +362,9 @@ def main():
                 base, base_cpu = run_target(tmp, threads, a.secs)
                 if tool == "default":
                     r = run_target(tmp, threads, a.secs, attach=heapattach(tmp, extra))
+                elif tool == "nopython":
+                    r = run_target(tmp, threads, a.secs,
+                                   attach=heapattach(tmp, ["--no-python"] + extra))
                 elif tool == "exact":
                     r = run_target(tmp, threads, a.secs,
                                    attach=heapattach(tmp, ["--sample-rate", "1"] + extra))
@@ -334,7 +377,9 @@ def main():
                 r, r_cpu = r
                 ratios.append(base / r)
                 cpu_ratios.append(base_cpu / r_cpu)
-            label = {"default": "heapattach (default rate 512K)",
+            label = {"default": "heapattach (default rate 512K)" +
+                                (", Python frames" if a.python else ""),
+                     "nopython": "heapattach --no-python (rate 512K)",
                      "exact": "heapattach --sample-rate 1",
                      "heaptrack": "heaptrack -p",
                      "gperftools": "gperftools HEAPPROFILE (LD_PRELOAD)"}[tool]

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "pymerge.h"
 #include "implant.h"
 #include "runstats.h"
 
@@ -42,6 +43,10 @@ struct agent_link_params {
 	struct unwinder *unw;           /* stacks the frame table cannot walk */
 	struct target *target;          /* maps, memory, objects (NULL: proc_tid's own) */
 	struct run_stats *stats;        /* what the events add to */
+	const struct shm_py *py;        /* the agent's view of the target's Python
+					 * (pyfind.c); NULL or kind 0: no Python frames */
+	struct pyframes *pyframes;      /* decodes the Python frames of events */
+	struct pymerge_code pymerge;    /* where they go in the native stacks */
 	/* said once on stderr and kept in the profile (session_note) */
 	void (*note)(void *arg, const char *msg);
 	void *note_arg;

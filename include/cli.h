@@ -27,6 +27,8 @@ struct options {
 	uint64_t inuse_interval;  /* a numbered dump at each new high of live bytes by this much */
 	int top;                  /* --top: the live view on stdout */
 	int census;               /* --census: walk glibc's heaps before attaching */
+	int no_python;            /* --no-python: native frames only */
+	int python_c_frames;      /* --python-c-frames: keep the interpreter's frames */
 	uint64_t every_ns;        /* time between numbered dumps; 0 = off */
 	uint64_t duration_ns;     /* stop after this long; 0 = until interrupted */
 	unsigned max_depth;       /* frames kept of each stack, 1..CLI_MAX_DEPTH */

@@ -126,6 +126,9 @@ size_t profile_live_bytes(const struct profile *p);
 size_t profile_nlive(const struct profile *p);
 size_t profile_nbuckets(const struct profile *p);
 size_t profile_nstacks(const struct profile *p);
+/* The frames of stack id (*n of them; NULL if there is no such stack),
+ * valid until the next record into p. */
+const uint64_t *profile_stack_pcs(const struct profile *p, uint32_t id, size_t *n);
 
 /* Call cb for every bucket with any alloc count, in creation order; stops
  * early and returns cb's value if it is non-zero, else returns 0. b and b->pcs

@@ -39,9 +39,10 @@ struct ring_reader {
 
 /* Start reading the rings of hdr, ring_size bytes each (the size the tool
  * made them), from a fresh area: every head and tail 0; the agent walks
- * depth frames (the tool's --max-depth, as shm_depth bounds it). */
+ * depth frames (the tool's --max-depth, as shm_depth bounds it) and adds
+ * at most npy Python frame words. */
 void ring_reader_init(struct ring_reader *rd, struct shm_hdr *hdr, uint64_t ring_size,
-		      uint32_t depth);
+		      uint32_t depth, uint32_t npy);
 
 /*
  * Hand up to max committed records to fn, merged across rings in time

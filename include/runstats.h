@@ -15,6 +15,8 @@ struct run_stats {
 	uint64_t walks;         /* fast mode: the agent's walks... */
 	uint64_t walk_misses;   /* ...of which missed the frame table */
 	uint64_t doorbells;     /* fast mode: times a writer woke the napping tool */
+	uint64_t py_found;      /* fast mode: samples that found their thread's Python state */
+	uint64_t py_not_found;  /* ...and that looked and did not */
 };
 
 #endif

@@ -55,6 +55,7 @@ struct session {
 	size_t warm_next;               /* next map whose symbols warm_step loads */
 	struct membudget mem;           /* rings sized to the target's memory cgroup */
 	struct perfmap *jit;            /* the target's perf map (JIT names), or NULL */
+	struct pyattach *py;            /* the target's CPython (Python frames), or NULL */
 	struct memreport mr;            /* smaps and allocator figures: heap vs RSS */
 
 	/* Dumps. */

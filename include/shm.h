@@ -129,7 +129,9 @@ struct shm_counter {
 	uint64_t walks;         /* sampled calls walked from this counter */
 	uint64_t walk_misses;   /* of which missed the frame table */
 	uint64_t nested;        /* slow-path calls made from inside a hooked call */
-	uint64_t pad[3];
+	uint64_t py_none_self;  /* the last thread (pthread_self) found with no Python state */
+	uint64_t py_none_left;  /* its samples left before the agent looks again */
+	uint64_t pad[1];
 };
 
 /* shm_hdr.flags */
@@ -210,6 +212,55 @@ struct shm_patch {
 	uint32_t pad;
 };
 
+/*
+ * The CPython interpreter of the target (issue 15), written by the tool
+ * (pyfind.c) before kind: on each sampled call the agent finds its own
+ * thread state and walks its own Python frames (agent_py.h), appending
+ * one packed word per frame (SHM_PY_WORD_*) after the native frames.
+ * The thread state holding the GIL is named by the word at holder
+ * (read directly: it lies in the interpreter's static data); a thread
+ * state is taken for ours only once its thread_id, read with
+ * process_vm_readv, is our pthread_self; failing that the agent walks
+ * the main interpreter's list from threads_head, also with
+ * process_vm_readv, at most SHM_PY_MAX_STATES states. Its own frames it
+ * reads directly: only its own thread changes them. Offsets are bytes
+ * into the structures of that version (pylayout.c), each below
+ * SHM_PY_MAX_OFF.
+ */
+#define SHM_PY_NONE     0
+#define SHM_PY_38       1   /* 3.8, 3.9: PyFrameObject chain, f_lasti in bytes */
+#define SHM_PY_310      2   /* 3.10: PyFrameObject chain, f_lasti in code units */
+#define SHM_PY_311      3   /* tstate->cframe->current_frame, is_entry, prev_instr */
+#define SHM_PY_312      4   /* 3.11's with shim frames (owner FRAME_OWNED_BY_CSTACK) */
+#define SHM_PY_313      5   /* tstate->current_frame, instr_ptr, shim frames */
+#define SHM_PY_MAX_FRAMES 255   /* words per event (8 bits of its flags) */
+#define SHM_PY_MAX_STATES 64    /* thread states looked at for our own */
+#define SHM_PY_MAX_OFF  4096
+#define SHM_PY_OWNED_BY_GENERATOR 1
+#define SHM_PY_OWNED_BY_CSTACK 3
+
+/* The packed word of one Python frame, leaf first. */
+#define SHM_PY_WORD_CODE(w)  ((w) & 0xffffffffffffULL)     /* PyCodeObject * */
+#define SHM_PY_WORD_INSTR(w) ((uint32_t)((w) >> 48) & 0x7fff) /* code units */
+#define SHM_PY_INSTR_UNKNOWN 0x7fff
+#define SHM_PY_WORD_END      (1ULL << 63)  /* the rootmost frame of its eval-loop call */
+
+struct shm_py {
+	volatile uint32_t kind;         /* SHM_PY_*; 0: none */
+	uint32_t max_frames;            /* words per event, at most SHM_PY_MAX_FRAMES */
+	uint64_t holder;                /* address of the PyThreadState * holding the GIL */
+	uint64_t threads_head;          /* address of the main interpreter's first state */
+	uint32_t ts_next, ts_thread_id; /* PyThreadState fields */
+	uint32_t ts_frame;              /* frame (3.8-3.10), cframe (3.11, 3.12), current_frame */
+	uint32_t cf_current_frame;      /* _PyCFrame.current_frame (3.11, 3.12) */
+	uint32_t fr_back, fr_code, fr_lasti; /* f_back/previous, f_code/f_executable,
+					 * f_lasti/prev_instr/instr_ptr */
+	uint32_t fr_owner, fr_is_entry; /* 3.11+; is_entry 3.11 only */
+	uint32_t co_code_adaptive, co_firsttraceable; /* 3.11+ */
+	volatile uint64_t found;        /* samples that found their thread state */
+	volatile uint64_t not_found;    /* samples that did not */
+};
+
 struct shm_hdr {
 	uint64_t magic;
 	uint32_t version;
@@ -282,7 +333,11 @@ struct shm_hdr {
 	volatile uint32_t fp_n;
 	uint32_t pad3;
 	struct shm_range fp[SHM_FP_RANGES];
+
+	struct shm_py py;       /* Python frames (agent_py.h) */
 };
+
+_Static_assert(sizeof(struct shm_hdr) <= SHM_OFF_COUNTERS, "the header is one page");
 
 /*
  * The frames a walk takes, from the header's max_depth: the target can
@@ -371,6 +426,8 @@ static inline uint64_t shm_stack_hash_end(uint64_t h, uint32_t nframes)
 			     * table: stack_id instead of frames (nframes 0) */
 #define SHM_EVF_HOOK_SHIFT 16  /* bits 16-23: the hook's enum hook_kind */
 #define SHM_EVF_HOOK(flags) (((flags) >> SHM_EVF_HOOK_SHIFT) & 0xff)
+#define SHM_EVF_PY_SHIFT 24  /* bits 24-31: Python frame words after the native frames */
+#define SHM_EVF_PY(flags) (((flags) >> SHM_EVF_PY_SHIFT) & 0xff)
 
 /* Every record but PAD starts so: len, kind, 16 bits of the kind's own, tsc. */
 struct shm_ev_free {
@@ -405,16 +462,18 @@ struct shm_ev_alloc {
 	uint64_t frames[];
 };
 
-/* The longest record the agent writes with a depth of `depth` frames: an
- * allocation whose walk missed at full depth, with its registers and a
- * whole stack copy; SHM_EV_MAX_LEN at the largest depth. */
-static inline uint32_t shm_ev_max_len(uint32_t depth)
+/* The longest record the agent writes with a depth of `depth` frames and
+ * at most npy Python words: an allocation whose walk missed at full
+ * depth, with its Python frames, its registers and a whole stack copy;
+ * SHM_EV_MAX_LEN at the largest depth and count. */
+static inline uint32_t shm_ev_max_len(uint32_t depth, uint32_t npy)
 {
 	return (uint32_t)(sizeof(struct shm_ev_alloc) + (uint64_t)shm_depth(depth) * 8 +
+			  (uint64_t)(npy < SHM_PY_MAX_FRAMES ? npy : SHM_PY_MAX_FRAMES) * 8 +
 			  sizeof(struct frame_regs) + SHM_STACK_COPY);
 }
 #define SHM_EV_MAX_LEN (sizeof(struct shm_ev_alloc) + SHM_MAX_DEPTH * 8 + \
-			sizeof(struct frame_regs) + SHM_STACK_COPY)
+			SHM_PY_MAX_FRAMES * 8 + sizeof(struct frame_regs) + SHM_STACK_COPY)
 
 /* No user address (nor size) reaches this, even with 5-level paging: an
  * allocation event beyond it was not written by the agent. */

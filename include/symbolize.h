@@ -36,6 +36,11 @@ int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
 /* Name code that is in no ELF object from pm (may be NULL: none), which
  * must outlive s; its names are valid until its next refresh. */
 void symbolizer_set_perfmap(struct symbolizer *s, const struct perfmap *pm);
+/* Name Python pseudo-PCs (PYFRAMES_PC_BASE up to SYMBOLIZE_RETIRED_BASE,
+ * include/pyframes.h) through pf (may be NULL: none, they stay unnamed),
+ * which must outlive s. */
+struct pyframes;
+void symbolizer_set_python(struct symbolizer *s, const struct pyframes *pf);
 /*
  * Code that is gone: name return address pc as the maps old (read before
  * the change being made: call from a target_on_change listener registered

@@ -10,7 +10,7 @@
 
 enum { OPT_SAMPLE_RATE = 256, OPT_INTERVAL, OPT_EVERY, OPT_DURATION, OPT_FORMAT,
        OPT_LIST_HOOKS, OPT_MODE, OPT_MAX_DEPTH, OPT_VERSION, OPT_INUSE_INTERVAL, OPT_TOP,
-       OPT_CENSUS };
+       OPT_CENSUS, OPT_NO_PYTHON, OPT_PYTHON_C_FRAMES };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -26,6 +26,8 @@ static const struct option long_opts[] = {
 	{ "list-hooks", no_argument, NULL, OPT_LIST_HOOKS },
 	{ "top", no_argument, NULL, OPT_TOP },
 	{ "census", no_argument, NULL, OPT_CENSUS },
+	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
+	{ "python-c-frames", no_argument, NULL, OPT_PYTHON_C_FRAMES },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -63,6 +65,11 @@ void cli_usage(FILE *f)
 "                           table when stdout is not a terminal\n"
 "      --census             before attaching, walk glibc's heaps once: chunks in\n"
 "                           use and free by size (what no sample can show)\n"
+"      --no-python          no Python frames: in a CPython target (3.8 to 3.13)\n"
+"                           stacks show the Python functions, files and lines\n"
+"                           in place of the interpreter's eval loop by default\n"
+"      --python-c-frames    keep the interpreter's own frames between Python\n"
+"                           frames (the eval loop, call dispatch)\n"
 "      --list-hooks         print the allocator entry points calls bind to\n"
 "  -v, --verbose            debug messages\n"
 "  -h, --help               this help\n"
@@ -202,6 +209,12 @@ int cli_parse(int argc, char **argv, struct options *o)
 			break;
 		case OPT_CENSUS:
 			o->census = 1;
+			break;
+		case OPT_NO_PYTHON:
+			o->no_python = 1;
+			break;
+		case OPT_PYTHON_C_FRAMES:
+			o->python_c_frames = 1;
 			break;
 		case OPT_INUSE_INTERVAL:
 			if (cli_parse_size(optarg, &o->inuse_interval) || o->inuse_interval == 0)

@@ -23,6 +23,7 @@
 #include "membudget.h"
 #include "perfmap.h"
 #include "profile.h"
+#include "pyattach.h"
 #include "recover.h"
 #include "session.h"
 #include "symbolize.h"
@@ -475,6 +476,7 @@ static int fast_prepare(struct session *s)
 		.note = note_cb,
 		.note_arg = s,
 	};
+	pyattach_link(s->py, &lp);
 	s->link = agent_link_new(&lp);
 	return 0;
 }
@@ -850,6 +852,8 @@ int session_run(const struct options *opt)
 		pr_err("cannot set up the unwinder for %d", s.pid);
 		goto out;
 	}
+	if (!opt->no_python && opt->mode == MODE_FAST)
+		s.py = pyattach_new(s.t, s.sym, opt->max_depth, opt->python_c_frames);
 	if (s.mode->prepare(&s))
 		goto out;
 	pr_debug("%s", s.mem.note);
@@ -926,6 +930,10 @@ int session_run(const struct options *opt)
 		pr_debug("agent: %llu walks, %llu misses, %llu nested, %llu doorbells",
 			 (unsigned long long)s.stats.walks, (unsigned long long)s.stats.walk_misses,
 			 (unsigned long long)s.stats.nested, (unsigned long long)s.stats.doorbells);
+	if (s.py)
+		pr_debug("python: %llu samples found their thread's Python state, %llu did not",
+			 (unsigned long long)s.stats.py_found,
+			 (unsigned long long)s.stats.py_not_found);
 	if (s.unw) {
 		struct unwind_stats us;
 
@@ -953,6 +961,7 @@ out:
 	implant_free(s.im);
 	if (s.sym)
 		symbolizer_free(s.sym);
+	pyattach_free(s.py);
 	perfmap_free(s.jit);
 	if (s.unw)
 		unwinder_free(s.unw);

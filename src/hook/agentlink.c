@@ -36,6 +36,7 @@
 #include "mapguard.h"
 #include "proc.h"
 #include "profile.h"
+#include "pyframes.h"
 #include "ring.h"
 #include "sampler.h"
 #include "seccomp_plan.h"
@@ -102,6 +103,7 @@ struct agent_link {
 	uint32_t fp_ranges;             /* frame-pointer ranges published */
 	uint64_t fp_read_ns;            /* when the maps were last read for them */
 	uint32_t stats_asked, stats_taken; /* our last request, and the last one answered */
+	unsigned py_max;                /* Python words an event may carry (0: none) */
 
 	/* Sampled mode: the interval in force is p.rate << shift (adapt). */
 	unsigned shift;
@@ -299,6 +301,13 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	h->rate = w->rate;
 	h->gap_mul = w->gap_mul;
 	h->max_depth = w->max_depth;
+	if (l->p.py && l->p.py->kind && l->p.pyframes) {
+		w->py = *l->p.py;
+		w->py.found = w->py.not_found = 0;
+		h->py = w->py;
+		l->py_max = w->py.max_frames < SHM_PY_MAX_FRAMES ? w->py.max_frames :
+								  SHM_PY_MAX_FRAMES;
+	}
 	l->since = clock_ns(CLOCK_MONOTONIC);
 	for (int i = 0; i < SHM_NCOUNTERS; i++) {
 		struct shm_counter *c = (struct shm_counter *)(d + SHM_OFF_COUNTERS +
@@ -309,7 +318,7 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	}
 	memset(d + SHM_OFF_BITS, l->exact ? 0xff : 0, SHM_BLOOM_SIZE / 8);
 	agent_link_heartbeat(l);
-	ring_reader_init(&l->rings, h, l->p.ring_size, l->depth);
+	ring_reader_init(&l->rings, h, l->p.ring_size, l->depth, l->py_max);
 	l->ftab = l->p.target ?
 		  frametab_new_target(l->p.target, (struct shm_frame *)(d + SHM_OFF_FRAMES)) :
 		  frametab_new(l->p.proc_tid, (struct shm_frame *)(d + SHM_OFF_FRAMES));
@@ -493,7 +502,10 @@ static const struct {
 	F(magic), F(version), F(flags), F(total_size), F(data_remote), F(code_remote),
 	F(code_size), F(tool_pid), F(target_pid), F(ring_size), F(rate), F(npatches),
 	F(max_depth), F(patches), F(nest_lo), F(nest_hi), F(gap_mul), F(stats_kind), F(stats_fn),
-	F(stats_n), F(stats_names), F(fp_n), F(fp),
+	F(stats_n), F(stats_names), F(fp_n), F(fp), F(py.kind), F(py.max_frames), F(py.holder),
+	F(py.threads_head), F(py.ts_next), F(py.ts_thread_id), F(py.ts_frame),
+	F(py.cf_current_frame), F(py.fr_back), F(py.fr_code), F(py.fr_lasti), F(py.fr_owner),
+	F(py.fr_is_entry), F(py.co_code_adaptive), F(py.co_firsttraceable),
 #undef F
 };
 
@@ -760,21 +772,21 @@ static void on_free(struct agent_link *l, const struct shm_ev_free *e)
 }
 
 #define EVF_KNOWN (SHM_EVF_STACK | SHM_EVF_TRUNC | SHM_EVF_MISS | SHM_EVF_UNTABLED | \
-		   SHM_EVF_STACKID | (0xffu << SHM_EVF_HOOK_SHIFT))
+		   SHM_EVF_STACKID | (0xffu << SHM_EVF_HOOK_SHIFT) | (0xffu << SHM_EVF_PY_SHIFT))
 
 /*
  * Whether an allocation record of len bytes (our copy) is one the agent
  * writes: at most our depth of frames, exactly our depth if the walk was
- * cut there (never on a miss), its length exactly what its frames,
+ * cut there (never on a miss), at most the Python words we allow, its length exactly what its frames,
  * registers and copy take (agent_alloc), a stack id is one we gave out,
  * and its pointer and size are user-space figures of a call that succeeded.
  */
 static int alloc_ok(const struct agent_link *l, const struct shm_ev_alloc *e, uint32_t len)
 {
-	size_t base = sizeof(*e) + (size_t)e->nframes * 8;
 	uint32_t f = e->flags;
+	size_t base = sizeof(*e) + ((size_t)e->nframes + SHM_EVF_PY(f)) * 8;
 
-	if (e->nframes > l->depth || (f & ~EVF_KNOWN) || !e->ptr ||
+	if (e->nframes > l->depth || SHM_EVF_PY(f) > l->py_max || (f & ~EVF_KNOWN) || !e->ptr ||
 	    e->ptr >= SHM_ADDR_LIMIT || e->size >= SHM_ADDR_LIMIT)
 		return 0;
 	if ((f & SHM_EVF_TRUNC) &&
@@ -830,11 +842,39 @@ static uint64_t unsampled_bytes(const struct agent_link *l, uint64_t size, unsig
  * (the agent's walk at the depth, or a walk of its stack copy at the depth
  * or at the copy's end) ends in PROFILE_PC_TRUNCATED.
  */
+/*
+ * The stack of an event with Python frames: the native stack (by its id)
+ * with the event's Python frames in place of the eval loop's frames; a
+ * native stack cut short stays so (its mark last).
+ */
+static uint32_t py_stack(struct agent_link *l, const struct shm_ev_alloc *e, uint32_t native)
+{
+	uint64_t in[PROFILE_MAX_FRAMES], out[PROFILE_MAX_FRAMES], py[SHM_PY_MAX_FRAMES];
+	uint8_t ends[SHM_PY_MAX_FRAMES];
+	size_t n, npy = SHM_EVF_PY(e->flags), m;
+	const uint64_t *pcs = profile_stack_pcs(l->p.prof, native, &n);
+	int trunc;
+
+	if (!pcs || !l->p.pyframes)
+		return native;
+	if (n > PROFILE_MAX_FRAMES)
+		n = PROFILE_MAX_FRAMES;
+	memcpy(in, pcs, n * sizeof(*in));	/* pcs moves as the profile grows */
+	trunc = n && in[n - 1] == PROFILE_PC_TRUNCATED;
+	npy = pyframes_decode(l->p.pyframes, e->frames + e->nframes, npy, py, ends);
+	m = pymerge(&l->p.pymerge, in, n - trunc, py, ends, npy, out,
+		    PROFILE_MAX_FRAMES - trunc);
+	if (trunc)
+		out[m++] = PROFILE_PC_TRUNCATED;
+	return profile_stack_id(l->p.prof, out, m);
+}
+
 static void on_alloc(struct agent_link *l, const struct shm_ev_alloc *e)
 {
 	uint64_t pcs[PROFILE_MAX_FRAMES];
 	const uint64_t *stack_pcs = e->frames;
-	const struct frame_regs *regs = (const struct frame_regs *)(e->frames + e->nframes);
+	const struct frame_regs *regs =
+		(const struct frame_regs *)(e->frames + e->nframes + SHM_EVF_PY(e->flags));
 	size_t nframes = e->nframes;
 	int trunc = !!(e->flags & SHM_EVF_TRUNC);
 	uint32_t stack;
@@ -847,7 +887,7 @@ static void on_alloc(struct agent_link *l, const struct shm_ev_alloc *e)
 		l->p.stats->bytes += unsampled_bytes(l, e->size, shift);
 	if (e->flags & SHM_EVF_STACKID) {
 		stack = e->stack_id;
-		goto queue;
+		goto python;
 	}
 	if (e->flags & SHM_EVF_STACK) {
 		struct unwind_regs ur = {
@@ -898,7 +938,9 @@ record:
 	if (!(e->flags & SHM_EVF_MISS))
 		stackids_publish((struct shm_stack *)(data_of(l) + SHM_OFF_STACKS),
 				 e->frames, e->nframes, !!(e->flags & SHM_EVF_TRUNC), stack);
-queue:
+python:
+	if (SHM_EVF_PY(e->flags))
+		stack = py_stack(l, e, stack);
 	queue_op(l, e->flags & SHM_EVF_UNTABLED ? PROFILE_OP_ALLOC_KEPT : PROFILE_OP_ALLOC,
 		 stack, e->size, e->ptr, shift);
 }
@@ -1116,6 +1158,11 @@ static void sync_stats(struct agent_link *l)
 	l->p.stats->walk_misses = sum[1];
 	l->p.stats->nested = sum[2];
 	l->p.stats->doorbells = __atomic_load_n(&l->shm->doorbell, __ATOMIC_RELAXED);
+	if (l->py_max) {	/* said with -v only: a hostile figure misleads nobody */
+		l->p.stats->py_found = __atomic_load_n(&l->shm->py.found, __ATOMIC_RELAXED);
+		l->p.stats->py_not_found = __atomic_load_n(&l->shm->py.not_found,
+							   __ATOMIC_RELAXED);
+	}
 }
 
 /*

@@ -98,13 +98,13 @@ static uint8_t *ring_of(struct ring_reader *rd, unsigned r)
 }
 
 void ring_reader_init(struct ring_reader *rd, struct shm_hdr *hdr, uint64_t ring_size,
-		      uint32_t depth)
+		      uint32_t depth, uint32_t npy)
 {
 	memset(rd, 0, sizeof(*rd));
 	rd->hdr = hdr;
 	rd->rings = (uint8_t *)hdr + SHM_OFF_RING;
 	rd->size = ring_size;
-	rd->max_len = shm_ev_max_len(depth);
+	rd->max_len = shm_ev_max_len(depth, npy);
 }
 
 /*

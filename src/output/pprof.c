@@ -20,6 +20,7 @@
 #include <zlib.h>
 #include "clock.h"
 #include "hash.h"
+#include "idmap.h"
 #include "dump.h"
 #include "peak.h"
 #include "xmalloc.h"
@@ -120,60 +121,6 @@ static void pb_packed(struct pb *p, unsigned field, const uint64_t *v, size_t n)
 	pb_varint(p, len);
 	for (size_t i = 0; i < n; i++)
 		pb_varint(p, v[i]);
-}
-
-/* ---- small hash tables ---- */
-
-/* Map from a key of three u64 to a nonzero id; open addressing, grows at 50%. */
-struct idmap {
-	struct idmap_ent {
-		uint64_t k[3];
-		uint64_t id;    /* 0: empty */
-	} *e;
-	size_t n, cap;
-};
-
-static uint64_t idmap_hash(const uint64_t k[3])
-{
-	return mix64(k[0] ^ mix64(k[1] ^ mix64(k[2])));
-}
-
-/* The slot holding k, or the empty slot where k would go. */
-static struct idmap_ent *idmap_slot(struct idmap_ent *e, size_t cap, const uint64_t k[3])
-{
-	size_t mask = cap - 1, i = idmap_hash(k) & mask;
-
-	while (e[i].id && memcmp(e[i].k, k, sizeof(e[i].k)))
-		i = (i + 1) & mask;
-	return &e[i];
-}
-
-/* The id stored for k, or 0. */
-static uint64_t idmap_get(const struct idmap *m, const uint64_t k[3])
-{
-	return m->cap ? idmap_slot(m->e, m->cap, k)->id : 0;
-}
-
-static void idmap_put(struct idmap *m, const uint64_t k[3], uint64_t id)
-{
-	struct idmap_ent *s;
-
-	if ((m->n + 1) * 2 > m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 256;
-		struct idmap_ent *e = xcalloc(cap, sizeof(*e));
-
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->e[i].id)
-				*idmap_slot(e, cap, m->e[i].k) = m->e[i];
-		free(m->e);
-		m->e = e;
-		m->cap = cap;
-	}
-	s = idmap_slot(m->e, m->cap, k);
-	if (!s->id)
-		m->n++;
-	memcpy(s->k, k, sizeof(s->k));
-	s->id = id;
 }
 
 /* ---- writer state ---- */

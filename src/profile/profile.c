@@ -879,6 +879,16 @@ size_t profile_nstacks(const struct profile *p)
 	return p->nstacks;
 }
 
+const uint64_t *profile_stack_pcs(const struct profile *p, uint32_t id, size_t *n)
+{
+	if (id >= p->nstacks) {
+		*n = 0;
+		return NULL;
+	}
+	*n = p->stacks[id].n;
+	return p->pcs + p->stacks[id].off;
+}
+
 /*
  * Buckets are visited in creation order. b->pcs points into the profile and is
  * valid only during the callback; cb must not record into p.

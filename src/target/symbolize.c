@@ -11,6 +11,7 @@
 #include "debugfile.h"
 #include "elfobj.h"
 #include "perfmap.h"
+#include "pyframes.h"
 #include "symbolize.h"
 #include "target.h"
 #include "tfile.h"
@@ -73,6 +74,7 @@ struct symbolizer {
 	size_t nobjs, capobjs;
 	int root;                       /* the target's root (tfile_root), or -errno */
 	const struct perfmap *jit;      /* names for code in no ELF object, or NULL */
+	const struct pyframes *py;      /* names of Python pseudo-PCs, or NULL */
 };
 
 /* ---- demangling: libstdc++'s __cxa_demangle (C linkage), loaded on demand ---- */
@@ -385,6 +387,8 @@ int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
 	out->addr = addr;
 	if (addr >= SYMBOLIZE_RETIRED_BASE)
 		return retired_lookup(s, addr, out);
+	if (addr >= PYFRAMES_PC_BASE)
+		return s->py ? pyframes_lookup(s->py, addr, out) : -ENOENT;
 	m = maps ? proc_maps_find(maps, addr) : NULL;
 	out->map = m;
 	if (!m || !(ms = obj_for(s, maps, m)) || !ms->o || !ms->have_bias)
@@ -499,6 +503,11 @@ uint64_t symbolizer_retire(struct symbolizer *s, const struct proc_maps *old, ui
 void symbolizer_set_perfmap(struct symbolizer *s, const struct perfmap *pm)
 {
 	s->jit = pm;
+}
+
+void symbolizer_set_python(struct symbolizer *s, const struct pyframes *pf)
+{
+	s->py = pf;
 }
 
 const char *symbolizer_build_id(struct symbolizer *s, const struct proc_map *map)

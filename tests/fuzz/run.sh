@@ -38,6 +38,20 @@ if [ -x "$BUILD/tools/synthprof" ]; then
 fi
 cp fixtures/pprof/*.pb.gz "$FB/seeds/pprof/"
 for f in "$FB"/seeds/pprof/*.pb.gz; do gzip -dc "$f" >"${f%.gz}" 2>/dev/null; done
+# pylines: the tables CPython 3.8-3.13 made (tests/unit/data), with their format and first line
+mkdir -p "$FB/seeds/pylines"
+python3 - "$FB/seeds/pylines" tests/unit/data/pylines-3.*.txt <<'EOF_PY'
+import struct, sys
+n = 0
+for path in sys.argv[2:]:
+    for line in open(path):
+        f = line.split()
+        if f and f[0] == 'code':
+            head = struct.pack('<Bi', {'lnotab': 0, '310': 1}.get(f[2], 2), int(f[3]))
+        elif f and f[0] == 'table' and f[1] != '-':
+            n += 1
+            open('%s/%d' % (sys.argv[1], n), 'wb').write(head + bytes.fromhex(f[1]))
+EOF_PY
 for f in fixtures/perfmap/*; do
 	printf '\200' | cat - "$f" >"$FB/seeds/perfmap/${f##*/}"	# first byte: where it is split
 done

@@ -40,6 +40,7 @@ SAMPLE_RE = re.compile(r"^\s*(-?\d+(?:\s+-?\d+)*)\s*:\s*((?:\d+\s*)*)$")
 LOC_RE = re.compile(r"^\s*(\d+): (0x[0-9a-fA-F]+) (.*)$")
 # "name file:line s=start" optionally followed by "(system_name)".
 LINE_RE = re.compile(r"^(.*) (\S*):(-?\d+) s=(-?\d+)(?:\((.*)\))?$")
+LABEL_RE = re.compile(r"^\s{8,}(\w+):\[(.*)\]\s*$")
 SITE_RE = re.compile(r"(?:^|::|\.)(site_\w*)")
 MANGLED_RE = re.compile(r"^_Z(\d+)")
 
@@ -62,23 +63,36 @@ def site_of(name):
     return m.group(1) if m else None
 
 
-def loc_functions(rest):
-    """Function name of one location line tail (after "ID: 0xADDR ")."""
-    rest = re.sub(r"^M=\d+ ", "", rest)
-    rest = re.sub(r"^\[F\] ", "", rest)
-    rest = rest.rstrip("\n")
-    if rest.strip() in ("", "??"):
-        return None
-    m = LINE_RE.match(rest)
-    if not m:
-        return rest.strip()
-    return m.group(1)
-
-
 def parse_raw(text):
     """Parse `pprof -raw` text. Returns (types, samples, locations):
     types: list of sample type names; samples: list of (values, [locid]);
     locations: {locid: [function name, ...]} innermost line first."""
+    types, samples, locs = parse_raw_detail(text)
+    return (types, [(values, ids) for values, ids, _ in samples],
+            {lid: [ln[0] for ln in loc[2] if ln[0]] for lid, loc in locs.items()})
+
+
+def loc_line(rest):
+    """(function, file, line, system name) of one location line tail (after
+    "ID: 0xADDR " and "M=N "); function None when the line names none, file
+    "" and line 0 when it has none, system name None unless pprof shows one
+    (it does when it differs from the name: pprof's simplification drops
+    "<...>" from a name, "<module>" becomes "")."""
+    rest = re.sub(r"^\[F\] ", "", rest.rstrip("\n"))
+    if rest.strip() in ("", "??"):
+        return (None, "", 0, None)
+    m = LINE_RE.match(rest)
+    if not m:
+        return (rest.strip(), "", 0, None)
+    return (m.group(1) or None, m.group(2), int(m.group(3)), m.group(5))
+
+
+def parse_raw_detail(text):
+    """Parse `pprof -raw` text, keeping what parse_raw drops. Returns
+    (types, samples, locations): samples: list of (values, [locid], labels)
+    with labels {key: [value, ...]} ("bytes": the requested size);
+    locations: {locid: (address, mapping id or 0, [(function, file, line,
+    system name), ...] innermost first)}."""
     lines = text.split("\n")
     i = 0
     while i < len(lines) and lines[i].strip() != "Samples:":
@@ -97,7 +111,10 @@ def parse_raw(text):
             continue
         m = SAMPLE_RE.match(line)
         if not m:
-            if line.startswith("                ") and ":" in line:
+            lm = LABEL_RE.match(line)
+            if lm and samples:
+                samples[-1][2].setdefault(lm.group(1), []).extend(
+                    x.strip() for x in lm.group(2).split(" ") if x.strip())
                 continue        # a label line: "bytes:[32]"
             if samples and re.match(r"^\s+(\d+\s*)+$", line):
                 samples[-1][1].extend(int(x) for x in line.split())
@@ -107,7 +124,7 @@ def parse_raw(text):
         if len(values) != len(types):
             raise ParseError("sample has %d values for %d types: %r"
                              % (len(values), len(types), line))
-        samples.append((values, [int(x) for x in m.group(2).split()]))
+        samples.append((values, [int(x) for x in m.group(2).split()], {}))
     if i >= len(lines):
         raise ParseError("no 'Locations' section")
     i += 1
@@ -121,15 +138,16 @@ def parse_raw(text):
         m = LOC_RE.match(line)
         if m:
             cur = int(m.group(1))
-            locs[cur] = []
-            fn = loc_functions(m.group(3))
+            rest = m.group(3)
+            mm = re.match(r"^M=(\d+) ?", rest)
+            rest = rest[mm.end():] if mm else rest
+            locs[cur] = (int(m.group(2), 16), int(mm.group(1)) if mm else 0, [])
         elif cur is not None and line.startswith("             "):
-            fn = loc_functions(line.strip())
+            rest = line[13:]     # the name (maybe empty) after 13 spaces
         else:
             raise ParseError("unexpected location line: %r" % line)
-        if fn:
-            locs[cur].append(fn)
-    for values, ids in samples:
+        locs[cur][2].append(loc_line(rest))
+    for values, ids, _ in samples:
         for lid in ids:
             if lid not in locs:
                 raise ParseError("sample refers to unknown location %d" % lid)
@@ -311,11 +329,20 @@ def self_test():
     return 1 if bad else 0
 
 
-def usage(msg=None):
+def usage(msg=None, prog="pprof_sites", doc=__doc__):
+    """Says msg and the usage line of doc on stderr; exits 2."""
     if msg:
-        sys.stderr.write("pprof_sites: %s\n" % msg)
-    sys.stderr.write(__doc__.split("\n\n")[0] + "\n")
+        sys.stderr.write("%s: %s\n" % (prog, msg))
+    sys.stderr.write(doc.split("\n\n")[0] + "\n")
     sys.exit(2)
+
+
+def read_profile(prof, raw):
+    """`pprof -raw` text of the profile at prof; with raw, prof is that text
+    already ("-": stdin). Raises ParseError or OSError."""
+    if raw:
+        return sys.stdin.read() if prof == "-" else open(prof).read()
+    return run_pprof(prof)
 
 
 def main(argv):
@@ -374,11 +401,7 @@ def main(argv):
     if prof is None:
         usage()
     try:
-        if raw:
-            text = sys.stdin.read() if prof == "-" else open(prof).read()
-        else:
-            text = run_pprof(prof)
-        types, samples, locs = parse_raw(text)
+        types, samples, locs = parse_raw(read_profile(prof, raw))
         sums = sum_sites(types, samples, locs)
         truth = read_truth(truth_path) if truth_path else None
     except (ParseError, OSError) as e:

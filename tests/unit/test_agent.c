@@ -251,7 +251,7 @@ static void ring_reset(uint64_t size)
 		((struct shm_counter *)counter(i))->nested = 0;
 	}
 	memset(data_view + SHM_OFF_HEADS, 0, SHM_NRINGS * 64);
-	ring_reader_init(&rd, hdr, size, hdr->max_depth);
+	ring_reader_init(&rd, hdr, size, hdr->max_depth, SHM_PY_MAX_FRAMES);
 }
 
 /* Exact mode: every call sampled (counters <= 0, no re-arm), every free reported. */
@@ -284,6 +284,8 @@ struct ev {
 	uint64_t size, ptr, ip, sp, bp, bx, r12;
 	uint64_t frames[8];
 	uint64_t stack[4];
+	int npy;                /* Python words, after the frames */
+	uint64_t py[8];
 };
 
 /* Copy a record as the consumer sees it; 1 if it is malformed. */
@@ -302,8 +304,12 @@ static int to_ev(const uint8_t *rec, uint32_t len, struct ev *out)
 	}
 	if (kind == SHM_EV_ALLOC) {
 		const struct shm_ev_alloc *a = (const void *)rec;
-		uint64_t want = sizeof(*a) + a->nframes * 8;
+		int npy = SHM_EVF_PY(a->flags);
+		uint64_t want = sizeof(*a) + (a->nframes + npy) * 8;
 
+		out->npy = npy;
+		for (int i = 0; i < npy && i < 8; i++)
+			out->py[i] = a->frames[a->nframes + i];
 		out->nframes = a->nframes;
 		out->flags = a->flags;
 		out->size = a->size;
@@ -316,7 +322,7 @@ static int to_ev(const uint8_t *rec, uint32_t len, struct ev *out)
 		for (int i = 0; i < a->nframes && i < 8; i++)
 			out->frames[i] = a->frames[i];
 		if (a->flags & SHM_EVF_MISS) {
-			const struct frame_regs *r = (const void *)&a->frames[a->nframes];
+			const struct frame_regs *r = (const void *)&a->frames[a->nframes + npy];
 
 			out->ip = r->ip;
 			out->sp = r->sp;
@@ -1903,6 +1909,149 @@ static void test_bench(void)
 	mode_exact();
 }
 
+/*
+ * Python frames (agent_py.h) over fake interpreter data of our own
+ * thread: a 3.10-like chain of frame objects, then a 3.12-like chain of
+ * interpreter frames with a shim and an incomplete frame.
+ */
+struct fake_ts {
+	uint64_t next, pad, thread_id, frame;
+};
+struct fake_fr {
+	uint64_t back, code, lasti, owner;      /* lasti: int (3.10) or a pointer */
+};
+struct fake_code {
+	uint64_t pad[2];
+	int32_t firsttraceable, pad2;
+	uint16_t units[64];
+};
+
+static void py_block(uint32_t kind, uint64_t *holder, struct fake_ts *ts)
+{
+	memset(&hdr->py, 0, sizeof(hdr->py));
+	hdr->py.max_frames = 16;
+	hdr->py.holder = (uintptr_t)holder;
+	hdr->py.threads_head = (uintptr_t)holder;
+	hdr->py.ts_next = offsetof(struct fake_ts, next);
+	hdr->py.ts_thread_id = offsetof(struct fake_ts, thread_id);
+	hdr->py.ts_frame = offsetof(struct fake_ts, frame);
+	hdr->py.fr_back = offsetof(struct fake_fr, back);
+	hdr->py.fr_code = offsetof(struct fake_fr, code);
+	hdr->py.fr_lasti = offsetof(struct fake_fr, lasti);
+	hdr->py.fr_owner = offsetof(struct fake_fr, owner);
+	hdr->py.co_code_adaptive = offsetof(struct fake_code, units);
+	hdr->py.co_firsttraceable = offsetof(struct fake_code, firsttraceable);
+	ts->thread_id = (uint64_t)pthread_self();
+	shm_barrier();
+	hdr->py.kind = kind;
+}
+
+static void test_python(void)
+{
+	static struct fake_code code[3];
+	struct fake_fr fr[5];
+	struct fake_ts ts = { 0 }, other = { 0 };
+	uint64_t holder, p;
+	struct ev ev[2];
+
+	if (!ready)
+		return;
+	mode_exact();
+	/* 3.10: f_lasti in code units, every frame ends its eval call */
+	memset(fr, 0, sizeof(fr));
+	fr[0] = (struct fake_fr){ (uintptr_t)&fr[1], (uintptr_t)&code[0], 7, 0 };
+	fr[1] = (struct fake_fr){ 0, (uintptr_t)&code[1], (uint64_t)-1, 0 };
+	ts.frame = (uintptr_t)&fr[0];
+	holder = (uintptr_t)&ts;
+	py_block(SHM_PY_310, &holder, &ts);
+	p = CALL1(H_MALLOC, 40);
+	expect_int_eq(drain(ev, 2), 1);
+	expect_int_eq(ev[0].npy, 2);
+	expect_u64_eq(ev[0].py[0], (uintptr_t)&code[0] | 7ULL << 48 | SHM_PY_WORD_END);
+	expect_u64_eq(ev[0].py[1], (uintptr_t)&code[1] | (uint64_t)SHM_PY_INSTR_UNKNOWN << 48 |
+		      SHM_PY_WORD_END);
+	CALL1(H_FREE, p);
+	drain(ev, 2);
+	expect_u64_eq(hdr->py.found, 1);
+
+	/* not the GIL's holder: found on the list, after another thread's state */
+	other.thread_id = 1;
+	other.next = (uintptr_t)&ts;
+	holder = (uintptr_t)&other;
+	p = CALL1(H_MALLOC, 40);
+	expect_int_eq(drain(ev, 2), 1);
+	expect_int_eq(ev[0].npy, 2);
+	CALL1(H_FREE, p);
+	drain(ev, 2);
+	/* not on it either: no Python frames, counted */
+	other.next = 0;
+	p = CALL1(H_MALLOC, 40);
+	expect_int_eq(drain(ev, 2), 1);
+	expect_int_eq(ev[0].npy, 0);
+	expect_u64_eq(hdr->py.not_found, 1);
+	CALL1(H_FREE, p);
+	drain(ev, 2);
+	/* and not looked for on the list again for a while, even once it is
+	 * there; but found at once once it holds the GIL */
+	other.next = (uintptr_t)&ts;
+	for (int i = 0; i < 63; i++) {
+		p = CALL1(H_MALLOC, 40);
+		expect_int_eq(drain(ev, 2), 1);
+		expect_int_eq(ev[0].npy, 0);
+		CALL1(H_FREE, p);
+		drain(ev, 2);
+	}
+	expect_u64_eq(hdr->py.not_found, 64);
+	p = CALL1(H_MALLOC, 40);
+	expect_int_eq(drain(ev, 2), 1);
+	expect_int_eq(ev[0].npy, 2);	/* the 64th: the list again */
+	CALL1(H_FREE, p);
+	drain(ev, 2);
+	other.next = 0;
+	p = CALL1(H_MALLOC, 40);	/* gone from the list: skipping again */
+	expect_int_eq(drain(ev, 2), 1);
+	expect_int_eq(ev[0].npy, 0);
+	CALL1(H_FREE, p);
+	drain(ev, 2);
+	holder = (uintptr_t)&ts;	/* it holds the GIL */
+	p = CALL1(H_MALLOC, 40);
+	expect_int_eq(drain(ev, 2), 1);
+	expect_int_eq(ev[0].npy, 2);
+	CALL1(H_FREE, p);
+	drain(ev, 2);
+
+	/* 3.12: leaf, an incomplete frame, a caller, a shim, the root */
+	holder = (uintptr_t)&ts;
+	code[0].firsttraceable = 2;
+	fr[0] = (struct fake_fr){ (uintptr_t)&fr[1], (uintptr_t)&code[0],
+				  (uintptr_t)&code[0].units[5], 0 };
+	fr[1] = (struct fake_fr){ (uintptr_t)&fr[2], (uintptr_t)&code[0],
+				  (uintptr_t)&code[0].units[1], 0 };	/* before firsttraceable */
+	fr[2] = (struct fake_fr){ (uintptr_t)&fr[3], (uintptr_t)&code[1],
+				  (uintptr_t)&code[1].units[3], SHM_PY_OWNED_BY_GENERATOR };
+	fr[3] = (struct fake_fr){ (uintptr_t)&fr[4], 0, 0, SHM_PY_OWNED_BY_CSTACK };
+	fr[4] = (struct fake_fr){ 0, (uintptr_t)&code[2], (uintptr_t)&code[2].units[0], 0 };
+	ts.frame = (uintptr_t)&fr[0];
+	py_block(SHM_PY_313, &holder, &ts);
+	p = CALL1(H_MALLOC, 40);
+	expect_int_eq(drain(ev, 2), 1);
+	expect_int_eq(ev[0].npy, 3);
+	expect_u64_eq(ev[0].py[0], (uintptr_t)&code[0] | 5ULL << 48);
+	expect_u64_eq(ev[0].py[1], (uintptr_t)&code[1] | 3ULL << 48 | SHM_PY_WORD_END);
+	expect_u64_eq(ev[0].py[2], (uintptr_t)&code[2] | SHM_PY_WORD_END);
+	CALL1(H_FREE, p);
+	drain(ev, 2);
+
+	/* a loop in the chain ends at max_frames */
+	fr[0].back = (uintptr_t)&fr[0];
+	p = CALL1(H_MALLOC, 40);
+	expect_int_eq(drain(ev, 2), 1);
+	expect_int_eq(ev[0].npy, 16);
+	CALL1(H_FREE, p);
+	drain(ev, 2);
+	memset(&hdr->py, 0, sizeof(hdr->py));
+}
+
 static void test_teardown(void)
 {
 	if (data_view)
@@ -1916,4 +2065,4 @@ HARNESS_MAIN("agent",
 	T(test_exact_walk), T(test_sampled_free), T(test_ring_full), T(test_nested), T(test_stats),
 	T(test_callthru),
 	T(test_patched_fake), T(test_kinds_args), T(test_kinds_after), T(test_kinds_sampled),
-	T(test_threads_exact), T(test_bench), T(test_teardown))
+	T(test_threads_exact), T(test_python), T(test_bench), T(test_teardown))

@@ -62,7 +62,7 @@ static void setup(struct ring_reader *rd)
 	free(shm);
 	shm = calloc(1, SHM_OFF_RING + SHM_NRINGS * RSIZE);
 	hdr()->ring_size = RSIZE;
-	ring_reader_init(rd, hdr(), RSIZE, SHM_MAX_DEPTH);
+	ring_reader_init(rd, hdr(), RSIZE, SHM_MAX_DEPTH, SHM_PY_MAX_FRAMES);
 	ngot = 0;
 }
 
@@ -137,26 +137,27 @@ static void test_record_len(void)
 {
 	enum { BIG = 32768 };
 	static const struct {
-		uint32_t depth, len;
+		uint32_t depth, npy, len;
 		int ok;
 	} cases[] = {
-		{ 128, 40 + 128 * 8 + sizeof(struct frame_regs) + SHM_STACK_COPY, 1 },
-		{ 128, 40 + 128 * 8 + sizeof(struct frame_regs) + SHM_STACK_COPY + 8, 0 },
-		{ 1024, 40 + 128 * 8 + sizeof(struct frame_regs) + SHM_STACK_COPY + 8, 1 },
-		{ 1024, SHM_EV_MAX_LEN, 1 },
-		{ 1024, SHM_EV_MAX_LEN + 8, 0 },
-		{ 5000, SHM_EV_MAX_LEN + 8, 0 },	/* no depth beyond SHM_MAX_DEPTH */
+		{ 128, 0, 40 + 128 * 8 + sizeof(struct frame_regs) + SHM_STACK_COPY, 1 },
+		{ 128, 0, 40 + 128 * 8 + sizeof(struct frame_regs) + SHM_STACK_COPY + 8, 0 },
+		{ 128, 1, 40 + 128 * 8 + sizeof(struct frame_regs) + SHM_STACK_COPY + 8, 1 },
+		{ 1024, 0, 40 + 128 * 8 + sizeof(struct frame_regs) + SHM_STACK_COPY + 8, 1 },
+		{ 1024, 255, SHM_EV_MAX_LEN, 1 },
+		{ 1024, 255, SHM_EV_MAX_LEN + 8, 0 },
+		{ 5000, 999, SHM_EV_MAX_LEN + 8, 0 },	/* no depth beyond SHM_MAX_DEPTH */
 	};
 	uint8_t *area = calloc(1, SHM_OFF_RING + SHM_NRINGS * BIG);
 	struct ring_reader *rd = malloc(sizeof(*rd));
 
-	expect_int_eq(shm_ev_max_len(128), 9320);
-	expect_int_eq(shm_ev_max_len(1024), SHM_EV_MAX_LEN);
+	expect_int_eq(shm_ev_max_len(128, 0), 9320);
+	expect_int_eq(shm_ev_max_len(1024, SHM_PY_MAX_FRAMES), SHM_EV_MAX_LEN);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct shm_ev_alloc *e = (struct shm_ev_alloc *)(area + SHM_OFF_RING);
 
 		memset(area, 0, SHM_OFF_RING + BIG);
-		ring_reader_init(rd, (struct shm_hdr *)area, BIG, cases[i].depth);
+		ring_reader_init(rd, (struct shm_hdr *)area, BIG, cases[i].depth, cases[i].npy);
 		*(uint64_t *)(area + SHM_OFF_HEADS) = cases[i].len;
 		e->kind = SHM_EV_ALLOC;
 		e->tsc = 5;
@@ -203,7 +204,7 @@ static uint8_t *hostile_reader(struct ring_reader *rd, size_t *len)
 
 	expect_true(area != NULL);
 	if (area)
-		ring_reader_init(rd, (struct shm_hdr *)area, RSIZE, SHM_MAX_DEPTH);
+		ring_reader_init(rd, (struct shm_hdr *)area, RSIZE, SHM_MAX_DEPTH, SHM_PY_MAX_FRAMES);
 	ngot = 0;
 	return area;
 }

@@ -546,6 +546,8 @@ static uint64_t call_block(const struct agent_frame *f, unsigned sz, uint64_t *s
 
 static void free_block(uint64_t ptr, struct shm_hdr *h);
 
+#include "agent_py.h"
+
 /* ---- the allocator's statistics ---- */
 
 struct mallinfo2_words {
@@ -620,7 +622,9 @@ static void answer_stats(struct shm_hdr *h)
 HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 {
 	unsigned depth = shm_depth(*(volatile uint32_t *)&h->max_depth);
+	unsigned pymax = h->py.kind ? h->py.max_frames : 0, npy = 0;
 	uint64_t frames[depth];
+	uint64_t pywords[(pymax < SHM_PY_MAX_FRAMES ? pymax : SHM_PY_MAX_FRAMES) + 1];
 	struct frame_regs regs;
 	uint32_t info = (uint32_t)f->info, flags, len, stack_len = 0;
 	uint64_t size, ptr, tsc, hash;
@@ -666,7 +670,11 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 		flags |= SHM_EVF_STACKID;
 		n = 0;
 	}
-	len = sizeof(*ev) + n * 8;
+	if (pymax) {
+		npy = py_walk(h, c, pywords, pymax < SHM_PY_MAX_FRAMES ? pymax : SHM_PY_MAX_FRAMES);
+		flags |= npy << SHM_EVF_PY_SHIFT;
+	}
+	len = sizeof(*ev) + (n + npy) * 8;
 	if (flags & SHM_EVF_MISS) {
 		c->walk_misses++;
 		len += sizeof(struct frame_regs);
@@ -683,11 +691,13 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 	ev->ptr = ptr;
 	for (unsigned i = 0; i < n; i++)
 		ev->frames[i] = frames[i];
+	for (unsigned i = 0; i < npy; i++)
+		ev->frames[n + i] = pywords[i];
 	if (flags & SHM_EVF_MISS) {
-		struct frame_regs *r = (struct frame_regs *)&ev->frames[n];
+		struct frame_regs *r = (struct frame_regs *)&ev->frames[n + npy];
 
 		*r = regs;
-		if (len > sizeof(*ev) + n * 8 + sizeof(*r))
+		if (len > sizeof(*ev) + (n + npy) * 8 + sizeof(*r))
 			stack_len = stack_copy(h, r + 1, regs.sp, SHM_STACK_COPY);
 	}
 	if (stack_len)

@@ -1,0 +1,26 @@
+/* A target's CPython, made ready for Python frames: the agent's block, the decoder, the merge. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_PYATTACH_H
+#define HEAPATTACH_PYATTACH_H
+
+struct target;
+struct symbolizer;
+struct agent_link_params;
+struct pyattach;
+
+/*
+ * Find the target's interpreter (pyfind.c) and get ready to name its
+ * frames through sym. NULL when there is none, or one heapattach does
+ * not know (said in one line on stderr), or it is not initialised yet
+ * (said with -v). max_frames bounds the Python frames of a sample;
+ * keep_c: --python-c-frames.
+ */
+struct pyattach *pyattach_new(struct target *t, struct symbolizer *sym, unsigned max_frames,
+			      int keep_c);
+/* Point the link's parameters at pa (NULL: no Python frames). */
+void pyattach_link(const struct pyattach *pa, struct agent_link_params *lp);
+/* After the dump: what the agent found ("python: N samples with their thread state, M without"). */
+void pyattach_report(const struct pyattach *pa, const void *shm_hdr);
+void pyattach_free(struct pyattach *pa);
+
+#endif
