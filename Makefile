@@ -120,7 +120,7 @@ $(B)/fixtures/%: fixtures/%.cc $(wildcard fixtures/*.h)
 	@mkdir -p $(dir $@)
 	$(QCC)$(FIX_STUB); g++ -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -Ifixtures -o $@ $< $(FIX_FLAGS)
 
-$(B)/bench/%: bench/%.c
+$(B)/bench/%: bench/%.c fixtures/jitstub.h
 	@mkdir -p $(dir $@)
 	$(QCC)$(CC) -O2 -g -pthread -o $@ $<
 

@@ -24,6 +24,7 @@
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
+#include "../fixtures/jitstub.h"
 
 #define SLOTS 1024
 
@@ -113,30 +114,6 @@ static __attribute__((noinline)) uint64_t batch(struct worker *w, struct pool *p
 	return ops;
 }
 
-/* The JIT stub: a frame-pointer frame without unwind info, written RW and
- * made RX; NULL if the memory cannot be had. */
-static batch_fn jit_stub(void)
-{
-	uint64_t to = (uint64_t)(uintptr_t)batch;
-	uint8_t *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	uint8_t *c;
-
-	if (m == MAP_FAILED)
-		return NULL;
-	c = m;
-	*c++ = 0x55;					/* push %rbp */
-	*c++ = 0x48; *c++ = 0x89; *c++ = 0xe5;		/* mov %rsp,%rbp */
-	*c++ = 0x48; *c++ = 0xb8;			/* movabs $batch,%rax */
-	memcpy(c, &to, 8);
-	c += 8;
-	*c++ = 0xff; *c++ = 0xd0;			/* call *%rax */
-	*c++ = 0x5d;					/* pop %rbp */
-	*c++ = 0xc3;					/* ret */
-	if (mprotect(m, 4096, PROT_READ | PROT_EXEC))
-		return NULL;
-	return (batch_fn)(uintptr_t)m;
-}
-
 static void *work(void *arg)
 {
 	struct worker *w = arg;
@@ -170,7 +147,8 @@ int main(int argc, char **argv)
 	if (nthreads < 1 || nthreads > 64)
 		return 2;
 	call_batch = batch;
-	if (getenv("MALLOCBENCH_JIT") && !(call_batch = jit_stub())) {
+	if (getenv("MALLOCBENCH_JIT") &&
+	    !(call_batch = (batch_fn)(uintptr_t)jit_stub_to((void *)(uintptr_t)batch))) {
 		perror("mallocbench: JIT stub");
 		return 2;
 	}

@@ -18,6 +18,7 @@ HA = os.environ.get("HA", os.path.join(TOP, "heapattach"))
 BENCH = [os.path.join(BUILD, "bench", "mallocbench")]   # the target's command (--python: pyalloc.py)
 TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4"
 TOOL_CPU = []   # CPU seconds heapattach used, per attached run
+DROPS = []      # events each attached run dropped
 TARGET_ENV = {}  # set in every target's environment (--jit: MALLOCBENCH_JIT)
 
 
@@ -78,7 +79,9 @@ def heapattach(tmp, args):
             if p.returncode != 0:
                 raise RuntimeError("heapattach failed: " + open(err).read())
             ef.close()
-            if re.search(r"dropped", open(err).read()):
+            m = re.search(r"(\d+) events dropped", open(err).read())
+            DROPS.append(int(m.group(1)) if m else 0)
+            if m:
                 sys.stderr.write("note: " + open(err).read())
         return finish
     return attach
@@ -126,24 +129,17 @@ def attach_times(rounds, threads):
           (threads, statistics.median(det), max(det), rounds))
 
 
-def interleaved(threads, total, cycle, variants):
-    """One long run of the target; heapattach attaches for `cycle` seconds,
-    stays away for `cycle` seconds, and so on. The target prints its
-    operation count every 10 ms, so each stretch's rate comes from the same
+def interleave(t, out, total, cycle, variants, tmp, drops=None):
+    """Attach to the running target t (pid t.pid, "w T OPS [CPU]" lines in
+    the file out) for `cycle` seconds, stay away for `cycle` seconds, and
+    so on for `total` seconds. Each stretch's rate comes from the same
     process (same memory layout, same CPUs): only the machine's own drift
     remains, and consecutive stretches see nearly the same. Returns the
     ratios (mean rate of the detached stretches around an attached one /
-    its rate), one list per variant (binary, arguments): the variants take
-    the attached stretches in turn, so an old and a new build, or two
-    option sets, see the same process."""
-    tmp = tempfile.mkdtemp(prefix="ha-inter.")
-    out = os.path.join(tmp, "t.out")
-    env = dict(os.environ, MALLOCBENCH_WINDOWS="1", **TARGET_ENV)
-    with open(out, "w") as f:
-        t = subprocess.Popen(BENCH + [str(threads), str(total + 2)], stdout=f,
-                             stderr=subprocess.STDOUT, env=env)
-    wait_line(out, r"^ready", 10, t)
-    time.sleep(0.5)
+    its rate), one list per variant (binary, arguments), by wall-clock and
+    by CPU second: the variants take the attached stretches in turn, so
+    an old and a new build, or two option sets, see the same process. The
+    events each attach dropped are appended to drops (a list), if given."""
     spans = []      # (start, end, binary index or None when detached)
     turn = 0
     end = time.monotonic() + total
@@ -163,16 +159,17 @@ def interleaved(threads, total, cycle, variants):
         if p.wait(timeout=60) != 0:
             raise RuntimeError("heapattach failed: " + open(err).read())
         ef.close()
+        if drops is not None:
+            m = re.search(r"(\d+) events dropped", open(err).read())
+            drops.append(int(m.group(1)) if m else 0)
         spans.append((a + 0.02, a + cycle - 0.05, b))
         time.sleep(0.05)
     a = time.monotonic()
     time.sleep(cycle)
     spans.append((a + 0.05, time.monotonic(), None))
-    t.wait()
     # "w T OPS" or "w T OPS CPU" (pyalloc.py: the process's CPU seconds)
     samples = [(float(m.group(1)), int(m.group(2)), float(m.group(3) or "nan"))
                for m in re.finditer(r"^w (\S+) (\d+)(?: (\S+))?$", open(out).read(), re.M)]
-    shutil.rmtree(tmp, ignore_errors=True)
 
     def rate(a, b, per=0):
         """Operations per second between times a and b; per=2: per CPU
@@ -194,6 +191,86 @@ def interleaved(threads, total, cycle, variants):
     return ratios, cpu_ratios
 
 
+def interleaved(threads, total, cycle, variants):
+    """interleave() on one long run of the target (mallocbench or
+    pyalloc.py), which prints its operation count every 10 ms."""
+    tmp = tempfile.mkdtemp(prefix="ha-inter.")
+    out = os.path.join(tmp, "t.out")
+    env = dict(os.environ, MALLOCBENCH_WINDOWS="1", **TARGET_ENV)
+    with open(out, "w") as f:
+        t = subprocess.Popen(BENCH + [str(threads), str(total + 2)], stdout=f,
+                             stderr=subprocess.STDOUT, env=env)
+    wait_line(out, r"^ready", 10, t)
+    time.sleep(0.5)
+    r = interleave(t, out, total, cycle, variants, tmp)
+    t.wait()
+    shutil.rmtree(tmp, ignore_errors=True)
+    return r
+
+
+def duration_wall(threads, secs, extra):
+    """Wall seconds of `heapattach --duration SECS` (all of it: symbols,
+    attach, SECS, detach, the profile) on a busy THREADS-thread target,
+    and the events it dropped."""
+    tmp = tempfile.mkdtemp(prefix="ha-dur.")
+    out = os.path.join(tmp, "t.out")
+    with open(out, "w") as f:
+        t = subprocess.Popen(BENCH + [str(threads), str(secs + 30)], stdout=f,
+                             stderr=subprocess.STDOUT, env=dict(os.environ, **TARGET_ENV))
+    try:
+        wait_line(out, r"^ready", 10, t)
+        time.sleep(0.5)
+        a = time.monotonic()
+        r = subprocess.run([HA, "-p", str(t.pid), "-o", os.path.join(tmp, "d.heap"),
+                            "--duration", "%gs" % secs] + extra, stderr=subprocess.PIPE, text=True)
+        wall = time.monotonic() - a
+        if r.returncode not in (0, 5):
+            raise RuntimeError(r.stderr)
+        m = re.search(r"(\d+) events dropped", r.stderr)
+        return wall, int(m.group(1)) if m else 0
+    finally:
+        t.kill()
+        t.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def jit_rows(threads_list, pairs, secs, extra):
+    """The JIT-like rows: per thread count, the median slowdown (fresh
+    processes, interleaved pairs) of the loop called directly and through
+    the stub side by side, at the default rate and in exact mode; the events
+    the default rate dropped through the stub; and the wall time of
+    --duration 3s through the stub."""
+    tmp = tempfile.mkdtemp(prefix="ha-jit.")
+    print("| threads | default rate: direct | through the stub | exact: direct | through the stub "
+          "| dropped at the default rate (stub) | `--duration 3s` wall, default / exact (stub) |")
+    print("|---|---|---|---|---|---|---|")
+    for threads in threads_list:
+        med = {}
+        dropped = 0
+        for tool, args in (("default", []), ("exact", ["--sample-rate", "1"])):
+            for jit in (False, True):
+                TARGET_ENV.clear()
+                if jit:
+                    TARGET_ENV["MALLOCBENCH_JIT"] = "1"
+                ratios = []
+                for _ in range(pairs):
+                    base, _ = run_target(tmp, threads, secs)
+                    del DROPS[:]
+                    r, _ = run_target(tmp, threads, secs, attach=heapattach(tmp, args + extra))
+                    ratios.append(base / r)
+                    if jit and tool == "default":
+                        dropped += sum(DROPS)
+                med[tool, jit] = statistics.median(ratios)
+        TARGET_ENV["MALLOCBENCH_JIT"] = "1"
+        wd, _ = duration_wall(threads, 3, extra)
+        we, _ = duration_wall(threads, 3, ["--sample-rate", "1"] + extra)
+        TARGET_ENV.clear()
+        print("| %d | %.2fx | %.2fx | %.2fx | %.2fx | %d | %.2f s / %.2f s |" %
+              (threads, med["default", False], med["default", True], med["exact", False],
+               med["exact", True], dropped, wd, we), flush=True)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pairs", type=int, default=3)
@@ -210,6 +287,9 @@ def main():
     ap.add_argument("--jit", action="store_true",
                     help="the target calls its allocation loop through a stub in anonymous "
                          "executable memory (no unwind info there), as under a JIT")
+    ap.add_argument("--jit-rows", action="store_true",
+                    help="the JIT-like rows: direct and through the stub side by side, drops, "
+                         "and the wall time of --duration 3s")
     ap.add_argument("--compare", default="", metavar="BINARY",
                     help="with --interleaved: another heapattach build (e.g. the previous "
                          "version) taking every other attached stretch of the same run")
@@ -230,6 +310,9 @@ def main():
         TARGET_ENV["MALLOCBENCH_JIT"] = "1"
     if a.attach_times:
         attach_times(a.attach_times, 16)
+        return
+    if a.jit_rows:
+        jit_rows([int(x) for x in a.threads.split(",")], a.pairs, a.secs, a.extra.split())
         return
     if a.interleaved:
         extra = a.extra.split()

@@ -35,11 +35,14 @@ struct profile;
 
 /* One bucket as the writers see it. pcs are raw return addresses, leaf first
  * (pcs[0] is where the allocator returns to in its caller). Counts are as
- * sampled, not yet scaled. */
+ * sampled, not yet scaled: scale them by `rate`, the interval they were
+ * sampled at (profile_rate, or a multiple of it for the samples taken
+ * while heapattach had raised its interval: profile_set_shift). */
 struct profile_bucket {
 	const uint64_t *pcs;
 	size_t npcs;
 	uint64_t size;          /* requested size of each allocation in the bucket */
+	uint64_t rate;          /* the sampling interval of its samples */
 	uint64_t alloc_count, alloc_bytes;
 	uint64_t inuse_count, inuse_bytes;
 };
@@ -110,6 +113,7 @@ struct profile_op {
 	uint32_t stack;         /* ALLOC: from profile_stack_id() */
 	uint64_t size;          /* ALLOC */
 	uint64_t ptr;           /* 0: ignored */
+	uint32_t shift;         /* ALLOC: sampled at the interval profile_rate << shift */
 };
 
 /* Record ops[0..n) in order, as profile_record_alloc/free would, but
@@ -146,9 +150,45 @@ const uint64_t *profile_stack_pcs(const struct profile *p, uint32_t id, size_t *
 int profile_foreach(const struct profile *p,
 		    int (*cb)(const struct profile_bucket *b, void *arg), void *arg);
 
+/*
+ * A sampled run's interval can be raised while heapattach cannot keep up
+ * (agentlink.c): to the rate << shift, shift at most PROFILE_MAX_SHIFT and
+ * the rate at most PROFILE_MAX_RATE. Each sample is scaled by the interval
+ * in force when it was taken (its bucket's rate), so the estimates stay
+ * unbiased, only coarser. The profile keeps the periods so raised
+ * (PROFILE_MAX_RAISES of them one by one, then only their count) for the
+ * writers' comments.
+ */
+#define PROFILE_MAX_SHIFT 16
+#define PROFILE_MAX_RATE (1ULL << 40)
+#define PROFILE_MAX_RAISES 8
+struct profile_raise {
+	uint64_t max_rate;      /* the highest interval of the period */
+	uint64_t start_ns;      /* since the profile was made */
+	uint64_t end_ns;        /* since the profile was made; 0: still raised */
+};
+/* An interval as said to the user: "512 KiB", or bytes when it is not a
+ * whole unit. Returns buf. */
+const char *profile_interval_text(uint64_t v, char *buf, size_t len);
+/* The interval from now on (CLOCK_MONOTONIC now_ns) is rate << shift. */
+void profile_set_shift(struct profile *p, unsigned shift, uint64_t now_ns);
+/* How many periods the interval was raised for (each one's start is
+ * counted, kept or not). */
+size_t profile_nraises(const struct profile *p);
+/* A comment line for the profile about the i-th period kept (i <
+ * PROFILE_MAX_RAISES), or about those not kept (i == PROFILE_MAX_RAISES);
+ * 0 if there is none such; the line is cut to len bytes. An open period
+ * lasts until now_ns (CLOCK_MONOTONIC). */
+int profile_raise_comment(const struct profile *p, size_t i, uint64_t now_ns, char *buf,
+			  size_t len);
+
 /* Unsample a (count, bytes) pair taken at rate: 1/(1-exp(-avg/rate)) scaling,
  * truncated, exactly as pprof and Go do. rate <= 1 leaves it unchanged. */
 void profile_scale(uint64_t count, uint64_t bytes, uint64_t rate,
 		   int64_t *out_count, int64_t *out_bytes);
+/* b with its counts as they would have been sampled at `rate` (rounded):
+ * what a format with one interval for all samples (legacy) writes, so
+ * that scaling them at rate gives b's estimates. */
+struct profile_bucket profile_bucket_at(const struct profile_bucket *b, uint64_t rate);
 
 #endif

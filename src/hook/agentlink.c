@@ -44,6 +44,7 @@
 #include "stackids.h"
 #include "sys_compat.h"
 #include "target.h"
+#include "timestamp.h"
 #include "tramp_fast.h"
 #include "unwind.h"
 #include "xmalloc.h"
@@ -61,6 +62,14 @@
 #define OP_BATCH 64
 #define FP_REFRESH_NS 50000000ULL	/* maps read for new JIT code at most this often */
 #define BEAT_NS 50000000L		/* the heartbeat thread's period: 50 ms */
+/* The interval raised while heapattach cannot keep up (adapt). */
+#define ADAPT_WIN_NS 100000000ULL	/* a window judged at once: 100 ms */
+#define ADAPT_CALM_NS 1000000000ULL	/* calm wanted before a step down: 1 s... */
+#define ADAPT_CALM_MAX_NS 8000000000ULL	/* ...doubled, up to 8 s, when the last step down
+					 * had to be undone within ADAPT_BACKOFF_NS */
+#define ADAPT_BACKOFF_NS 3000000000ULL
+#define ADAPT_LOAD 0.7			/* the share of what we can read a raise aims at */
+#define SHIFT_HIST 256			/* interval changes kept for events still in the rings */
 
 struct agent_link {
 	struct agent_link_params p;
@@ -96,6 +105,26 @@ struct agent_link {
 	uint64_t fp_read_ns;            /* when the maps were last read for them */
 	uint32_t stats_asked, stats_taken; /* our last request, and the last one answered */
 	unsigned py_max;                /* Python words an event may carry (0: none) */
+
+	/* Sampled mode: the interval in force is p.rate << shift (adapt). */
+	unsigned shift;
+	struct shift_change {
+		uint64_t tsc;           /* our time stamp just before the agent could see it */
+		uint8_t shift, before;
+	} shifts[SHIFT_HIST];           /* the last SHIFT_HIST changes, by nshifts % SHIFT_HIST */
+	uint64_t nshifts;
+	uint64_t napped_ns;             /* time spent in agent_link_nap, in all */
+	uint64_t win_ns;                /* the window being judged: its start, */
+	uint64_t win_napped, win_drops;	/* and napped_ns and drops then, */
+	uint64_t win_heads, win_tails;  /* ring_heads_total and tails_total then */
+	uint64_t settle_tails;          /* ring_heads_total at the last raise */
+	int futile_noted;               /* said that no interval helps */
+	uint64_t shift_ns, lowered_ns;  /* when the interval last changed, was last lowered */
+	uint64_t calm_ns;               /* start of the calm windows in a row (0: none) */
+	uint64_t calm_need;             /* calm wanted before a step down */
+	uint64_t raised_from_ns;        /* the current raised period's start */
+	uint64_t nallocs, nfrees;       /* events handled, in all */
+	uint64_t win_allocs, win_frees; /* and at the window's start */
 };
 
 uint64_t agent_link_ring_size(uint64_t rate)
@@ -242,6 +271,13 @@ static void on_code_change(void *arg, const struct proc_maps *old)
 
 static void fp_refresh(struct agent_link *l);
 
+/* shm_exp_gap's multiplier for a mean interval of rate bytes; rates above
+ * 2^46 (64 TiB) sample as that. */
+static uint64_t gap_mul_of(uint64_t rate)
+{
+	return (uint64_t)((double)(rate < (1ull << 46) ? rate : 1ull << 46) * M_LN2 * 65536.0 + 0.5);
+}
+
 /* Fill the shared layout (already mapped, zeroed by ftruncate); what goes
  * into the header goes into the implant's copy (w) first. */
 static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w)
@@ -259,9 +295,7 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	w->ring_size = l->p.ring_size;
 	w->rate = l->p.rate;
 	w->max_depth = l->depth;
-	/* shm_exp_gap's multiplier; rates above 2^46 (64 TiB) sample as that */
-	w->gap_mul = (uint64_t)((double)(w->rate < (1ull << 46) ? w->rate : 1ull << 46) *
-				M_LN2 * 65536.0 + 0.5);
+	w->gap_mul = gap_mul_of(w->rate);
 	h->flags = w->flags;
 	h->data_remote = w->data_remote;
 	h->ring_size = w->ring_size;
@@ -492,6 +526,227 @@ static void check_header(struct agent_link *l)
 	}
 }
 
+/*
+ * ---- the sampling interval, raised while heapattach cannot keep up ----
+ *
+ * In sampled mode a writer that finds its ring full drops its event, and
+ * dropped samples bias the profile (whatever allocates fastest loses
+ * most). So while the rings fill faster than we empty them, we sample
+ * less: the agent draws each gap with the header's gap_mul, and we raise
+ * the mean interval to rate << shift, then lower it step by step once we
+ * keep up. Each sample is scaled by the interval it was drawn with (its
+ * bucket's rate, profile.h), so the estimates stay unbiased, only
+ * coarser. A change is stamped with our time stamp, the clock of the
+ * records: an event stamped before it was sampled at the interval before
+ * (a sample taken a moment before and stamped after, the walk in between,
+ * is counted at the new one: a few events a change). The counters are
+ * set to fresh gaps of the new interval at once (the marks are memoryless,
+ * so this is the new sampling from then on), rather than running out
+ * gaps of the old one. What the target writes can only make us raise our
+ * own interval, up to PROFILE_MAX_SHIFT (its drops, its rings' fill).
+ */
+
+/* The shift in force when an event stamped tsc was sampled. */
+static unsigned shift_at(const struct agent_link *l, uint64_t tsc)
+{
+	uint64_t n = l->nshifts, k;
+	unsigned before = l->shift;
+
+	for (k = 0; k < n && k < SHIFT_HIST; k++) {
+		const struct shift_change *c = &l->shifts[(n - 1 - k) % SHIFT_HIST];
+
+		if (tsc >= c->tsc)
+			return c->shift;
+		before = c->before;
+	}
+	return before;	/* older than every change kept */
+}
+
+/* Sample at rate << shift from now on: the header's gap_mul (ours first),
+ * then every counter to a fresh gap; the profile keeps the period. */
+static void set_shift(struct agent_link *l, unsigned shift, uint64_t now)
+{
+	struct shift_change *c = &l->shifts[l->nshifts % SHIFT_HIST];
+	uint64_t gm = gap_mul_of(l->p.rate << shift);
+	char a[32], b[32];
+
+	c->before = (uint8_t)l->shift;
+	c->shift = (uint8_t)shift;
+	c->tsc = arch_timestamp();
+	l->nshifts++;
+	((struct shm_hdr *)l->want)->gap_mul = gm;
+	__atomic_store_n(&l->shm->gap_mul, gm, __ATOMIC_RELEASE);
+	for (int i = 0; i < SHM_NCOUNTERS; i++) {
+		struct shm_counter *k = (struct shm_counter *)(data_of(l) + SHM_OFF_COUNTERS +
+							       i * SHM_COUNTER_STRIDE);
+
+		__atomic_store_n(&k->left, (int64_t)shm_exp_gap(sampler_rand(l->p.sampler), gm),
+				 __ATOMIC_RELAXED);
+	}
+	profile_set_shift(l->p.prof, shift, now);
+	if (!l->shift) {
+		l->raised_from_ns = now;
+		pr_warn("%d allocates faster than heapattach can follow at a sampling interval of "
+			"%s: raised to %s while it cannot keep up (each sample is scaled by the "
+			"interval it was taken at; the profile's comments say for how long)",
+			(int)l->p.pid, profile_interval_text(l->p.rate, a, sizeof(a)),
+			profile_interval_text(l->p.rate << shift, b, sizeof(b)));
+	} else if (!shift) {
+		pr_debug("sampling interval back to %s after %.1f s",
+			 profile_interval_text(l->p.rate, a, sizeof(a)), (now - l->raised_from_ns) / 1e9);
+	} else {
+		pr_debug("sampling interval now %s",
+			 profile_interval_text(l->p.rate << shift, a, sizeof(a)));
+	}
+	l->shift = shift;
+	l->shift_ns = now;
+}
+
+/* The largest shift: PROFILE_MAX_SHIFT, and the rate within PROFILE_MAX_RATE. */
+static unsigned max_shift(const struct agent_link *l)
+{
+	unsigned s = 0;
+
+	while (s < PROFILE_MAX_SHIFT && l->p.rate <= (PROFILE_MAX_RATE >> (s + 1)))
+		s++;
+	return s;
+}
+
+/* The bytes our readers have consumed from all rings. */
+static uint64_t tails_total(const struct agent_link *l)
+{
+	uint64_t t = 0;
+
+	for (unsigned r = 0; r < SHM_NRINGS; r++)
+		t += l->rings.tail[r];
+	return t;
+}
+
+/*
+ * How many doublings of the interval bring the demand of a window within
+ * ADAPT_LOAD of what we consumed in it, if its allocation events shrink
+ * with the interval and the rest (frees reported from overflowed live
+ * buckets) do not: at least 1 (4 bits at most), or 0 if no interval can.
+ * demand and got are in bytes of records, got per busy second as the
+ * window's: a window we were busy in a fraction busy of consumed got.
+ */
+static unsigned steps_needed(double demand, double got, double busy, double allocs)
+{
+	double cap = got / (busy > 0.1 ? busy : 0.1) * ADAPT_LOAD, rest = demand * (1 - allocs);
+	unsigned k = 1;
+
+	if (rest >= cap)
+		return 0;
+	while (k < 4 && demand * allocs / (double)(1u << k) + rest > cap)
+		k++;
+	return k;
+}
+
+/*
+ * After a drain, once a window of ADAPT_WIN_NS is over (an eighth of it
+ * with a ring past half full): judge it. It was
+ * overloaded if a ring is past a quarter and events were dropped, or we
+ * were busy (not napping) 90% of it and read less than 10% more than was
+ * written meanwhile (a backlog that does not drain), or a ring is past an
+ * eighth and more was written than we could read even busy all the time
+ * (by 20%, from what we read busy half of it or more); drops with every ring
+ * below a quarter again were a burst that has passed (the first stack
+ * copies after the attach, before the frame rules are learnt), which no
+ * raise would have saved. Then, once we read records written after the
+ * last raise (those before show nothing of it), or at once if events were
+ * still dropped with a ring past half full since it, the interval is
+ * raised by the doublings that bring the window's demand (bytes written, and those
+ * dropped at the average record's size) within ADAPT_LOAD of what we
+ * consumed. It was calm if nothing was dropped, no ring was past an
+ * eighth and we would still nap half the time at half the interval; after
+ * calm_need of calm windows in a row the interval goes down by as many
+ * halvings as would leave us napping half the time (all of them when the
+ * target has gone quiet). A step down undone soon after makes the next
+ * one wait twice as long, so a load that sits between the two does not
+ * swing the interval.
+ */
+static void adapt(struct agent_link *l, uint64_t now)
+{
+	uint64_t drops, span, napped, most, heads, tails, size = l->rings.size;
+	uint64_t allocs = l->nallocs - l->win_allocs, events = allocs + l->nfrees - l->win_frees;
+	double busy, share, got, demand;
+	int dropped, overloaded, calm;
+	unsigned top = max_shift(l), next, k;
+
+	if (l->exact || l->hostile || l->final || !top)
+		return;
+	drops = __atomic_load_n(&l->shm->drops, __ATOMIC_RELAXED);
+	heads = ring_heads_total(&l->rings);
+	tails = tails_total(l);
+	if (!l->win_ns || drops < l->win_drops || heads < l->win_heads)
+		goto window;	/* the first, or counts the target rewound (sync_stats says) */
+	span = now - l->win_ns;
+	most = ring_pending_max(&l->rings);
+	/* a ring past half full is judged at once (at least ADAPT_WIN_NS / 8 of it) */
+	if (span < (most >= size / 2 ? ADAPT_WIN_NS / 8 : ADAPT_WIN_NS))
+		return;
+	napped = l->napped_ns - l->win_napped;
+	busy = napped < span ? 1 - (double)napped / (double)span : 0;
+	dropped = drops > l->win_drops;
+	share = events ? (double)allocs / (double)events : 1;
+	got = (double)(tails - l->win_tails);
+	demand = (double)(heads - l->win_heads) +
+		 (double)(drops - l->win_drops) * (events ? got / (double)events : 64);
+	overloaded = (most >= size / 4 && (dropped || (busy >= 0.9 && demand > 0.9 * got))) ||
+		     (most >= size / 8 && busy >= 0.5 && demand * busy > 1.2 * got);
+	/* the steps down after which we would still nap half the time */
+	for (k = 0; k < l->shift && busy * (1 + share * ((double)(2u << k) - 1)) < 0.5; k++)
+		;
+	calm = !dropped && most < size / 8 && k;
+	if (dropped)
+		pr_debug("%llu events dropped in %.0f ms, the fullest ring %llu%% full, busy %.0f%%",
+			 (unsigned long long)(drops - l->win_drops), span / 1e6,
+			 (unsigned long long)(most * 100 / size), busy * 100);
+	if (!l->calm_need)
+		l->calm_need = ADAPT_CALM_NS;
+	if (overloaded) {
+		l->calm_ns = 0;
+		/* still reading what came before the last raise: only drops
+		 * with a ring past half full say it was not enough (the
+		 * window began at or after it) */
+		if (tails < l->settle_tails && !(dropped && most >= size / 2))
+			goto window;
+		k = steps_needed(demand, got, busy, share);
+		if (!k && !l->futile_noted) {
+			l->futile_noted = 1;
+			pr_debug("behind on frees of overflowed live buckets: no interval helps");
+		}
+		next = l->shift + k < top ? l->shift + k : top;
+		if (next > l->shift) {
+			if (l->lowered_ns && now - l->lowered_ns < ADAPT_BACKOFF_NS)
+				l->calm_need = l->calm_need * 2 < ADAPT_CALM_MAX_NS ?
+					       l->calm_need * 2 : ADAPT_CALM_MAX_NS;
+			else
+				l->calm_need = ADAPT_CALM_NS;
+			set_shift(l, next, now);
+			l->settle_tails = heads;
+		}
+	} else if (calm) {
+		if (!l->calm_ns)
+			l->calm_ns = l->win_ns;
+		if (now - l->calm_ns >= l->calm_need && now - l->shift_ns >= l->calm_need) {
+			set_shift(l, l->shift - k, now);
+			l->lowered_ns = now;
+			l->calm_ns = now;
+		}
+	} else {
+		l->calm_ns = 0;
+	}
+window:
+	l->win_ns = now;
+	l->win_napped = l->napped_ns;
+	l->win_heads = heads;
+	l->win_tails = tails;
+	l->win_drops = drops;
+	l->win_allocs = l->nallocs;
+	l->win_frees = l->nfrees;
+}
+
 /* ---- events ---- */
 
 /* Hand the queued events to the profile (they are recorded in batches). */
@@ -502,9 +757,9 @@ static void flush_ops(struct agent_link *l)
 }
 
 static void queue_op(struct agent_link *l, uint32_t kind, uint32_t stack, uint64_t size,
-		     uint64_t ptr)
+		     uint64_t ptr, unsigned shift)
 {
-	l->ops[l->nops++] = (struct profile_op){ kind, stack, size, ptr };
+	l->ops[l->nops++] = (struct profile_op){ kind, stack, size, ptr, shift };
 	if (l->nops == OP_BATCH)
 		flush_ops(l);
 }
@@ -513,7 +768,8 @@ static void queue_op(struct agent_link *l, uint32_t kind, uint32_t stack, uint64
 static void on_free(struct agent_link *l, const struct shm_ev_free *e)
 {
 	l->p.stats->events++;
-	queue_op(l, PROFILE_OP_FREE, 0, 0, e->ptr);
+	l->nfrees++;
+	queue_op(l, PROFILE_OP_FREE, 0, 0, e->ptr, 0);
 }
 
 #define EVF_KNOWN (SHM_EVF_STACK | SHM_EVF_TRUNC | SHM_EVF_MISS | SHM_EVF_UNTABLED | \
@@ -623,10 +879,11 @@ static int copy_unwind(struct agent_link *l, const struct frame_regs *regs, cons
 	return (int)nt;
 }
 
-/* The bytes one sample of size bytes stands for (for --interval). */
-static uint64_t unsampled_bytes(const struct agent_link *l, uint64_t size)
+/* The bytes one sample of size bytes taken at rate << shift stands for
+ * (for --interval). */
+static uint64_t unsampled_bytes(const struct agent_link *l, uint64_t size, unsigned shift)
 {
-	double rate = (double)l->p.rate;
+	double rate = (double)(l->p.rate << shift);
 
 	if (l->exact || !size)
 		return size;
@@ -675,11 +932,13 @@ static void on_alloc(struct agent_link *l, const struct shm_ev_alloc *e)
 	size_t nframes = e->nframes;
 	int trunc = !!(e->flags & SHM_EVF_TRUNC), unwalk = 0;
 	uint32_t stack;
+	unsigned shift = l->nshifts ? shift_at(l, e->tsc) : 0;
 	int n;
 
 	l->p.stats->events++;
+	l->nallocs++;
 	if (l->p.count_bytes)
-		l->p.stats->bytes += unsampled_bytes(l, e->size);
+		l->p.stats->bytes += unsampled_bytes(l, e->size, shift);
 	if (e->flags & SHM_EVF_STACKID) {
 		stack = e->stack_id;
 		goto python;
@@ -739,7 +998,7 @@ python:
 	if (SHM_EVF_PY(e->flags))
 		stack = py_stack(l, e, stack);
 	queue_op(l, e->flags & SHM_EVF_UNTABLED ? PROFILE_OP_ALLOC_KEPT : PROFILE_OP_ALLOC,
-		 stack, e->size, e->ptr);
+		 stack, e->size, e->ptr, shift);
 }
 
 /* ring_fn: one record (our copy). Non-zero stops the drain: a record the
@@ -804,6 +1063,7 @@ size_t agent_link_drain(struct agent_link *l, size_t max)
 		shm_hostile(l, l->rings.corrupt);
 	check_header(l);
 	note_learning(l);
+	adapt(l, clock_ns(CLOCK_MONOTONIC));
 	if (l->fp_stale && !l->hostile &&
 	    clock_ns(CLOCK_MONOTONIC) - l->fp_read_ns >= FP_REFRESH_NS)
 		fp_refresh(l);
@@ -847,7 +1107,8 @@ long agent_link_nap_ns(struct agent_link *l)
 	return (long)nap;
 }
 
-void agent_link_nap(struct agent_link *l, long ns)
+/* Sleep until a doorbell, a signal or ns have come (agent_link_nap). */
+static void nap(struct agent_link *l, long ns)
 {
 	struct timespec ts = { 0, ns };
 	struct shm_hdr *h = l->shm;
@@ -870,6 +1131,15 @@ void agent_link_nap(struct agent_link *l, long ns)
 		ts.tv_nsec = NAP_MIN_NS;
 	syscall(SYS_futex, &h->doorbell, FUTEX_WAIT, seq, &ts, NULL, 0);
 	__atomic_store_n(&h->tool_asleep, 0, __ATOMIC_RELAXED);
+}
+
+void agent_link_nap(struct agent_link *l, long ns)
+{
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+
+	nap(l, ns);
+	if (l)
+		l->napped_ns += clock_ns(CLOCK_MONOTONIC) - t0;	/* how busy we are: adapt */
 }
 
 int agent_link_busy(struct agent_link *l)

@@ -37,22 +37,22 @@ static void add(struct breakdown *b, const char *key, const char *label, int dep
 
 static int sum_live(const struct profile_bucket *bk, void *arg)
 {
-	struct { uint64_t rate, sum; } *a = arg;
+	uint64_t *sum = arg;
 	int64_t count, bytes;
 
 	if (!bk->inuse_count)
 		return 0;
-	profile_scale(bk->inuse_count, bk->inuse_bytes, a->rate, &count, &bytes);
-	a->sum += bytes > 0 ? (uint64_t)bytes : 0;
+	profile_scale(bk->inuse_count, bk->inuse_bytes, bk->rate, &count, &bytes);
+	*sum += bytes > 0 ? (uint64_t)bytes : 0;
 	return 0;
 }
 
 uint64_t breakdown_profile_live(const struct profile *p)
 {
-	struct { uint64_t rate, sum; } a = { profile_rate(p), 0 };
+	uint64_t sum = 0;
 
-	profile_foreach(p, sum_live, &a);
-	return a.sum;
+	profile_foreach(p, sum_live, &sum);
+	return sum;
 }
 
 /* The heap's resident bytes, and how they were found. */

@@ -25,7 +25,6 @@ struct fline {
 
 struct fw {
 	const struct dump_info *d;
-	uint64_t rate;
 	struct fline *l;
 	size_t n, cap;
 };
@@ -41,7 +40,7 @@ static int put_bucket(const struct profile_bucket *b, void *arg)
 	char *buf = NULL;
 	FILE *m;
 
-	profile_scale(b->inuse_count, b->inuse_bytes, w->rate, &count, &bytes);
+	profile_scale(b->inuse_count, b->inuse_bytes, b->rate, &count, &bytes);
 	if (bytes <= 0)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
@@ -83,7 +82,7 @@ static int cmp_line(const void *a, const void *b)
 
 int folded_write(FILE *f, const struct profile *p, const struct dump_info *d)
 {
-	struct fw w = { .d = d, .rate = profile_rate(p) };
+	struct fw w = { .d = d };
 	int rc = profile_foreach(p, put_bucket, &w);
 
 	if (!rc) {

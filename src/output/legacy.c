@@ -2,17 +2,21 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <inttypes.h>
+#include "clock.h"
 #include "dump.h"
 
 struct totals {
+	uint64_t rate;          /* the header's interval */
+	FILE *f;
 	uint64_t inuse_n, inuse_b, alloc_n, alloc_b;
 	int truncated;          /* a stack ends in PROFILE_PC_TRUNCATED */
 	int unwalkable;         /* a stack ends in PROFILE_PC_UNWALKABLE */
 };
 
-static int add_totals(const struct profile_bucket *b, void *arg)
+static int add_totals(const struct profile_bucket *raw, void *arg)
 {
 	struct totals *t = arg;
+	struct profile_bucket at = profile_bucket_at(raw, t->rate), *b = &at;
 
 	t->inuse_n += b->inuse_count;
 	t->inuse_b += b->inuse_bytes;
@@ -34,10 +38,13 @@ static void put_comment(FILE *f, const char *text)
 	fputc('\n', f);
 }
 
-/* One line per (stack, size) bucket: raw counts, raw return addresses. */
-static int put_bucket(const struct profile_bucket *b, void *arg)
+/* One line per bucket: raw counts (those of samples taken at a raised
+ * interval as if taken at the header's), raw return addresses. */
+static int put_bucket(const struct profile_bucket *raw, void *arg)
 {
-	FILE *f = arg;
+	struct totals *t = arg;
+	struct profile_bucket at = profile_bucket_at(raw, t->rate), *b = &at;
+	FILE *f = t->f;
 
 	fprintf(f, "%6" PRIu64 ": %8" PRIu64 " [%6" PRIu64 ": %8" PRIu64 "] @",
 		b->inuse_count, b->inuse_bytes, b->alloc_count, b->alloc_bytes);
@@ -85,8 +92,9 @@ static void put_mark_map(FILE *f, uint64_t pc)
  */
 int legacy_write(FILE *f, const struct profile *p, const struct dump_info *d)
 {
-	struct totals t = { 0 };
 	uint64_t rate = profile_rate(p);
+	struct totals t = { .rate = rate, .f = f };
+	char line[320];
 	int ret;
 
 	profile_foreach(p, add_totals, &t);
@@ -101,6 +109,9 @@ int legacy_write(FILE *f, const struct profile *p, const struct dump_info *d)
 	fprintf(f, "# heapattach pid=%d\n# rate=%" PRIu64 "\n", (int)d->pid, rate);
 	if (profile_drops(p))
 		fprintf(f, "# dropped events: %" PRIu64 "\n", profile_drops(p));
+	for (size_t i = 0; profile_raise_comment(p, i, clock_ns(CLOCK_MONOTONIC), line,
+						     sizeof(line)); i++)
+		put_comment(f, line);
 	for (size_t i = 0; d->comments && i < d->ncomments; i++)
 		put_comment(f, d->comments[i]);
 	if (t.truncated)
@@ -110,7 +121,7 @@ int legacy_write(FILE *f, const struct profile *p, const struct dump_info *d)
 		fprintf(f, "# stacks that no unwinder could follow on end in 0x%016" PRIx64
 			", the mapping %s\n", (uint64_t)PROFILE_PC_UNWALKABLE,
 			PROFILE_UNWALKABLE_NAME);
-	ret = profile_foreach(p, put_bucket, f);
+	ret = profile_foreach(p, put_bucket, &t);
 	if (ret)
 		return ret;
 	if (d->maps || t.truncated || t.unwalkable)

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include "clock.h"
 #include "hash.h"
 #include "idmap.h"
 #include "dump.h"
@@ -382,10 +383,11 @@ static int put_sample(const struct profile_bucket *b, void *arg)
 
 	for (size_t i = 0; i < b->npcs; i++)
 		w->ids[i] = location_id(w, b->pcs[i]);
-	profile_scale(b->alloc_count, b->alloc_bytes, w->rate, &c, &s);
+	/* each at its own interval (raised while heapattach could not keep up) */
+	profile_scale(b->alloc_count, b->alloc_bytes, b->rate, &c, &s);
 	v[0] = (uint64_t)c;
 	v[1] = (uint64_t)s;
-	profile_scale(b->inuse_count, b->inuse_bytes, w->rate, &c, &s);
+	profile_scale(b->inuse_count, b->inuse_bytes, b->rate, &c, &s);
 	v[2] = (uint64_t)c;
 	v[3] = (uint64_t)s;
 
@@ -458,7 +460,8 @@ static void writer_free(struct writer *w)
 int pprof_write(FILE *f, const struct profile *p, const struct dump_info *d)
 {
 	struct writer w = { .f = f, .d = d, .rate = profile_rate(p) };
-	char line[96];
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	char line[320];
 	int ret;
 
 	if (deflateInit2(&w.z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
@@ -488,6 +491,8 @@ int pprof_write(FILE *f, const struct profile *p, const struct dump_info *d)
 		snprintf(line, sizeof(line), "dropped events: %" PRIu64, profile_drops(p));
 		put_comment(&w, line);
 	}
+	for (size_t i = 0; profile_raise_comment(p, i, now, line, sizeof(line)); i++)
+		put_comment(&w, line);
 	for (size_t i = 0; d->comments && i < d->ncomments; i++)
 		put_comment(&w, d->comments[i]);
 	pb_u64(&w.out, PROFILE_TIME_NANOS, d->time_nanos);

@@ -147,8 +147,8 @@ static int add_bucket(const struct profile_bucket *b, void *arg)
 
 	if (!s)
 		return 0;
-	profile_scale(b->inuse_count, b->inuse_bytes, profile_rate(tv->ti->prof), &lc, &lb);
-	profile_scale(b->alloc_count, b->alloc_bytes, profile_rate(tv->ti->prof), &ac, &ab);
+	profile_scale(b->inuse_count, b->inuse_bytes, b->rate, &lc, &lb);
+	profile_scale(b->alloc_count, b->alloc_bytes, b->rate, &ac, &ab);
 	s->live += lb;
 	s->alloc += ab;
 	tv->tot.live += lb;

@@ -36,10 +36,13 @@
  * What a cap turns away is merged into the empty stack, and the caps
  * reached are reported (profile_caps_hit).
  */
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include "clock.h"
 #include "hash.h"
 #include "profile.h"
 #include "xmalloc.h"
@@ -57,6 +60,7 @@ struct stack {
  * (a free then touches no bucket, a cache miss saved per event). */
 struct bucket {
 	uint32_t stack;
+	uint8_t shift;          /* taken at the interval rate << shift (profile_op) */
 	uint64_t size;
 	uint64_t alloc_count, alloc_bytes;
 };
@@ -70,6 +74,12 @@ struct live {
 
 struct profile {
 	uint64_t rate;
+	unsigned shift;         /* the interval in force is rate << shift */
+	uint64_t created_ns;    /* CLOCK_MONOTONIC */
+	struct profile_raise raises[PROFILE_MAX_RAISES];
+	size_t nraises;         /* periods begun, kept or not */
+	uint64_t raise_start;   /* the open period's start (created_ns based); valid while shift */
+	uint64_t extra_ns, extra_max;	/* periods not kept: their time (closed ones) and top rate */
 	size_t max_stacks, max_pcs, max_buckets, max_live;	/* caps */
 	unsigned caps_hit;      /* PROFILE_CAP_* */
 	uint32_t overflow;      /* the empty stack's id, or EMPTY_IDX before its first use */
@@ -113,9 +123,9 @@ static uint64_t hash_pcs(const uint64_t *pcs, size_t n)
 	return mix64(h);
 }
 
-static uint64_t hash_bucket_key(uint32_t stack, uint64_t size)
+static uint64_t hash_bucket_key(uint32_t stack, uint64_t size, unsigned shift)
 {
-	return mix64(((uint64_t)stack << 1 | 1) ^ mix64(size));
+	return mix64(((uint64_t)stack << 1 | 1) ^ mix64(size) ^ (uint64_t)shift << 56);
 }
 
 static uint32_t *new_index(size_t cap)
@@ -291,7 +301,7 @@ static void bucket_index_grow(struct profile *p)
 
 	for (size_t id = 0; id < p->nbuckets; id++) {
 		struct bucket *b = &p->buckets[id];
-		uint64_t h = hash_bucket_key(b->stack, b->size);
+		uint64_t h = hash_bucket_key(b->stack, b->size, b->shift);
 		size_t i = h & mask;
 
 		while (v[i] != EMPTY_SLOT)
@@ -303,10 +313,11 @@ static void bucket_index_grow(struct profile *p)
 	p->bucket_idx_cap = cap;
 }
 
-/* Index of the bucket (stack, size), created empty if new; h is its
+/* Index of the bucket (stack, size, shift), created empty if new; h is its
  * hash_bucket_key. Beyond the cap a new one is the empty stack's bucket of
- * size rounded down to a power of two. */
-static uint32_t bucket_intern(struct profile *p, uint32_t stack, uint64_t size, uint64_t h)
+ * size rounded down to a power of two (and the same shift). */
+static uint32_t bucket_intern(struct profile *p, uint32_t stack, uint64_t size, unsigned shift,
+			      uint64_t h)
 {
 	size_t mask = p->bucket_idx_cap - 1, i = h & mask;
 	struct bucket *b;
@@ -317,7 +328,7 @@ static uint32_t bucket_intern(struct profile *p, uint32_t stack, uint64_t size, 
 		if ((e ^ h) >> 32)
 			continue;
 		b = &p->buckets[(uint32_t)e];
-		if (b->stack == stack && b->size == size)
+		if (b->stack == stack && b->size == size && b->shift == shift)
 			return (uint32_t)e;
 	}
 	if (p->nbuckets >= p->max_buckets) {
@@ -329,8 +340,9 @@ static uint32_t bucket_intern(struct profile *p, uint32_t stack, uint64_t size, 
 			size_t max = p->max_buckets;
 			uint32_t id;
 
-			p->max_buckets = SIZE_MAX;	/* at most 65 of them */
-			id = bucket_intern(p, over, rounded, hash_bucket_key(over, rounded));
+			p->max_buckets = SIZE_MAX;	/* at most 65 of them a shift */
+			id = bucket_intern(p, over, rounded, shift,
+					   hash_bucket_key(over, rounded, shift));
 			p->max_buckets = max;
 			return id;
 		}
@@ -343,6 +355,7 @@ static uint32_t bucket_intern(struct profile *p, uint32_t stack, uint64_t size, 
 	memset(b, 0, sizeof(*b));
 	b->stack = stack;
 	b->size = size;
+	b->shift = (uint8_t)shift;
 	p->bucket_idx[i] = bucket_slot(h, p->nbuckets);
 	if (++p->nbuckets * 10 > p->bucket_idx_cap * 7)
 		bucket_index_grow(p);
@@ -487,6 +500,7 @@ struct profile *profile_new(uint64_t rate)
 	struct profile *p = xcalloc(1, sizeof(*p));
 
 	p->rate = rate;
+	p->created_ns = clock_ns(CLOCK_MONOTONIC);
 	p->max_stacks = PROFILE_MAX_STACKS;
 	p->max_pcs = PROFILE_MAX_PCS;
 	p->max_buckets = PROFILE_MAX_BUCKETS;
@@ -561,12 +575,13 @@ uint32_t profile_stack_id(struct profile *p, const uint64_t *pcs, size_t npcs)
 	return stack_intern(p, cut, PROFILE_MAX_FRAMES);
 }
 
-/* An allocation of size bytes at ptr (not 0) from stack id `stack`; h as
- * for bucket_intern; kept: profile_sweep_live leaves it alone. */
-static void record_alloc(struct profile *p, uint32_t stack, uint64_t size, uint64_t ptr,
-			 uint64_t h, int kept)
+/* An allocation of size bytes at ptr (not 0) from stack id `stack`, taken
+ * at the interval rate << shift; h as for bucket_intern; kept:
+ * profile_sweep_live leaves it alone. */
+static void record_alloc(struct profile *p, uint32_t stack, uint64_t size, unsigned shift,
+			 uint64_t ptr, uint64_t h, int kept)
 {
-	uint32_t bi = bucket_intern(p, stack, size, h);
+	uint32_t bi = bucket_intern(p, stack, size, shift, h);
 	struct bucket *b = &p->buckets[bi];
 	size_t i;
 
@@ -634,6 +649,18 @@ static void prefetch_batch(const struct profile *p, const struct profile_op *ops
 
 #define BATCH_CHUNK 64
 
+/* An op's shift, within PROFILE_MAX_SHIFT and the rate's room (0 in exact mode). */
+static unsigned op_shift(const struct profile *p, const struct profile_op *o)
+{
+	unsigned s = o->shift < PROFILE_MAX_SHIFT ? o->shift : PROFILE_MAX_SHIFT;
+
+	if (p->rate <= 1)
+		return 0;
+	while (s && p->rate > (PROFILE_MAX_RATE >> s))
+		s--;
+	return s;
+}
+
 void profile_record_batch(struct profile *p, const struct profile_op *ops, size_t n)
 {
 	uint64_t hk[BATCH_CHUNK];
@@ -643,15 +670,16 @@ void profile_record_batch(struct profile *p, const struct profile_op *ops, size_
 		size_t m = n - at < BATCH_CHUNK ? n - at : BATCH_CHUNK;
 
 		for (size_t k = 0; k < m; k++)
-			hk[k] = o[k].kind != PROFILE_OP_FREE ? hash_bucket_key(o[k].stack, o[k].size) : 0;
+			hk[k] = o[k].kind != PROFILE_OP_FREE ?
+				hash_bucket_key(o[k].stack, o[k].size, op_shift(p, &o[k])) : 0;
 		if (m > 1)
 			prefetch_batch(p, o, hk, m);
 		for (size_t k = 0; k < m; k++) {
 			if (!o[k].ptr)
 				continue;
 			if (o[k].kind != PROFILE_OP_FREE)
-				record_alloc(p, o[k].stack, o[k].size, o[k].ptr, hk[k],
-					     o[k].kind == PROFILE_OP_ALLOC_KEPT);
+				record_alloc(p, o[k].stack, o[k].size, op_shift(p, &o[k]),
+					     o[k].ptr, hk[k], o[k].kind == PROFILE_OP_ALLOC_KEPT);
 			else
 				record_free(p, o[k].ptr);
 		}
@@ -670,7 +698,7 @@ void profile_record_alloc(struct profile *p, const uint64_t *pcs, size_t npcs,
 	if (!ptr)
 		return;
 	stack = profile_stack_id(p, pcs, npcs);
-	record_alloc(p, stack, size, ptr, hash_bucket_key(stack, size), 0);
+	record_alloc(p, stack, size, 0, ptr, hash_bucket_key(stack, size, 0), 0);
 }
 
 int profile_record_free(struct profile *p, uint64_t ptr)
@@ -726,6 +754,84 @@ size_t profile_map_pcs(struct profile *p, uint64_t (*fn)(void *arg, uint64_t pc)
 	if (changed)
 		stack_index_build(p, p->stack_idx_cap);
 	return changed;
+}
+
+void profile_set_shift(struct profile *p, unsigned shift, uint64_t now_ns)
+{
+	uint64_t at = now_ns > p->created_ns ? now_ns - p->created_ns : 0;
+	struct profile_raise *r = NULL;
+
+	if (p->rate <= 1 || shift == p->shift)
+		return;
+	if (!p->shift) {
+		p->raise_start = at;
+		if (p->nraises < PROFILE_MAX_RAISES)
+			p->raises[p->nraises] = (struct profile_raise){ 0, at, 0 };
+		p->nraises++;
+	}
+	if (p->nraises <= PROFILE_MAX_RAISES)
+		r = &p->raises[p->nraises - 1];
+	if (shift) {
+		uint64_t v = p->rate << shift;
+
+		if (r && v > r->max_rate)
+			r->max_rate = v;
+		if (!r && v > p->extra_max)
+			p->extra_max = v;
+	} else if (r) {
+		r->end_ns = at > p->raise_start ? at : p->raise_start + 1;
+	} else {
+		p->extra_ns += at - p->raise_start;
+	}
+	p->shift = shift;
+}
+
+size_t profile_nraises(const struct profile *p)
+{
+	return p->nraises;
+}
+
+const char *profile_interval_text(uint64_t v, char *buf, size_t len)
+{
+	static const char *const unit[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
+	unsigned u = 0;
+
+	while (u + 1 < sizeof(unit) / sizeof(unit[0]) && v >= 1024 && !(v % 1024)) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%" PRIu64 " %s", v, unit[u]);
+	return buf;
+}
+
+int profile_raise_comment(const struct profile *p, size_t i, uint64_t now_ns, char *buf,
+			  size_t len)
+{
+	uint64_t now = now_ns > p->created_ns ? now_ns - p->created_ns : 0;
+	char from[32], to[32];
+
+	profile_interval_text(p->rate, from, sizeof(from));
+	if (i < PROFILE_MAX_RAISES) {
+		const struct profile_raise *r = &p->raises[i];
+		uint64_t end = r->end_ns ? r->end_ns : now;
+
+		if (i >= p->nraises)
+			return 0;
+		snprintf(buf, len, "heapattach could not keep up: sampling interval raised from %s "
+			 "to at most %s for %.1f s (from %.1f s to %.1f s after heapattach started%s); "
+			 "each sample is scaled by the interval it was taken at", from,
+			 profile_interval_text(r->max_rate, to, sizeof(to)),
+			 (end > r->start_ns ? end - r->start_ns : 0) / 1e9, r->start_ns / 1e9,
+			 end / 1e9, r->end_ns ? "" : ", still raised when written");
+		return 1;
+	}
+	if (i > PROFILE_MAX_RAISES || p->nraises <= PROFILE_MAX_RAISES)
+		return 0;
+	snprintf(buf, len, "heapattach could not keep up %zu more times: sampling interval raised "
+		 "from %s to at most %s for %.1f s in all", p->nraises - PROFILE_MAX_RAISES, from,
+		 profile_interval_text(p->extra_max, to, sizeof(to)),
+		 (p->extra_ns + (p->shift && now > p->raise_start ? now - p->raise_start : 0)) / 1e9);
+	return 1;
 }
 
 void profile_add_drops(struct profile *p, uint64_t n)
@@ -803,6 +909,7 @@ int profile_foreach(const struct profile *p,
 			.pcs = p->pcs + s->off,
 			.npcs = s->n,
 			.size = b->size,
+			.rate = p->rate << b->shift,
 			.alloc_count = b->alloc_count,
 			.alloc_bytes = b->alloc_bytes,
 			.inuse_count = inuse[i],
@@ -816,13 +923,36 @@ int profile_foreach(const struct profile *p,
 	return ret;
 }
 
-/* v * scale as an int64, INT64_MAX if it does not fit (the target's
- * figures can be anything). */
-static int64_t scaled(uint64_t v, double scale)
+/* v * scale + round (0: truncated, 0.5: to the nearest) as an int64,
+ * INT64_MAX if it does not fit (the target's figures can be anything). */
+static int64_t scaled(uint64_t v, double scale, double round)
 {
-	double x = (double)v * scale;
+	double x = (double)v * scale + round;
 
 	return x < 9.2e18 ? (int64_t)x : INT64_MAX;
+}
+
+/* The objects one sample of avg bytes stands for at an interval of rate. */
+static double unsample(double avg, uint64_t rate)
+{
+	return 1 / (1 - exp(-avg / (double)rate));
+}
+
+struct profile_bucket profile_bucket_at(const struct profile_bucket *b, uint64_t rate)
+{
+	struct profile_bucket r = *b;
+	double k;
+
+	r.rate = rate;
+	if (b->rate == rate || rate <= 1 || b->rate <= 1 || !b->size)
+		return r;
+	/* every sample of a bucket has its size: the scales are per object */
+	k = unsample(b->size, b->rate) / unsample(b->size, rate);
+	r.alloc_count = (uint64_t)scaled(b->alloc_count, k, 0.5);
+	r.inuse_count = (uint64_t)scaled(b->inuse_count, k, 0.5);
+	r.alloc_bytes = r.alloc_count * b->size;
+	r.inuse_bytes = r.inuse_count * b->size;
+	return r;
 }
 
 void profile_scale(uint64_t count, uint64_t bytes, uint64_t rate,
@@ -841,7 +971,7 @@ void profile_scale(uint64_t count, uint64_t bytes, uint64_t rate,
 		return;
 	}
 	avg = (double)bytes / (double)count;
-	scale = 1 / (1 - exp(-avg / (double)rate));
-	*out_count = scaled(count, scale);
-	*out_bytes = scaled(bytes, scale);
+	scale = unsample(avg, rate);
+	*out_count = scaled(count, scale, 0);
+	*out_bytes = scaled(bytes, scale, 0);
 }

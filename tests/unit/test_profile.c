@@ -1,8 +1,11 @@
 /* Unit tests for the profile model: stack dedup, buckets, live table, scaling. */
 /* SPDX-License-Identifier: MIT */
 #include "harness.h"
+#include <math.h>
+#include "clock.h"
 #include "hash.h"
 #include "profile.h"
+#include "sampler.h"
 
 struct sum {
 	size_t nbuckets;
@@ -340,12 +343,12 @@ static void test_batch_matches_single(void)
 
 			profile_record_alloc(a, pcs, 3, size, ptr);
 			ops[n++] = (struct profile_op){ PROFILE_OP_ALLOC,
-				profile_stack_id(b, pcs, 3), size, ptr };
+				profile_stack_id(b, pcs, 3), size, ptr, 0 };
 		} else {
 			uint64_t ptr = (r >> 32) % 3000 * 16;
 
 			profile_record_free(a, ptr);
-			ops[n++] = (struct profile_op){ PROFILE_OP_FREE, 0, 0, ptr };
+			ops[n++] = (struct profile_op){ PROFILE_OP_FREE, 0, 0, ptr, 0 };
 		}
 		if (n == 100 || (r >> 40) % 37 == 0) {
 			profile_record_batch(b, ops, n);
@@ -393,7 +396,7 @@ static void test_sweep_live(void)
 	/* kept allocations are left to their free ops */
 	{
 		struct profile_op op = { PROFILE_OP_ALLOC_KEPT, profile_stack_id(p, pcs, 1), 32,
-					 1 << 4 };
+					 1 << 4, 0 };
 
 		profile_record_batch(p, &op, 1);
 		calls = 0;
@@ -525,7 +528,143 @@ static void test_map_pcs(void)
 	profile_free(p);
 }
 
+/* Samples taken at a raised interval (op.shift) go to buckets of their
+ * own rate; the shift stays within PROFILE_MAX_RATE and is 0 in exact mode. */
+static void test_shift_buckets(void)
+{
+	struct profile *p = profile_new(4096), *big = profile_new(1ULL << 39), *ex = profile_new(1);
+	uint64_t pcs[2] = { 0x401000, 0x402000 };
+	uint32_t id = profile_stack_id(p, pcs, 2);
+	struct profile_op ops[] = {
+		{ PROFILE_OP_ALLOC, id, 1000, 0x1000, 0 },
+		{ PROFILE_OP_ALLOC, id, 1000, 0x2000, 0 },
+		{ PROFILE_OP_ALLOC, id, 1000, 0x3000, 0 },
+		{ PROFILE_OP_ALLOC, id, 1000, 0x4000, 2 },
+		{ PROFILE_OP_ALLOC, id, 1000, 0x5000, 2 },
+		{ PROFILE_OP_FREE, 0, 0, 0x4000, 0 },
+	};
+	struct profile_bucket at;
+	struct sum s;
+	double k;
+
+	profile_record_batch(p, ops, 6);
+	s = sum_of(p);
+	expect_int_eq(s.nbuckets, 2);
+	expect_u64_eq(s.copy[0].rate, 4096);
+	expect_u64_eq(s.copy[0].alloc_count, 3);
+	expect_u64_eq(s.copy[0].inuse_count, 3);
+	expect_u64_eq(s.copy[1].rate, 16384);
+	expect_u64_eq(s.copy[1].alloc_count, 2);
+	expect_u64_eq(s.copy[1].inuse_count, 1);
+	/* as if taken at 4096: each sample stands for k of those */
+	k = (1 / (1 - exp(-1000.0 / 16384))) / (1 / (1 - exp(-1000.0 / 4096)));
+	at = profile_bucket_at(&s.copy[1], 4096);
+	expect_u64_eq(at.rate, 4096);
+	expect_u64_eq(at.alloc_count, (uint64_t)llround(2 * k));
+	expect_u64_eq(at.alloc_bytes, at.alloc_count * 1000);
+	expect_u64_eq(at.inuse_count, (uint64_t)llround(k));
+	at = profile_bucket_at(&s.copy[0], 4096);
+	expect_u64_eq(at.alloc_count, 3);
+
+	id = profile_stack_id(big, pcs, 2);
+	ops[0] = (struct profile_op){ PROFILE_OP_ALLOC, id, 64, 0x1000, 5 };
+	profile_record_batch(big, ops, 1);
+	s = sum_of(big);
+	expect_u64_eq(s.copy[0].rate, PROFILE_MAX_RATE);
+
+	id = profile_stack_id(ex, pcs, 2);
+	ops[0] = (struct profile_op){ PROFILE_OP_ALLOC, id, 64, 0x1000, 3 };
+	profile_record_batch(ex, ops, 1);
+	s = sum_of(ex);
+	expect_u64_eq(s.copy[0].rate, 1);
+	profile_free(p);
+	profile_free(big);
+	profile_free(ex);
+}
+
+static int scaled_cb(const struct profile_bucket *b, void *arg)
+{
+	double *v = arg;
+	int64_t c, bytes;
+
+	profile_scale(b->alloc_count, b->alloc_bytes, b->rate, &c, &bytes);
+	v[0] += (double)c;
+	v[1] += (double)bytes;
+	return 0;
+}
+
+/* A stream sampled at 4 KiB, then at 64 KiB, then at 8 KiB (as heapattach
+ * raises and lowers its interval): the estimates, each sample scaled at
+ * its own interval, stay within 2% of the truth; scaled at one interval
+ * they would be off by far more. */
+static void test_shift_unbiased(void)
+{
+	static const unsigned shifts[] = { 0, 4, 1 };
+	struct profile *p = profile_new(4096);
+	uint64_t pcs[1] = { 0x401000 }, x = 88172645463325252ULL, ptr = 0x10000;
+	uint32_t id = profile_stack_id(p, pcs, 1);
+	double truth[2] = { 0, 0 }, est[2] = { 0, 0 };
+	struct sampler sm;
+
+	for (size_t k = 0; k < 3; k++) {
+		sampler_init(&sm, 4096ULL << shifts[k], 7 + k);
+		for (int i = 0; i < 2000000; i++) {
+			uint64_t size;
+			struct profile_op op;
+
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			size = 16 + x % 16384;
+			truth[0] += 1;
+			truth[1] += (double)size;
+			if (!sampler_should_sample(&sm, size))
+				continue;
+			op = (struct profile_op){ PROFILE_OP_ALLOC, id, size, ptr += 16, shifts[k] };
+			profile_record_batch(p, &op, 1);
+		}
+	}
+	profile_foreach(p, scaled_cb, est);
+	expect_true(fabs(est[0] / truth[0] - 1) < 0.02);
+	expect_true(fabs(est[1] / truth[1] - 1) < 0.02);
+	profile_free(p);
+}
+
+/* The periods of a raised interval, as the writers' comments say them. */
+static void test_raise_comments(void)
+{
+	struct profile *p = profile_new(4096);
+	uint64_t t = clock_ns(CLOCK_MONOTONIC);
+	char line[320];
+
+	expect_int_eq(profile_raise_comment(p, 0, t, line, sizeof(line)), 0);
+	profile_set_shift(p, 2, t + 1000000000);
+	profile_set_shift(p, 3, t + 1500000000);
+	expect_int_eq(profile_raise_comment(p, 0, t + 2000000000, line, sizeof(line)), 1);
+	expect_true(strstr(line, "still raised when written") != NULL);
+	profile_set_shift(p, 1, t + 2500000000);
+	profile_set_shift(p, 0, t + 3000000000);
+	expect_int_eq(profile_raise_comment(p, 0, t + 4000000000, line, sizeof(line)), 1);
+	expect_true(strstr(line, "raised from 4 KiB to at most 32 KiB for 2.0 s") != NULL);
+	expect_true(strstr(line, "still") == NULL);
+	expect_int_eq(profile_raise_comment(p, 1, t, line, sizeof(line)), 0);
+	for (int i = 0; i < PROFILE_MAX_RAISES + 1; i++) {
+		profile_set_shift(p, 1 + (i == PROFILE_MAX_RAISES), t + 4000000000ULL + i * 2000000000ULL);
+		profile_set_shift(p, 0, t + 5000000000ULL + i * 2000000000ULL);
+	}
+	expect_int_eq(profile_nraises(p), PROFILE_MAX_RAISES + 2);
+	expect_int_eq(profile_raise_comment(p, PROFILE_MAX_RAISES - 1, t, line, sizeof(line)), 1);
+	expect_int_eq(profile_raise_comment(p, PROFILE_MAX_RAISES, t, line, sizeof(line)), 1);
+	expect_true(strstr(line, "could not keep up 2 more times") != NULL);
+	expect_true(strstr(line, "to at most 16 KiB for 2.0 s in all") != NULL);
+	expect_int_eq(profile_raise_comment(p, PROFILE_MAX_RAISES + 1, t, line, sizeof(line)), 0);
+	profile_free(p);
+}
+
 HARNESS_MAIN("profile",
+	T(test_shift_buckets),
+	T(test_shift_unbiased),
+	T(test_raise_comments),
 	T(test_map_pcs),
 	T(test_caps),
 	T(test_scale_saturates),
