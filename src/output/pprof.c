@@ -23,6 +23,7 @@
 #include "idmap.h"
 #include "dump.h"
 #include "peak.h"
+#include "pyframes.h"
 #include "xmalloc.h"
 
 #define FLUSH_AT (64 * 1024)
@@ -151,6 +152,7 @@ struct writer {
 
 	struct pmap *maps;      /* sorted by start */
 	size_t nmaps;
+	int python;             /* a Python frame was written: the [python] mapping, nmaps + 1 */
 
 	uint64_t *ids;          /* scratch: a sample's location ids */
 	size_t nbuckets;        /* buckets written so far (the peak snapshot's index) */
@@ -356,6 +358,10 @@ static uint64_t location_id(struct writer *w, uint64_t pc)
 		if (fid)
 			w->maps[mi].nsym++;
 	}
+	if (pc > PYFRAMES_PC_BASE && pc < SYMBOLIZE_RETIRED_BASE) {
+		mi = (ssize_t)w->nmaps;		/* the [python] mapping */
+		w->python = 1;
+	}
 	pb_u64(&w->msg, 1, id);
 	pb_u64(&w->msg, 2, mi >= 0 ? (uint64_t)mi + 1 : 0);
 	pb_u64(&w->msg, 3, where);
@@ -431,6 +437,17 @@ static void put_mappings(struct writer *w)
 		pb_u64(&w->msg, 7, pm->nsym > 0);
 		pb_msg(&w->out, PROFILE_MAPPING, &w->msg);
 		w_maybe_flush(w);
+	}
+	if (w->python) {
+		/* Python frames' pseudo-PCs (pyframes.h): named here, files and lines too */
+		pb_u64(&w->msg, 1, w->nmaps + 1);
+		pb_u64(&w->msg, 2, PYFRAMES_PC_BASE);
+		pb_u64(&w->msg, 3, PYFRAMES_PC_BASE + PYFRAMES_MAX_PCS + 1);
+		pb_u64(&w->msg, 5, str_id(w, "[python]"));
+		pb_u64(&w->msg, 7, 1);
+		pb_u64(&w->msg, 8, 1);
+		pb_u64(&w->msg, 9, 1);
+		pb_msg(&w->out, PROFILE_MAPPING, &w->msg);
 	}
 }
 

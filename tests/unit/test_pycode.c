@@ -289,7 +289,8 @@ static void test_reuse(void)
 }
 
 /* The symbolizer names pseudo-PCs through pyframes; pprof gives them a
- * Function with file and line and no mapping (go tool pprof, when there). */
+ * Function with file and line, in a mapping "[python]" that says its
+ * locations are named (go tool pprof, when there). */
 static void test_symbolizer_pprof(void)
 {
 	struct fake_code *c = make_code(make_ascii("Py.leaf"), make_ascii("leaf"),
@@ -328,10 +329,12 @@ static void test_symbolizer_pprof(void)
 		out = popen(cmd, "r");
 		while (out && fgets(line, sizeof(line), out))
 			if (strstr(line, "Py.leaf /app/py_mod.py:42 s=0"))
-				found = 1;
+				found |= 1;
+			else if (strstr(line, " [python]  [FN][FL][LN]"))
+				found |= 2;
 		if (out)
 			pclose(out);
-		expect_int_eq(found, 1);
+		expect_int_eq(found, 3);
 	}
 	unlink(path);
 	profile_free(p);
