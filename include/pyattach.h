@@ -19,8 +19,6 @@ struct pyattach *pyattach_new(struct target *t, struct symbolizer *sym, unsigned
 			      int keep_c);
 /* Point the link's parameters at pa (NULL: no Python frames). */
 void pyattach_link(const struct pyattach *pa, struct agent_link_params *lp);
-/* After the dump: what the agent found ("python: N samples with their thread state, M without"). */
-void pyattach_report(const struct pyattach *pa, const void *shm_hdr);
 void pyattach_free(struct pyattach *pa);
 
 #endif

@@ -134,16 +134,6 @@ void pyattach_link(const struct pyattach *pa, struct agent_link_params *lp)
 	lp->pymerge = pa->merge;
 }
 
-void pyattach_report(const struct pyattach *pa, const void *shm_hdr)
-{
-	const struct shm_hdr *h = shm_hdr;
-
-	if (!pa || !h)
-		return;
-	pr_debug("python: %llu samples found their thread's Python state, %llu did not",
-		 (unsigned long long)h->py.found, (unsigned long long)h->py.not_found);
-}
-
 void pyattach_free(struct pyattach *pa)
 {
 	if (!pa)
