@@ -42,14 +42,14 @@ static uint32_t shm_kind(int minor)
 	}
 }
 
-/* The agent's block for pt: 0, or -ENOTSUP if an offset is out of its bounds. */
+/* The agent's block for pt: 0, or -ENOTSUP if an offset is out of its
+ * bounds or the layout lacks a field the agent's model of it reads. */
 static int shm_block(const struct py_target *pt, unsigned max_frames, struct shm_py *out)
 {
 	const struct py_layout *y = &pt->lay;
 	uint32_t offs[] = { y->ts_next, y->ts_thread_id, y->ts_frame, y->cf_current_frame,
 			    y->fr_back, y->fr_code, y->fr_lasti, y->fr_owner, y->fr_is_entry,
 			    y->co_code_adaptive, y->co_firsttraceable };
-
 	uint32_t kind = shm_kind(pt->minor), need = 0;
 
 	memset(out, 0, sizeof(*out));
