@@ -270,6 +270,8 @@ static void on_code_change(void *arg, const struct proc_maps *old)
 }
 
 static void fp_refresh(struct agent_link *l);
+static void note(struct agent_link *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /* shm_exp_gap's multiplier for a mean interval of rate bytes; rates above
  * 2^46 (64 TiB) sample as that. */
@@ -302,7 +304,11 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	h->rate = w->rate;
 	h->gap_mul = w->gap_mul;
 	h->max_depth = w->max_depth;
-	if (l->p.py && l->p.py->kind && l->p.pyframes) {
+	if (l->p.py && l->p.py->kind && l->p.pyframes && l->p.sc->no_stack_copy) {
+		/* the agent reads other threads' states only through it */
+		note(l, "the target's seccomp filter may refuse process_vm_readv: no Python "
+		     "frames, native stacks only");
+	} else if (l->p.py && l->p.py->kind && l->p.pyframes) {
 		w->py = *l->p.py;
 		w->py.found = w->py.not_found = 0;
 		h->py = w->py;
