@@ -79,7 +79,8 @@ void rseries_free(struct rseries *s);
 /* Why a site with trend t over ndumps dumps is no suspect, in a few
  * words, or NULL if it is one. */
 const char *rseries_why(const struct rseries_trend *t, size_t ndumps);
-/* "leaf < caller < caller's caller" (at most depth frames), malloc'd. */
+/* "leaf < caller < caller's caller" (at most depth names, a run of unnamed
+ * frames one "[N unnamed]"), malloc'd. */
 char *rseries_site_name(const struct rseries_site *site, size_t depth);
 /* Site (or function) order for a diff of dump a against dump b: by growth of
  * live bytes, largest first. idx gets n indices into sites (or funcs). */

@@ -395,21 +395,36 @@ void rseries_diff_order(const struct rseries *s, int funcs, size_t a, size_t b, 
 	g_arr = NULL;
 }
 
+/* A frame the profile gave no name: report_pprof.c writes its address. */
+static int unnamed(const char *frame)
+{
+	return frame[0] == '0' && frame[1] == 'x';
+}
+
 char *rseries_site_name(const struct rseries_site *site, size_t depth)
 {
-	size_t len = 1, n = site->nframes < depth ? site->nframes : depth;
+	size_t len = 1, i, shown = 0;
 	char *out, *p;
 
 	if (!site->nframes)
 		return xstrdup("[no stack]");
-	for (size_t i = 0; i < n; i++)
-		len += strlen(site->frames[i]) + 3;
-	if (n < site->nframes)
-		len += 6;
-	out = p = xmalloc(len);
-	for (size_t i = 0; i < n; i++)
-		p += sprintf(p, "%s%s", i ? " < " : "", site->frames[i]);
-	if (n < site->nframes)
+	for (i = 0; i < site->nframes; i++)
+		len += strlen(site->frames[i]) + 24;
+	out = p = xmalloc(len + 6);
+	/* leaf first, depth names; a run of unnamed frames (a stripped
+	 * library's) is one, so that the named callers behind it show */
+	for (i = 0; i < site->nframes && shown < depth; shown++) {
+		size_t run = 0;
+
+		while (i + run < site->nframes && unnamed(site->frames[i + run]))
+			run++;
+		if (run > 1)
+			p += sprintf(p, "%s[%zu unnamed]", shown ? " < " : "", run);
+		else
+			p += sprintf(p, "%s%s", shown ? " < " : "", site->frames[i]);
+		i += run > 1 ? run : 1;
+	}
+	if (i < site->nframes)
 		strcpy(p, " < ...");
 	return out;
 }

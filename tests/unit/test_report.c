@@ -305,6 +305,31 @@ static void test_diff(void)
 }
 
 /* A profile without inuse_space and more than one type is refused. */
+/* A site's name: depth names, leaf first; a run of unnamed frames (a
+ * stripped library's) counts as one, so that its named callers show. */
+static void test_site_name(void)
+{
+	const char *f[] = { "0x7f01", "0x7f02", "0x7f03", "ones", "load_batch", "0x55aa",
+			    "<module>", "main" };
+	struct rseries_site site = { .frames = f, .nframes = 8 };
+	char *name;
+
+	name = rseries_site_name(&site, 4);
+	expect_str_eq(name, "[3 unnamed] < ones < load_batch < 0x55aa < ...");
+	free(name);
+	name = rseries_site_name(&site, 6);
+	expect_str_eq(name, "[3 unnamed] < ones < load_batch < 0x55aa < <module> < main");
+	free(name);
+	site.nframes = 3;
+	name = rseries_site_name(&site, 1);
+	expect_str_eq(name, "[3 unnamed]");
+	free(name);
+	site.nframes = 0;
+	name = rseries_site_name(&site, 1);
+	expect_str_eq(name, "[no stack]");
+	free(name);
+}
+
 static void test_no_live(void)
 {
 	static const char *ty[] = { "samples", "cpu" };
@@ -347,5 +372,5 @@ static void test_escaping(void)
 	expect_str_eq(rfmt_bytes(b, sizeof(b), -3.0 * 1024 * 1024), "-3.0 MiB");
 }
 
-HARNESS_MAIN("report", T(test_roundtrip), T(test_hostile), T(test_go_profile), T(test_bad_refs), T(test_ranking),
+HARNESS_MAIN("report", T(test_site_name), T(test_roundtrip), T(test_hostile), T(test_go_profile), T(test_bad_refs), T(test_ranking),
 	     T(test_diff), T(test_no_live), T(test_folded_line), T(test_escaping))
