@@ -30,8 +30,6 @@ struct ring_reader {
 	uint64_t tail[SHM_NRINGS];
 	uint64_t published[SHM_NRINGS]; /* the value last stored in tails[] */
 	uint64_t used;                  /* bit i: ring i has been written to */
-	uint64_t seen[SHM_NRINGS];      /* ring i's head at the pass's look (checked):
-					 * how far ahead prefetching may reach */
 	uint64_t stuck_tail[SHM_NRINGS]; /* where ring i was last found blocked */
 	uint64_t stuck_since[SHM_NRINGS]; /* and since when (CLOCK_MONOTONIC ns) */
 	int no_writers;                 /* ring_reader_final() was called */

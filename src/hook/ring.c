@@ -62,11 +62,6 @@
  * event. */
 #define RING_PUBLISH (64 * 1024)
 
-/* Records are fetched this many bytes ahead of the tail (their lines come
- * from the writers' CPUs: a miss each), but never past the head seen at
- * the pass's start: a line a writer is still filling is left to it. */
-#define RING_PREFETCH 512
-
 static uint64_t *tails_of(struct shm_hdr *h)
 {
 	return (uint64_t *)((uint8_t *)h + SHM_OFF_TAILS);
@@ -133,14 +128,8 @@ static void publish(struct ring_reader *rd, unsigned r)
 /* Zero the len bytes at ring r's tail and move past them. */
 static void consume(struct ring_reader *rd, unsigned r, uint8_t *rec, uint32_t len)
 {
-	uint64_t ahead;
-
-	for (uint32_t k = 0; k < len; k += 8)	/* len is a multiple of 8; no call for a few words */
-		__atomic_store_n((uint64_t *)(rec + k), 0, __ATOMIC_RELAXED);
+	memset(rec, 0, len);	/* len is a multiple of 8 */
 	rd->tail[r] += len;
-	ahead = rd->tail[r] + RING_PREFETCH;
-	if (ahead < rd->seen[r] && (ahead & 63) < len)	/* once a line */
-		__builtin_prefetch(ring_of(rd, r) + (ahead & (rd->size - 1)), 1);
 	if (rd->tail[r] - rd->published[r] >= RING_PUBLISH)
 		publish(rd, r);
 }
@@ -216,23 +205,12 @@ static int peek(struct ring_reader *rd, unsigned r, uint8_t **rec, uint32_t *len
 	return 1;
 }
 
-/* Mark the rings that have been written to since the last look, and note
- * the heads of those that have. */
+/* Mark the rings that have been written to since the last look. */
 static void find_used(struct ring_reader *rd)
 {
-	for (unsigned r = 0; r < SHM_NRINGS; r++) {
-		rd->seen[r] = head_of(rd, r);
-		if (rd->seen[r] != rd->tail[r])
+	for (unsigned r = 0; r < SHM_NRINGS; r++)
+		if (!(rd->used & (1ULL << r)) && head_of(rd, r) != rd->tail[r])
 			rd->used |= 1ULL << r;
-	}
-}
-
-/* A private copy of the record at rec (len bytes, a multiple of 8) in
- * rd->rec, each word read once: the target may be rewriting it. */
-static void copy_out(struct ring_reader *rd, const uint8_t *rec, uint32_t len)
-{
-	for (uint32_t k = 0; k < len / 8; k++)
-		rd->rec[k] = __atomic_load_n((const uint64_t *)rec + k, __ATOMIC_RELAXED);
 }
 
 struct cand {
@@ -286,7 +264,8 @@ size_t ring_drain(struct ring_reader *rd, size_t max, ring_fn fn, void *arg)
 			/* Stamped after the bound: wait for the next pass. */
 			if (c[m].tsc >= bound && !force)
 				break;
-			copy_out(rd, c[m].rec, c[m].len);
+			/* a private copy: the target may be rewriting it */
+			memcpy(rd->rec, c[m].rec, c[m].len);
 			stop = fn(arg, rd->rec, c[m].len);
 			n++;
 			progressed = 1;

@@ -37,7 +37,6 @@
 #define FUTEX_WAKE		1
 
 #define SPIN_PAUSES		64
-#define RING_AHEAD		256	/* bytes past its record a writer fetches for writing */
 #define SLEEP_NS		10000000L	/* longest sleep between looks at the ring */
 #define MAX_WAIT_NS		1000000000LL	/* longest wait for a ring the tool drains but cannot move */
 #define BUSY_WAIT_NS		30000000000LL	/* longest wait while the tool drains nothing at all */
@@ -63,13 +62,6 @@ static inline long sys6(long nr, long a, long b, long c, long d, long e, long f)
 static inline void cpu_pause(void)
 {
 	__asm__ __volatile__("pause" ::: "memory");
-}
-
-/* Fetch the line at p for writing: our stores to it then find it ours
- * (a no-op on CPUs without prefetchw). */
-static inline void prefetch_write(const void *p)
-{
-	__asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
 }
 
 static inline void lock_inc(volatile uint64_t *p)
@@ -260,11 +252,6 @@ static char *ring_reserve(struct shm_hdr *h, unsigned r, uint32_t len, uint64_t 
 			/* the stamp first: a reader finding this record not
 			 * committed yet holds back what was stamped after it */
 			*(volatile uint64_t *)(ring + ((head + pad) & mask) + 8) = t;
-			/* the tool zeroed the lines ahead (ring.c): take them
-			 * back before our next records miss on them, unless
-			 * it has yet to read them */
-			if (head + pad + len + RING_AHEAD - tail <= size)
-				prefetch_write(ring + ((head + pad + len + RING_AHEAD) & mask));
 			/* past the doorbell mark, the tool napping: the first
 			 * writer to take tool_asleep wakes it (the cmpxchg
 			 * ordered our store of head before this load, see
