@@ -255,9 +255,10 @@ static char *ring_reserve(struct shm_hdr *h, unsigned r, uint32_t len, uint64_t 
 			/* past the doorbell mark, the tool napping: the first
 			 * writer to take tool_asleep wakes it (the cmpxchg
 			 * ordered our store of head before this load, see
-			 * agentlink.c; a stale tail only makes the ring look fuller) */
-			if (head + pad + len - tail >= SHM_DOORBELL_FILL(size) && h->tool_asleep &&
-			    !(h->flags & (SHM_F_EXACT | SHM_F_NO_FUTEX)) &&
+			 * agentlink.c; a stale tail only makes the ring look
+			 * fuller). Not in exact mode: its line is the tool's. */
+			if (head + pad + len - tail >= SHM_DOORBELL_FILL(size) &&
+			    !(h->flags & (SHM_F_EXACT | SHM_F_NO_FUTEX)) && h->tool_asleep &&
 			    __atomic_exchange_n(&h->tool_asleep, 0, __ATOMIC_SEQ_CST))
 				ring_doorbell(h);
 			if (pad) {
