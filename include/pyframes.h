@@ -20,12 +20,7 @@ struct sym_info;
 #define PYFRAMES_PC_BASE 0xffe0000000000000ULL
 #define PYFRAMES_MAX_PCS (1u << 20)
 
-/* The packed frame word (agent -> tool): see docs/shm-abi.md. */
-#define PYFRAMES_CODE_MASK 0x0000ffffffffffffULL
-#define PYFRAMES_IDX_SHIFT 48
-#define PYFRAMES_IDX_MASK 0x7fffu
-#define PYFRAMES_IDX_UNKNOWN 0x7fffu
-#define PYFRAMES_END (1ULL << 63)
+/* The packed frame word (agent -> tool) is shm.h's SHM_PY_WORD_*. */
 
 /* Bounds on what is read of the target. */
 #define PYFRAMES_NAME_MAX 256			/* bytes of UTF-8 in a name */

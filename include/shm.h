@@ -240,9 +240,11 @@ struct shm_patch {
 #define SHM_PY_OWNED_BY_CSTACK 3
 
 /* The packed word of one Python frame, leaf first. */
-#define SHM_PY_WORD_CODE(w)  ((w) & 0xffffffffffffULL)     /* PyCodeObject * */
-#define SHM_PY_WORD_INSTR(w) ((uint32_t)((w) >> 48) & 0x7fff) /* code units */
-#define SHM_PY_INSTR_UNKNOWN 0x7fff
+#define SHM_PY_CODE_MASK     0xffffffffffffULL   /* bits 0-47 */
+#define SHM_PY_INSTR_SHIFT   48                  /* bits 48-62 */
+#define SHM_PY_INSTR_UNKNOWN 0x7fff              /* also the field's mask */
+#define SHM_PY_WORD_CODE(w)  ((w) & SHM_PY_CODE_MASK)   /* PyCodeObject * */
+#define SHM_PY_WORD_INSTR(w) ((uint32_t)((w) >> SHM_PY_INSTR_SHIFT) & SHM_PY_INSTR_UNKNOWN)
 #define SHM_PY_WORD_END      (1ULL << 63)  /* the rootmost frame of its eval-loop call */
 
 struct shm_py {

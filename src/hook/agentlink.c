@@ -304,16 +304,18 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	h->rate = w->rate;
 	h->gap_mul = w->gap_mul;
 	h->max_depth = w->max_depth;
-	if (l->p.py && l->p.py->kind && l->p.pyframes && l->p.sc->no_stack_copy) {
-		/* the agent reads other threads' states only through it */
-		note(l, "the target's seccomp filter may refuse process_vm_readv: no Python "
-		     "frames, native stacks only");
-	} else if (l->p.py && l->p.py->kind && l->p.pyframes) {
-		w->py = *l->p.py;
-		w->py.found = w->py.not_found = 0;
-		h->py = w->py;
-		l->py_max = w->py.max_frames < SHM_PY_MAX_FRAMES ? w->py.max_frames :
-								  SHM_PY_MAX_FRAMES;
+	if (l->p.py && l->p.py->kind && l->p.pyframes) {
+		if (l->p.sc->no_stack_copy) {
+			/* the agent reads other threads' states only through it */
+			note(l, "the target's seccomp filter may refuse process_vm_readv: no "
+			     "Python frames, native stacks only");
+		} else {
+			w->py = *l->p.py;
+			w->py.found = w->py.not_found = 0;
+			h->py = w->py;
+			l->py_max = w->py.max_frames < SHM_PY_MAX_FRAMES ? w->py.max_frames :
+									  SHM_PY_MAX_FRAMES;
+		}
 	}
 	l->since = clock_ns(CLOCK_MONOTONIC);
 	for (int i = 0; i < SHM_NCOUNTERS; i++) {

@@ -11,6 +11,7 @@
 #include "idmap.h"
 #include "pyfind.h"
 #include "pyframes.h"
+#include "shm.h"
 #include "symbolize.h"
 #include "target.h"
 #include "xmalloc.h"
@@ -403,7 +404,7 @@ static int line_of(const struct pyframes *pf, const struct pycode *c, uint32_t i
 {
 	int line = -1;
 
-	if (idx == PYFRAMES_IDX_UNKNOWN || !c->table)
+	if (idx == SHM_PY_INSTR_UNKNOWN || !c->table)
 		return c->firstlineno;
 	if (pf->lay.minor <= 9)
 		line = pylines_lnotab(c->table, c->ntable, c->firstlineno, idx);
@@ -417,8 +418,8 @@ static int line_of(const struct pyframes *pf, const struct pycode *c, uint32_t i
 /* The place index of one packed word. */
 static size_t place_of_word(struct pyframes *pf, uint64_t w)
 {
-	uint32_t idx = (uint32_t)(w >> PYFRAMES_IDX_SHIFT) & PYFRAMES_IDX_MASK;
-	struct pycode *c = code_at(pf, w & PYFRAMES_CODE_MASK);
+	uint32_t idx = SHM_PY_WORD_INSTR(w);
+	struct pycode *c = code_at(pf, SHM_PY_WORD_CODE(w));
 	uint64_t k[3], id;
 	size_t p;
 
@@ -471,7 +472,7 @@ size_t pyframes_decode(struct pyframes *pf, const uint64_t *words, size_t n,
 	pf->now_ns = clock_ns(CLOCK_MONOTONIC);
 	for (size_t i = 0; i < n; i++) {
 		pcs[i] = PYFRAMES_PC_BASE + place_of_word(pf, words[i]) + 1;
-		ends[i] = !!(words[i] & PYFRAMES_END);
+		ends[i] = !!(words[i] & SHM_PY_WORD_END);
 	}
 	return n;
 }

@@ -3,6 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "pyframes.h"
+#include "shm.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -17,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	fn = data[0] % 3 == 0 ? pylines_lnotab : data[0] % 3 == 1 ? pylines_310 : pylines_311;
 	memcpy(&first, data + 1, 4);
-	for (uint32_t idx = 0; idx <= PYFRAMES_IDX_MASK; idx += 1 + idx / 64) {
+	for (uint32_t idx = 0; idx <= SHM_PY_INSTR_UNKNOWN; idx += 1 + idx / 64) {
 		int line = fn(data + 5, size - 5, first, idx);
 
 		if (line < -1)

@@ -12,6 +12,7 @@
 #include "proc.h"
 #include "pyfind.h"
 #include "pyframes.h"
+#include "shm.h"
 #include "pylayout.h"
 #include "symbolize.h"
 #include "target.h"
@@ -106,7 +107,7 @@ static int parse(char *line, struct expect *e)
 static int check_one(struct pyframes *pf, const struct expect *e, unsigned idx, int line)
 {
 	const char *want = e->minor >= 11 ? e->qualname : e->name;
-	uint64_t w = e->addr | (uint64_t)idx << PYFRAMES_IDX_SHIFT, pc;
+	uint64_t w = e->addr | (uint64_t)idx << SHM_PY_INSTR_SHIFT, pc;
 	uint8_t end;
 	struct sym_info si;
 
@@ -176,7 +177,7 @@ int main(int argc, char **argv)
 	pf = pyframes_new(t, &pt);
 	for (int i = 0; i < n; i++) {
 		bad |= check_one(pf, &ex[i], ex[i].idx, ex[i].line);
-		bad |= check_one(pf, &ex[i], PYFRAMES_IDX_UNKNOWN, ex[i].firstlineno);
+		bad |= check_one(pf, &ex[i], SHM_PY_INSTR_UNKNOWN, ex[i].firstlineno);
 	}
 	printf("pycodetest: Python 3.%d, %d code objects, %s\n", pt.minor, n,
 	       bad ? "MISMATCH" : "all match");

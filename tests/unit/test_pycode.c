@@ -11,6 +11,7 @@
 #include "profile.h"
 #include "pyfind.h"
 #include "pyframes.h"
+#include "shm.h"
 #include "symbolize.h"
 #include "target.h"
 
@@ -101,8 +102,8 @@ static struct fake_code *make_code(void *qual, void *name, void *file, int first
 
 static uint64_t word(const void *code, uint32_t idx, int end)
 {
-	return (uint64_t)(uintptr_t)code | (uint64_t)idx << PYFRAMES_IDX_SHIFT |
-	       (end ? PYFRAMES_END : 0);
+	return (uint64_t)(uintptr_t)code | (uint64_t)idx << SHM_PY_INSTR_SHIFT |
+	       (end ? SHM_PY_WORD_END : 0);
 }
 
 /* Location table (3.11+ format): unit 0 line +0, units 1-2 line +2, unit 3 none. */
@@ -139,7 +140,7 @@ static void test_decode(void)
 					make_str(fname, 6, 1, 0), 10,
 					make_bytes(table311, sizeof(table311)));
 	uint64_t w[6] = { word(c, 0, 0), word(c, 1, 0), word(c, 2, 1), word(c, 3, 0),
-			  word(c, PYFRAMES_IDX_UNKNOWN, 0), word(c, 100, 1) };
+			  word(c, SHM_PY_INSTR_UNKNOWN, 0), word(c, 100, 1) };
 	uint64_t pcs[6];
 	uint8_t ends[6];
 	struct sym_info si;

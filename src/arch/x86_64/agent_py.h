@@ -76,7 +76,8 @@ static inline uint64_t py_word(uint64_t code, int64_t idx, int end)
 {
 	if (idx < 0 || idx >= SHM_PY_INSTR_UNKNOWN)
 		idx = SHM_PY_INSTR_UNKNOWN;
-	return (code & 0xffffffffffffULL) | (uint64_t)idx << 48 | (end ? SHM_PY_WORD_END : 0);
+	return (code & SHM_PY_CODE_MASK) | (uint64_t)idx << SHM_PY_INSTR_SHIFT |
+	       (end ? SHM_PY_WORD_END : 0);
 }
 
 /*
