@@ -139,6 +139,8 @@ struct shm_counter {
 #define SHM_F_NO_FUTEX  2   /* the target's seccomp filter may kill futex: no doorbell, and
 			     * writers waiting for room yield (or spin) instead of sleeping */
 #define SHM_F_NO_YIELD  4   /* the same for sched_yield: writers waiting for room spin */
+#define SHM_F_XACCT     8   /* with SHM_F_EXACT: the agent accounts allocations of known
+			     * stacks itself (in-target accounting, below) */
 
 /* Keeps the compiler from reordering the stores that publish a shared
  * table entry (x86-64 keeps stores in order by itself). */
@@ -337,6 +339,13 @@ struct shm_hdr {
 	struct shm_range fp[SHM_FP_RANGES];
 
 	struct shm_py py;       /* Python frames (agent_py.h) */
+
+	/* In-target accounting (SHM_F_XACCT, below). */
+	uint64_t xlive_slots;           /* slots of the xlive table: a power of two,
+					 * at most SHM_XLIVE_MAX; 0: no accounting */
+	volatile uint64_t xforeign_count; /* frees of accounted blocks by threads that own
+					   * no lane (lock add) */
+	volatile uint64_t xforeign_bytes;
 };
 
 _Static_assert(sizeof(struct shm_hdr) <= SHM_OFF_COUNTERS, "the header is one page");
@@ -476,6 +485,103 @@ static inline uint32_t shm_ev_max_len(uint32_t depth, uint32_t npy)
 }
 #define SHM_EV_MAX_LEN (sizeof(struct shm_ev_alloc) + SHM_MAX_DEPTH * 8 + \
 			SHM_PY_MAX_FRAMES * 8 + sizeof(struct frame_regs) + SHM_STACK_COPY)
+
+/*
+ * ---- In-target accounting (exact mode, SHM_F_XACCT) ----
+ * In exact mode, an allocation whose stack the tool has numbered (a
+ * stack id, no Python frames) is accounted by the agent in the shared area
+ * and sends no event, nor does its free; everything else takes the rings
+ * as before. No time stamp orders these: the xlive table is the state.
+ * The regions follow the rings (their offsets depend on ring_size):
+ *
+ *   xlanes[SHM_NRINGS]      one cache line each (struct shm_xlane)
+ *   xcounts[SHM_NRINGS][SHM_XCOUNTS]  per lane, (stack, size) -> count
+ *   xlive[xlive_slots]      accounted blocks still live (struct shm_xlive)
+ *
+ * Lanes: a thread uses lane ring_of(sp) if it owns it: owner holds the fs
+ * base (rdfsbase; the tool sets SHM_F_XACCT only where the kernel allows
+ * it, AT_HWCAP2 bit 1) of the thread that claimed it with cmpxchg from 0.
+ * Only the owner writes its lane's line and counters (plain adds: a
+ * signal handler nesting on the same thread interrupts only between
+ * instructions). A thread with no lane of its own takes the event path
+ * for its allocations.
+ *
+ * An allocation: claim an xlive slot in its probe window (SHM_XPROBES
+ * slots from shm_xlive_slot) whose ptr is 0 or 1 by cmpxchg to 2, store
+ * key, then ptr; then count key in the lane's xcounts (a free way in
+ * the key's window is claimed by cmpxchg from 0); if that fails the slot
+ * goes back to 1 and the event path takes the allocation. The lane's
+ * alloc_count/alloc_bytes grow with it.
+ * A free: look ptr up in its window (a lookup stops at a slot whose ptr
+ * is 0); found: read key, store ptr = 1 (the thread freeing a block owns
+ * it: no one else writes that slot meanwhile), add to the lane's
+ * free_count/free_bytes (xforeign_* with a locked add if the thread owns
+ * no lane) and send nothing. Not found: the event path.
+ *
+ * The tool reads, at any time: each lane's totals and xcounts (a count is
+ * cumulative: alloc_objects is the sum over lanes, alloc_space that times
+ * the size) and the xlive table (read ptr, key, ptr again: in-use per
+ * key). Everything there is the target's to write: keys and counts are
+ * checked (a stack id the tool gave out, a size below SHM_ADDR_LIMIT).
+ */
+#define SHM_XCOUNTS     65536                   /* (stack, size) counters per lane */
+#define SHM_XPROBES     8
+#define SHM_XLIVE_MAX   (1ULL << 24)
+#define SHM_XID_MAX     ((1u << 24) - 2)        /* the largest stack id a key holds */
+#define SHM_XSIZE_MAX   ((1ULL << 40) - 1)      /* the largest size a key holds */
+
+struct shm_xlane {
+	volatile uint64_t owner;        /* fs base of the owning thread; 0: free */
+	volatile uint64_t alloc_count, alloc_bytes;
+	volatile uint64_t free_count, free_bytes;
+	uint64_t pad[3];
+};
+
+struct shm_xcount {
+	volatile uint64_t key;          /* shm_xkey; 0: free */
+	volatile uint64_t count;
+};
+
+struct shm_xlive {
+	volatile uint64_t ptr;          /* 0: never used, 1: freed, 2: being filled */
+	volatile uint64_t key;          /* shm_xkey of the block */
+};
+
+/* A (stack id, size) key: id <= SHM_XID_MAX, size <= SHM_XSIZE_MAX; never 0. */
+static inline uint64_t shm_xkey(uint32_t id, uint64_t size)
+{
+	return size << 24 | (uint64_t)(id + 1);
+}
+
+static inline uint32_t shm_xkey_id(uint64_t key)
+{
+	return (uint32_t)(key & 0xffffff) - 1;
+}
+
+static inline uint64_t shm_xkey_size(uint64_t key)
+{
+	return key >> 24;
+}
+
+#define SHM_OFF_XLANES(ring_size)  (SHM_OFF_RING + SHM_NRINGS * (uint64_t)(ring_size))
+#define SHM_OFF_XCOUNTS(ring_size) (SHM_OFF_XLANES(ring_size) + SHM_NRINGS * 64)
+#define SHM_OFF_XLIVE(ring_size)   (SHM_OFF_XCOUNTS(ring_size) + \
+				    (uint64_t)SHM_NRINGS * SHM_XCOUNTS * sizeof(struct shm_xcount))
+/* Bytes of the accounting regions with xlive_slots slots (0: none). */
+#define SHM_XACCT_SIZE(slots) ((slots) ? SHM_OFF_XLIVE(0) - SHM_OFF_RING + \
+			       (uint64_t)(slots) * sizeof(struct shm_xlive) : 0)
+
+/* The first slot of ptr's window in an xlive table of `slots` slots, and
+ * of key's in a lane's xcounts. */
+static inline uint64_t shm_xlive_slot(uint64_t ptr, uint64_t slots)
+{
+	return ((ptr >> 4) * 0x9e3779b97f4a7c15ULL >> 20) & (slots - 1);
+}
+
+static inline uint32_t shm_xcount_slot(uint64_t key)
+{
+	return (uint32_t)((key * 0x9e3779b97f4a7c15ULL) >> 48) & (SHM_XCOUNTS - 1);
+}
 
 /* No user address (nor size) reaches this, even with 5-level paging: an
  * allocation event beyond it was not written by the agent. */
