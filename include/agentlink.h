@@ -37,6 +37,8 @@ struct agent_link_params {
 	uint64_t ring_size;             /* bytes of each ring (agent_link_ring_size) */
 	int prefault;                   /* fault the tables in ourselves (membudget.h) */
 	int count_bytes;                /* add the unsampled bytes to stats->bytes (--interval) */
+	uint64_t xlive_slots;           /* exact mode: slots of the in-target accounting's
+					 * table (agent_link_xacct_slots); 0: no accounting */
 	const struct seccomp_plan *sc;  /* what the agent may not do (read when the area is set up) */
 	struct profile *prof;           /* where events go */
 	struct sampler *sampler;        /* the counters' first gaps and seeds */
@@ -55,8 +57,28 @@ struct agent_link_params {
 /* Bytes of each ring by default for a sampling rate (before the memory
  * cgroup has its say, membudget.c). */
 uint64_t agent_link_ring_size(uint64_t rate);
-/* Bytes of the shared data part for rings of ring_size bytes. */
-uint64_t agent_link_data_size(uint64_t ring_size);
+/* Bytes of the shared data part for rings of ring_size bytes and an
+ * accounting table of xlive_slots slots (0: none). */
+uint64_t agent_link_data_size(uint64_t ring_size, uint64_t xlive_slots);
+/*
+ * Exact mode's in-target accounting (shm.h, SHM_F_XACCT): the xlive slots
+ * for target pid, budget (membudget.h's xlive_slots) if its kernel lets
+ * the agent read its threads' fs base (AT_HWCAP2's FSGSBASE) and
+ * HEAPATTACH_NO_XACCT is not set, else 0.
+ */
+uint64_t agent_link_xacct_slots(pid_t pid, uint64_t budget);
+/*
+ * Read the figures the agent accounted (SHM_F_XACCT) into the profile
+ * anew (profile_xacct_*): the (stack, size) counts of every lane and the
+ * blocks of the xlive table, each word read once and checked (a stack id
+ * we gave out, a size the agent can key, a count it could have reached).
+ * Call it before the live figure is taken and before a dump; after
+ * agent_link_final, the first call reads what the agent left and later
+ * ones keep it. Does nothing without accounting or once hostile.
+ */
+void agent_link_xacct_sync(struct agent_link *l);
+/* Our view of the shared area (tests fill it as the agent would); NULL before it is set up. */
+struct shm_hdr *agent_link_shm(struct agent_link *l);
 
 /* A link with nothing shared yet: the area comes with the implant's first
  * region (agent_link_implant_ops). NULL only when out of memory. */

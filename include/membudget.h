@@ -12,13 +12,19 @@
 struct membudget {
 	uint64_t ring_size;             /* bytes of each ring; 0 when there are none */
 	int prefault;                   /* fault the shared tables in ourselves */
+	uint64_t xlive_slots;           /* exact mode: the in-target accounting's table
+					 * (shm.h, SHM_F_XACCT) may have this many slots; 0: none */
 	char note[MEMCG_PATH_MAX + 160]; /* what we add to the target's memory (-v, profile) */
 };
 
 /* Size the rings of pid (want bytes each without a limit) to the room in
- * its memory cgroup, before attaching. 0, or -ENOSPC after one message
- * saying why heapattach must not attach (exact mode or the least rings do
- * not fit). */
+ * its memory cgroup, before attaching, and in exact mode the in-target
+ * accounting's regions after them (MEMBUDGET_XLIVE_WANT slots, fewer to fit
+ * the room the rings leave, none below MEMBUDGET_XLIVE_MIN). 0, or -ENOSPC
+ * after one message saying why heapattach must not attach (exact mode or
+ * the least rings do not fit). */
+#define MEMBUDGET_XLIVE_WANT (1u << 20)
+#define MEMBUDGET_XLIVE_MIN (1u << 16)
 int membudget_plan(pid_t pid, int exact, uint64_t want, struct membudget *out);
 /* The most live blocks exact mode's profile may hold: half of the memory
  * heapattach has (MemAvailable, or the room in its own memory cgroup if
@@ -31,5 +37,9 @@ size_t membudget_live_cap(void);
 size_t membudget_live_cap_for(uint64_t room);
 /* Trap mode: no rings, nothing the target writes. */
 void membudget_nothing(struct membudget *out);
+/* The most xlive slots (a power of two in [MEMBUDGET_XLIVE_MIN,
+ * MEMBUDGET_XLIVE_WANT]) whose accounting regions take at most room bytes,
+ * or 0. */
+uint64_t membudget_xlive_fit(uint64_t room);
 
 #endif

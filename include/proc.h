@@ -67,4 +67,7 @@ extern int proc_no_map_files;
  * buffer; *buf is the caller's to free. 0 or -errno. */
 int proc_read_file(const char *path, char **buf, size_t *len);
 
+/* The value of auxv entry type (AT_*) in /proc/PID/auxv, or 0. */
+uint64_t proc_auxv_get(pid_t pid, uint64_t type);
+
 #endif

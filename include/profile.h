@@ -131,12 +131,29 @@ uint64_t profile_drops(const struct profile *p);
 /* Allocations recorded at an address already live: frees missed (in
  * exact mode, where every free is an event, there should be none). */
 uint64_t profile_live_again(const struct profile *p);
-/* Total bytes and allocations recorded since creation (unscaled). */
+/*
+ * Figures accounted in the target (exact mode's in-target accounting,
+ * agentlink.c), by (stack id, size), shift 0: read anew each time, so
+ * reset, then added. They count in profile_foreach's buckets and in the
+ * totals below (profile_total_*, profile_nlive) but not in the live table.
+ * A stack id the profile does not hold is ignored; the buckets are
+ * interned as recorded ones are (the caps apply); sums saturate.
+ */
+void profile_xacct_reset(struct profile *p);
+/* count allocations of size bytes from stack, since the attach. */
+void profile_xacct_alloc(struct profile *p, uint32_t stack, uint64_t size, uint64_t count);
+/* One block of size bytes from stack, in use now. */
+void profile_xacct_inuse(struct profile *p, uint32_t stack, uint64_t size);
+/* The accounted allocations added since the last reset. */
+uint64_t profile_xacct_allocs(const struct profile *p);
+/* Total bytes and allocations recorded since creation (unscaled), with
+ * the accounted ones. */
 uint64_t profile_total_alloc_bytes(const struct profile *p);
 uint64_t profile_total_alloc_count(const struct profile *p);
 /* Bytes of the live table (its size follows profile_nlive, up and down). */
 size_t profile_live_bytes(const struct profile *p);
-/* Table sizes: live pointers, (stack, size) buckets, distinct stacks. */
+/* Table sizes: live pointers (and accounted blocks in use), (stack, size)
+ * buckets, distinct stacks. */
 size_t profile_nlive(const struct profile *p);
 size_t profile_nbuckets(const struct profile *p);
 size_t profile_nstacks(const struct profile *p);
@@ -144,7 +161,7 @@ size_t profile_nstacks(const struct profile *p);
  * valid until the next record into p. */
 const uint64_t *profile_stack_pcs(const struct profile *p, uint32_t id, size_t *n);
 
-/* Call cb for every bucket with any alloc count, in creation order; stops
+/* Call cb for every bucket with any alloc or in-use count, in creation order; stops
  * early and returns cb's value if it is non-zero, else returns 0. b and b->pcs
  * are valid only during the call; cb must not record into p. */
 int profile_foreach(const struct profile *p,

@@ -17,6 +17,9 @@ struct run_stats {
 	uint64_t doorbells;     /* fast mode: times a writer woke the napping tool */
 	uint64_t py_found;      /* fast mode: samples that found their thread's Python state */
 	uint64_t py_not_found;  /* ...and that looked and did not */
+	uint64_t xacct_allocs;  /* exact mode: allocations accounted in the target
+				 * (no event: SHM_F_XACCT), by its lanes' totals... */
+	uint64_t xacct_frees;   /* ...and the frees of those blocks */
 };
 
 #endif

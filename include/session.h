@@ -47,6 +47,7 @@ struct session {
 	/* The parts of the run. */
 	struct implant *im;             /* what we put into the target */
 	struct agent_link *link;        /* fast mode: the agent's shared area */
+	int link_xacct;                 /* exact mode: the agent accounts allocations itself */
 	struct collect_ctx trap;        /* trap mode: where the traps' events go */
 	struct profile *prof;
 	struct sampler sampler;

@@ -271,6 +271,9 @@ int session_dump(struct session *s, unsigned seq)
 	snprintf(comment, sizeof(comment), "events=%llu nested=%llu unwind_errors=%llu",
 		 (unsigned long long)s->stats.events, (unsigned long long)s->stats.nested,
 		 (unsigned long long)s->stats.unwind_errors);
+	if (s->link_xacct)	/* allocations that sent no event */
+		snprintf(comment + strlen(comment), sizeof(comment) - strlen(comment),
+			 " accounted=%llu", (unsigned long long)s->stats.xacct_allocs);
 	d = (struct dump_info){
 		.pid = s->pid,
 		.time_nanos = s->start_wall_ns,
@@ -368,6 +371,7 @@ static void track_live(struct session *s, uint64_t now, int final)
 	if (!final && (now < s->live_next_ns || !s->live_fresh))
 		return;
 	s->live_fresh = 0;
+	agent_link_xacct_sync(s->link);	/* what the agent accounted itself */
 	live = breakdown_profile_live(s->prof);
 	peak_update(&s->peak, s->prof, live, now - s->start_ns);
 	cost = clock_ns(CLOCK_MONOTONIC) - now;
@@ -467,6 +471,7 @@ static int fast_prepare(struct session *s)
 		.ring_size = s->mem.ring_size,
 		.prefault = s->mem.prefault,
 		.count_bytes = s->opt->interval != 0,
+		.xlive_slots = agent_link_xacct_slots(s->pid, s->mem.xlive_slots),
 		.sc = &s->sc,	/* made at attach, before the area is set up */
 		.prof = s->prof,
 		.sampler = &s->sampler,
@@ -477,14 +482,16 @@ static int fast_prepare(struct session *s)
 		.note_arg = s,
 	};
 	pyattach_link(s->py, &lp);
+	s->link_xacct = lp.xlive_slots != 0;
 	s->link = agent_link_new(&lp);
 	return 0;
 }
 
-/* What the rings and the agent's live table hold, into the profile. */
+/* What the rings, the agent's live table and its accounting hold, into the profile. */
 static void fast_sync(struct session *s)
 {
 	agent_link_reconcile(s->link);
+	agent_link_xacct_sync(s->link);
 }
 
 /*
@@ -927,9 +934,12 @@ int session_run(const struct options *opt)
 	if (s.mode->sync)
 		s.mode->sync(&s);	/* what the rings still hold (detach, exit or exec) */
 	if (s.stats.walks)
-		pr_debug("agent: %llu walks, %llu misses, %llu nested, %llu doorbells",
+		pr_debug("agent: %llu walks, %llu misses, %llu nested, %llu doorbells, "
+			 "%llu allocations and %llu frees accounted in the target (no events)",
 			 (unsigned long long)s.stats.walks, (unsigned long long)s.stats.walk_misses,
-			 (unsigned long long)s.stats.nested, (unsigned long long)s.stats.doorbells);
+			 (unsigned long long)s.stats.nested, (unsigned long long)s.stats.doorbells,
+			 (unsigned long long)s.stats.xacct_allocs,
+			 (unsigned long long)s.stats.xacct_frees);
 	if (s.py)
 		pr_debug("python: %llu samples found their thread's Python state, %llu did not",
 			 (unsigned long long)s.stats.py_found,

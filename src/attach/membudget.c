@@ -13,7 +13,11 @@
  * tables in itself at setup (charged to its own cgroup) and picks the
  * largest ring size whose SHM_NRINGS rings take at most 1/ROOM_SHARE of
  * the room left; exact mode, which needs big rings to keep up, is refused
- * below EXACT_MIN_RING.
+ * below EXACT_MIN_RING. Exact mode's in-target accounting (shm.h,
+ * SHM_F_XACCT) takes regions after the rings that are never prefaulted:
+ * the agent touches their pages as it uses them (its counters, one page
+ * of the xlive table per 256 blocks live at once), so they are charged to
+ * the target; they get what the rings leave of that share, or nothing.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -25,6 +29,7 @@
 #include "membudget.h"
 #include "memcg.h"
 #include "profile.h"
+#include "shm.h"
 
 #define ROOM_SHARE 2                    /* take at most half of the room left */
 #define SAMPLED_MIN_RING (64u << 10)    /* holds a few 8 KiB stack copies */
@@ -38,10 +43,20 @@ static int within(const char *dir, const char *top)
 	return !strncmp(dir, top, tl) && (!dir[tl] || dir[tl] == '/');
 }
 
+uint64_t membudget_xlive_fit(uint64_t room)
+{
+	uint64_t slots = MEMBUDGET_XLIVE_WANT;
+
+	while (slots >= MEMBUDGET_XLIVE_MIN && SHM_XACCT_SIZE(slots) > room)
+		slots /= 2;
+	return slots >= MEMBUDGET_XLIVE_MIN ? slots : 0;
+}
+
 void membudget_nothing(struct membudget *out)
 {
 	out->ring_size = 0;
 	out->prefault = 0;
+	out->xlive_slots = 0;
 	snprintf(out->note, sizeof(out->note), "heapattach adds nothing to the "
 		 "target's memory (trap mode: heapattach writes every page it maps)");
 }
@@ -50,16 +65,19 @@ int membudget_plan(pid_t pid, int exact, uint64_t want, struct membudget *out)
 {
 	char a[32], b[32], c[32], d[32];
 	struct memcg_info mi, self;
-	uint64_t min, fixed = 0, ring;
+	uint64_t min, fixed = 0, ring, share, used;
 
 	out->ring_size = 0;
 	out->prefault = 0;
+	out->xlive_slots = 0;
 	if (memcg_read(pid, &mi) || mi.avail == MEMCG_NONE) {
 		out->ring_size = want;
+		out->xlive_slots = exact ? MEMBUDGET_XLIVE_WANT : 0;
 		snprintf(out->note, sizeof(out->note), "heapattach adds up to %s to the "
 			 "target's memory (%d rings of %s, %s of tables; no memory cgroup limit)",
-			 memcg_fmt(SHM_NRINGS * want + SHM_OFF_RING, a, sizeof(a)), SHM_NRINGS,
-			 memcg_fmt(want, b, sizeof(b)), memcg_fmt(SHM_OFF_RING, c, sizeof(c)));
+			 memcg_fmt(SHM_NRINGS * want + SHM_OFF_RING + SHM_XACCT_SIZE(out->xlive_slots),
+				   a, sizeof(a)), SHM_NRINGS, memcg_fmt(want, b, sizeof(b)),
+			 memcg_fmt(SHM_OFF_RING + SHM_XACCT_SIZE(out->xlive_slots), c, sizeof(c)));
 		return 0;
 	}
 	/* Our own pages count too if we run inside the limited cgroup. */
@@ -79,9 +97,13 @@ int membudget_plan(pid_t pid, int exact, uint64_t want, struct membudget *out)
 	}
 	out->ring_size = ring;
 	out->prefault = 1;
+	share = mi.avail / ROOM_SHARE;
+	used = SHM_NRINGS * ring + fixed;
+	if (exact && share > used)
+		out->xlive_slots = membudget_xlive_fit(share - used);
 	snprintf(out->note, sizeof(out->note), "heapattach adds up to %s to the target's "
 		 "memory cgroup %s (%d rings of %s%s; limit %s, room %s)",
-		 memcg_fmt(SHM_NRINGS * ring + fixed, a, sizeof(a)), mi.tight, SHM_NRINGS,
+		 memcg_fmt(used + SHM_XACCT_SIZE(out->xlive_slots), a, sizeof(a)), mi.tight, SHM_NRINGS,
 		 memcg_fmt(ring, b, sizeof(b)), fixed ? ", and its tables: heapattach runs in it" :
 		 "", memcg_fmt(mi.limit, c, sizeof(c)), memcg_fmt(mi.avail, d, sizeof(d)));
 	return 0;

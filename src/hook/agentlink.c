@@ -47,6 +47,7 @@
 #include "timestamp.h"
 #include "tramp_fast.h"
 #include "unwind.h"
+#include "xacct_arch.h"
 #include "xmalloc.h"
 
 #define DRAIN_BATCH 65536
@@ -125,6 +126,17 @@ struct agent_link {
 	uint64_t raised_from_ns;        /* the current raised period's start */
 	uint64_t nallocs, nfrees;       /* events handled, in all */
 	uint64_t win_allocs, win_frees; /* and at the window's start */
+
+	/* Exact mode's in-target accounting (SHM_F_XACCT; xacct_*, below). */
+	uint64_t xslots;                /* slots of the xlive table; 0: no accounting */
+	uint64_t xbytes_seen;           /* the lanes' alloc_bytes at the last look (--interval) */
+	struct xpages {                 /* the pages of a region the agent has touched */
+		uint64_t off, n;        /* entries (16 bytes) from offset off of the area */
+		uint8_t *seen;          /* by page of our view from the region's first */
+	} xcount_pages, xlive_pages;
+	uint64_t xbad_keys, xbad_counts, xbad_ptrs, xtorn;	/* entries not believed */
+	int xbad_noted;                 /* said once (debug) */
+	int xfinal_read;                /* read after agent_link_final: nothing changes now */
 };
 
 uint64_t agent_link_ring_size(uint64_t rate)
@@ -140,18 +152,37 @@ uint64_t agent_link_ring_size(uint64_t rate)
 	return rate >= 256 * 1024 ? 2u << 20 : 8u << 20;
 }
 
-uint64_t agent_link_data_size(uint64_t ring_size)
+uint64_t agent_link_data_size(uint64_t ring_size, uint64_t xlive_slots)
 {
-	return SHM_OFF_RING + SHM_NRINGS * ring_size;
+	return SHM_OFF_RING + SHM_NRINGS * ring_size + SHM_XACCT_SIZE(xlive_slots);
+}
+
+uint64_t agent_link_xacct_slots(pid_t pid, uint64_t budget)
+{
+	if (!budget)
+		return 0;
+	if (getenv("HEAPATTACH_NO_XACCT")) {
+		pr_debug("in-target accounting off (HEAPATTACH_NO_XACCT)");
+		return 0;
+	}
+	/* the agent tells its threads apart by their fs base (rdfsbase) */
+	if (!arch_xacct_allowed(proc_auxv_get(pid, ARCH_XACCT_AUXV))) {
+		pr_debug("in-target accounting off: the kernel does not allow rdfsbase");
+		return 0;
+	}
+	return budget;
 }
 
 struct agent_link *agent_link_new(const struct agent_link_params *p)
 {
 	struct agent_link *l = xcalloc(1, sizeof(*l));
+	uint64_t x = p->xlive_slots;
 
 	l->p = *p;
 	l->exact = p->rate == 1;
 	l->depth = shm_depth(p->max_depth);
+	if (l->exact && x && !(x & (x - 1)) && x <= SHM_XLIVE_MAX)
+		l->xslots = x;
 	return l;
 }
 
@@ -270,6 +301,8 @@ static void on_code_change(void *arg, const struct proc_maps *old)
 }
 
 static void fp_refresh(struct agent_link *l);
+static void xacct_bytes(struct agent_link *l);
+static void xacct_stats(struct agent_link *l);
 static void note(struct agent_link *l, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
@@ -291,7 +324,9 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	/* charged to our memory cgroup, not the target's (membudget.c) */
 	if (l->p.prefault)
 		prefault(d, SHM_OFF_RING);
-	w->flags = (l->exact ? SHM_F_EXACT : 0) | l->p.sc->shm_flags;
+	w->flags = (l->exact ? SHM_F_EXACT : 0) | (l->xslots ? SHM_F_XACCT : 0) |
+		   l->p.sc->shm_flags;
+	w->xlive_slots = l->xslots;	/* its regions after the rings: never prefaulted */
 	h->no_stack_copy = l->p.sc->no_stack_copy;	/* seccomp: no process_vm_readv */
 	w->data_remote = l->fenv.data;
 	w->ring_size = l->p.ring_size;
@@ -304,6 +339,7 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	h->rate = w->rate;
 	h->gap_mul = w->gap_mul;
 	h->max_depth = w->max_depth;
+	h->xlive_slots = w->xlive_slots;
 	if (l->p.py && l->p.py->kind && l->p.pyframes) {
 		if (l->p.sc->no_stack_copy) {
 			/* the agent reads other threads' states only through it */
@@ -514,7 +550,7 @@ static const struct {
 	F(stats_n), F(stats_names), F(fp_n), F(fp), F(py.kind), F(py.max_frames), F(py.holder),
 	F(py.threads_head), F(py.ts_next), F(py.ts_thread_id), F(py.ts_frame),
 	F(py.cf_current_frame), F(py.fr_back), F(py.fr_code), F(py.fr_lasti), F(py.fr_owner),
-	F(py.fr_is_entry), F(py.co_code_adaptive), F(py.co_firsttraceable),
+	F(py.fr_is_entry), F(py.co_code_adaptive), F(py.co_firsttraceable), F(xlive_slots),
 #undef F
 };
 
@@ -1065,6 +1101,8 @@ size_t agent_link_drain(struct agent_link *l, size_t max)
 	} while (n == batch && total < max && !l->hostile &&
 		 clock_ns(CLOCK_MONOTONIC) <= l->drain_deadline);
 	flush_ops(l);
+	if (l->xslots && l->p.count_bytes)
+		xacct_bytes(l);
 	/* a writer whose ring stood still through this drain stops waiting (agent.c) */
 	__atomic_store_n(&l->shm->drained, clock_ns(CLOCK_MONOTONIC), __ATOMIC_RELEASE);
 	if (l->rings.corrupt)
@@ -1222,11 +1260,210 @@ static void sync_stats(struct agent_link *l)
 	l->p.stats->walk_misses = sum[1];
 	l->p.stats->nested = sum[2];
 	l->p.stats->doorbells = __atomic_load_n(&l->shm->doorbell, __ATOMIC_RELAXED);
+	if (l->xslots)
+		xacct_stats(l);
 	if (l->py_max) {	/* said with -v only: a hostile figure misleads nobody */
 		l->p.stats->py_found = __atomic_load_n(&l->shm->py.found, __ATOMIC_RELAXED);
 		l->p.stats->py_not_found = __atomic_load_n(&l->shm->py.not_found,
 							   __ATOMIC_RELAXED);
 	}
+}
+
+/*
+ * ---- exact mode's in-target accounting (SHM_F_XACCT, shm.h) ----
+ *
+ * The agent counts an allocation of a numbered stack in its lane's
+ * xcounts and enters the block in xlive, and sends no event for it nor
+ * for its free: the profile's figures for it are read here, anew each
+ * time (profile_xacct_*). Everything there is the target's to write, at
+ * any moment: each word is read once, a key must name a stack we gave out
+ * and a size the agent can key, a count must be one the agent could have
+ * reached since the area was set up (plausible), a block is taken only
+ * if its pointer read the same before and after its key. What fails is
+ * counted and left out (said once with -v); none of it can make us
+ * believe more than COUNT_PER_NS allocations a nanosecond per entry, nor
+ * more blocks than the table has slots. The regions are never prefaulted
+ * and only the pages the agent has touched are read (mincore), so that
+ * reading does not fault in the whole table.
+ */
+
+static const struct shm_xlane *xlanes(const struct agent_link *l)
+{
+	return (const struct shm_xlane *)((const uint8_t *)l->shm + SHM_OFF_XLANES(l->p.ring_size));
+}
+
+/* The sum of one field (at offset off) over the lanes, saturated; 0 if
+ * a lane's is not a count the agent could have reached (*bad set). */
+static uint64_t xlanes_sum(const struct agent_link *l, size_t off, int *bad)
+{
+	uint64_t sum = 0;
+
+	for (unsigned r = 0; r < SHM_NRINGS; r++) {
+		const volatile uint64_t *f = (const volatile uint64_t *)
+					     ((const uint8_t *)&xlanes(l)[r] + off);
+		uint64_t v = *f;
+
+		if (!plausible(l, v)) {
+			*bad = 1;
+			return 0;
+		}
+		sum = sum + v < sum ? UINT64_MAX : sum + v;
+	}
+	return sum;
+}
+
+/* --interval: what the lanes allocated since the last look, into the
+ * stats' bytes (a total that went back, the target's doing, is taken as
+ * the new start). The bytes are not bounded by plausible: one call may
+ * ask for any size; a hostile total only brings the next dump sooner. */
+static void xacct_bytes(struct agent_link *l)
+{
+	uint64_t sum = 0;
+
+	for (unsigned r = 0; r < SHM_NRINGS; r++) {
+		uint64_t v = xlanes(l)[r].alloc_bytes;
+
+		sum = sum + v < sum ? UINT64_MAX : sum + v;
+	}
+	if (sum > l->xbytes_seen)
+		l->p.stats->bytes += sum - l->xbytes_seen;
+	l->xbytes_seen = sum;
+}
+
+/* Mark the pages of xp's region that are in memory now (they stay marked:
+ * a page swapped out since still holds entries); all of them if mincore
+ * cannot tell. */
+static void xpages_update(struct agent_link *l, struct xpages *xp)
+{
+	uintptr_t lo = (uintptr_t)(data_of(l) + xp->off), page = 4096;
+	uintptr_t a = lo & ~(page - 1), e = (lo + xp->n * 16 + page - 1) & ~(page - 1);
+	size_t np = (e - a) / page;
+	unsigned char *vec = xmalloc(np);
+
+	if (!xp->seen)
+		xp->seen = xcalloc(np, 1);
+	if (mincore((void *)a, e - a, vec))
+		memset(vec, 1, np);
+	for (size_t i = 0; i < np; i++)
+		xp->seen[i] |= vec[i] & 1;
+	free(vec);
+}
+
+/* Call fn(l, entry, prof) for the entries of xp's region in pages marked
+ * (the others were never touched: all zero). */
+static void xpages_each(struct agent_link *l, const struct xpages *xp,
+			void (*fn)(struct agent_link *l, const volatile uint64_t *e))
+{
+	uintptr_t lo = (uintptr_t)(data_of(l) + xp->off), page = 4096, a = lo & ~(page - 1);
+	size_t np = ((lo + xp->n * 16 + page - 1) & ~(page - 1)) - a;
+
+	np /= page;
+	for (size_t i = 0; i < np; i++) {
+		uintptr_t p = a + i * page;
+		uint64_t first = p > lo ? (p - lo) / 16 : 0, end = (p + page - lo) / 16;
+
+		if (!xp->seen[i])
+			continue;
+		for (uint64_t k = first; k < end && k < xp->n; k++)
+			fn(l, (const volatile uint64_t *)(lo + k * 16));
+	}
+}
+
+/* A key of the agent's: its stack id one we gave out, its size one it keys. */
+static int xkey_ok(const struct agent_link *l, uint64_t key)
+{
+	uint64_t size = shm_xkey_size(key);
+
+	return (key & 0xffffff) && shm_xkey_id(key) <= SHM_XID_MAX &&
+	       shm_xkey_id(key) < profile_nstacks(l->p.prof) && size <= SHM_XSIZE_MAX &&
+	       size < SHM_ADDR_LIMIT;
+}
+
+/* One struct shm_xcount: key, then count, each read once. */
+static void xcount_one(struct agent_link *l, const volatile uint64_t *e)
+{
+	uint64_t key = e[0], count;
+
+	if (!key)
+		return;
+	count = e[1];
+	if (!count)
+		return;	/* claimed, not counted yet */
+	if (!xkey_ok(l, key))
+		l->xbad_keys++;
+	else if (!plausible(l, count))
+		l->xbad_counts++;
+	else
+		profile_xacct_alloc(l->p.prof, shm_xkey_id(key), shm_xkey_size(key), count);
+}
+
+/* One struct shm_xlive: ptr, key, ptr again (0 never used, 1 freed, 2
+ * being filled). */
+static void xlive_one(struct agent_link *l, const volatile uint64_t *e)
+{
+	uint64_t ptr = e[0], key;
+
+	if (ptr <= 2)
+		return;
+	shm_barrier();
+	key = e[1];
+	shm_barrier();
+	if (e[0] != ptr)
+		l->xtorn++;	/* freed or taken again meanwhile: the next read has it */
+	else if (ptr >= SHM_ADDR_LIMIT)
+		l->xbad_ptrs++;
+	else if (!xkey_ok(l, key))
+		l->xbad_keys++;
+	else
+		profile_xacct_inuse(l->p.prof, shm_xkey_id(key), shm_xkey_size(key));
+}
+
+void agent_link_xacct_sync(struct agent_link *l)
+{
+	uint64_t bad;
+
+	if (!ready(l) || l->hostile || !l->xslots || l->xfinal_read)
+		return;
+	if (l->final)
+		l->xfinal_read = 1;	/* the writers are gone: this reading is the last */
+	if (!l->xcount_pages.n) {
+		l->xcount_pages = (struct xpages){ SHM_OFF_XCOUNTS(l->p.ring_size),
+						   (uint64_t)SHM_NRINGS * SHM_XCOUNTS, NULL };
+		l->xlive_pages = (struct xpages){ SHM_OFF_XLIVE(l->p.ring_size), l->xslots, NULL };
+	}
+	xpages_update(l, &l->xcount_pages);
+	xpages_update(l, &l->xlive_pages);
+	profile_xacct_reset(l->p.prof);
+	xpages_each(l, &l->xcount_pages, xcount_one);
+	xpages_each(l, &l->xlive_pages, xlive_one);
+	bad = l->xbad_keys + l->xbad_counts + l->xbad_ptrs;
+	if (bad && !l->xbad_noted) {
+		l->xbad_noted = 1;
+		pr_debug("in-target accounting: %llu entries left out (%llu keys of no stack or "
+			 "size of ours, %llu implausible counts, %llu pointers out of range)",
+			 (unsigned long long)bad, (unsigned long long)l->xbad_keys,
+			 (unsigned long long)l->xbad_counts, (unsigned long long)l->xbad_ptrs);
+	}
+}
+
+/* The lanes' allocation and free totals into the stats (-v); a count
+ * the agent cannot have reached leaves them as they were. */
+static void xacct_stats(struct agent_link *l)
+{
+	int bad = 0;
+	uint64_t a = xlanes_sum(l, offsetof(struct shm_xlane, alloc_count), &bad);
+	uint64_t f = xlanes_sum(l, offsetof(struct shm_xlane, free_count), &bad);
+	uint64_t fo = __atomic_load_n(&l->shm->xforeign_count, __ATOMIC_RELAXED);
+
+	if (bad || !plausible(l, fo))
+		return;
+	l->p.stats->xacct_allocs = a;
+	l->p.stats->xacct_frees = f + fo < f ? UINT64_MAX : f + fo;
+}
+
+struct shm_hdr *agent_link_shm(struct agent_link *l)
+{
+	return ready(l) ? l->shm : NULL;
 }
 
 /*
@@ -1269,6 +1506,13 @@ void agent_link_free(struct agent_link *l)
 			 (unsigned long long)st.throttled, (unsigned long long)st.objects,
 			 (unsigned long long)st.unwalkable);
 	}
+	if (l->xslots)
+		pr_debug("in-target accounting: %llu allocations and %llu frees accounted in the "
+			 "target (no events), %llu blocks read while they changed",
+			 (unsigned long long)l->p.stats->xacct_allocs,
+			 (unsigned long long)l->p.stats->xacct_frees, (unsigned long long)l->xtorn);
+	free(l->xcount_pages.seen);
+	free(l->xlive_pages.seen);
 	frametab_free(l->ftab);
 	if (l->map) {
 		mapguard_remove(l->map);
@@ -1283,7 +1527,7 @@ static uint64_t ops_data_size(void *arg)
 {
 	struct agent_link *l = arg;
 
-	return agent_link_data_size(l->p.ring_size);
+	return agent_link_data_size(l->p.ring_size, l->xslots);
 }
 
 /* The first region: shared data, the agent blob, and where trampolines find them. */

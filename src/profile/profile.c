@@ -57,12 +57,15 @@ struct stack {
 };
 
 /* In-use figures are not kept here: profile_foreach counts the live table
- * (a free then touches no bucket, a cache miss saved per event). */
+ * (a free then touches no bucket, a cache miss saved per event). The
+ * accounted ones (profile_xacct_*) are set anew at each reading of the
+ * target's own figures. */
 struct bucket {
 	uint32_t stack;
 	uint8_t shift;          /* taken at the interval rate << shift (profile_op) */
 	uint64_t size;
 	uint64_t alloc_count, alloc_bytes;
+	uint64_t xalloc_count, xinuse_count;	/* accounted in the target */
 };
 
 struct live {
@@ -85,6 +88,7 @@ struct profile {
 	uint32_t overflow;      /* the empty stack's id, or EMPTY_IDX before its first use */
 	uint64_t drops;
 	uint64_t total_alloc_bytes, total_alloc_count;
+	uint64_t xalloc_count, xalloc_bytes, xinuse_count;	/* accounted: totals */
 	uint64_t live_again;     /* allocations at an address already live */
 
 	uint64_t *pcs;          /* frames of all stacks, back to back */
@@ -844,9 +848,67 @@ uint64_t profile_drops(const struct profile *p)
 	return p->drops;
 }
 
+/* a + b, UINT64_MAX if it does not fit (the target's figures can be anything) */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+	uint64_t r;
+
+	return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+void profile_xacct_reset(struct profile *p)
+{
+	for (size_t i = 0; i < p->nbuckets; i++) {
+		p->buckets[i].xalloc_count = 0;
+		p->buckets[i].xinuse_count = 0;
+	}
+	p->xalloc_count = p->xalloc_bytes = p->xinuse_count = 0;
+}
+
+/* The bucket (stack, size) of accounted figures (shift 0: exact mode),
+ * interned as a recorded allocation's is (caps apply); NULL for a stack
+ * the profile does not hold. */
+static struct bucket *xacct_bucket(struct profile *p, uint32_t stack, uint64_t size)
+{
+	if (stack >= p->nstacks)
+		return NULL;
+	return &p->buckets[bucket_intern(p, stack, size, 0, hash_bucket_key(stack, size, 0))];
+}
+
+void profile_xacct_alloc(struct profile *p, uint32_t stack, uint64_t size, uint64_t count)
+{
+	struct bucket *b = xacct_bucket(p, stack, size);
+
+	if (!b || !count)
+		return;
+	b->xalloc_count = sat_add(b->xalloc_count, count);
+	p->xalloc_count = sat_add(p->xalloc_count, count);
+	p->xalloc_bytes = sat_add(p->xalloc_bytes, sat_mul(count, size));
+}
+
+void profile_xacct_inuse(struct profile *p, uint32_t stack, uint64_t size)
+{
+	struct bucket *b = xacct_bucket(p, stack, size);
+
+	if (!b)
+		return;
+	b->xinuse_count = sat_add(b->xinuse_count, 1);
+	p->xinuse_count = sat_add(p->xinuse_count, 1);
+}
+
+uint64_t profile_xacct_allocs(const struct profile *p)
+{
+	return p->xalloc_count;
+}
+
 uint64_t profile_total_alloc_bytes(const struct profile *p)
 {
-	return p->total_alloc_bytes;
+	return sat_add(p->total_alloc_bytes, p->xalloc_bytes);
 }
 
 uint64_t profile_live_again(const struct profile *p)
@@ -856,12 +918,12 @@ uint64_t profile_live_again(const struct profile *p)
 
 uint64_t profile_total_alloc_count(const struct profile *p)
 {
-	return p->total_alloc_count;
+	return sat_add(p->total_alloc_count, p->xalloc_count);
 }
 
 size_t profile_nlive(const struct profile *p)
 {
-	return p->nlive;
+	return (size_t)sat_add(p->nlive, p->xinuse_count);
 }
 
 size_t profile_live_bytes(const struct profile *p)
@@ -905,18 +967,19 @@ int profile_foreach(const struct profile *p,
 	for (size_t i = 0; i < p->nbuckets && !ret; i++) {
 		const struct bucket *b = &p->buckets[i];
 		const struct stack *s = &p->stacks[b->stack];
+		uint64_t nuse = sat_add(inuse[i], b->xinuse_count);
 		struct profile_bucket pb = {
 			.pcs = p->pcs + s->off,
 			.npcs = s->n,
 			.size = b->size,
 			.rate = p->rate << b->shift,
-			.alloc_count = b->alloc_count,
-			.alloc_bytes = b->alloc_bytes,
-			.inuse_count = inuse[i],
-			.inuse_bytes = inuse[i] * b->size,
+			.alloc_count = sat_add(b->alloc_count, b->xalloc_count),
+			.alloc_bytes = sat_add(b->alloc_bytes, sat_mul(b->xalloc_count, b->size)),
+			.inuse_count = nuse,
+			.inuse_bytes = sat_mul(nuse, b->size),
 		};
 
-		if (b->alloc_count)
+		if (pb.alloc_count || pb.inuse_count)
 			ret = cb(&pb, arg);
 	}
 	free(inuse);

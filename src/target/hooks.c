@@ -282,32 +282,6 @@ static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
 	return remote_mem_read(pid, addr, buf, len);
 }
 
-/* Value of auxv entry type in pid, or 0. */
-static uint64_t auxv_get(pid_t pid, uint64_t type)
-{
-	char path[64], *buf;
-	uint64_t val = 0;
-	size_t len;
-
-	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
-	if (proc_read_file(path, &buf, &len))
-		return 0;
-	for (size_t i = 0; i + 16 <= len; i += 16) {
-		uint64_t t, v;
-
-		memcpy(&t, buf + i, 8);
-		memcpy(&v, buf + i + 8, 8);
-		if (t == type) {
-			val = v;
-			break;
-		}
-		if (t == AT_NULL)
-			break;
-	}
-	free(buf);
-	return val;
-}
-
 /* ---- the object list ---- */
 
 /* Lowest mapping of the file that holds addr's mapping (same path), or NULL. */
@@ -398,7 +372,7 @@ static uint64_t find_r_debug(pid_t pid, const struct proc_maps *maps, const stru
 	if (exe->elf && exe->have_bias && !elfobj_dt_debug_vaddr(exe->elf, &vaddr) &&
 	    !read_mem(pid, exe->bias + vaddr, &ptr, sizeof(ptr)) && ptr)
 		return ptr;
-	base = auxv_get(pid, AT_BASE);
+	base = proc_auxv_get(pid, AT_BASE);
 	m = base ? proc_maps_find(maps, base) : NULL;
 	if (!m)
 		return 0;
@@ -522,7 +496,7 @@ static void add_preload(struct objlist *l, pid_t pid, const struct proc_maps *ma
 /* The executable's mapping: the one holding AT_ENTRY, else /proc/PID/exe's path. */
 static const struct proc_map *find_exe_map(pid_t pid, const struct proc_maps *maps)
 {
-	uint64_t entry = auxv_get(pid, AT_ENTRY);
+	uint64_t entry = proc_auxv_get(pid, AT_ENTRY);
 	const struct proc_map *m = entry ? proc_maps_find(maps, entry) : NULL;
 	char path[64], target[PATH_MAX];
 	ssize_t n;

@@ -1,6 +1,7 @@
 /* /proc parsing: memory maps, thread lists and status fields, from a path or a buffer. */
 /* SPDX-License-Identifier: MIT */
 #include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -386,4 +387,29 @@ int proc_open_mapped(pid_t pid, const struct proc_map *m)
 int proc_read_file(const char *path, char **buf, size_t *len)
 {
 	return read_file(path, buf, len);
+}
+
+uint64_t proc_auxv_get(pid_t pid, uint64_t type)
+{
+	char path[64], *buf;
+	uint64_t val = 0;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/proc/%d/auxv", (int)pid);
+	if (proc_read_file(path, &buf, &len))
+		return 0;
+	for (size_t i = 0; i + 16 <= len; i += 16) {
+		uint64_t t, v;
+
+		memcpy(&t, buf + i, 8);
+		memcpy(&v, buf + i + 8, 8);
+		if (t == type) {
+			val = v;
+			break;
+		}
+		if (t == AT_NULL)
+			break;
+	}
+	free(buf);
+	return val;
 }

@@ -661,7 +661,83 @@ static void test_raise_comments(void)
 	profile_free(p);
 }
 
+/* Figures accounted in the target: added to their buckets and the totals,
+ * set anew after a reset, unknown stacks ignored, sums saturated, caps kept. */
+static void test_xacct(void)
+{
+	const uint64_t a[] = { 0x401124, 0x401457 };
+	const uint64_t b[] = { 0x401200 };
+	struct profile *p = profile_new(1);
+	uint32_t sa, sb;
+	struct sum s;
+
+	profile_record_alloc(p, a, 2, 64, 0x1000);	/* an event: 1 alloc, live */
+	sa = profile_stack_id(p, a, 2);
+	sb = profile_stack_id(p, b, 1);
+	profile_xacct_alloc(p, sa, 64, 10);
+	profile_xacct_alloc(p, sa, 64, 5);		/* another lane's */
+	profile_xacct_alloc(p, sb, 32, 7);		/* a bucket events never made */
+	profile_xacct_alloc(p, sb, 48, 0);		/* nothing */
+	profile_xacct_inuse(p, sa, 64);
+	profile_xacct_inuse(p, sa, 64);
+	profile_xacct_inuse(p, sb, 32);
+	profile_xacct_alloc(p, 999, 64, 1000);		/* no such stack */
+	profile_xacct_inuse(p, 999, 64);
+	expect_int_eq(profile_xacct_allocs(p), 22);
+	expect_int_eq(profile_total_alloc_count(p), 23);
+	expect_int_eq(profile_total_alloc_bytes(p), 64 + 15 * 64 + 7 * 32);
+	expect_int_eq(profile_nlive(p), 4);
+	expect_int_eq(profile_nstacks(p), 2);
+	s = sum_of(p);
+	expect_int_eq(s.nbuckets, 2);
+	expect_int_eq(s.copy[0].alloc_count, 16);
+	expect_int_eq(s.copy[0].alloc_bytes, 16 * 64);
+	expect_int_eq(s.copy[0].inuse_count, 3);
+	expect_int_eq(s.copy[0].inuse_bytes, 3 * 64);
+	expect_int_eq(s.copy[1].size, 32);
+	expect_int_eq(s.copy[1].alloc_count, 7);
+	expect_int_eq(s.copy[1].inuse_count, 1);
+	expect_int_eq(s.copy[1].inuse_bytes, 32);
+
+	/* read anew: only the recorded figures are left, then the new ones */
+	profile_xacct_reset(p);
+	expect_int_eq(profile_total_alloc_count(p), 1);
+	expect_int_eq(profile_nlive(p), 1);
+	s = sum_of(p);
+	expect_int_eq(s.nbuckets, 1);	/* the accounted-only bucket is empty now */
+	expect_int_eq(s.alloc_count, 1);
+	expect_int_eq(s.inuse_count, 1);
+	profile_xacct_inuse(p, sb, 32);		/* in use, its count not read yet */
+	s = sum_of(p);
+	expect_int_eq(s.nbuckets, 2);
+	expect_int_eq(s.inuse_count, 2);
+
+	/* the target's figures can be anything: sums saturate */
+	profile_xacct_alloc(p, sb, (1ULL << 40) - 1, UINT64_MAX / 2);
+	profile_xacct_alloc(p, sb, (1ULL << 40) - 1, UINT64_MAX / 2 + 10);
+	expect_u64_eq(profile_total_alloc_count(p), UINT64_MAX);
+	expect_u64_eq(profile_total_alloc_bytes(p), UINT64_MAX);
+	s = sum_of(p);
+	expect_u64_eq(s.copy[2].alloc_count, UINT64_MAX);
+	expect_u64_eq(s.copy[2].alloc_bytes, UINT64_MAX);
+	profile_free(p);
+
+	/* the bucket cap: new sizes go to the empty stack's rounded bucket */
+	p = profile_new(1);
+	profile_set_caps(p, 0, 0, 4, 0);
+	sa = profile_stack_id(p, a, 2);
+	for (uint64_t sz = 100; sz < 200; sz++)
+		profile_xacct_alloc(p, sa, sz, 1);
+	expect_true(profile_nbuckets(p) <= 4 + 65);
+	expect_true(profile_caps_hit(p) & PROFILE_CAP_BUCKETS);
+	expect_int_eq(profile_total_alloc_count(p), 100);
+	s = sum_of(p);
+	expect_int_eq(s.alloc_count, 100);
+	profile_free(p);
+}
+
 HARNESS_MAIN("profile",
+	T(test_xacct),
 	T(test_shift_buckets),
 	T(test_shift_unbiased),
 	T(test_raise_comments),

@@ -1,0 +1,22 @@
+/* What in-target accounting needs of the target's kernel (x86-64). */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_ARCH_XACCT_H
+#define HEAPATTACH_ARCH_XACCT_H
+
+#include <elf.h>
+#include <stdint.h>
+#include <asm/hwcap2.h>
+
+/*
+ * The agent tells the threads that own accounting lanes apart by their
+ * fs base, read with rdfsbase, which the kernel allows user space only
+ * where it says so in AT_HWCAP2 (FSGSBASE, Linux 5.9 and later): the auxv
+ * entry to read and whether its value allows it.
+ */
+#define ARCH_XACCT_AUXV AT_HWCAP2
+static inline int arch_xacct_allowed(uint64_t auxv_value)
+{
+	return !!(auxv_value & HWCAP2_FSGSBASE);
+}
+
+#endif
