@@ -1,7 +1,10 @@
 /* Unit tests for the agent link: events from the agent in a fake target (this process) into the profile. */
 /* SPDX-License-Identifier: MIT */
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -11,6 +14,7 @@
 #include "profile.h"
 #include "sampler.h"
 #include "shm.h"
+#include "xacct_arch.h"
 
 static struct profile *prof;
 static struct sampler sampler;
@@ -20,8 +24,9 @@ static struct implant *im;
 static uint64_t (*fmalloc)(uint64_t);
 static void (*ffree)(uint64_t);
 
-/* The fake allocator hooked through a link at rate, or -1. */
-static int start(uint64_t rate, int count_bytes)
+/* The fake allocator hooked through a link at rate (in exact mode with an
+ * accounting table of xlive_slots slots), or -1. */
+static int start_x(uint64_t rate, int count_bytes, uint64_t xlive_slots)
 {
 	struct agent_link_params lp;
 	struct implant_params ip;
@@ -34,7 +39,7 @@ static int start(uint64_t rate, int count_bytes)
 	lp = (struct agent_link_params){
 		.pid = fake.pid, .proc_tid = fake.pid, .rate = rate, .ring_size = 64 << 10,
 		.count_bytes = count_bytes, .sc = &fake.sc, .prof = prof, .sampler = &sampler,
-		.unw = fake_unw, .stats = &stats,
+		.unw = fake_unw, .stats = &stats, .xlive_slots = xlive_slots,
 	};
 	link_ = agent_link_new(&lp);
 	ip = fake_implant_params(&agent_link_implant_ops, link_, fake_unw);
@@ -46,6 +51,11 @@ static int start(uint64_t rate, int count_bytes)
 		return -1;
 	}
 	return 0;
+}
+
+static int start(uint64_t rate, int count_bytes)
+{
+	return start_x(rate, count_bytes, 0);
 }
 
 static void stop(void)
@@ -187,6 +197,252 @@ static void test_not_ready(void)
 	agent_link_free(NULL);
 }
 
+/* ---- in-target accounting, the area filled by hand as the agent would ---- */
+
+#define XSLOTS (1u << 16)
+
+static struct shm_xlane *xlane(struct shm_hdr *h, unsigned r)
+{
+	return (struct shm_xlane *)((uint8_t *)h + SHM_OFF_XLANES(64 << 10)) + r;
+}
+
+/* Count key in lane r's xcounts, in the first free way of its window. */
+static void xcount_put(struct shm_hdr *h, unsigned r, uint64_t key, uint64_t count)
+{
+	struct shm_xcount *c = (struct shm_xcount *)((uint8_t *)h + SHM_OFF_XCOUNTS(64 << 10)) +
+			       (size_t)r * SHM_XCOUNTS;
+	uint32_t i = shm_xcount_slot(key);
+
+	while (c[i].key && c[i].key != key)
+		i = (i + 1) & (SHM_XCOUNTS - 1);
+	c[i].key = key;
+	c[i].count += count;
+}
+
+static struct shm_xlive *xlive_tab(struct shm_hdr *h)
+{
+	return (struct shm_xlive *)((uint8_t *)h + SHM_OFF_XLIVE(64 << 10));
+}
+
+/* Enter a block in its window's first slot that is not live. */
+static struct shm_xlive *xlive_put(struct shm_hdr *h, uint64_t ptr, uint64_t key)
+{
+	struct shm_xlive *t = xlive_tab(h);
+	uint64_t i = shm_xlive_slot(ptr, XSLOTS);
+
+	while (t[i].ptr > 2)
+		i = (i + 1) & (XSLOTS - 1);
+	t[i].key = key;
+	t[i].ptr = ptr;
+	return &t[i];
+}
+
+/* Exact mode with accounting: the header says so, the area has room for
+ * it; the lanes' counts and the live blocks of known stacks and sizes are
+ * the profile's, anything else is left out; the figures are read anew at
+ * each sync, and for good after the final one. */
+static void test_xacct_sync(void)
+{
+	const uint64_t a[] = { 0x401124, 0x401457 }, b[] = { 0x401200 };
+	struct shm_hdr *h;
+	uint32_t sa, sb;
+	struct totals t;
+
+	if (start_x(1, 1, XSLOTS))
+		return;
+	h = agent_link_shm(link_);
+	expect_true(h && (h->flags & SHM_F_XACCT) && (h->flags & SHM_F_EXACT));
+	expect_u64_eq(h->xlive_slots, XSLOTS);
+	expect_u64_eq(agent_link_data_size(64 << 10, XSLOTS),
+		      SHM_OFF_XLIVE(64 << 10) + (uint64_t)XSLOTS * sizeof(struct shm_xlive));
+	sa = profile_stack_id(prof, a, 2);
+	sb = profile_stack_id(prof, b, 1);
+
+	/* nothing accounted yet */
+	agent_link_xacct_sync(link_);
+	t = totals();
+	expect_int_eq(t.alloc_count, 0);
+
+	xlane(h, 0)->owner = 0x7f0000001000;
+	xlane(h, 0)->alloc_count = 15;
+	xlane(h, 0)->alloc_bytes = 15 * 64;
+	xlane(h, 3)->owner = 0x7f0000002000;
+	xlane(h, 3)->alloc_count = 7;
+	xlane(h, 3)->alloc_bytes = 7 * 32;
+	xlane(h, 3)->free_count = 4;
+	h->xforeign_count = 1;
+	xcount_put(h, 0, shm_xkey(sa, 64), 10);
+	xcount_put(h, 3, shm_xkey(sa, 64), 5);	/* another lane, the same key */
+	xcount_put(h, 3, shm_xkey(sb, 32), 7);
+	/* hostile: a stack we never gave out, a key with no id, a count no
+	 * agent reaches, a huge size (counted: the agent keys it) */
+	xcount_put(h, 1, shm_xkey(999, 64), 3);
+	xcount_put(h, 1, (uint64_t)64 << 24, 3);
+	xcount_put(h, 2, shm_xkey(sb, 48), UINT64_MAX - 5);
+	xcount_put(h, 2, shm_xkey(sb, SHM_XSIZE_MAX), 1);
+	xcount_put(h, 2, shm_xkey(sb, 16), 0);	/* claimed, not counted yet */
+
+	xlive_put(h, 0x10000, shm_xkey(sa, 64));
+	xlive_put(h, 0x10040, shm_xkey(sa, 64));
+	xlive_put(h, 0x20000, shm_xkey(sb, 32));
+	xlive_put(h, 0x30000, shm_xkey(999, 32));	/* no such stack */
+	xlive_put(h, 0x30040, 0);			/* no key */
+	xlive_put(h, SHM_ADDR_LIMIT, shm_xkey(sb, 32));	/* no user address */
+	xlive_put(h, 0x30080, shm_xkey(sb, SHM_XSIZE_MAX));
+	xlive_tab(h)[5].ptr = 1;			/* freed */
+	xlive_tab(h)[5].key = shm_xkey(sb, 32);
+	xlive_tab(h)[6].ptr = 2;			/* being filled */
+	xlive_tab(h)[6].key = shm_xkey(sb, 32);
+	xlive_tab(h)[XSLOTS - 1].ptr = 0x40000;		/* the last slot */
+	xlive_tab(h)[XSLOTS - 1].key = shm_xkey(sb, 32);
+
+	agent_link_xacct_sync(link_);
+	t = totals();
+	expect_int_eq(t.alloc_count, 10 + 5 + 7 + 1);
+	expect_int_eq(t.inuse_count, 2 + 1 + 1 + 1);
+	expect_int_eq(t.buckets, 3);
+	expect_int_eq(profile_nlive(prof), 5);
+	expect_u64_eq(profile_total_alloc_bytes(prof), 15 * 64 + 7 * 32 + SHM_XSIZE_MAX);
+	expect_true(!agent_link_hostile(link_));
+
+	/* read anew: a block freed, more counted; nothing doubles */
+	xlive_tab(h)[shm_xlive_slot(0x10040, XSLOTS)].ptr = 1;
+	xcount_put(h, 0, shm_xkey(sa, 64), 2);
+	agent_link_xacct_sync(link_);
+	t = totals();
+	expect_int_eq(t.alloc_count, 25);
+	expect_int_eq(t.inuse_count, 4);
+
+	/* the lanes' totals: -v, and --interval's bytes */
+	agent_link_reconcile(link_);
+	expect_int_eq(stats.xacct_allocs, 22);
+	expect_int_eq(stats.xacct_frees, 5);
+	expect_int_eq(stats.bytes, 15 * 64 + 7 * 32);
+	xlane(h, 0)->alloc_bytes += 1000;
+	agent_link_drain(link_, AGENT_LINK_DRAIN_ALL);
+	expect_int_eq(stats.bytes, 15 * 64 + 7 * 32 + 1000);
+	xlane(h, 0)->alloc_bytes = 0;			/* a total going back adds nothing */
+	agent_link_drain(link_, AGENT_LINK_DRAIN_ALL);
+	expect_int_eq(stats.bytes, 15 * 64 + 7 * 32 + 1000);
+	xlane(h, 0)->alloc_bytes = 50;
+	agent_link_drain(link_, AGENT_LINK_DRAIN_ALL);
+	expect_int_eq(stats.bytes, 15 * 64 + 7 * 32 + 1050);
+	xlane(h, 5)->alloc_count = UINT64_MAX;		/* implausible: the figures stay */
+	agent_link_reconcile(link_);
+	expect_int_eq(stats.xacct_allocs, 22);
+	expect_true(!agent_link_hostile(link_));
+
+	/* after the writers are gone, the first reading is the last */
+	agent_link_final(link_);
+	agent_link_xacct_sync(link_);			/* the last reading */
+	xcount_put(h, 0, shm_xkey(sa, 64), 100);
+	agent_link_xacct_sync(link_);
+	t = totals();
+	expect_int_eq(t.alloc_count, 25);
+	stop();
+}
+
+/*
+ * A block whose slot changes while it is read: the agent frees it and
+ * enters another there, again and again. The blocks of key k1 have user
+ * addresses, those of k2 none (SHM_ADDR_LIMIT and up), and no pointer
+ * comes twice: a reader that took a k1 block's pointer with a k2 block's
+ * key would count a k2 block, which no reading may.
+ */
+struct flipper {
+	struct shm_xlive *e;
+	uint64_t k1, k2;
+	volatile int stop;
+};
+
+static void *flip_main(void *arg)
+{
+	struct flipper *f = arg;
+
+	for (uint64_t i = 1; !f->stop; i++) {
+		f->e->ptr = 2;
+		f->e->key = f->k1;
+		f->e->ptr = 0x50000 + 16 * i;
+		f->e->ptr = 1;
+		f->e->ptr = 2;
+		f->e->key = f->k2;
+		f->e->ptr = SHM_ADDR_LIMIT + 16 * i;
+		f->e->ptr = 1;
+	}
+	return NULL;
+}
+
+/* In-use blocks of size 32 (the k2 ones). */
+static int inuse_32(const struct profile_bucket *b, void *arg)
+{
+	if (b->size == 32)
+		*(uint64_t *)arg += b->inuse_count;
+	return 0;
+}
+
+static void test_xacct_torn(void)
+{
+	const uint64_t a[] = { 0x401124 }, b[] = { 0x401200 };
+	struct flipper f = { 0 };
+	struct shm_hdr *h;
+	uint64_t wrong = 0;
+	pthread_t th;
+	uint32_t sa, sb;
+
+	if (start_x(1, 0, XSLOTS))
+		return;
+	h = agent_link_shm(link_);
+	sa = profile_stack_id(prof, a, 1);
+	sb = profile_stack_id(prof, b, 1);
+	f.k1 = shm_xkey(sa, 64);
+	f.k2 = shm_xkey(sb, 32);
+	f.e = xlive_put(h, 0x50000, f.k1);
+	expect_int_eq(pthread_create(&th, NULL, flip_main, &f), 0);
+	for (int i = 0; i < 20000; i++) {
+		struct totals t;
+
+		agent_link_xacct_sync(link_);
+		profile_foreach(prof, inuse_32, &wrong);
+		t = totals();
+		expect_true(t.inuse_count <= 1);
+	}
+	f.stop = 1;
+	pthread_join(th, NULL);
+	expect_int_eq(wrong, 0);
+	stop();
+}
+
+/* Without a table (sampled mode, or none asked) nothing changes. */
+static void test_xacct_off(void)
+{
+	struct shm_hdr *h;
+
+	if (start_x(64 << 10, 0, XSLOTS))	/* sampled: ignored */
+		return;
+	h = agent_link_shm(link_);
+	expect_true(h && !(h->flags & SHM_F_XACCT) && !h->xlive_slots);
+	agent_link_xacct_sync(link_);
+	stop();
+	if (start_x(1, 0, 3))			/* not a power of two */
+		return;
+	h = agent_link_shm(link_);
+	expect_true(h && !(h->flags & SHM_F_XACCT) && !h->xlive_slots);
+	stop();
+	if (start_x(1, 0, XSLOTS))		/* the slots are ours: the target may not change them */
+		return;
+	h = agent_link_shm(link_);
+	h->xlive_slots = (uint64_t)XSLOTS << 4;
+	agent_link_drain(link_, AGENT_LINK_DRAIN_ALL);
+	expect_true(agent_link_hostile(link_));
+	stop();
+	expect_u64_eq(agent_link_xacct_slots(getpid(), 0), 0);
+	expect_u64_eq(agent_link_xacct_slots(getpid(), XSLOTS),
+		      arch_xacct_allowed(getauxval(ARCH_XACCT_AUXV)) ? XSLOTS : 0);
+	setenv("HEAPATTACH_NO_XACCT", "1", 1);
+	expect_u64_eq(agent_link_xacct_slots(getpid(), XSLOTS), 0);
+	unsetenv("HEAPATTACH_NO_XACCT");
+}
+
 static void test_teardown(void)
 {
 	fake_target_release();
@@ -198,4 +454,7 @@ HARNESS_MAIN("agentlink",
 	T(test_drain_after_remove),
 	T(test_nap),
 	T(test_not_ready),
+	T(test_xacct_sync),
+	T(test_xacct_torn),
+	T(test_xacct_off),
 	T(test_teardown))
