@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <sys/prctl.h>
+#include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -28,7 +29,8 @@
  * near libc: rw (DATA view, also used to write code) and r-x (CODE view).
  */
 #define RING_SIZE	(64u << 10)	/* each of SHM_NRINGS */
-#define DATA_SIZE	(SHM_OFF_RING + SHM_NRINGS * RING_SIZE)
+#define XSLOTS		4096u		/* the xlive table's slots (in-target accounting) */
+#define DATA_SIZE	(SHM_OFF_XLIVE(RING_SIZE) + XSLOTS * sizeof(struct shm_xlive))
 #define CODE_SIZE	(64u << 10)
 #define TOTAL_SIZE	(DATA_SIZE + CODE_SIZE)
 #define HCALL_RBX	0x1122334455667788ull
@@ -1054,6 +1056,191 @@ static void test_sampled_free(void)
 	mode_sampled(1ull << 40, 1ll << 40);
 }
 
+
+/* ---- (c2) exact mode's in-target accounting ---- */
+
+static struct shm_xlane *xlane(unsigned i)
+{
+	return (struct shm_xlane *)(data_view + SHM_OFF_XLANES(RING_SIZE)) + i;
+}
+
+static struct shm_xcount *xcounts(unsigned lane)
+{
+	return (struct shm_xcount *)(data_view + SHM_OFF_XCOUNTS(RING_SIZE)) +
+	       (size_t)lane * SHM_XCOUNTS;
+}
+
+static struct shm_xlive *xlive_tab(void)
+{
+	return (struct shm_xlive *)(data_view + SHM_OFF_XLIVE(RING_SIZE));
+}
+
+static void mode_xacct(void)
+{
+	mode_exact();
+	memset(data_view + SHM_OFF_XLANES(RING_SIZE), 0,
+	       SHM_OFF_XLIVE(RING_SIZE) - SHM_OFF_XLANES(RING_SIZE) + XSLOTS * sizeof(struct shm_xlive));
+	hdr->flags |= SHM_F_XACCT;
+	hdr->xlive_slots = XSLOTS;
+	hdr->xforeign_count = hdr->xforeign_bytes = 0;
+}
+
+/* The xlive slot holding ptr, or NULL. */
+static struct shm_xlive *xlive_find(uint64_t ptr)
+{
+	for (unsigned i = 0; i < XSLOTS; i++)
+		if (xlive_tab()[i].ptr == ptr)
+			return &xlive_tab()[i];
+	return NULL;
+}
+
+/* This thread's lane (the one its fs base owns), or -1. */
+static int my_lane(void)
+{
+	unsigned long fs = 0;
+
+	syscall(SYS_arch_prctl, 0x1003 /* ARCH_GET_FS */, &fs);
+	for (int i = 0; i < SHM_NRINGS; i++)
+		if (fs && xlane(i)->owner == fs)
+			return i;
+	return -1;
+}
+
+/* key's count in lane `lane`. */
+static uint64_t xcount_of(int lane, uint64_t key)
+{
+	for (unsigned i = 0; i < SHM_XCOUNTS; i++)
+		if (xcounts(lane)[i].key == key)
+			return xcounts(lane)[i].count;
+	return 0;
+}
+
+static void test_xacct(void)
+{
+	const uint64_t chain[4] = { (uintptr_t)chain_r2, (uintptr_t)chain_r1,
+				    (uintptr_t)chain_r0, (uintptr_t)hcall_ret };
+	uint64_t key = shm_xkey(41, 33), p, q;
+	struct shm_xlive *e;
+	struct ev ev[4];
+	int lane;
+
+	if (!ready)
+		return;
+	if (!(getauxval(AT_HWCAP2) & 2)) {
+		printf("note: no FSGSBASE here, in-target accounting not tested\n");
+		return;
+	}
+	mode_xacct();
+	frames_reset();
+	frame_put(chain_r2, SHM_BASE_RBP, 16, 1, -16);
+	frame_put(chain_r1, SHM_BASE_RSP, 16, 0, 0);
+	frame_put(chain_r0, SHM_BASE_RBP, 16, 1, -16);
+	expect_int_eq(stackids_publish(stacks_tab(), chain, 4, 0, 41), 1);
+
+	/* a known stack: entered, counted in our lane, no event; its free
+	 * takes it out and counts it, no event */
+	p = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 33, 0, 0);
+	expect_int_eq(drain(ev, 4), 0);
+	e = xlive_find(p);
+	expect_true(e != NULL);
+	expect_u64_eq(e ? e->key : 0, key);
+	lane = my_lane();
+	expect_true(lane >= 0);
+	if (lane < 0 || !e)
+		return;
+	expect_u64_eq(xlane(lane)->alloc_count, 1);
+	expect_u64_eq(xlane(lane)->alloc_bytes, 33);
+	expect_u64_eq(xcount_of(lane, key), 1);
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 4), 0);
+	expect_u64_eq(e->ptr, 1);
+	expect_u64_eq(xlane(lane)->free_count, 1);
+	expect_u64_eq(xlane(lane)->free_bytes, 33);
+
+	/* the same again: the count grows, the freed slot is reused */
+	p = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 33, 0, 0);
+	q = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 33, 0, 0);
+	expect_int_eq(drain(ev, 4), 0);
+	expect_u64_eq(xcount_of(lane, key), 3);
+	expect_true(xlive_find(p) && xlive_find(q));
+	CALL1(H_FREE, q);
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 4), 0);
+	expect_true(!xlive_find(p) && !xlive_find(q));
+
+	/* a stack without an id, and its free: events as before */
+	p = CALL1(H_MALLOC, 5);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_int_eq(ev[0].flags & SHM_EVF_STACKID, 0);
+	expect_true(xlive_find(p) == NULL);
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_free(&ev[0], p);
+
+	/* our lane taken by another thread: the event path (with the id) */
+	xlane(lane)->owner = 0x1234;
+	p = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 33, 0, 0);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_int_eq(ev[0].flags & SHM_EVF_STACKID, SHM_EVF_STACKID);
+	expect_int_eq(ev[0].stack_id, 41);
+	expect_true(xlive_find(p) == NULL);
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 4), 1);
+	/* ... and a free of an accounted block by a thread that owns no lane */
+	xlane(lane)->owner = 0;
+	p = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 33, 0, 0);
+	expect_int_eq(drain(ev, 4), 0);
+	lane = my_lane();
+	expect_true(lane >= 0);
+	if (lane < 0)
+		return;
+	xlane(lane)->owner = 0x1234;
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 4), 0);
+	expect_u64_eq(hdr->xforeign_count, 1);
+	expect_u64_eq(hdr->xforeign_bytes, 33);
+	xlane(lane)->owner = 0;
+
+	/* the table full (every slot some other live block): the event path */
+	for (unsigned i = 0; i < XSLOTS; i++)
+		xlive_tab()[i].ptr = 8;
+	p = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 33, 0, 0);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_int_eq(ev[0].flags & SHM_EVF_STACKID, SHM_EVF_STACKID);
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 4), 1);
+	memset(xlive_tab(), 0, XSLOTS * sizeof(struct shm_xlive));
+
+	/* the lane's counts full: the slot is given back, the event path */
+	for (unsigned i = 0; i < SHM_XCOUNTS; i++)
+		xcounts(lane)[i].key = shm_xkey(1, 1000 + i);
+	p = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 33, 0, 0);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_true(xlive_find(p) == NULL);
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 4), 1);
+	memset(xcounts(lane), 0, SHM_XCOUNTS * sizeof(struct shm_xcount));
+
+	/* a header the target spoiled (a table beyond the memfd): the event path */
+	hdr->xlive_slots = SHM_XLIVE_MAX;
+	p = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 33, 0, 0);
+	expect_int_eq(drain(ev, 4), 1);
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 4), 1);
+	hdr->xlive_slots = 3;	/* not a power of two */
+	p = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 33, 0, 0);
+	expect_int_eq(drain(ev, 4), 1);
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 4), 1);
+
+	/* SHM_F_XACCT without exact mode means nothing */
+	hdr->xlive_slots = XSLOTS;
+	memset(stacks_tab(), 0, SHM_NSTACKS * sizeof(struct shm_stack));
+	frames_reset();
+	mode_exact();
+	hdr->flags = SHM_F_EXACT;
+}
+
 /* ---- (d) ring full ---- */
 
 struct waiter {
@@ -2062,7 +2249,7 @@ static void test_teardown(void)
 
 HARNESS_MAIN("agent",
 	T(test_exp_gap), T(test_setup), T(test_layouts), T(test_rate_large), T(test_exact_events),
-	T(test_exact_walk), T(test_sampled_free), T(test_ring_full), T(test_nested), T(test_stats),
+	T(test_exact_walk), T(test_xacct), T(test_sampled_free), T(test_ring_full), T(test_nested), T(test_stats),
 	T(test_callthru),
 	T(test_patched_fake), T(test_kinds_args), T(test_kinds_after), T(test_kinds_sampled),
 	T(test_threads_exact), T(test_python), T(test_bench), T(test_teardown))

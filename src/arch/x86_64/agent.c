@@ -211,6 +211,8 @@ static inline unsigned ring_of(uint64_t sp)
 	return (sp >> SHM_RING_SHIFT) & (SHM_NRINGS - 1);
 }
 
+#include "agent_xacct.h"
+
 /* Wake the napping tool: a ring has just passed SHM_DOORBELL_FILL (never blocks). */
 static void ring_doorbell(struct shm_hdr *h)
 {
@@ -668,6 +670,10 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 	if (!(flags & SHM_EVF_MISS))
 		id = stack_id(h, hash, n | (flags & SHM_EVF_TRUNC ? SHM_STACK_TRUNC : 0));
 	if (id >= 0) {
+		/* exact mode, a known stack: accounted here, no event */
+		if ((h->flags & (SHM_F_EXACT | SHM_F_XACCT)) == (SHM_F_EXACT | SHM_F_XACCT) &&
+		    !pymax && xacct_alloc(h, (uint64_t)&f->ret, ptr, id, size))
+			return;
 		flags |= SHM_EVF_STACKID;
 		n = 0;
 	}
@@ -724,6 +730,9 @@ static void free_block(uint64_t ptr, struct shm_hdr *h)
 	uint64_t tsc;
 
 	if (!(h->flags & SHM_F_EXACT) && !live_del(h, ptr))
+		return;
+	if ((h->flags & (SHM_F_EXACT | SHM_F_XACCT)) == (SHM_F_EXACT | SHM_F_XACCT) &&
+	    xacct_free(h, (uint64_t)&tsc, ptr))
 		return;
 	ev = (struct shm_ev_free *)ring_reserve(h, ring_of((uint64_t)&tsc), sizeof(*ev), &tsc);
 	if (!ev)

@@ -1,0 +1,186 @@
+/* In-target accounting for exact mode (SHM_F_XACCT, shm.h): the agent's side; included by agent.c. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_AGENT_XACCT_H
+#define HEAPATTACH_AGENT_XACCT_H
+
+/*
+ * An allocation with a stack id is entered in the xlive table and counted
+ * in its thread's lane, and sends no event; its free takes it out again.
+ * Nothing here is ordered by a time stamp: the table is the state, and a
+ * block's entry is written before the block is handed to its caller and
+ * taken out before the real free. The only locked instructions are the
+ * claim of a table slot (one per allocation) and a lane's first claim.
+ * See shm.h for the layout and the rules the tool reads by.
+ */
+
+/* The regions' geometry, from a header the target can write: 0 if they do
+ * not fit the memfd (then everything takes the event path). */
+struct xacct {
+	struct shm_xlane *lanes;
+	struct shm_xcount *counts;
+	struct shm_xlive *live;
+	uint64_t slots;
+};
+
+static int xacct_geometry(const struct shm_hdr *h, struct xacct *x)
+{
+	uint64_t ring_size = h->ring_size, slots = h->xlive_slots;
+
+	if (!slots || (slots & (slots - 1)) || slots > SHM_XLIVE_MAX ||
+	    !ring_size || ring_size > (1ULL << 32) ||
+	    SHM_OFF_XLIVE(ring_size) + slots * sizeof(struct shm_xlive) > h->total_size)
+		return 0;
+	x->lanes = (struct shm_xlane *)((char *)h + SHM_OFF_XLANES(ring_size));
+	x->counts = (struct shm_xcount *)((char *)h + SHM_OFF_XCOUNTS(ring_size));
+	x->live = (struct shm_xlive *)((char *)h + SHM_OFF_XLIVE(ring_size));
+	x->slots = slots;
+	return 1;
+}
+
+/* This thread's fs base: who owns a lane (the tool checked that the kernel
+ * lets user space read it, AT_HWCAP2's FSGSBASE, before setting XACCT). */
+static inline uint64_t fs_base(void)
+{
+	uint64_t v;
+
+	__asm__ __volatile__("rdfsbase %0" : "=r"(v));
+	return v;
+}
+
+/* Lane `lane` if this thread owns it or has just claimed it; else NULL. */
+static struct shm_xlane *xlane_mine(const struct xacct *x, unsigned lane)
+{
+	struct shm_xlane *l = &x->lanes[lane];
+	uint64_t me = fs_base(), o = l->owner;
+
+	if (!me)
+		return NULL;
+	if (o == me)
+		return l;
+	if (o)
+		return NULL;
+	return __atomic_compare_exchange_n(&l->owner, &o, me, 0, __ATOMIC_SEQ_CST,
+					   __ATOMIC_RELAXED) ? l : NULL;
+}
+
+/* One more of key in lane `lane`'s counts (only its owner writes them): 0,
+ * or -1 if the key's window is full. */
+static int xcount_add(const struct xacct *x, unsigned lane, uint64_t key)
+{
+	struct shm_xcount *t = x->counts + (size_t)lane * SHM_XCOUNTS;
+	uint32_t s = shm_xcount_slot(key);
+
+	for (int i = 0; i < SHM_XPROBES; i++) {
+		struct shm_xcount *e = &t[(s + i) & (SHM_XCOUNTS - 1)];
+		uint64_t k = e->key;
+
+		if (!k) {
+			/* cmpxchg without lock: atomic against a signal
+			 * handler of ours, and no other thread writes here */
+			__asm__ __volatile__("cmpxchgq %2, %1"
+					     : "+a"(k), "+m"(e->key)
+					     : "r"(key) : "memory", "cc");
+			if (k && k != key)
+				continue;	/* a handler took it for another key */
+			k = key;
+		}
+		if (k == key) {
+			__asm__ __volatile__("incq %0" : "+m"(e->count) :: "memory");
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* Enter ptr with key in the xlive table: its slot, or NULL if its window
+ * is full. The slot is claimed (2), then key, then ptr are stored. */
+static struct shm_xlive *xlive_add(const struct xacct *x, uint64_t ptr, uint64_t key)
+{
+	uint64_t s = shm_xlive_slot(ptr, x->slots), mask = x->slots - 1;
+
+	for (int i = 0; i < SHM_XPROBES; i++) {
+		struct shm_xlive *e = &x->live[(s + i) & mask];
+		uint64_t v = e->ptr;
+
+		if (v > 1 || !__atomic_compare_exchange_n(&e->ptr, &v, 2, 0, __ATOMIC_SEQ_CST,
+							  __ATOMIC_RELAXED))
+			continue;
+		e->key = key;
+		barrier();
+		e->ptr = ptr;
+		return e;
+	}
+	return NULL;
+}
+
+/*
+ * Account an allocation of size bytes at ptr with stack id `id`, made on
+ * the stack at sp: 1 if done (no event to send), 0 if it must take the
+ * event path (no lane of ours, a window full, a key that cannot hold it).
+ */
+static int xacct_alloc(const struct shm_hdr *h, uint64_t sp, uint64_t ptr, int64_t id,
+		       uint64_t size)
+{
+	struct xacct x;
+	struct shm_xlane *l;
+	struct shm_xlive *e;
+	uint64_t key;
+	unsigned lane = ring_of(sp);
+
+	if (id < 0 || id > SHM_XID_MAX || size > SHM_XSIZE_MAX || ptr <= 2 ||
+	    !xacct_geometry(h, &x) || !(l = xlane_mine(&x, lane)))
+		return 0;
+	key = shm_xkey((uint32_t)id, size);
+	e = xlive_add(&x, ptr, key);
+	if (!e)
+		return 0;
+	if (xcount_add(&x, lane, key)) {
+		e->ptr = 1;	/* ours until now: nobody else looked it up */
+		return 0;
+	}
+	__asm__ __volatile__("incq %0" : "+m"(l->alloc_count) :: "memory");
+	__asm__ __volatile__("addq %1, %0" : "+m"(l->alloc_bytes) : "r"(size) : "memory");
+	return 1;
+}
+
+/*
+ * The free of ptr, made on the stack at sp: 1 if ptr was accounted (it is
+ * taken out and counted, no event), 0 if the event path must report it.
+ */
+static int xacct_free(const struct shm_hdr *h, uint64_t sp, uint64_t ptr)
+{
+	struct xacct x;
+	struct shm_xlane *l;
+	uint64_t s, mask, key, size;
+
+	if (ptr <= 2 || !xacct_geometry(h, &x))
+		return 0;
+	s = shm_xlive_slot(ptr, x.slots);
+	mask = x.slots - 1;
+	for (int i = 0; i < SHM_XPROBES; i++) {
+		struct shm_xlive *e = &x.live[(s + i) & mask];
+		uint64_t v = e->ptr;
+
+		if (!v)
+			return 0;
+		if (v != ptr)
+			continue;
+		key = e->key;
+		barrier();
+		e->ptr = 1;	/* the block is ours to free: no one else writes here */
+		size = shm_xkey_size(key);
+		l = xlane_mine(&x, ring_of(sp));
+		if (l) {
+			__asm__ __volatile__("incq %0" : "+m"(l->free_count) :: "memory");
+			__asm__ __volatile__("addq %1, %0" : "+m"(l->free_bytes) : "r"(size) : "memory");
+		} else {
+			__atomic_fetch_add(&((struct shm_hdr *)h)->xforeign_count, 1, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&((struct shm_hdr *)h)->xforeign_bytes, size,
+					   __ATOMIC_RELAXED);
+		}
+		return 1;
+	}
+	return 0;
+}
+
+#endif
