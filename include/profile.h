@@ -161,9 +161,11 @@ size_t profile_nstacks(const struct profile *p);
  * valid until the next record into p. */
 const uint64_t *profile_stack_pcs(const struct profile *p, uint32_t id, size_t *n);
 
-/* Call cb for every bucket with any alloc or in-use count, in creation order; stops
- * early and returns cb's value if it is non-zero, else returns 0. b and b->pcs
- * are valid only during the call; cb must not record into p. */
+/* Call cb for every bucket that has had any alloc or accounted count, in
+ * creation order (a bucket once visited is visited for good, so that the
+ * n-th stays the n-th: its figures may be 0); stops early and returns cb's
+ * value if it is non-zero, else returns 0. b and b->pcs are valid only
+ * during the call; cb must not record into p. */
 int profile_foreach(const struct profile *p,
 		    int (*cb)(const struct profile_bucket *b, void *arg), void *arg);
 

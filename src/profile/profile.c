@@ -63,6 +63,7 @@ struct stack {
 struct bucket {
 	uint32_t stack;
 	uint8_t shift;          /* taken at the interval rate << shift (profile_op) */
+	uint8_t xseen;          /* it had accounted figures once: visited for good */
 	uint64_t size;
 	uint64_t alloc_count, alloc_bytes;
 	uint64_t xalloc_count, xinuse_count;	/* accounted in the target */
@@ -875,17 +876,21 @@ void profile_xacct_reset(struct profile *p)
  * the profile does not hold. */
 static struct bucket *xacct_bucket(struct profile *p, uint32_t stack, uint64_t size)
 {
+	uint32_t bi;
+
 	if (stack >= p->nstacks)
 		return NULL;
-	return &p->buckets[bucket_intern(p, stack, size, 0, hash_bucket_key(stack, size, 0))];
+	bi = bucket_intern(p, stack, size, 0, hash_bucket_key(stack, size, 0));
+	return &p->buckets[bi];	/* after the call: it may move the buckets */
 }
 
 void profile_xacct_alloc(struct profile *p, uint32_t stack, uint64_t size, uint64_t count)
 {
-	struct bucket *b = xacct_bucket(p, stack, size);
+	struct bucket *b = count ? xacct_bucket(p, stack, size) : NULL;
 
-	if (!b || !count)
+	if (!b)
 		return;
+	b->xseen = 1;
 	b->xalloc_count = sat_add(b->xalloc_count, count);
 	p->xalloc_count = sat_add(p->xalloc_count, count);
 	p->xalloc_bytes = sat_add(p->xalloc_bytes, sat_mul(count, size));
@@ -897,6 +902,7 @@ void profile_xacct_inuse(struct profile *p, uint32_t stack, uint64_t size)
 
 	if (!b)
 		return;
+	b->xseen = 1;
 	b->xinuse_count = sat_add(b->xinuse_count, 1);
 	p->xinuse_count = sat_add(p->xinuse_count, 1);
 }
@@ -952,8 +958,10 @@ const uint64_t *profile_stack_pcs(const struct profile *p, uint32_t id, size_t *
 }
 
 /*
- * Buckets are visited in creation order. b->pcs points into the profile and is
- * valid only during the callback; cb must not record into p.
+ * Buckets are visited in creation order, each from the first time it has
+ * a figure on (so the n-th stays the n-th: peak.c's snapshot relies on it),
+ * even if its accounted figures are all 0 again. b->pcs points into the
+ * profile and is valid only during the callback; cb must not record into p.
  */
 int profile_foreach(const struct profile *p,
 		    int (*cb)(const struct profile_bucket *b, void *arg), void *arg)
@@ -979,7 +987,7 @@ int profile_foreach(const struct profile *p,
 			.inuse_bytes = sat_mul(nuse, b->size),
 		};
 
-		if (pb.alloc_count || pb.inuse_count)
+		if (b->alloc_count || b->xseen)
 			ret = cb(&pb, arg);
 	}
 	free(inuse);

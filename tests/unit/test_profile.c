@@ -704,13 +704,17 @@ static void test_xacct(void)
 	expect_int_eq(profile_total_alloc_count(p), 1);
 	expect_int_eq(profile_nlive(p), 1);
 	s = sum_of(p);
-	expect_int_eq(s.nbuckets, 1);	/* the accounted-only bucket is empty now */
+	expect_int_eq(s.nbuckets, 2);	/* the accounted-only bucket stays, empty */
+	expect_int_eq(s.copy[1].alloc_count, 0);
+	expect_int_eq(s.copy[1].inuse_count, 0);
 	expect_int_eq(s.alloc_count, 1);
 	expect_int_eq(s.inuse_count, 1);
 	profile_xacct_inuse(p, sb, 32);		/* in use, its count not read yet */
 	s = sum_of(p);
 	expect_int_eq(s.nbuckets, 2);
 	expect_int_eq(s.inuse_count, 2);
+	profile_xacct_alloc(p, sb, 48, 0);	/* nothing: no bucket to visit */
+	expect_int_eq(sum_of(p).nbuckets, 2);
 
 	/* the target's figures can be anything: sums saturate */
 	profile_xacct_alloc(p, sb, (1ULL << 40) - 1, UINT64_MAX / 2);
@@ -720,6 +724,21 @@ static void test_xacct(void)
 	s = sum_of(p);
 	expect_u64_eq(s.copy[2].alloc_count, UINT64_MAX);
 	expect_u64_eq(s.copy[2].alloc_bytes, UINT64_MAX);
+	profile_free(p);
+
+	/* many new buckets at once: the table grows under the additions */
+	p = profile_new(1);
+	sa = profile_stack_id(p, a, 2);
+	for (uint64_t sz = 1; sz <= 1000; sz++) {
+		profile_xacct_alloc(p, sa, sz, 2);
+		profile_xacct_inuse(p, sa, sz);
+	}
+	s = sum_of(p);
+	expect_int_eq(s.nbuckets, 1000);
+	expect_int_eq(s.alloc_count, 2000);
+	expect_int_eq(s.alloc_bytes, 1000 * 1001);
+	expect_int_eq(s.inuse_count, 1000);
+	expect_int_eq(s.inuse_bytes, 1000 * 1001 / 2);
 	profile_free(p);
 
 	/* the bucket cap: new sizes go to the empty stack's rounded bucket */
