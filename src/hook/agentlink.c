@@ -1349,7 +1349,7 @@ static void xpages_update(struct agent_link *l, struct xpages *xp)
 	free(vec);
 }
 
-/* Call fn(l, entry, prof) for the entries of xp's region in pages marked
+/* Call fn(l, entry) for the entries of xp's region in the pages marked
  * (the others were never touched: all zero). */
 static void xpages_each(struct agent_link *l, const struct xpages *xp,
 			void (*fn)(struct agent_link *l, const volatile uint64_t *e))
