@@ -136,6 +136,7 @@ struct agent_link {
 	} xcount_pages, xlive_pages;
 	uint64_t xbad_keys, xbad_counts, xbad_ptrs, xtorn;	/* entries not believed */
 	int xbad_noted;                 /* said once (debug) */
+	uint64_t xsyncs, xsync_max_ns;  /* readings, and the longest (debug) */
 	int xfinal_read;                /* read after agent_link_final: nothing changes now */
 };
 
@@ -1420,10 +1421,11 @@ static void xlive_one(struct agent_link *l, const volatile uint64_t *e)
 
 void agent_link_xacct_sync(struct agent_link *l)
 {
-	uint64_t bad;
+	uint64_t bad, t0;
 
 	if (!ready(l) || l->hostile || !l->xslots || l->xfinal_read)
 		return;
+	t0 = clock_ns(CLOCK_MONOTONIC);
 	if (l->final)
 		l->xfinal_read = 1;	/* the writers are gone: this reading is the last */
 	if (!l->xcount_pages.n) {
@@ -1436,6 +1438,10 @@ void agent_link_xacct_sync(struct agent_link *l)
 	profile_xacct_reset(l->p.prof);
 	xpages_each(l, &l->xcount_pages, xcount_one);
 	xpages_each(l, &l->xlive_pages, xlive_one);
+	l->xsyncs++;
+	t0 = clock_ns(CLOCK_MONOTONIC) - t0;
+	if (t0 > l->xsync_max_ns)
+		l->xsync_max_ns = t0;
 	bad = l->xbad_keys + l->xbad_counts + l->xbad_ptrs;
 	if (bad && !l->xbad_noted) {
 		l->xbad_noted = 1;
@@ -1508,9 +1514,10 @@ void agent_link_free(struct agent_link *l)
 	}
 	if (l->xslots)
 		pr_debug("in-target accounting: %llu allocations and %llu frees accounted in the "
-			 "target (no events), %llu blocks read while they changed",
-			 (unsigned long long)l->p.stats->xacct_allocs,
-			 (unsigned long long)l->p.stats->xacct_frees, (unsigned long long)l->xtorn);
+			 "target (no events); read %llu times (the longest %.1f ms), %llu blocks "
+			 "read while they changed", (unsigned long long)l->p.stats->xacct_allocs,
+			 (unsigned long long)l->p.stats->xacct_frees, (unsigned long long)l->xsyncs,
+			 l->xsync_max_ns / 1e6, (unsigned long long)l->xtorn);
 	free(l->xcount_pages.seen);
 	free(l->xlive_pages.seen);
 	frametab_free(l->ftab);
