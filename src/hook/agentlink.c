@@ -331,6 +331,8 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	l->ftab = l->p.target ?
 		  frametab_new_target(l->p.target, (struct shm_frame *)(d + SHM_OFF_FRAMES)) :
 		  frametab_new(l->p.proc_tid, (struct shm_frame *)(d + SHM_OFF_FRAMES));
+	if (l->ftab)
+		frametab_set_gen(l->ftab, &h->walk_gen);
 	if (l->p.target && !target_on_change(l->p.target, on_code_change, l))
 		l->watching = 1;
 	fp_refresh(l);
@@ -457,6 +459,8 @@ static void fp_refresh(struct agent_link *l)
 	shm_barrier();
 	w->fp_n = n;
 	l->shm->fp_n = n;
+	shm_barrier();
+	l->shm->walk_gen++;	/* walks the agent kept took the old ranges */
 	l->fp_ranges = n;
 }
 
