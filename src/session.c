@@ -927,9 +927,11 @@ int session_run(const struct options *opt)
 	if (s.mode->sync)
 		s.mode->sync(&s);	/* what the rings still hold (detach, exit or exec) */
 	if (s.stats.walks)
-		pr_debug("agent: %llu walks, %llu misses, %llu nested, %llu doorbells",
+		pr_debug("agent: %llu walks, %llu misses, %llu from the memo, %llu nested, "
+			 "%llu doorbells",
 			 (unsigned long long)s.stats.walks, (unsigned long long)s.stats.walk_misses,
-			 (unsigned long long)s.stats.nested, (unsigned long long)s.stats.doorbells);
+			 (unsigned long long)s.stats.memo_hits, (unsigned long long)s.stats.nested,
+			 (unsigned long long)s.stats.doorbells);
 	if (s.py)
 		pr_debug("python: %llu samples found their thread's Python state, %llu did not",
 			 (unsigned long long)s.stats.py_found,

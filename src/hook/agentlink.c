@@ -1191,7 +1191,7 @@ static int plausible(const struct agent_link *l, uint64_t v)
  */
 static void sync_stats(struct agent_link *l)
 {
-	uint64_t drops, sum[3] = { 0, 0, 0 }, v[3];
+	uint64_t drops, sum[4] = { 0, 0, 0, 0 }, v[4];
 	char what[96];
 
 	if (!ready(l) || l->hostile)
@@ -1214,7 +1214,8 @@ static void sync_stats(struct agent_link *l)
 		v[0] = __atomic_load_n(&c->walks, __ATOMIC_RELAXED);
 		v[1] = __atomic_load_n(&c->walk_misses, __ATOMIC_RELAXED);
 		v[2] = __atomic_load_n(&c->nested, __ATOMIC_RELAXED);
-		for (int k = 0; k < 3; k++) {
+		v[3] = __atomic_load_n(&c->memo_hits, __ATOMIC_RELAXED);
+		for (int k = 0; k < 4; k++) {
 			if (!plausible(l, v[k]) || !plausible(l, sum[k] + v[k])) {
 				shm_hostile(l, "an implausible count of calls in its counters");
 				return;
@@ -1225,6 +1226,7 @@ static void sync_stats(struct agent_link *l)
 	l->p.stats->walks = sum[0];
 	l->p.stats->walk_misses = sum[1];
 	l->p.stats->nested = sum[2];
+	l->p.stats->memo_hits = sum[3];
 	l->p.stats->doorbells = __atomic_load_n(&l->shm->doorbell, __ATOMIC_RELAXED);
 	if (l->py_max) {	/* said with -v only: a hostile figure misleads nobody */
 		l->p.stats->py_found = __atomic_load_n(&l->shm->py.found, __ATOMIC_RELAXED);
