@@ -1980,6 +1980,7 @@ static struct tally want[NTHREADS], got;
 static atomic_int workers_left;
 static int consumer_errors, consumer_bad;
 static int consumer_lax;	/* benchmark: sampled mode, no checks */
+static int consumer_memo;	/* allocations come through memo_call's chain (4 frames) */
 static volatile int consumer_stop;
 
 static int consume_one(void *arg, const void *rec, uint32_t len)
@@ -1994,7 +1995,8 @@ static int consume_one(void *arg, const void *rec, uint32_t len)
 		got.n[h]++;
 		got.bytes[h] += e.size;
 		if (!consumer_lax &&	/* sampled mode reports no frees */
-		    (pset_add(e.ptr) || e.nframes != 1 || e.frames[0] != (uintptr_t)hcall_ret))
+		    (pset_add(e.ptr) || e.nframes != (consumer_memo ? 4 : 1) ||
+		     e.frames[e.nframes - 1] != (uintptr_t)(consumer_memo ? memo_ret_a : hcall_ret)))
 			consumer_errors++;
 	} else if (e.kind == SHM_EV_FREE) {
 		got.n[HOOK_FREE]++;
@@ -2138,6 +2140,19 @@ static double bench_pairs(void *m, void *f, long n)
 	return (double)(mono_ns() - t0) / n;
 }
 
+/* Exact mode through memo_call's chain (4 frames): ns per malloc+free
+ * pair, the same stack at every call, or a word the walk reads changed at
+ * every call (no walk found in the walk memo). */
+static double bench_memo(long n, int vary)
+{
+	int64_t t0 = mono_ns();
+
+	for (long i = 0; i < n; i++)
+		hcall(hooks[H_FREE].fn, memo_call(hooks[H_MALLOC].fn, 64,
+						  vary ? (uint64_t)i << 4 : MEMO_BP1, 0), 0, 0, 0);
+	return (double)(mono_ns() - t0) / n;
+}
+
 /* Best of rounds: direct libc, fast trampolines, fast with a plain sub. */
 static void bench_three(long n, int rounds, double out[3])
 {
@@ -2156,7 +2171,7 @@ static void bench_three(long n, int rounds, double out[3])
 static void test_bench(void)
 {
 	const long n = 1000000;
-	double never[3], rate[3], exact;
+	double never[3], rate[3], exact, same, fresh;
 	pthread_t c;
 
 	if (!ready)
@@ -2199,7 +2214,45 @@ static void test_bench(void)
 	expect_int_eq(consumer_errors, 0);
 	expect_u64_eq(got.n[HOOK_FREE], n);
 	expect_u64_eq(got.n[HOOK_ALLOC], n);
+
+	/* exact mode, 4 frames: stacks the walk memo holds, and new ones */
+	memo_setup();
+	memset(pset, 0, sizeof(pset));
+	memset(&got, 0, sizeof(got));
+	consumer_stop = 0;
+	consumer_memo = 1;
+	pthread_create(&c, NULL, consumer, NULL);
+	same = fresh = 1e9;
+	for (int r = 0; r < 5; r++) {
+		double a = bench_memo(n / 5, 0), b = bench_memo(n / 5, 1);
+
+		same = a < same ? a : same;
+		fresh = b < fresh ? b : fresh;
+	}
+	consumer_stop = 1;
+	pthread_join(c, NULL);
+	consumer_memo = 0;
+	printf("  exact, 4 frames: %.1f ns per pair, the same stack (%" PRIu64 " from the memo); "
+	       "%.1f ns, a new stack every call\n", same, stat_sum(STAT_MEMO), fresh);
+	expect_int_eq(consumer_errors, 0);
+	expect_u64_eq(got.n[HOOK_ALLOC], 10 * (n / 5));
+
+	/* the same without the ring: rings too small for any record (each
+	 * event dropped at once), so the agent's own cost remains */
+	ring_reset(RING_SIZE);
+	hdr->ring_size = 8;
+	same = fresh = 1e9;
+	for (int r = 0; r < 7; r++) {
+		double a = bench_memo(n / 5, 0), b = bench_memo(n / 5, 1);
+
+		same = a < same ? a : same;
+		fresh = b < fresh ? b : fresh;
+	}
+	printf("  the same, every event dropped: %.1f ns per pair, the same stack; "
+	       "%.1f ns, a new stack every call\n", same, fresh);
+	expect_u64_eq(hdr->drops, 2 * 14 * (n / 5));
 	mode_exact();
+	frames_reset();
 }
 
 /*
