@@ -443,10 +443,11 @@ static inline uint64_t shm_stack_hash_end(uint64_t h, uint32_t nframes)
  * takes seq (even), the entry, then seq again (unchanged). The target can
  * write it all: a hit rereads each word through the walk's own window, so
  * garbage can only give wrong frames, never a read the walk could not do.
- * `misses` is outside the seqlock (a hint): a way holding a walk refills
- * only on every second consecutive miss, so that two stacks sharing a
- * first return address (a wrapper called from many places) keep the one
- * that repeats instead of rewriting each other.
+ * `misses` is outside the seqlock (a hint, reset by a hit): a way holding
+ * a walk is written over only at its 2nd, 4th, 8th and 16th miss in a
+ * row, then every 16th, so that two stacks sharing a first return address
+ * (a wrapper called from many places) keep the one that comes back, and
+ * stacks that never come back cost few writes.
  */
 #define SHM_MEMO_TRUNC  1   /* the walk stopped at depth with frames left */
 #define SHM_MEMO_USEDBP 2   /* the walk used the start rbp before it reloaded it */
@@ -461,7 +462,7 @@ struct shm_memo {
 	uint16_t nframes;       /* 1 .. SHM_MEMO_FRAMES */
 	uint8_t nread;          /* words read, in order, 0 .. SHM_MEMO_READS */
 	uint8_t flags;          /* SHM_MEMO_* */
-	volatile uint32_t misses;       /* consecutive misses of this way (a hint) */
+	volatile uint32_t misses;       /* misses of this way since its last hit (a hint) */
 	uint32_t pad[3];                /* the words start a line */
 	uint32_t off[SHM_MEMO_READS];   /* each word's address - (entry sp) */
 	uint64_t val[SHM_MEMO_READS];   /* and its value */

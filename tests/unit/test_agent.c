@@ -1087,23 +1087,38 @@ static void test_exact_memo(void)
 		expect_chain(&e, memo_ret_b, 4);
 	}
 
+	/* a new stack at every call: the way is written over at the 2nd,
+	 * 4th, 8th and 16th miss in a row, then every 16th */
+	m = memo_find(chain_sp, (uintptr_t)chain_r2);
+	expect_true(m != NULL);
+	if (!m)
+		return;
+	for (uint64_t j = 1; j <= 48; j++) {
+		int want = j == 2 || j == 4 || j == 8 || j == 16 || j == 32 || j == 48;
+
+		expect_int_eq(memo_alloc(j << 8, 1, &e), 0);
+		expect_chain(&e, memo_ret_b, 4);
+		expect_int_eq(m->nread == 5 && m->val[4] == j << 8, want);
+	}
+	expect_int_eq(memo_alloc(48 << 8, 1, &e), 1);
+
 	/* the table changed: the memo is stale until the generation moves */
 	gen = hdr->walk_gen;
 	frame_put(chain_r1, SHM_BASE_END, 0, 0, 0);
 	hdr->walk_gen = gen;
-	expect_int_eq(memo_alloc(MEMO_BP1, 1, &e), 1);
+	expect_int_eq(memo_alloc(48 << 8, 1, &e), 1);
 	expect_chain(&e, memo_ret_b, 4);
 	hdr->walk_gen = gen + 1;
-	expect_int_eq(memo_alloc(MEMO_BP1, 1, &e), 0);
+	expect_int_eq(memo_alloc(48 << 8, 1, &e), 0);
 	expect_chain(&e, memo_ret_b, 2);
 	frame_put(chain_r1, SHM_BASE_RSP, 16, 0, 0);
-	expect_int_eq(memo_alloc(MEMO_BP1, 1, &e), 0);
+	expect_int_eq(memo_alloc(48 << 8, 1, &e), 0);
 	expect_chain(&e, memo_ret_b, 4);
 
 	/* another depth: walked again */
-	expect_int_eq(memo_alloc(MEMO_BP1, 1, &e), 1);		/* refilled */
+	expect_int_eq(memo_alloc(48 << 8, 1, &e), 1);		/* refilled */
 	hdr->max_depth = 3;
-	expect_int_eq(memo_alloc(MEMO_BP1, 1, &e), 0);
+	expect_int_eq(memo_alloc(48 << 8, 1, &e), 0);
 	expect_int_eq(e.nframes, 3);
 	expect_int_eq(e.flags & SHM_EVF_TRUNC, SHM_EVF_TRUNC);
 	hdr->max_depth = 0;
@@ -1111,6 +1126,7 @@ static void test_exact_memo(void)
 	/* the start rbp is compared when the walk used it */
 	memo_setup();
 	expect_int_eq(memo_alloc(MEMO_BP1, 0, &e), 0);
+	expect_int_eq(memo_alloc(MEMO_BP1, 0, &e), 1);	/* no miss in a row now */
 	m = memo_find(chain_sp, (uintptr_t)chain_r2);
 	expect_true(m && m->bp == chain_bp);
 	if (!m)

@@ -361,19 +361,30 @@ static unsigned memo_get(const struct shm_memo *m, const struct frame_regs *star
 }
 
 /*
+ * Whether a way that holds a walk is written over at its (k + 1)th miss
+ * in a row: the 2nd, 4th, 8th and 16th, then every 16th. A way shared by
+ * two stacks keeps the one that comes back (a hit resets the count), and
+ * a stream of stacks that never come back costs few writes.
+ */
+static inline int memo_refill(uint32_t k)
+{
+	if (k >= 16)
+		return (k & 15) == 15;
+	return k && !(k & (k + 1));
+}
+
+/*
  * Keep in m the walk from start that missed it: n frames out[] with hash
  * and flags (not a miss), at this depth and gen, having read what log
- * says. Only a walk that fits, and in a way that held a walk only on
- * every second consecutive miss; nothing if another thread writes m.
+ * says. Only a walk that fits; nothing if another thread writes m.
  */
 static void memo_put(struct shm_memo *m, const struct frame_regs *start, uint32_t gen,
 		     unsigned depth, const uint64_t *out, unsigned n, uint32_t flags,
 		     uint64_t hash, const struct walk_log *log)
 {
-	uint32_t seq, k = m->misses;
+	uint32_t seq;
 
-	m->misses = k + 1;
-	if ((m->sp && !(k & 1)) || !n || n > SHM_MEMO_FRAMES || log->n > SHM_MEMO_READS)
+	if (!n || n > SHM_MEMO_FRAMES || log->n > SHM_MEMO_READS)
 		return;
 	seq = m->seq;
 	if ((seq & 1) || !__atomic_compare_exchange_n(&m->seq, &seq, seq + 1, 0,
@@ -396,14 +407,14 @@ static void memo_put(struct shm_memo *m, const struct frame_regs *start, uint32_
 	}
 	for (unsigned i = 0; i < n; i++)
 		m->frames[i] = out[i];
-	m->misses = 0;
 	__atomic_store_n(&m->seq, seq + 2, __ATOMIC_RELEASE);
 }
 
 /*
  * walk(), through the memo in exact mode: a walk the memo holds costs
- * rereading its words (counted in c->memo_hits), any other is walked and
- * may be kept.
+ * rereading its words (counted in c->memo_hits), any other is walked, and
+ * kept if its way is empty or memo_refill lets it go (only such a walk
+ * logs its reads: a log costs about as much as a short walk).
  */
 static unsigned walk_memo(struct shm_hdr *h, struct shm_counter *c,
 			  const struct frame_regs *start, uint64_t *out, unsigned depth,
@@ -411,7 +422,7 @@ static unsigned walk_memo(struct shm_hdr *h, struct shm_counter *c,
 {
 	struct shm_memo *m;
 	struct walk_log log;
-	uint32_t gen;
+	uint32_t gen, k;
 	unsigned n;
 
 	if (!(h->flags & SHM_F_EXACT))
@@ -426,6 +437,10 @@ static unsigned walk_memo(struct shm_hdr *h, struct shm_counter *c,
 		c->memo_hits++;
 		return n;
 	}
+	k = m->misses;
+	m->misses = k + 1;
+	if (m->sp && !memo_refill(k))
+		return walk(h, start, out, depth, flags, hash, (struct walk_log *)0);
 	log.n = 0;
 	log.used_bp = 0;
 	n = walk(h, start, out, depth, flags, hash, &log);
