@@ -2038,6 +2038,17 @@ static void *consumer(void *arg)
 	return NULL;
 }
 
+/* Start the consumer on empty tallies (memo: allocations come through
+ * memo_call's chain). */
+static void consumer_start(pthread_t *c, int memo)
+{
+	memset(pset, 0, sizeof(pset));
+	memset(&got, 0, sizeof(got));
+	consumer_stop = 0;
+	consumer_memo = memo;
+	pthread_create(c, NULL, consumer, NULL);
+}
+
 /* Each worker hands some blocks to the next one to free: glibc gives them
  * back to the allocating thread's arena (once the freeing thread's tcache
  * is full), so a block freed in one ring comes back in another, and the
@@ -2165,6 +2176,18 @@ static double bench_memo(long n, int vary)
 	return (double)(mono_ns() - t0) / n;
 }
 
+/* Best of rounds of bench_memo: *same the same stack, *fresh a new one. */
+static void bench_memo_best(long n, int rounds, double *same, double *fresh)
+{
+	*same = *fresh = 1e9;
+	for (int r = 0; r < rounds; r++) {
+		double a = bench_memo(n, 0), b = bench_memo(n, 1);
+
+		*same = a < *same ? a : *same;
+		*fresh = b < *fresh ? b : *fresh;
+	}
+}
+
 /* Best of rounds: direct libc, fast trampolines, fast with a plain sub. */
 static void bench_three(long n, int rounds, double out[3])
 {
@@ -2214,11 +2237,8 @@ static void test_bench(void)
 
 	/* exact mode, warm frame table: every call is an event */
 	mode_exact();
-	memset(pset, 0, sizeof(pset));
-	memset(&got, 0, sizeof(got));
-	consumer_stop = 0;
 	consumer_lax = 0;
-	pthread_create(&c, NULL, consumer, NULL);
+	consumer_start(&c, 0);
 	exact = bench_pairs(hooks[H_MALLOC].fn, hooks[H_FREE].fn, n);
 	consumer_stop = 1;
 	pthread_join(c, NULL);
@@ -2229,18 +2249,8 @@ static void test_bench(void)
 
 	/* exact mode, 4 frames: stacks the walk memo holds, and new ones */
 	memo_setup();
-	memset(pset, 0, sizeof(pset));
-	memset(&got, 0, sizeof(got));
-	consumer_stop = 0;
-	consumer_memo = 1;
-	pthread_create(&c, NULL, consumer, NULL);
-	same = fresh = 1e9;
-	for (int r = 0; r < 5; r++) {
-		double a = bench_memo(n / 5, 0), b = bench_memo(n / 5, 1);
-
-		same = a < same ? a : same;
-		fresh = b < fresh ? b : fresh;
-	}
+	consumer_start(&c, 1);
+	bench_memo_best(n / 5, 5, &same, &fresh);
 	consumer_stop = 1;
 	pthread_join(c, NULL);
 	consumer_memo = 0;
@@ -2253,13 +2263,7 @@ static void test_bench(void)
 	 * event dropped at once), so the agent's own cost remains */
 	ring_reset(RING_SIZE);
 	hdr->ring_size = 8;
-	same = fresh = 1e9;
-	for (int r = 0; r < 7; r++) {
-		double a = bench_memo(n / 5, 0), b = bench_memo(n / 5, 1);
-
-		same = a < same ? a : same;
-		fresh = b < fresh ? b : fresh;
-	}
+	bench_memo_best(n / 5, 7, &same, &fresh);
 	printf("  the same, every event dropped: %.1f ns per pair, the same stack; "
 	       "%.1f ns, a new stack every call\n", same, fresh);
 	expect_u64_eq(hdr->drops, 2 * 14 * (n / 5));
