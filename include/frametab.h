@@ -37,6 +37,8 @@ struct frametab *frametab_new(pid_t pid, struct shm_frame *table);
  * objects, and a reset at every change of its code mappings. */
 struct target;
 struct frametab *frametab_new_target(struct target *t, struct shm_frame *table);
+/* Bump *gen (shm_hdr.walk_gen; NULL: none) after every change of the table. */
+void frametab_set_gen(struct frametab *ft, volatile uint32_t *gen);
 /* Frees the compiler; the table itself is left as it is. */
 void frametab_free(struct frametab *ft);
 /*

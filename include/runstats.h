@@ -14,6 +14,7 @@ struct run_stats {
 	uint64_t bytes;         /* bytes allocated (unsampled) since the last --interval dump */
 	uint64_t walks;         /* fast mode: the agent's walks... */
 	uint64_t walk_misses;   /* ...of which missed the frame table */
+	uint64_t memo_hits;     /* ...and exact mode: served by the agent's walk memo */
 	uint64_t doorbells;     /* fast mode: times a writer woke the napping tool */
 	uint64_t py_found;      /* fast mode: samples that found their thread's Python state */
 	uint64_t py_not_found;  /* ...and that looked and did not */

@@ -21,6 +21,8 @@
  *                           FREE trampolines test (8 KiB)
  *   frames[SHM_NFRAMES]     frame rules by return address (struct shm_frame)
  *   stacks[SHM_NSTACKS]     stacks the tool has numbered (struct shm_stack)
+ *   memo[SHM_NCOUNTERS][SHM_MEMO_WAYS]  exact mode: recent walks by counter
+ *                           slot (struct shm_memo, 272 KiB)
  *   rings[SHM_NRINGS][ring_size]  variable-size event records
  *
  * Sampling: a trampoline subtracts each requested size from the counter
@@ -107,6 +109,10 @@
 #define SHM_STATS_MAX   16                      /* allocator statistics asked at once */
 #define SHM_STATS_NAME  40                      /* bytes of each one's name */
 #define SHM_FP_RANGES   32                      /* frame-pointer code ranges (JIT) */
+#define SHM_MEMO_WAYS   4                       /* walk memo entries per counter slot */
+#define SHM_MEMO_FRAMES 32                      /* the most frames an entry holds */
+#define SHM_MEMO_READS  64                      /* the most stack words it holds */
+#define SHM_MEMO_SIZE   1088                    /* bytes of struct shm_memo */
 
 #define SHM_OFF_COUNTERS 4096
 #define SHM_OFF_HEADS   (SHM_OFF_COUNTERS + SHM_NCOUNTERS * SHM_COUNTER_STRIDE)
@@ -115,7 +121,8 @@
 #define SHM_OFF_BITS    (SHM_OFF_LIVE + SHM_BLOOM_SIZE * SHM_LIVE_WAYS * 8)
 #define SHM_OFF_FRAMES  (SHM_OFF_BITS + SHM_BLOOM_SIZE / 8)
 #define SHM_OFF_STACKS  (SHM_OFF_FRAMES + SHM_NFRAMES * 16)
-#define SHM_OFF_RING    (SHM_OFF_STACKS + SHM_NSTACKS * 16)
+#define SHM_OFF_MEMO    (SHM_OFF_STACKS + SHM_NSTACKS * 16)
+#define SHM_OFF_RING    (SHM_OFF_MEMO + SHM_NCOUNTERS * SHM_MEMO_WAYS * SHM_MEMO_SIZE)
 
 /*
  * One counter's cache line. The trampoline touches only `left`; the agent
@@ -131,7 +138,7 @@ struct shm_counter {
 	uint64_t nested;        /* slow-path calls made from inside a hooked call */
 	uint64_t py_none_self;  /* the last thread (pthread_self) found with no Python state */
 	uint64_t py_none_left;  /* its samples left before the agent looks again */
-	uint64_t pad[1];
+	uint64_t memo_hits;     /* exact mode: walks served by the walk memo */
 };
 
 /* shm_hdr.flags */
@@ -346,6 +353,13 @@ struct shm_hdr {
 	volatile uint64_t xforeign_count; /* frees of accounted blocks by threads that own
 					   * no lane (lock add) */
 	volatile uint64_t xforeign_bytes;
+
+	/*
+	 * The frame table's generation (struct shm_memo): the tool bumps it
+	 * after every change of frames[] or fp. A line of its own: every
+	 * exact-mode call reads it.
+	 */
+	volatile uint32_t walk_gen __attribute__((aligned(64)));
 };
 
 _Static_assert(sizeof(struct shm_hdr) <= SHM_OFF_COUNTERS, "the header is one page");
@@ -419,6 +433,56 @@ static inline uint64_t shm_stack_hash_end(uint64_t h, uint32_t nframes)
 	h *= 0xc4ceb9fe1a85ec53ULL;
 	h ^= h >> 33;
 	return h ? h : 1;
+}
+
+/*
+ * The walk memo (exact mode only): a walk of the agent's own stack that
+ * did not miss, with every stack word it read, so that the next call from
+ * the same place reuses its frames after rereading those words instead of
+ * walking again. Entry: memo[slot_of(sp)][SHM_MEMO_WAYS]; the way is a
+ * hash of the first return address (shm_memo_way). A walk is a function of
+ * its start (sp, ip, and bp if the walk used it before reloading it), the
+ * depth, the frame table and fp ranges (walk_gen) and the words it read:
+ * if all of them are the same, so are its frames, hash and flags. The
+ * stack id is not kept: the agent looks it up after a hit.
+ *
+ * Each entry is a seqlock: a writer (a walk that found the entry stale)
+ * claims it by cmpxchg of seq from even to odd, writes it, then stores
+ * seq + 2; a claim that fails is not retried (nothing is cached). A reader
+ * takes seq (even), the entry, then seq again (unchanged). The target can
+ * write it all: a hit rereads each word through the walk's own window, so
+ * garbage can only give wrong frames, never a read the walk could not do.
+ * `misses` is outside the seqlock (a hint, reset by a hit): a way holding
+ * a walk is written over only at its 2nd, 4th, 8th and 16th miss in a
+ * row, then every 16th, so that two stacks sharing a first return address
+ * (a wrapper called from many places) keep the one that comes back, and
+ * stacks that never come back cost few writes.
+ */
+#define SHM_MEMO_TRUNC  1   /* the walk stopped at depth with frames left */
+#define SHM_MEMO_USEDBP 2   /* the walk used the start rbp before it reloaded it */
+struct shm_memo {
+	volatile uint32_t seq;  /* odd while written */
+	uint32_t gen;           /* walk_gen, read before the walk */
+	uint64_t sp;            /* frame_regs.sp at the start: entry sp + 8; 0 = empty */
+	uint64_t ip;            /* the first return address */
+	uint64_t bp;            /* the start rbp (compared only with SHM_MEMO_USEDBP) */
+	uint64_t hash;          /* shm_stack_hash of the frames */
+	uint32_t depth;         /* the depth the walk had (shm_depth) */
+	uint16_t nframes;       /* 1 .. SHM_MEMO_FRAMES */
+	uint8_t nread;          /* words read, in order, 0 .. SHM_MEMO_READS */
+	uint8_t flags;          /* SHM_MEMO_* */
+	volatile uint32_t misses;       /* misses of this way since its last hit (a hint) */
+	uint32_t pad[3];                /* the words start a line */
+	uint32_t off[SHM_MEMO_READS];   /* each word's address - (entry sp) */
+	uint64_t val[SHM_MEMO_READS];   /* and its value */
+	uint64_t frames[SHM_MEMO_FRAMES];
+};
+_Static_assert(sizeof(struct shm_memo) == SHM_MEMO_SIZE, "shm_memo layout");
+
+/* The way of a walk whose first return address is ip. */
+static inline unsigned shm_memo_way(uint64_t ip)
+{
+	return (unsigned)((ip ^ (ip >> 7)) & (SHM_MEMO_WAYS - 1));
 }
 
 /* Event records in the ring: 8-byte aligned, never straddling the end

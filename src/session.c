@@ -934,10 +934,12 @@ int session_run(const struct options *opt)
 	if (s.mode->sync)
 		s.mode->sync(&s);	/* what the rings still hold (detach, exit or exec) */
 	if (s.stats.walks)
-		pr_debug("agent: %llu walks, %llu misses, %llu nested, %llu doorbells, "
-			 "%llu allocations and %llu frees accounted in the target (no events)",
+		pr_debug("agent: %llu walks, %llu misses, %llu from the memo, %llu nested, "
+			 "%llu doorbells, %llu allocations and %llu frees accounted in the target "
+			 "(no events)",
 			 (unsigned long long)s.stats.walks, (unsigned long long)s.stats.walk_misses,
-			 (unsigned long long)s.stats.nested, (unsigned long long)s.stats.doorbells,
+			 (unsigned long long)s.stats.memo_hits, (unsigned long long)s.stats.nested,
+			 (unsigned long long)s.stats.doorbells,
 			 (unsigned long long)s.stats.xacct_allocs,
 			 (unsigned long long)s.stats.xacct_frees);
 	if (s.py)

@@ -368,6 +368,8 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	l->ftab = l->p.target ?
 		  frametab_new_target(l->p.target, (struct shm_frame *)(d + SHM_OFF_FRAMES)) :
 		  frametab_new(l->p.proc_tid, (struct shm_frame *)(d + SHM_OFF_FRAMES));
+	if (l->ftab)
+		frametab_set_gen(l->ftab, &h->walk_gen);
 	if (l->p.target && !target_on_change(l->p.target, on_code_change, l))
 		l->watching = 1;
 	fp_refresh(l);
@@ -494,6 +496,8 @@ static void fp_refresh(struct agent_link *l)
 	shm_barrier();
 	w->fp_n = n;
 	l->shm->fp_n = n;
+	shm_barrier();
+	l->shm->walk_gen++;	/* walks the agent kept took the old ranges */
 	l->fp_ranges = n;
 }
 
@@ -1226,7 +1230,7 @@ static int plausible(const struct agent_link *l, uint64_t v)
  */
 static void sync_stats(struct agent_link *l)
 {
-	uint64_t drops, sum[3] = { 0, 0, 0 }, v[3];
+	uint64_t drops, sum[4] = { 0, 0, 0, 0 }, v[4];
 	char what[96];
 
 	if (!ready(l) || l->hostile)
@@ -1249,7 +1253,8 @@ static void sync_stats(struct agent_link *l)
 		v[0] = __atomic_load_n(&c->walks, __ATOMIC_RELAXED);
 		v[1] = __atomic_load_n(&c->walk_misses, __ATOMIC_RELAXED);
 		v[2] = __atomic_load_n(&c->nested, __ATOMIC_RELAXED);
-		for (int k = 0; k < 3; k++) {
+		v[3] = __atomic_load_n(&c->memo_hits, __ATOMIC_RELAXED);
+		for (int k = 0; k < 4; k++) {
 			if (!plausible(l, v[k]) || !plausible(l, sum[k] + v[k])) {
 				shm_hostile(l, "an implausible count of calls in its counters");
 				return;
@@ -1260,6 +1265,7 @@ static void sync_stats(struct agent_link *l)
 	l->p.stats->walks = sum[0];
 	l->p.stats->walk_misses = sum[1];
 	l->p.stats->nested = sum[2];
+	l->p.stats->memo_hits = sum[3];
 	l->p.stats->doorbells = __atomic_load_n(&l->shm->doorbell, __ATOMIC_RELAXED);
 	if (l->xslots)
 		xacct_stats(l);

@@ -87,6 +87,7 @@ struct frametab {
 	size_t nunwalk;
 	uint64_t junk_ns;	/* when frametab_code_prefix last read the maps */
 	uint64_t tokens, tokens_ns;	/* CFI searches left, and when counted */
+	volatile uint32_t *gen;	/* bumped after every change of the table, or NULL */
 	struct frametab_stats st;
 };
 
@@ -336,8 +337,19 @@ const struct shm_frame *frametab_lookup(const struct shm_frame *table, uint64_t 
 	return NULL;
 }
 
-/* Publish rule r for ip in slot s: the rule word, a barrier, then ip. */
-static void publish(struct shm_frame *s, uint64_t ip, const struct shm_frame *r)
+/* The table changed: a walk the agent kept may no longer be the walk (shm.h). */
+static void bump_gen(struct frametab *ft)
+{
+	if (!ft->gen)
+		return;
+	shm_barrier();
+	*ft->gen = *ft->gen + 1;
+}
+
+/* Publish rule r for ip in slot s: the rule word, a barrier, then ip
+ * (then the generation). */
+static void publish(struct frametab *ft, struct shm_frame *s, uint64_t ip,
+		    const struct shm_frame *r)
 {
 	uint64_t word;
 
@@ -345,6 +357,7 @@ static void publish(struct shm_frame *s, uint64_t ip, const struct shm_frame *r)
 	*(volatile ft_u64_alias *)&s->cfa_off = word;
 	shm_barrier();
 	*(volatile uint64_t *)&s->ip = ip;
+	bump_gen(ft);
 }
 
 /* The negative-cache entry for key (ip * 2 + exact). */
@@ -423,7 +436,7 @@ int frametab_learn_flags(struct frametab *ft, uint64_t ip, unsigned flags)
 	}
 	if (ret)
 		return ret;
-	publish(slot, ip, &rule);
+	publish(ft, slot, ip, &rule);
 	ft->st.learned++;
 	return 1;
 }
@@ -458,6 +471,7 @@ static void reset(struct frametab *ft)
 	shm_barrier();
 	for (size_t i = 0; i < SHM_NFRAMES; i++)
 		*(volatile ft_u64_alias *)&ft->table[i].cfa_off = 0;
+	bump_gen(ft);
 	drop_binds(ft);
 	drop_objects(ft);
 	memset(ft->neg, 0, sizeof(ft->neg));
@@ -525,6 +539,11 @@ void frametab_free(struct frametab *ft)
 	free(ft);
 }
 
+void frametab_set_gen(struct frametab *ft, volatile uint32_t *gen)
+{
+	ft->gen = gen;
+}
+
 void frametab_set_pid(struct frametab *ft, pid_t pid)
 {
 	target_set_reader(ft->t, pid);
@@ -549,7 +568,7 @@ int frametab_set_end(struct frametab *ft, uint64_t ip)
 		return 0;
 	if (ret == 0)
 		ft->st.learned++;
-	publish(slot, ip, &end);	/* one 8-byte store: old or new rule, both valid */
+	publish(ft, slot, ip, &end);	/* one 8-byte store: old or new rule, both valid */
 	return 1;
 }
 

@@ -83,6 +83,13 @@ extern const char hcall_ret[];
 extern const char chain_f0[], chain_r0[], chain_r1[], chain_r2[];
 /* chain_rec(depth, fn, a0): recurses depth times (frame pointers), then fn(a0). */
 extern const char chain_rec[], chain_rec_ret[], chain_rec_leaf[];
+/*
+ * memo_call(fn, a0, bp, b): chain_f0(fn, a0) with rbp = bp (which f0
+ * saves: the last word a walk through chain_r0 reads), called from
+ * memo_ret_b if b, else from memo_ret_a, at the same rsp.
+ */
+uint64_t memo_call(const void *fn, uint64_t a0, uint64_t bp, uint64_t b);
+extern const char memo_ret_a[], memo_ret_b[];
 uint64_t chain_sp, chain_bp;
 __asm__(".text\n"
 	".globl hcall\n"
@@ -148,6 +155,23 @@ __asm__(".text\n"
 	"	call *%rsi\n"
 	"chain_rec_leaf:\n"
 	"	pop %rbp\n"
+	"	ret\n"
+	".globl memo_call, memo_ret_a, memo_ret_b\n"
+	"memo_call:\n"
+	"	push %rbp\n"
+	"	push %rbx\n"
+	"	sub $8, %rsp\n"
+	"	mov %rdx, %rbp\n"
+	"	test %rcx, %rcx\n"
+	"	jnz 1f\n"
+	"	call chain_f0\n"
+	"memo_ret_a:\n"
+	"	jmp 2f\n"
+	"1:	call chain_f0\n"
+	"memo_ret_b:\n"
+	"2:	add $8, %rsp\n"
+	"	pop %rbx\n"
+	"	pop %rbp\n"
 	"	ret\n");
 
 #define CALL1(h, a)		hcall(hooks[h].fn, (uint64_t)(a), 0, 0, 0)
@@ -169,7 +193,7 @@ static int64_t *counter(int i)
 	return (int64_t *)(data_view + SHM_OFF_COUNTERS + i * SHM_COUNTER_STRIDE);
 }
 
-enum { STAT_WALKS, STAT_MISSES, STAT_NESTED };
+enum { STAT_WALKS, STAT_MISSES, STAT_NESTED, STAT_MEMO };
 
 /* Agent statistics summed over the counter lines. */
 static uint64_t stat_sum(int which)
@@ -180,7 +204,7 @@ static uint64_t stat_sum(int which)
 		const struct shm_counter *c = (const struct shm_counter *)counter(i);
 
 		n += which == STAT_NESTED ? c->nested : which == STAT_MISSES ? c->walk_misses :
-			c->walks;
+		     which == STAT_MEMO ? c->memo_hits : c->walks;
 	}
 	return n;
 }
@@ -224,8 +248,16 @@ static void frame_put(const void *ip, int base, int cfa_off, int rbp_saved, int 
 		f->rbp_off = rbp_off;
 		atomic_thread_fence(memory_order_release);
 		f->ip = (uintptr_t)ip;
+		hdr->walk_gen++;	/* as the tool does (frametab.c) */
 		return;
 	}
+}
+
+/* No frame rule at all (the walks the agent kept are stale). */
+static void frames_clear(void)
+{
+	memset(frames_tab(), 0, SHM_NFRAMES * sizeof(struct shm_frame));
+	hdr->walk_gen++;
 }
 
 static struct shm_stack *stacks_tab(void)
@@ -237,7 +269,7 @@ static struct shm_stack *stacks_tab(void)
 static void frames_reset(void)
 {
 	memset(stacks_tab(), 0, SHM_NSTACKS * sizeof(struct shm_stack));
-	memset(frames_tab(), 0, SHM_NFRAMES * sizeof(struct shm_frame));
+	frames_clear();
 	frame_put(hcall_ret, SHM_BASE_END, 0, 0, 0);
 }
 
@@ -251,6 +283,7 @@ static void ring_reset(uint64_t size)
 		((struct shm_counter *)counter(i))->walks = 0;
 		((struct shm_counter *)counter(i))->walk_misses = 0;
 		((struct shm_counter *)counter(i))->nested = 0;
+		((struct shm_counter *)counter(i))->memo_hits = 0;
 	}
 	memset(data_view + SHM_OFF_HEADS, 0, SHM_NRINGS * 64);
 	ring_reader_init(&rd, hdr, size, hdr->max_depth, SHM_PY_MAX_FRAMES);
@@ -833,7 +866,7 @@ static void test_exact_walk(void)
 	}
 
 	/* chain_r1 unknown: a miss after two frames, with a stack copy from sp */
-	memset(frames_tab(), 0, SHM_NFRAMES * sizeof(struct shm_frame));
+	frames_clear();
 	frame_put(chain_r2, SHM_BASE_RBP, 16, 1, -16);
 	p = hcall(chain_f0, (uintptr_t)hooks[H_CALLOC].fn, 3, 11, 0);
 	expect_int_eq(drain(ev, 4), 1);
@@ -856,7 +889,7 @@ static void test_exact_walk(void)
 	expect_int_eq(drain(ev, 4), 1);
 
 	/* an unknown first frame: one frame, copy */
-	memset(frames_tab(), 0, SHM_NFRAMES * sizeof(struct shm_frame));
+	frames_clear();
 	p = CALL1(H_MALLOC, 5);
 	expect_int_eq(drain(ev, 4), 1);
 	expect_int_eq(ev[0].nframes, 1);
@@ -916,7 +949,7 @@ static void test_exact_walk(void)
 	}
 
 	/* a refused copy: the miss is flagged, no copy (record keeps its room) */
-	memset(frames_tab(), 0, SHM_NFRAMES * sizeof(struct shm_frame));
+	frames_clear();
 	frame_put(chain_rec_ret, SHM_BASE_RBP, 16, 1, -16);
 	frame_put(chain_rec_leaf, SHM_BASE_RBP, 16, 1, -16);
 	p = refused_copy_call();
@@ -947,6 +980,278 @@ static void test_exact_walk(void)
 	expect_true(ev[0].flags & SHM_EVF_MISS);
 	CALL1(H_FREE, p);
 	drain(ev, 4);
+	frames_reset();
+}
+
+/* ---- (b2) the walk memo (exact mode) ---- */
+
+#define MEMO_REACH	(8ULL << 20)	/* the agent's window above the entry sp (STACK_REACH) */
+#define MEMO_BP1	0x1111111111111110ull
+#define MEMO_BP2	0x2222222222222220ull
+
+/* The memo entry holding a walk from sp whose first return address is ip, or NULL. */
+static struct shm_memo *memo_find(uint64_t sp, uint64_t ip)
+{
+	struct shm_memo *m = (struct shm_memo *)(data_view + SHM_OFF_MEMO);
+
+	for (int i = 0; i < SHM_NCOUNTERS * SHM_MEMO_WAYS; i++)
+		if (m[i].sp == sp && m[i].ip == ip)
+			return &m[i];
+	return NULL;
+}
+
+/* Rules for memo_call's chain: chain_r2, chain_r1, chain_r0, then an end at
+ * either root; no stack ids, nothing in the memo. */
+static void memo_setup(void)
+{
+	mode_exact();
+	frames_reset();
+	memset(data_view + SHM_OFF_MEMO, 0, SHM_NCOUNTERS * SHM_MEMO_WAYS * sizeof(struct shm_memo));
+	frame_put(chain_r2, SHM_BASE_RBP, 16, 1, -16);
+	frame_put(chain_r1, SHM_BASE_RSP, 16, 0, 0);
+	frame_put(chain_r0, SHM_BASE_RBP, 16, 1, -16);
+	frame_put(memo_ret_a, SHM_BASE_END, 0, 0, 0);
+	frame_put(memo_ret_b, SHM_BASE_END, 0, 0, 0);
+}
+
+/* malloc(48) through memo_call(bp, b), then its free: the allocation's
+ * event in *e; returns the memo hits it added. */
+static uint64_t memo_alloc(uint64_t bp, int b, struct ev *e)
+{
+	uint64_t hits = stat_sum(STAT_MEMO), p;
+	struct ev ev[4];
+
+	p = memo_call(hooks[H_MALLOC].fn, 48, bp, (uint64_t)b);
+	expect_int_eq(drain(ev, 4), 1);
+	*e = ev[0];
+	expect_u64_eq(e->ptr, p);
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 4), 1);
+	return stat_sum(STAT_MEMO) - hits;
+}
+
+/* The event of memo_alloc: the whole chain up to root, nf frames of it. */
+static void expect_chain(const struct ev *e, const char *root, int nf)
+{
+	const uint64_t want[4] = { (uintptr_t)chain_r2, (uintptr_t)chain_r1, (uintptr_t)chain_r0,
+				   (uintptr_t)root };
+
+	expect_int_eq(e->kind, SHM_EV_ALLOC);
+	expect_int_eq(e->nframes, nf);
+	for (int i = 0; i < nf && i < 4; i++)
+		expect_u64_eq(e->frames[i], want[i]);
+	expect_int_eq(e->flags & (SHM_EVF_STACK | SHM_EVF_MISS | SHM_EVF_TRUNC), 0);
+}
+
+static void test_exact_memo(void)
+{
+	struct shm_memo *m;
+	struct ev e;
+	uint32_t gen;
+
+	if (!ready)
+		return;
+	memo_setup();
+
+	/* the first walk is kept (an empty way), the second served from it */
+	expect_int_eq(memo_alloc(MEMO_BP1, 0, &e), 0);
+	expect_chain(&e, memo_ret_a, 4);
+	m = memo_find(chain_sp, (uintptr_t)chain_r2);
+	expect_true(m != NULL);
+	if (!m)
+		return;
+	expect_int_eq(m->nframes, 4);
+	expect_int_eq(m->nread, 5);	/* r1, f0's rbp, r0, root, the bp f0 saved */
+	expect_int_eq(m->flags, SHM_MEMO_USEDBP);	/* chain_r2's CFA is rbp + 16 */
+	expect_int_eq(m->seq & 1, 0);
+	expect_int_eq(memo_alloc(MEMO_BP1, 0, &e), 1);
+	expect_chain(&e, memo_ret_a, 4);
+
+	/* a word it read changed (the root's return address): walked again */
+	expect_int_eq(memo_alloc(MEMO_BP1, 1, &e), 0);
+	expect_chain(&e, memo_ret_b, 4);
+	/* the same frames, a word read changed (the rbp f0 saved): walked again,
+	 * and kept (the second miss in a row) */
+	expect_int_eq(memo_alloc(MEMO_BP2, 0, &e), 0);
+	expect_chain(&e, memo_ret_a, 4);
+	expect_int_eq(memo_alloc(MEMO_BP2, 0, &e), 1);
+	expect_chain(&e, memo_ret_a, 4);
+
+	/* two stacks on one way: the one held stays, the other never
+	 * replaces it while it keeps coming (every other call) */
+	expect_int_eq(memo_alloc(MEMO_BP1, 1, &e), 0);
+	expect_int_eq(memo_alloc(MEMO_BP1, 1, &e), 0);		/* refilled */
+	expect_int_eq(memo_alloc(MEMO_BP1, 1, &e), 1);
+	for (int i = 0; i < 8; i++) {
+		expect_int_eq(memo_alloc(MEMO_BP1, 0, &e), 0);
+		expect_chain(&e, memo_ret_a, 4);
+		expect_int_eq(memo_alloc(MEMO_BP1, 1, &e), 1);
+		expect_chain(&e, memo_ret_b, 4);
+	}
+
+	/* a new stack at every call: the way is written over at the 2nd,
+	 * 4th, 8th and 16th miss in a row, then every 16th (m: the one way) */
+	for (uint64_t j = 1; j <= 48; j++) {
+		int want = j == 2 || j == 4 || j == 8 || j == 16 || j == 32 || j == 48;
+
+		expect_int_eq(memo_alloc(j << 8, 1, &e), 0);
+		expect_chain(&e, memo_ret_b, 4);
+		expect_int_eq(m->nread == 5 && m->val[4] == j << 8, want);
+	}
+	expect_int_eq(memo_alloc(48 << 8, 1, &e), 1);
+
+	/* the table changed: the memo is stale until the generation moves */
+	gen = hdr->walk_gen;
+	frame_put(chain_r1, SHM_BASE_END, 0, 0, 0);
+	hdr->walk_gen = gen;
+	expect_int_eq(memo_alloc(48 << 8, 1, &e), 1);
+	expect_chain(&e, memo_ret_b, 4);
+	hdr->walk_gen = gen + 1;
+	expect_int_eq(memo_alloc(48 << 8, 1, &e), 0);
+	expect_chain(&e, memo_ret_b, 2);
+	frame_put(chain_r1, SHM_BASE_RSP, 16, 0, 0);
+	expect_int_eq(memo_alloc(48 << 8, 1, &e), 0);
+	expect_chain(&e, memo_ret_b, 4);
+
+	/* another depth: walked again */
+	expect_int_eq(memo_alloc(48 << 8, 1, &e), 1);		/* refilled */
+	hdr->max_depth = 3;
+	expect_int_eq(memo_alloc(48 << 8, 1, &e), 0);
+	expect_int_eq(e.nframes, 3);
+	expect_int_eq(e.flags & SHM_EVF_TRUNC, SHM_EVF_TRUNC);
+	hdr->max_depth = 0;
+
+	/* the start rbp is compared when the walk used it */
+	memo_setup();
+	expect_int_eq(memo_alloc(MEMO_BP1, 0, &e), 0);
+	expect_int_eq(memo_alloc(MEMO_BP1, 0, &e), 1);	/* no miss in a row now */
+	m = memo_find(chain_sp, (uintptr_t)chain_r2);
+	expect_true(m && m->bp == chain_bp);
+	if (!m)
+		return;
+	m->bp ^= 8;
+	expect_int_eq(memo_alloc(MEMO_BP1, 0, &e), 0);
+	expect_chain(&e, memo_ret_a, 4);
+	m->bp ^= 8;
+	expect_int_eq(memo_alloc(MEMO_BP1, 0, &e), 1);
+
+	/* an entry being written (odd seq) is neither read nor claimed */
+	m->seq++;
+	expect_int_eq(memo_alloc(MEMO_BP1, 0, &e), 0);
+	expect_int_eq(memo_alloc(MEMO_BP1, 0, &e), 0);
+	expect_chain(&e, memo_ret_a, 4);
+	expect_int_eq(m->seq & 1, 1);
+	m->seq++;
+	expect_int_eq(memo_alloc(MEMO_BP1, 0, &e), 1);
+
+	/* counts out of bounds: walked again */
+	m->nread = 255;
+	expect_int_eq(memo_alloc(MEMO_BP1, 0, &e), 0);
+	expect_chain(&e, memo_ret_a, 4);
+	m->nread = 5;
+	m->nframes = SHM_MEMO_FRAMES + 1;
+	expect_int_eq(memo_alloc(MEMO_BP1, 0, &e), 0);
+	expect_chain(&e, memo_ret_a, 4);
+	m->nframes = 4;
+	m->flags |= SHM_MEMO_TRUNC;	/* TRUNC below the depth */
+	expect_int_eq(memo_alloc(MEMO_BP1, 0, &e), 0);
+	m->flags &= (uint8_t)~SHM_MEMO_TRUNC;
+	expect_int_eq(memo_alloc(MEMO_BP1, 0, &e), 1);
+
+	/* sampled mode does not use it */
+	mode_sampled(0, 0);
+	memo_call(hooks[H_MALLOC].fn, 48, MEMO_BP1, 0);
+	expect_int_eq(stat_sum(STAT_WALKS), 1);
+	expect_int_eq(stat_sum(STAT_MEMO), 0);
+	mode_exact();
+	frames_reset();
+}
+
+/*
+ * On a stack of its own at the bottom of a larger mapping, so that words
+ * just past the agent's window are mapped and known: an entry naming them
+ * is never served, however well they match; garbage words anywhere (most
+ * of them far out of any mapping) never fault.
+ */
+static void *memo_window_thread(void *arg)
+{
+	struct shm_memo *m, keep;
+	uint64_t entry_sp, rng = 0x9e3779b97f4a7c15ULL;
+	struct ev e;
+
+	(void)arg;
+	expect_int_eq(memo_alloc(MEMO_BP1, 0, &e), 0);
+	expect_int_eq(memo_alloc(MEMO_BP1, 0, &e), 1);
+	m = memo_find(chain_sp, (uintptr_t)chain_r2);
+	expect_true(m && m->nread == 5);
+	if (!m || m->nread != 5)
+		return NULL;
+	keep = *m;
+	entry_sp = chain_sp - 8;
+
+	/* the window's last word, as read now: served */
+	m->off[5] = (uint32_t)(MEMO_REACH - 8);
+	m->val[5] = *(volatile uint64_t *)(entry_sp + MEMO_REACH - 8);
+	m->nread = 6;
+	expect_int_eq(memo_alloc(MEMO_BP1, 0, &e), 1);
+	expect_chain(&e, memo_ret_a, 4);
+	/* the word after it: walked, whatever it holds */
+	for (uint64_t d = 1; d <= 8; d++) {
+		*(volatile uint64_t *)(entry_sp + MEMO_REACH - 8 + d) = 0x5eed5eed5eed5eedull;
+		m->off[5] = (uint32_t)(MEMO_REACH - 8 + d);
+		m->val[5] = 0x5eed5eed5eed5eedull;
+		m->misses = 0;	/* not refilled over our entry */
+		expect_int_eq(memo_alloc(MEMO_BP1, 0, &e), 0);
+		expect_chain(&e, memo_ret_a, 4);
+	}
+	/* garbage offsets and values (most far out of any mapping): the
+	 * frames kept or walked, nothing read out of the window; never
+	 * served with a word out of it */
+	for (int i = 0; i < 300; i++) {
+		uint64_t hits;
+		unsigned out = 0;
+
+		*m = keep;
+		m->nread = (uint8_t)(1 + rng % SHM_MEMO_READS);
+		for (int k = 0; k < SHM_MEMO_READS; k++) {
+			rng ^= rng << 13;
+			rng ^= rng >> 7;
+			rng ^= rng << 17;
+			m->off[k] = k < 5 && (rng & 1) ? keep.off[k] : (uint32_t)(rng >> 8);
+			m->val[k] = k < 5 && (rng & 2) ? keep.val[k] : rng;
+			if (k < m->nread && m->off[k] > MEMO_REACH - 8)
+				out = 1;
+		}
+		m->misses = 0;
+		hits = memo_alloc(MEMO_BP1, 0, &e);
+		if (out)
+			expect_int_eq(hits, 0);
+		expect_chain(&e, memo_ret_a, 4);
+	}
+	return m;
+}
+
+static void test_exact_memo_window(void)
+{
+	size_t len = 16u << 20, stack = 1u << 20;
+	pthread_attr_t attr;
+	pthread_t th;
+	void *area, *ret = NULL;
+
+	if (!ready)
+		return;
+	area = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	expect_true(area != MAP_FAILED);
+	if (area == MAP_FAILED)
+		return;
+	memo_setup();
+	pthread_attr_init(&attr);
+	pthread_attr_setstack(&attr, area, stack);
+	if (!pthread_create(&th, &attr, memo_window_thread, NULL))
+		pthread_join(th, &ret);
+	expect_true(ret != NULL);
+	pthread_attr_destroy(&attr);
+	munmap(area, len);
 	frames_reset();
 }
 
@@ -1874,6 +2179,7 @@ static struct tally want[NTHREADS], got;
 static atomic_int workers_left;
 static int consumer_errors, consumer_bad;
 static int consumer_lax;	/* benchmark: sampled mode, no checks */
+static int consumer_memo;	/* allocations come through memo_call's chain (4 frames) */
 static volatile int consumer_stop;
 
 static int consume_one(void *arg, const void *rec, uint32_t len)
@@ -1888,7 +2194,8 @@ static int consume_one(void *arg, const void *rec, uint32_t len)
 		got.n[h]++;
 		got.bytes[h] += e.size;
 		if (!consumer_lax &&	/* sampled mode reports no frees */
-		    (pset_add(e.ptr) || e.nframes != 1 || e.frames[0] != (uintptr_t)hcall_ret))
+		    (pset_add(e.ptr) || e.nframes != (consumer_memo ? 4 : 1) ||
+		     e.frames[e.nframes - 1] != (uintptr_t)(consumer_memo ? memo_ret_a : hcall_ret)))
 			consumer_errors++;
 	} else if (e.kind == SHM_EV_FREE) {
 		got.n[HOOK_FREE]++;
@@ -1916,6 +2223,17 @@ static void *consumer(void *arg)
 		}
 	}
 	return NULL;
+}
+
+/* Start the consumer on empty tallies (memo: allocations come through
+ * memo_call's chain). */
+static void consumer_start(pthread_t *c, int memo)
+{
+	memset(pset, 0, sizeof(pset));
+	memset(&got, 0, sizeof(got));
+	consumer_stop = 0;
+	consumer_memo = memo;
+	pthread_create(c, NULL, consumer, NULL);
 }
 
 /* Each worker hands some blocks to the next one to free: glibc gives them
@@ -2032,6 +2350,31 @@ static double bench_pairs(void *m, void *f, long n)
 	return (double)(mono_ns() - t0) / n;
 }
 
+/* Exact mode through memo_call's chain (4 frames): ns per malloc+free
+ * pair, the same stack at every call, or a word the walk reads changed at
+ * every call (no walk found in the walk memo). */
+static double bench_memo(long n, int vary)
+{
+	int64_t t0 = mono_ns();
+
+	for (long i = 0; i < n; i++)
+		hcall(hooks[H_FREE].fn, memo_call(hooks[H_MALLOC].fn, 64,
+						  vary ? (uint64_t)i << 4 : MEMO_BP1, 0), 0, 0, 0);
+	return (double)(mono_ns() - t0) / n;
+}
+
+/* Best of rounds of bench_memo: *same the same stack, *fresh a new one. */
+static void bench_memo_best(long n, int rounds, double *same, double *fresh)
+{
+	*same = *fresh = 1e9;
+	for (int r = 0; r < rounds; r++) {
+		double a = bench_memo(n, 0), b = bench_memo(n, 1);
+
+		*same = a < *same ? a : *same;
+		*fresh = b < *fresh ? b : *fresh;
+	}
+}
+
 /* Best of rounds: direct libc, fast trampolines, fast with a plain sub. */
 static void bench_three(long n, int rounds, double out[3])
 {
@@ -2050,7 +2393,7 @@ static void bench_three(long n, int rounds, double out[3])
 static void test_bench(void)
 {
 	const long n = 1000000;
-	double never[3], rate[3], exact;
+	double never[3], rate[3], exact, same, fresh;
 	pthread_t c;
 
 	if (!ready)
@@ -2081,11 +2424,8 @@ static void test_bench(void)
 
 	/* exact mode, warm frame table: every call is an event */
 	mode_exact();
-	memset(pset, 0, sizeof(pset));
-	memset(&got, 0, sizeof(got));
-	consumer_stop = 0;
 	consumer_lax = 0;
-	pthread_create(&c, NULL, consumer, NULL);
+	consumer_start(&c, 0);
 	exact = bench_pairs(hooks[H_MALLOC].fn, hooks[H_FREE].fn, n);
 	consumer_stop = 1;
 	pthread_join(c, NULL);
@@ -2093,7 +2433,29 @@ static void test_bench(void)
 	expect_int_eq(consumer_errors, 0);
 	expect_u64_eq(got.n[HOOK_FREE], n);
 	expect_u64_eq(got.n[HOOK_ALLOC], n);
+
+	/* exact mode, 4 frames: stacks the walk memo holds, and new ones */
+	memo_setup();
+	consumer_start(&c, 1);
+	bench_memo_best(n / 5, 5, &same, &fresh);
+	consumer_stop = 1;
+	pthread_join(c, NULL);
+	consumer_memo = 0;
+	printf("  exact, 4 frames: %.1f ns per pair, the same stack (%" PRIu64 " from the memo); "
+	       "%.1f ns, a new stack every call\n", same, stat_sum(STAT_MEMO), fresh);
+	expect_int_eq(consumer_errors, 0);
+	expect_u64_eq(got.n[HOOK_ALLOC], 10 * (n / 5));
+
+	/* the same without the ring: rings too small for any record (each
+	 * event dropped at once), so the agent's own cost remains */
+	ring_reset(RING_SIZE);
+	hdr->ring_size = 8;
+	bench_memo_best(n / 5, 7, &same, &fresh);
+	printf("  the same, every event dropped: %.1f ns per pair, the same stack; "
+	       "%.1f ns, a new stack every call\n", same, fresh);
+	expect_u64_eq(hdr->drops, 2 * 14 * (n / 5));
 	mode_exact();
+	frames_reset();
 }
 
 /*
@@ -2249,7 +2611,8 @@ static void test_teardown(void)
 
 HARNESS_MAIN("agent",
 	T(test_exp_gap), T(test_setup), T(test_layouts), T(test_rate_large), T(test_exact_events),
-	T(test_exact_walk), T(test_xacct), T(test_sampled_free), T(test_ring_full), T(test_nested), T(test_stats),
+	T(test_exact_walk), T(test_exact_memo), T(test_exact_memo_window), T(test_xacct),
+	T(test_sampled_free), T(test_ring_full), T(test_nested), T(test_stats),
 	T(test_callthru),
 	T(test_patched_fake), T(test_kinds_args), T(test_kinds_after), T(test_kinds_sampled),
 	T(test_threads_exact), T(test_python), T(test_bench), T(test_teardown))

@@ -115,6 +115,9 @@ static void test_learn_then_ids(void)
 	expect_int_eq(stats.events, 8);
 	expect_int_eq(stats.walks, 8);
 	expect_true(stats.walk_misses >= 1 && stats.walk_misses < 8);
+	/* rules learnt move walk_gen: the first complete walk is kept, the
+	 * next ones come from the walk memo */
+	expect_true(stats.memo_hits >= 1 && stats.memo_hits < 8);
 	expect_int_eq(stats.unwind_errors, 0);
 	expect_int_eq(profile_nstacks(prof), 1);
 	t = totals();

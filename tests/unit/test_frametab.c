@@ -676,6 +676,7 @@ static void test_table_probing(void)
 	struct frametab *f = frametab_new(getpid(), tab);
 	struct frametab_stats st;
 	struct probe p = { 0 };
+	volatile uint32_t gen = 7;
 	uint64_t ip;
 	uint32_t h;
 	size_t nz = 0;
@@ -684,12 +685,19 @@ static void test_table_probing(void)
 	fp_fn(&p);
 	ip = p.c.ip;
 	h = shm_frame_slot(ip);
-	/* home slot taken: the next one */
+	frametab_set_gen(f, &gen);
+	/* home slot taken: the next one; each change bumps the generation */
 	tab[h].ip = 0x1111;
 	expect_int_eq(frametab_learn(f, ip), 1);
+	expect_int_eq(gen, 8);
 	expect_true(frametab_lookup(tab, ip) == &tab[(h + 1) & (SHM_NFRAMES - 1)]);
 	expect_int_eq(frametab_learn(f, ip), 0);
+	expect_int_eq(gen, 8);
+	expect_int_eq(frametab_set_end(f, ip), 1);
+	expect_int_eq(gen, 9);
 	frametab_reset(f);
+	expect_int_eq(gen, 10);
+	frametab_set_gen(f, NULL);
 	expect_true(frametab_lookup(tab, ip) == NULL);
 	for (size_t i = 0; i < SHM_NFRAMES; i++)
 		nz += tab[i].ip || tab[i].cfa_off || tab[i].base;

@@ -31,7 +31,7 @@ static void rule(uint64_t ip, uint8_t base, int32_t cfa_off, int rbp_saved, int1
 
 static struct walk_window window(void)
 {
-	return (struct walk_window){ (const uint8_t *)stack, STACK_LO, STACK_LO + sizeof(stack) };
+	return (struct walk_window){ (const uint8_t *)stack, STACK_LO, STACK_LO + sizeof(stack), NULL };
 }
 
 /* Three frames: A (rsp + 16), B (rbp + 16, rbp saved at CFA - 16), C (end). */
@@ -144,7 +144,7 @@ static void test_misses(void)
 /* A window at the very top of the address space: no sum wraps. */
 static void test_window_edges(void)
 {
-	struct walk_window w = { (const uint8_t *)stack, UINT64_MAX - 15, UINT64_MAX };
+	struct walk_window w = { (const uint8_t *)stack, UINT64_MAX - 15, UINT64_MAX, NULL };
 	uint64_t v;
 
 	expect_int_eq(walk_read(&w, UINT64_MAX - 15, &v), 0);
@@ -207,8 +207,48 @@ static void test_frame_pointer(void)
 	expect_int_eq(flags, SHM_EVF_MISS);
 }
 
+/* A logged walk: every word read, in order, as offsets from lo; the
+ * start rbp counted as used only while no read replaced it. */
+static void test_log(void)
+{
+	struct walk_window w = window();
+	struct walk_log log = { 0 };
+	struct frame_regs r;
+	uint64_t out[8], hash;
+	uint32_t flags = 0;
+
+	build(&r);
+	w.log = &log;
+	expect_int_eq(walk_frames(table, NULL, &r, &w, out, 8, &flags, &hash), 3);
+	expect_int_eq(log.n, 3);
+	expect_int_eq(log.off[0], 0x48);
+	expect_u64_eq(log.val[0], 0x402000);
+	expect_int_eq(log.off[1], 0x108);
+	expect_u64_eq(log.val[1], 0x403000);
+	expect_int_eq(log.off[2], 0x100);
+	expect_u64_eq(log.val[2], STACK_LO + 0x180);
+	expect_int_eq(log.used_bp, 1);	/* B's CFA is the start rbp + 16 */
+
+	/* A saves rbp: B's CFA comes from the stack, not from the start */
+	build(&r);
+	memset(table, 0, sizeof(table));
+	rule(0x401000, SHM_BASE_RSP, 16, 1, -16);
+	rule(0x402000, SHM_BASE_RBP, 16, 1, -16);
+	rule(0x403000, SHM_BASE_END, 0, 0, 0);
+	put_word(STACK_LO + 0x40, STACK_LO + 0x100);
+	r.bp = 0xdead;
+	memset(&log, 0, sizeof(log));
+	flags = 0;
+	expect_int_eq(walk_frames(table, NULL, &r, &w, out, 8, &flags, &hash), 3);
+	expect_int_eq(flags, 0);
+	expect_int_eq(log.n, 4);
+	expect_int_eq(log.off[1], 0x40);
+	expect_int_eq(log.used_bp, 0);
+}
+
 HARNESS_MAIN("framewalk", T(test_frame_pointer),
 	T(test_complete),
 	T(test_trunc),
 	T(test_misses),
-	T(test_window_edges))
+	T(test_window_edges),
+	T(test_log))

@@ -289,20 +289,166 @@ static inline void commit(void *rec, uint32_t len)
 
 /* ---- frame table walk ---- */
 
+/* The window of our own stack a walk from start reads: from the entry sp
+ * (the allocator's return address) up to STACK_REACH above it. */
+static inline struct walk_window own_window(const struct frame_regs *start, struct walk_log *log)
+{
+	uint64_t entry_sp = start->sp - 8;
+
+	return (struct walk_window){ (const uint8_t *)entry_sp, entry_sp, entry_sp + STACK_REACH,
+				     log };
+}
+
 /*
  * Walk from the allocator's caller (framewalk.h) over our own stack, from
  * the entry sp up to STACK_REACH above it: out[] gets up to depth return
  * addresses, leaf first, and *hash their shm_stack_hash.
  */
 static unsigned walk(const struct shm_hdr *h, const struct frame_regs *start,
-		     uint64_t *out, unsigned depth, uint32_t *flags, uint64_t *hash)
+		     uint64_t *out, unsigned depth, uint32_t *flags, uint64_t *hash,
+		     struct walk_log *log)
 {
 	const struct shm_frame *table = (const void *)((const char *)h + SHM_OFF_FRAMES);
-	uint64_t entry_sp = start->sp - 8;
-	struct walk_window w = { (const uint8_t *)entry_sp, entry_sp, entry_sp + STACK_REACH };
+	struct walk_window w = own_window(start, log);
 	struct walk_fp fp = { h->fp, h->fp_n };
 
 	return walk_frames(table, &fp, start, &w, out, depth, flags, hash);
+}
+
+/* ---- the walk memo (exact mode, shm.h struct shm_memo) ---- */
+
+static struct shm_memo *memo_at(struct shm_hdr *h, const struct frame_regs *start)
+{
+	return (struct shm_memo *)((char *)h + SHM_OFF_MEMO) +
+	       slot_of(start->sp - 8) * SHM_MEMO_WAYS + shm_memo_way(start->ip);
+}
+
+/*
+ * The walk from start at this depth and gen, from memo entry m: out[] gets
+ * its frames, *hash their hash, *flags its SHM_EVF_TRUNC. Returns the
+ * count, or 0 if m holds no such walk or a word it read now reads
+ * otherwise (each reread through the walk's own window, whatever m says).
+ */
+static unsigned memo_get(const struct shm_memo *m, const struct frame_regs *start,
+			 uint32_t gen, unsigned depth, uint64_t *out, uint32_t *flags,
+			 uint64_t *hash)
+{
+	struct walk_window w = own_window(start, (struct walk_log *)0);
+	uint32_t seq = m->seq;
+	unsigned n, nread, mflags;
+	uint64_t v;
+
+	if (seq & 1)
+		return 0;
+	barrier();
+	n = m->nframes;
+	nread = m->nread;
+	mflags = m->flags;
+	if (m->sp != start->sp || m->ip != start->ip || m->gen != gen || m->depth != depth ||
+	    ((mflags & SHM_MEMO_USEDBP) && m->bp != start->bp) || !n || n > SHM_MEMO_FRAMES ||
+	    n > depth || nread > SHM_MEMO_READS || ((mflags & SHM_MEMO_TRUNC) && n != depth))
+		return 0;
+	for (unsigned i = 0; i < nread; i++)
+		if (walk_read(&w, w.lo + m->off[i], &v) || v != m->val[i])
+			return 0;
+	for (unsigned i = 0; i < n; i++)
+		out[i] = m->frames[i];
+	*hash = m->hash;
+	barrier();
+	if (m->seq != seq)
+		return 0;
+	if (mflags & SHM_MEMO_TRUNC)
+		*flags |= SHM_EVF_TRUNC;
+	return n;
+}
+
+/*
+ * Whether a way that holds a walk is written over at its (k + 1)th miss
+ * in a row: the 2nd, 4th, 8th and 16th, then every 16th. A way shared by
+ * two stacks keeps the one that comes back (a hit resets the count), and
+ * a stream of stacks that never come back costs few writes.
+ */
+static inline int memo_refill(uint32_t k)
+{
+	if (k >= 16)
+		return (k & 15) == 15;
+	return k && !(k & (k + 1));
+}
+
+/*
+ * Keep in m the walk from start that missed it: n frames out[] with hash
+ * and flags (not a miss), at this depth and gen, having read what log
+ * says. Only a walk that fits; nothing if another thread writes m.
+ */
+static void memo_put(struct shm_memo *m, const struct frame_regs *start, uint32_t gen,
+		     unsigned depth, const uint64_t *out, unsigned n, uint32_t flags,
+		     uint64_t hash, const struct walk_log *log)
+{
+	uint32_t seq;
+
+	if (!n || n > SHM_MEMO_FRAMES || log->n > SHM_MEMO_READS)
+		return;
+	seq = m->seq;
+	if ((seq & 1) || !__atomic_compare_exchange_n(&m->seq, &seq, seq + 1, 0,
+						      __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		return;
+	barrier();
+	m->gen = gen;
+	m->sp = start->sp;
+	m->ip = start->ip;
+	m->bp = start->bp;
+	m->hash = hash;
+	m->depth = depth;
+	m->nframes = (uint16_t)n;
+	m->nread = (uint8_t)log->n;
+	m->flags = (uint8_t)((flags & SHM_EVF_TRUNC ? SHM_MEMO_TRUNC : 0) |
+			     (log->used_bp ? SHM_MEMO_USEDBP : 0));
+	for (unsigned i = 0; i < log->n; i++) {
+		m->off[i] = log->off[i];
+		m->val[i] = log->val[i];
+	}
+	for (unsigned i = 0; i < n; i++)
+		m->frames[i] = out[i];
+	__atomic_store_n(&m->seq, seq + 2, __ATOMIC_RELEASE);
+}
+
+/*
+ * walk(), through the memo in exact mode: a walk the memo holds costs
+ * rereading its words (counted in c->memo_hits), any other is walked, and
+ * kept if its way is empty or memo_refill lets it go (only such a walk
+ * logs its reads: a log costs about as much as a short walk).
+ */
+static unsigned walk_memo(struct shm_hdr *h, struct shm_counter *c,
+			  const struct frame_regs *start, uint64_t *out, unsigned depth,
+			  uint32_t *flags, uint64_t *hash)
+{
+	struct shm_memo *m;
+	struct walk_log log;
+	uint32_t gen, k;
+	unsigned n;
+
+	if (!(h->flags & SHM_F_EXACT))
+		return walk(h, start, out, depth, flags, hash, (struct walk_log *)0);
+	gen = h->walk_gen;
+	barrier();	/* gen before the table: a change during the walk is seen later */
+	m = memo_at(h, start);
+	n = memo_get(m, start, gen, depth, out, flags, hash);
+	if (n) {
+		if (m->misses)
+			m->misses = 0;
+		c->memo_hits++;
+		return n;
+	}
+	k = m->misses;
+	m->misses = k + 1;
+	if (m->sp && !memo_refill(k))
+		return walk(h, start, out, depth, flags, hash, (struct walk_log *)0);
+	log.n = 0;
+	log.used_bp = 0;
+	n = walk(h, start, out, depth, flags, hash, &log);
+	if (!(*flags & SHM_EVF_MISS))
+		memo_put(m, start, gen, depth, out, n, *flags, *hash, &log);
+	return n;
 }
 
 /* The tool's id of the stack with this hash and depth (| SHM_STACK_TRUNC
@@ -665,7 +811,7 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 
 	flags = AGENT_INFO_HOOK(info) << SHM_EVF_HOOK_SHIFT;
 	agent_frame_regs(f, &regs);
-	n = walk(h, &regs, frames, depth, &flags, &hash);
+	n = walk_memo(h, c, &regs, frames, depth, &flags, &hash);
 	c->walks++;
 	if (!(flags & SHM_EVF_MISS))
 		id = stack_id(h, hash, n | (flags & SHM_EVF_TRUNC ? SHM_STACK_TRUNC : 0));

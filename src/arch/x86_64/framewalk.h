@@ -19,10 +19,25 @@
 #include "frame_regs.h"
 #include "shm.h"
 
-/* Memory the walk may read: the target's [lo, hi) is at base in ours. */
+/*
+ * What a walk depended on (the agent's walk memo, shm.h struct shm_memo):
+ * each word it read, as its offset from the window's lo and its value, in
+ * order (the first SHM_MEMO_READS; n counts them all), and whether it used
+ * the start rbp before a read replaced it.
+ */
+struct walk_log {
+	uint32_t n;
+	uint32_t used_bp;
+	uint32_t off[SHM_MEMO_READS];
+	uint64_t val[SHM_MEMO_READS];
+};
+
+/* Memory the walk may read: the target's [lo, hi) is at base in ours;
+ * log, if not NULL, records every word read through it. */
 struct walk_window {
 	const uint8_t *base;
 	uint64_t lo, hi;
+	struct walk_log *log;
 };
 
 typedef uint64_t __attribute__((may_alias, aligned(1))) walk_word_t;
@@ -34,6 +49,13 @@ static inline int walk_read(const struct walk_window *w, uint64_t addr, uint64_t
 	if (addr < w->lo || w->hi - w->lo < 8 || addr - w->lo > w->hi - w->lo - 8)
 		return -1;
 	*v = *(const walk_word_t *)(w->base + (addr - w->lo));
+	if (w->log) {
+		if (w->log->n < SHM_MEMO_READS) {
+			w->log->off[w->log->n] = (uint32_t)(addr - w->lo);
+			w->log->val[w->log->n] = *v;
+		}
+		w->log->n++;
+	}
 	return 0;
 }
 
@@ -107,6 +129,7 @@ static inline unsigned walk_frames_to(const struct shm_frame *table, const struc
 {
 	uint64_t ip = start->ip, sp = start->sp, bp = start->bp, hs = 0;
 	unsigned n = 0;
+	int bp_read = 0;	/* bp came from a read, not from start */
 
 	while (ip) {
 		struct shm_frame r;
@@ -120,25 +143,35 @@ static inline unsigned walk_frames_to(const struct shm_frame *table, const struc
 		out[n++] = ip;
 		hs = shm_stack_hash_step(hs, ip);
 		if (walk_rule(table, ip, &r)) {
-			if (!walk_fp_has(fp, ip) || bp < sp || (bp & 7) ||
-			    walk_read(w, bp + 8, &ip) || walk_read(w, bp, &cfa))
+			if (!walk_fp_has(fp, ip))
+				goto miss;
+			if (w->log && !bp_read)
+				w->log->used_bp = 1;
+			if (bp < sp || (bp & 7) || walk_read(w, bp + 8, &ip) || walk_read(w, bp, &cfa))
 				goto miss;
 			sp = bp + 16;
 			bp = cfa;
+			bp_read = 1;
 			continue;
 		}
 		if (r.base == SHM_BASE_END)
 			break;
-		if (r.base == SHM_BASE_RSP)
+		if (r.base == SHM_BASE_RSP) {
 			cfa = sp + (uint64_t)(int64_t)r.cfa_off;
-		else if (r.base == SHM_BASE_RBP)
+		} else if (r.base == SHM_BASE_RBP) {
+			if (w->log && !bp_read)
+				w->log->used_bp = 1;
 			cfa = bp + (uint64_t)(int64_t)r.cfa_off;
-		else
+		} else {
 			goto miss;
+		}
 		if (cfa <= sp || (cfa & 7) || walk_read(w, cfa - 8, &ip))
 			goto miss;
-		if (r.rbp_saved && walk_read(w, cfa + (uint64_t)(int64_t)r.rbp_off, &bp))
-			goto miss;
+		if (r.rbp_saved) {
+			if (walk_read(w, cfa + (uint64_t)(int64_t)r.rbp_off, &bp))
+				goto miss;
+			bp_read = 1;
+		}
 		sp = cfa;
 	}
 	*hash = shm_stack_hash_end(hs, n);
