@@ -636,10 +636,17 @@ static inline uint64_t shm_xkey_size(uint64_t key)
 			       (uint64_t)(slots) * sizeof(struct shm_xlive) : 0)
 
 /* The first slot of ptr's window in an xlive table of `slots` slots, and
- * of key's in a lane's xcounts. */
+ * of key's in a lane's xcounts. A block's slot follows its address (one
+ * slot per 32 bytes, glibc's smallest chunk, within each 64 MiB, each
+ * 64 MiB at an offset of its own, since glibc's arenas are aligned to
+ * it): blocks near each other in the heap are near each other in the
+ * table, whose working set then follows the heap's (a multiplicative
+ * hash over 16 MiB of table made every access a cache miss: 1.70x
+ * against 1.65x with 1 thread, 1.47x against 1.33x with 2, exact mode on
+ * mallocbench). */
 static inline uint64_t shm_xlive_slot(uint64_t ptr, uint64_t slots)
 {
-	return ((ptr >> 4) * 0x9e3779b97f4a7c15ULL >> 20) & (slots - 1);
+	return ((ptr >> 5) + ((ptr >> 26) * 0x9e3779b97f4a7c15ULL >> 40)) & (slots - 1);
 }
 
 static inline uint32_t shm_xcount_slot(uint64_t key)
