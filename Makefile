@@ -107,7 +107,7 @@ FIX_STUB = for f in $(FIX_FLAGS); do case $$f in /*) [ -e "$$f" ] || { \
 	printf '\043!/bin/sh\necho "%s: no %s" >\0462\nexit 77\n' $@ "$$f" >$@; chmod +x $@; exit 0; };; \
 	esac; done
 
-$(B)/fixtures/%: fixtures/%.c $(wildcard fixtures/*.h)
+$(B)/fixtures/%: fixtures/%.c $(wildcard fixtures/*.h) $(wildcard include/*.h)
 	@mkdir -p $(dir $@)
 	$(QCC)$(FIX_STUB); $(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -Ifixtures -o $@ $< $(FIX_FLAGS)
 
