@@ -95,6 +95,12 @@ def heaptrack(tmp):
                              cwd=tmp)
         if not wait_line(log, r"injection finished", 60, p):
             raise RuntimeError("heaptrack did not attach: " + open(log).read())
+        if re.search(r'No symbol "heaptrack_inject"', open(log).read()):
+            # gdb could not call into the target (e.g. "Couldn't write extended
+            # state status" on newer kernels): heaptrack would wait for ever
+            p.kill()
+            p.wait()
+            raise RuntimeError("heaptrack -p could not inject: " + open(log).read())
 
         def finish():
             p.wait(timeout=120)
