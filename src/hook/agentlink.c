@@ -40,6 +40,7 @@
 #include "pyframes.h"
 #include "ring.h"
 #include "sampler.h"
+#include "satmath.h"
 #include "seccomp_plan.h"
 #include "stackids.h"
 #include "sys_compat.h"
@@ -1299,8 +1300,9 @@ static const struct shm_xlane *xlanes(const struct agent_link *l)
 	return (const struct shm_xlane *)((const uint8_t *)l->shm + SHM_OFF_XLANES(l->p.ring_size));
 }
 
-/* The sum of one field (at offset off) over the lanes, saturated; 0 if
- * a lane's is not a count the agent could have reached (*bad set). */
+/* The sum of one field (at offset off) over the lanes, saturated; with
+ * bad, 0 if a lane's is not a count the agent could have reached (*bad
+ * set). */
 static uint64_t xlanes_sum(const struct agent_link *l, size_t off, int *bad)
 {
 	uint64_t sum = 0;
@@ -1310,11 +1312,11 @@ static uint64_t xlanes_sum(const struct agent_link *l, size_t off, int *bad)
 					     ((const uint8_t *)&xlanes(l)[r] + off);
 		uint64_t v = *f;
 
-		if (!plausible(l, v)) {
+		if (bad && !plausible(l, v)) {
 			*bad = 1;
 			return 0;
 		}
-		sum = sum + v < sum ? UINT64_MAX : sum + v;
+		sum = sat_add(sum, v);
 	}
 	return sum;
 }
@@ -1325,16 +1327,23 @@ static uint64_t xlanes_sum(const struct agent_link *l, size_t off, int *bad)
  * ask for any size; a hostile total only brings the next dump sooner. */
 static void xacct_bytes(struct agent_link *l)
 {
-	uint64_t sum = 0;
+	uint64_t sum = xlanes_sum(l, offsetof(struct shm_xlane, alloc_bytes), NULL);
 
-	for (unsigned r = 0; r < SHM_NRINGS; r++) {
-		uint64_t v = xlanes(l)[r].alloc_bytes;
-
-		sum = sum + v < sum ? UINT64_MAX : sum + v;
-	}
 	if (sum > l->xbytes_seen)
 		l->p.stats->bytes += sum - l->xbytes_seen;
 	l->xbytes_seen = sum;
+}
+
+#define XPAGE 4096
+
+/* The pages of our view that xp's region spans: their count, *first the
+ * first one's address. */
+static size_t xpages_span(struct agent_link *l, const struct xpages *xp, uintptr_t *first)
+{
+	uintptr_t lo = (uintptr_t)(data_of(l) + xp->off);
+
+	*first = lo & ~(uintptr_t)(XPAGE - 1);
+	return ((lo + xp->n * 16 + XPAGE - 1) / XPAGE * XPAGE - *first) / XPAGE;
 }
 
 /* Mark the pages of xp's region that are in memory now (they stay marked:
@@ -1342,14 +1351,13 @@ static void xacct_bytes(struct agent_link *l)
  * cannot tell. */
 static void xpages_update(struct agent_link *l, struct xpages *xp)
 {
-	uintptr_t lo = (uintptr_t)(data_of(l) + xp->off), page = 4096;
-	uintptr_t a = lo & ~(page - 1), e = (lo + xp->n * 16 + page - 1) & ~(page - 1);
-	size_t np = (e - a) / page;
+	uintptr_t a;
+	size_t np = xpages_span(l, xp, &a);
 	unsigned char *vec = xmalloc(np);
 
 	if (!xp->seen)
 		xp->seen = xcalloc(np, 1);
-	if (mincore((void *)a, e - a, vec))
+	if (mincore((void *)a, np * XPAGE, vec))
 		memset(vec, 1, np);
 	for (size_t i = 0; i < np; i++)
 		xp->seen[i] |= vec[i] & 1;
@@ -1361,13 +1369,12 @@ static void xpages_update(struct agent_link *l, struct xpages *xp)
 static void xpages_each(struct agent_link *l, const struct xpages *xp,
 			void (*fn)(struct agent_link *l, const volatile uint64_t *e))
 {
-	uintptr_t lo = (uintptr_t)(data_of(l) + xp->off), page = 4096, a = lo & ~(page - 1);
-	size_t np = ((lo + xp->n * 16 + page - 1) & ~(page - 1)) - a;
+	uintptr_t lo = (uintptr_t)(data_of(l) + xp->off), a;
+	size_t np = xpages_span(l, xp, &a);
 
-	np /= page;
 	for (size_t i = 0; i < np; i++) {
-		uintptr_t p = a + i * page;
-		uint64_t first = p > lo ? (p - lo) / 16 : 0, end = (p + page - lo) / 16;
+		uintptr_t p = a + i * XPAGE;
+		uint64_t first = p > lo ? (p - lo) / 16 : 0, end = (p + XPAGE - lo) / 16;
 
 		if (!xp->seen[i])
 			continue;
@@ -1470,7 +1477,7 @@ static void xacct_stats(struct agent_link *l)
 	if (bad || !plausible(l, fo))
 		return;
 	l->p.stats->xacct_allocs = a;
-	l->p.stats->xacct_frees = f + fo < f ? UINT64_MAX : f + fo;
+	l->p.stats->xacct_frees = sat_add(f, fo);
 }
 
 struct shm_hdr *agent_link_shm(struct agent_link *l)

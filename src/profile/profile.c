@@ -45,6 +45,7 @@
 #include "clock.h"
 #include "hash.h"
 #include "profile.h"
+#include "satmath.h"
 #include "xmalloc.h"
 
 #define EMPTY_IDX UINT32_MAX
@@ -849,18 +850,6 @@ uint64_t profile_drops(const struct profile *p)
 	return p->drops;
 }
 
-/* a + b, UINT64_MAX if it does not fit (the target's figures can be anything) */
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-	return a + b < a ? UINT64_MAX : a + b;
-}
-
-static uint64_t sat_mul(uint64_t a, uint64_t b)
-{
-	uint64_t r;
-
-	return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
-}
 
 void profile_xacct_reset(struct profile *p)
 {

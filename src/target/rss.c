@@ -6,6 +6,7 @@
 
 #include "proc.h"
 #include "rss.h"
+#include "satmath.h"
 #include "xmalloc.h"
 
 /*
@@ -39,11 +40,6 @@ static const char *const kind_names[RSS_NKINDS] = {
 const char *rss_kind_name(enum rss_kind k)
 {
 	return (unsigned)k < RSS_NKINDS ? kind_names[k] : "?";
-}
-
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-	return a + b < a ? UINT64_MAX : a + b;
 }
 
 static enum name_kind name_of(const char *path)
