@@ -87,12 +87,25 @@ def heapattach(tmp, args):
     return attach
 
 
+def heaptrack_env():
+    """heaptrack's environment: bench/gdb-sse first on PATH, so the gdb that
+    injects heaptrack's library writes the FP state with PTRACE_SETFPREGS
+    (gdb 13 cannot write the XSAVE regset where the kernel's is larger than
+    gdb knows, as with AMX: see bench/gdb-sse/gdb)."""
+    env = dict(os.environ)
+    real = shutil.which("gdb")
+    if real:
+        env["BENCH_REAL_GDB"] = real
+    env["PATH"] = os.path.join(TOP, "bench", "gdb-sse") + os.pathsep + env.get("PATH", "")
+    return env
+
+
 def heaptrack(tmp):
     def attach(pid):
         log = os.path.join(tmp, "ht.out")
         lf = open(log, "w")
         p = subprocess.Popen(["heaptrack", "-p", str(pid)], stdout=lf, stderr=subprocess.STDOUT,
-                             cwd=tmp)
+                             cwd=tmp, env=heaptrack_env())
         if not wait_line(log, r"injection finished", 60, p):
             raise RuntimeError("heaptrack did not attach: " + open(log).read())
         if re.search(r'No symbol "heaptrack_inject"', open(log).read()):
