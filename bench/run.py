@@ -309,9 +309,9 @@ def main():
     ap.add_argument("--jit-rows", action="store_true",
                     help="the JIT-like rows: direct and through the stub side by side, drops, "
                          "and the wall time of --duration 3s")
-    ap.add_argument("--compare", default="", metavar="BINARY",
-                    help="with --interleaved: another heapattach build (e.g. the previous "
-                         "version) taking every other attached stretch of the same run")
+    ap.add_argument("--compare", default="", metavar="BINARY[,BINARY...]",
+                    help="with --interleaved: other heapattach builds (e.g. the previous "
+                         "version) taking the attached stretches of the same run in turn")
     ap.add_argument("--python", default="", metavar="PYTHON",
                     help="the target is bench/pyalloc.py run by this interpreter, a Python "
                          "allocation loop: heapattach with Python frames (the default) "
@@ -335,7 +335,7 @@ def main():
         return
     if a.interleaved:
         extra = a.extra.split()
-        variants = [(HA, extra)] + ([(a.compare, extra)] if a.compare else [])
+        variants = [(HA, extra)] + [(b, extra) for b in a.compare.split(",") if b]
         if a.python:
             variants.append((HA, extra + ["--no-python"]))
         for threads in [int(x) for x in a.threads.split(",")]:
