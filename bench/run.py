@@ -53,7 +53,12 @@ def run_target(tmp, threads, secs, env=None, attach=None):
         raise RuntimeError("target did not start")
     tool = None
     if attach:
-        tool = attach(t.pid)
+        try:
+            tool = attach(t.pid)
+        except BaseException:
+            t.kill()    # it would wait for the go file for ever
+            t.wait()
+            raise
     open(go, "w").close()
     if t.wait(timeout=secs * 200 + 120) != 0:
         raise RuntimeError("target failed: " + open(out).read())
@@ -105,15 +110,21 @@ def heaptrack(tmp):
         log = os.path.join(tmp, "ht.out")
         lf = open(log, "w")
         p = subprocess.Popen(["heaptrack", "-p", str(pid)], stdout=lf, stderr=subprocess.STDOUT,
-                             cwd=tmp, env=heaptrack_env())
+                             cwd=tmp, env=heaptrack_env(), start_new_session=True)
+        def stop(why):
+            """End heaptrack with its gdb, interpreter and zstd (its process group)."""
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+            raise RuntimeError(why + open(log).read())
         if not wait_line(log, r"injection finished", 60, p):
-            raise RuntimeError("heaptrack did not attach: " + open(log).read())
+            stop("heaptrack did not attach: ")
         if re.search(r'No symbol "heaptrack_inject"', open(log).read()):
             # gdb could not call into the target (e.g. "Couldn't write extended
             # state status" on newer kernels): heaptrack would wait for ever
-            p.kill()
-            p.wait()
-            raise RuntimeError("heaptrack -p could not inject: " + open(log).read())
+            stop("heaptrack -p could not inject: ")
 
         def finish():
             p.wait(timeout=120)
