@@ -1364,23 +1364,34 @@ static void xpages_update(struct agent_link *l, struct xpages *xp)
 	free(vec);
 }
 
-/* Call fn(l, entry) for the entries of xp's region in the pages marked
- * (the others were never touched: all zero). */
-static void xpages_each(struct agent_link *l, const struct xpages *xp,
-			void (*fn)(struct agent_link *l, const volatile uint64_t *e))
+/* Call fn(l, entry) for the entries from..to-1 of xp's region in the
+ * pages marked (the others were never touched: all zero). */
+static void xpages_each(struct agent_link *l, const struct xpages *xp, uint64_t from,
+			uint64_t to, void (*fn)(struct agent_link *l, const volatile uint64_t *e))
 {
 	uintptr_t lo = (uintptr_t)(data_of(l) + xp->off), a;
 	size_t np = xpages_span(l, xp, &a);
 
+	if (to > xp->n)
+		to = xp->n;
 	for (size_t i = 0; i < np; i++) {
 		uintptr_t p = a + i * XPAGE;
 		uint64_t first = p > lo ? (p - lo) / 16 : 0, end = (p + XPAGE - lo) / 16;
 
-		if (!xp->seen[i])
+		if (!xp->seen[i] || end <= from || first >= to)
 			continue;
-		for (uint64_t k = first; k < end && k < xp->n; k++)
+		for (uint64_t k = first < from ? from : first; k < end && k < to; k++)
 			fn(l, (const volatile uint64_t *)(lo + k * 16));
 	}
+}
+
+/* Whether the agent touched the page of our view holding a (in xp's region). */
+static int xpage_seen(struct agent_link *l, const struct xpages *xp, uintptr_t a)
+{
+	uintptr_t first;
+	size_t np = xpages_span(l, xp, &first);
+
+	return a >= first && (a - first) / XPAGE < np && xp->seen[(a - first) / XPAGE];
 }
 
 /* A key of the agent's: its stack id one we gave out, its size one it keys. */
@@ -1409,6 +1420,48 @@ static void xcount_one(struct agent_link *l, const volatile uint64_t *e)
 		l->xbad_counts++;
 	else
 		profile_xacct_alloc(l->p.prof, shm_xkey_id(key), shm_xkey_size(key), count);
+}
+
+/* Lane xcounts t's count pages (shm.h): a directory word must name a
+ * stack we gave out (id + 1), a count be plausible; each read once. */
+static void xcount_pages_of(struct agent_link *l, const uint8_t *t)
+{
+	const volatile uint64_t *dir = (const volatile uint64_t *)(t + SHM_XPAGES_OFF);
+
+	if (!xpage_seen(l, &l->xcount_pages, (uintptr_t)dir))
+		return;
+	for (unsigned p = 0; p < SHM_XPAGES; p++) {
+		const volatile uint64_t *c = (const volatile uint64_t *)
+					     ((const uint8_t *)dir + SHM_XPAGE_AT(p));
+		uint64_t d = dir[p];
+		uintptr_t pg = 0;
+		int seen = 0;
+
+		if (!d)
+			continue;
+		if (d > 0xffffff || !xkey_ok(l, d)) {	/* d: the key of (id, size 0) */
+			l->xbad_keys++;
+			continue;
+		}
+		for (uint64_t size = 0; size < SHM_XPAGE_SIZES; size++) {
+			uintptr_t a = (uintptr_t)(c + size) & ~(uintptr_t)(XPAGE - 1);
+			uint64_t v;
+
+			if (a != pg) {	/* the counts need not start a page */
+				pg = a;
+				seen = xpage_seen(l, &l->xcount_pages, a);
+			}
+			if (!seen)
+				continue;
+			v = c[size];
+			if (!v)
+				continue;
+			if (!plausible(l, v))
+				l->xbad_counts++;
+			else
+				profile_xacct_alloc(l->p.prof, shm_xkey_id(d), size, v);
+		}
+	}
 }
 
 /* One struct shm_xlive: ptr, key, ptr again (0 never used, 1 freed, 2
@@ -1449,8 +1502,13 @@ void agent_link_xacct_sync(struct agent_link *l)
 	xpages_update(l, &l->xcount_pages);
 	xpages_update(l, &l->xlive_pages);
 	profile_xacct_reset(l->p.prof);
-	xpages_each(l, &l->xcount_pages, xcount_one);
-	xpages_each(l, &l->xlive_pages, xlive_one);
+	for (unsigned r = 0; r < SHM_NRINGS; r++) {
+		uint64_t at = (uint64_t)r * SHM_XCOUNTS;
+
+		xpages_each(l, &l->xcount_pages, at, at + SHM_XHASHED, xcount_one);
+		xcount_pages_of(l, data_of(l) + l->xcount_pages.off + at * 16);
+	}
+	xpages_each(l, &l->xlive_pages, 0, l->xslots, xlive_one);
 	l->xsyncs++;
 	t0 = clock_ns(CLOCK_MONOTONIC) - t0;
 	if (t0 > l->xsync_max_ns)

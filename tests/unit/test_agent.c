@@ -1411,13 +1411,36 @@ static int my_lane(void)
 	return -1;
 }
 
-/* key's count in lane `lane`. */
-static uint64_t xcount_of(int lane, uint64_t key)
+/* Lane `lane`'s count page directory. */
+static uint64_t *xpage_dir(int lane)
 {
-	for (unsigned i = 0; i < SHM_XCOUNTS; i++)
+	return (uint64_t *)((uint8_t *)xcounts(lane) + SHM_XPAGES_OFF);
+}
+
+/* key's count in lane `lane`'s count pages. */
+static uint64_t xpage_of(int lane, uint64_t key)
+{
+	uint64_t size = shm_xkey_size(key);
+
+	for (unsigned p = 0; p < SHM_XPAGES; p++)
+		if (size < SHM_XPAGE_SIZES && xpage_dir(lane)[p] == (key & 0xffffff))
+			return ((uint64_t *)((uint8_t *)xpage_dir(lane) + SHM_XPAGE_AT(p)))[size];
+	return 0;
+}
+
+/* key's count in lane `lane`'s hashed entries. */
+static uint64_t xhashed_of(int lane, uint64_t key)
+{
+	for (unsigned i = 0; i < SHM_XHASHED; i++)
 		if (xcounts(lane)[i].key == key)
 			return xcounts(lane)[i].count;
 	return 0;
+}
+
+/* key's count in lane `lane`: its page's and its hashed entry's. */
+static uint64_t xcount_of(int lane, uint64_t key)
+{
+	return xpage_of(lane, key) + xhashed_of(lane, key);
 }
 
 static void test_xacct(void)
@@ -1456,6 +1479,8 @@ static void test_xacct(void)
 	expect_u64_eq(xlane(lane)->alloc_count, 1);
 	expect_u64_eq(xlane(lane)->alloc_bytes, 33);
 	expect_u64_eq(xcount_of(lane, key), 1);
+	expect_u64_eq(xpage_of(lane, key), 1);		/* in the stack's count page */
+	expect_u64_eq(xpage_dir(lane)[0], 42);
 	CALL1(H_FREE, p);
 	expect_int_eq(drain(ev, 4), 0);
 	expect_u64_eq(e->ptr, 1);
@@ -1472,6 +1497,25 @@ static void test_xacct(void)
 	CALL1(H_FREE, p);
 	expect_int_eq(drain(ev, 4), 0);
 	expect_true(!xlive_find(p) && !xlive_find(q));
+
+	/* a size beyond the pages: the hashed entries; so too a small one
+	 * when every page is another stack's */
+	p = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, SHM_XPAGE_SIZES, 0, 0);
+	expect_int_eq(drain(ev, 4), 0);
+	expect_u64_eq(xhashed_of(lane, shm_xkey(41, SHM_XPAGE_SIZES)), 1);
+	CALL1(H_FREE, p);
+	for (unsigned i = 1; i < SHM_XPAGES; i++)
+		xpage_dir(lane)[i] = 100 + i;
+	xpage_dir(lane)[0] = 99;
+	p = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 33, 0, 0);
+	expect_int_eq(drain(ev, 4), 0);
+	expect_u64_eq(xhashed_of(lane, key), 1);
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 4), 0);
+	xpage_dir(lane)[0] = 42;			/* its page back: both count */
+	for (unsigned i = 1; i < SHM_XPAGES; i++)
+		xpage_dir(lane)[i] = 0;
+	expect_u64_eq(xcount_of(lane, key), 4);
 
 	/* a stack without an id, and its free: events as before */
 	p = CALL1(H_MALLOC, 5);
@@ -1516,9 +1560,13 @@ static void test_xacct(void)
 	expect_int_eq(drain(ev, 4), 1);
 	memset(xlive_tab(), 0, XSLOTS * sizeof(struct shm_xlive));
 
-	/* the lane's counts full: the slot is given back, the event path */
-	for (unsigned i = 0; i < SHM_XCOUNTS; i++)
+	/* the lane's counts full (every page some other stack's, every
+	 * hashed entry some other key's): the slot is given back, the event
+	 * path */
+	for (unsigned i = 0; i < SHM_XHASHED; i++)
 		xcounts(lane)[i].key = shm_xkey(1, 1000 + i);
+	for (unsigned i = 0; i < SHM_XPAGES; i++)
+		xpage_dir(lane)[i] = 100 + i;
 	p = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 33, 0, 0);
 	expect_int_eq(drain(ev, 4), 1);
 	expect_true(xlive_find(p) == NULL);

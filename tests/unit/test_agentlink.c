@@ -217,9 +217,19 @@ static void xcount_put(struct shm_hdr *h, unsigned r, uint64_t key, uint64_t cou
 	uint32_t i = shm_xcount_slot(key);
 
 	while (c[i].key && c[i].key != key)
-		i = (i + 1) & (SHM_XCOUNTS - 1);
+		i = (i + 1) & (SHM_XHASHED - 1);
 	c[i].key = key;
 	c[i].count += count;
+}
+
+/* Lane r's count page p, for the stack of directory word d (id + 1). */
+static uint64_t *xpage_put(struct shm_hdr *h, unsigned r, unsigned p, uint64_t d)
+{
+	uint8_t *dir = (uint8_t *)h + SHM_OFF_XCOUNTS(64 << 10) +
+		       ((size_t)r * SHM_XCOUNTS) * sizeof(struct shm_xcount) + SHM_XPAGES_OFF;
+
+	((uint64_t *)dir)[p] = d;
+	return (uint64_t *)(dir + SHM_XPAGE_AT(p));
 }
 
 static struct shm_xlive *xlive_tab(struct shm_hdr *h)
@@ -284,6 +294,14 @@ static void test_xacct_sync(void)
 	xcount_put(h, 2, shm_xkey(sb, 48), UINT64_MAX - 5);
 	xcount_put(h, 2, shm_xkey(sb, SHM_XSIZE_MAX), 1);
 	xcount_put(h, 2, shm_xkey(sb, 16), 0);	/* claimed, not counted yet */
+	/* count pages: a stack's (the same key as a hashed entry's: both
+	 * count), its last size; a stack we never gave out, a word that is
+	 * no id, a count no agent reaches: left out */
+	xpage_put(h, 4, 0, sa + 1)[64] = 6;
+	xpage_put(h, 4, 3, sb + 1)[SHM_XPAGE_SIZES - 1] = 2;
+	xpage_put(h, 4, 1, 1000)[64] = 9;
+	xpage_put(h, 4, 2, 1ULL << 30)[64] = 9;
+	xpage_put(h, 5, 0, sa + 1)[100] = UINT64_MAX - 1;
 
 	xlive_put(h, 0x10000, shm_xkey(sa, 64));
 	xlive_put(h, 0x10040, shm_xkey(sa, 64));
@@ -301,11 +319,12 @@ static void test_xacct_sync(void)
 
 	agent_link_xacct_sync(link_);
 	t = totals();
-	expect_int_eq(t.alloc_count, 10 + 5 + 7 + 1);
+	expect_int_eq(t.alloc_count, 10 + 5 + 7 + 1 + 6 + 2);
 	expect_int_eq(t.inuse_count, 2 + 1 + 1 + 1);
-	expect_int_eq(t.buckets, 3);
+	expect_int_eq(t.buckets, 4);
 	expect_int_eq(profile_nlive(prof), 5);
-	expect_u64_eq(profile_total_alloc_bytes(prof), 15 * 64 + 7 * 32 + SHM_XSIZE_MAX);
+	expect_u64_eq(profile_total_alloc_bytes(prof), 21 * 64 + 7 * 32 + SHM_XSIZE_MAX +
+		      2 * (SHM_XPAGE_SIZES - 1));
 	expect_true(!agent_link_hostile(link_));
 
 	/* read anew: a block freed, more counted; nothing doubles */
@@ -313,7 +332,7 @@ static void test_xacct_sync(void)
 	xcount_put(h, 0, shm_xkey(sa, 64), 2);
 	agent_link_xacct_sync(link_);
 	t = totals();
-	expect_int_eq(t.alloc_count, 25);
+	expect_int_eq(t.alloc_count, 25 + 8);
 	expect_int_eq(t.inuse_count, 4);
 
 	/* the lanes' totals: -v, and --interval's bytes */
@@ -341,7 +360,7 @@ static void test_xacct_sync(void)
 	xcount_put(h, 0, shm_xkey(sa, 64), 100);
 	agent_link_xacct_sync(link_);
 	t = totals();
-	expect_int_eq(t.alloc_count, 25);
+	expect_int_eq(t.alloc_count, 25 + 8);
 	stop();
 }
 

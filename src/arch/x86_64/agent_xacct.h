@@ -63,15 +63,45 @@ static struct shm_xlane *xlane_mine(const struct xacct *x, unsigned lane)
 					   __ATOMIC_RELAXED) ? l : NULL;
 }
 
+/* key's count in its stack's count page of lane t (claiming a page for
+ * the stack if one is free), or NULL: a size too large, no page. */
+static volatile uint64_t *xpage_count(struct shm_xcount *t, uint64_t key)
+{
+	volatile uint64_t *dir = (volatile uint64_t *)((char *)t + SHM_XPAGES_OFF);
+	uint64_t size = shm_xkey_size(key), id1 = key & 0xffffff;
+
+	if (size >= SHM_XPAGE_SIZES)
+		return NULL;
+	for (int i = 0; i < SHM_XPAGES; i++) {
+		uint64_t d = dir[i];
+
+		if (!d) {
+			/* without lock, as xcount_add's claim */
+			__asm__ __volatile__("cmpxchgq %2, %1"
+					     : "+a"(d), "+m"(dir[i]) : "r"(id1) : "memory", "cc");
+			if (!d)
+				d = id1;
+		}
+		if (d == id1)
+			return (volatile uint64_t *)((char *)dir + SHM_XPAGE_AT(i)) + size;
+	}
+	return NULL;
+}
+
 /* One more of key in lane `lane`'s counts (only its owner writes them): 0,
  * or -1 if the key's window is full. */
 static int xcount_add(const struct xacct *x, unsigned lane, uint64_t key)
 {
 	struct shm_xcount *t = x->counts + (size_t)lane * SHM_XCOUNTS;
+	volatile uint64_t *c = xpage_count(t, key);
 	uint32_t s = shm_xcount_slot(key);
 
+	if (c) {
+		__asm__ __volatile__("incq %0" : "+m"(*c) :: "memory");
+		return 0;
+	}
 	for (int i = 0; i < SHM_XPROBES; i++) {
-		struct shm_xcount *e = &t[(s + i) & (SHM_XCOUNTS - 1)];
+		struct shm_xcount *e = &t[(s + i) & (SHM_XHASHED - 1)];
 		uint64_t k = e->key;
 
 		if (!k) {
