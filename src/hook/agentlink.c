@@ -1374,11 +1374,16 @@ static void xpages_each(struct agent_link *l, const struct xpages *xp, uint64_t 
 
 	if (to > xp->n)
 		to = xp->n;
-	for (size_t i = 0; i < np; i++) {
+	if (from >= to)
+		return;
+	/* only the pages that hold entries from..to-1 */
+	for (size_t i = (lo + from * 16 - a) / XPAGE; i < np; i++) {
 		uintptr_t p = a + i * XPAGE;
 		uint64_t first = p > lo ? (p - lo) / 16 : 0, end = (p + XPAGE - lo) / 16;
 
-		if (!xp->seen[i] || end <= from || first >= to)
+		if (first >= to)
+			break;
+		if (!xp->seen[i])
 			continue;
 		for (uint64_t k = first < from ? from : first; k < end && k < to; k++)
 			fn(l, (const volatile uint64_t *)(lo + k * 16));
