@@ -1409,6 +1409,16 @@ static int xkey_ok(const struct agent_link *l, uint64_t key)
 	       size < SHM_ADDR_LIMIT;
 }
 
+/* count allocations of (stack id, size) into the profile if the agent
+ * could have reached it, else left out (and counted). */
+static void xcount_take(struct agent_link *l, uint32_t id, uint64_t size, uint64_t count)
+{
+	if (!plausible(l, count))
+		l->xbad_counts++;
+	else
+		profile_xacct_alloc(l->p.prof, id, size, count);
+}
+
 /* One struct shm_xcount: key, then count, each read once. */
 static void xcount_one(struct agent_link *l, const volatile uint64_t *e)
 {
@@ -1421,10 +1431,8 @@ static void xcount_one(struct agent_link *l, const volatile uint64_t *e)
 		return;	/* claimed, not counted yet */
 	if (!xkey_ok(l, key))
 		l->xbad_keys++;
-	else if (!plausible(l, count))
-		l->xbad_counts++;
 	else
-		profile_xacct_alloc(l->p.prof, shm_xkey_id(key), shm_xkey_size(key), count);
+		xcount_take(l, shm_xkey_id(key), shm_xkey_size(key), count);
 }
 
 /* Lane xcounts t's count pages (shm.h): a directory word must name a
@@ -1459,12 +1467,8 @@ static void xcount_pages_of(struct agent_link *l, const uint8_t *t)
 			if (!seen)
 				continue;
 			v = c[size];
-			if (!v)
-				continue;
-			if (!plausible(l, v))
-				l->xbad_counts++;
-			else
-				profile_xacct_alloc(l->p.prof, shm_xkey_id(d), size, v);
+			if (v)
+				xcount_take(l, shm_xkey_id(d), size, v);
 		}
 	}
 }

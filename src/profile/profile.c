@@ -850,7 +850,6 @@ uint64_t profile_drops(const struct profile *p)
 	return p->drops;
 }
 
-
 void profile_xacct_reset(struct profile *p)
 {
 	for (size_t i = 0; i < p->nbuckets; i++) {
