@@ -159,6 +159,22 @@ def attach_times(rounds, threads):
           (threads, statistics.median(det), max(det), rounds))
 
 
+def read_windows(out):
+    """The target's "w T OPS" or "w T OPS CPU" lines (pyalloc.py: the
+    process's CPU seconds) in the file out, as (T, OPS, CPU) tuples."""
+    return [(float(m.group(1)), int(m.group(2)), float(m.group(3) or "nan"))
+            for m in re.finditer(r"^w (\S+) (\d+)(?: (\S+))?$", open(out).read(), re.M)]
+
+
+def window_rate(samples, a, b, per=0):
+    """Operations per second between times a and b; per=2: per CPU
+    second of the target (None where the target does not say)."""
+    w = [x for x in samples if a <= x[0] <= b]
+    if len(w) < 5 or not w[-1][per] > w[0][per]:
+        return None
+    return (w[-1][1] - w[0][1]) / (w[-1][per] - w[0][per])
+
+
 def interleave(t, out, total, cycle, variants, tmp, drops=None):
     """Attach to the running target t (pid t.pid, "w T OPS [CPU]" lines in
     the file out) for `cycle` seconds, stay away for `cycle` seconds, and
@@ -197,17 +213,10 @@ def interleave(t, out, total, cycle, variants, tmp, drops=None):
     a = time.monotonic()
     time.sleep(cycle)
     spans.append((a + 0.05, time.monotonic(), None))
-    # "w T OPS" or "w T OPS CPU" (pyalloc.py: the process's CPU seconds)
-    samples = [(float(m.group(1)), int(m.group(2)), float(m.group(3) or "nan"))
-               for m in re.finditer(r"^w (\S+) (\d+)(?: (\S+))?$", open(out).read(), re.M)]
+    samples = read_windows(out)
 
     def rate(a, b, per=0):
-        """Operations per second between times a and b; per=2: per CPU
-        second of the target (None where the target does not say)."""
-        w = [x for x in samples if a <= x[0] <= b]
-        if len(w) < 5 or not w[-1][per] > w[0][per]:
-            return None
-        return (w[-1][1] - w[0][1]) / (w[-1][per] - w[0][per])
+        return window_rate(samples, a, b, per)
     # Each attached stretch against the mean of the detached stretches on
     # either side of it: a machine that drifts over the run (other tenants,
     # frequency) cancels out to first order.
@@ -262,6 +271,72 @@ def duration_wall(threads, secs, extra):
         t.kill()
         t.wait()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def against_heaptrack(rounds, threads, secs, extra):
+    """heapattach in exact mode and heaptrack -p on the same process: per
+    round one run of the target, unattached for SECS seconds, heapattach
+    --sample-rate 1 for SECS (then detached), unattached again, then
+    heaptrack -p (which cannot detach) for SECS. Each attached stretch is
+    measured against the unattached stretch(es) beside it, so the speed of
+    a fresh process (which varies by up to 1.7x with 2 threads) cancels.
+    Prints each round and the medians of the two slowdowns and of their
+    ratio."""
+    tmp = tempfile.mkdtemp(prefix="ha-vs.")
+    out = os.path.join(tmp, "t.out")
+    rows = []
+    try:
+        for rnd in range(rounds):
+            env = dict(os.environ, MALLOCBENCH_WINDOWS="1", **TARGET_ENV)
+            with open(out, "w") as f:
+                t = subprocess.Popen(BENCH + [str(threads), "600"], stdout=f,
+                                     stderr=subprocess.STDOUT, env=env)
+            finish = None
+            try:
+                wait_line(out, r"^ready", 10, t)
+                time.sleep(0.5)
+                spans = []
+                a = time.monotonic()
+                time.sleep(secs)
+                spans.append((a + 0.05, time.monotonic()))
+                finish = heapattach(tmp, ["--sample-rate", "1", "--duration", "%gs" % secs] +
+                                    extra)(t.pid)
+                a = time.monotonic()
+                finish()
+                finish = None
+                spans.append((a + 0.02, a + secs - 0.05))
+                time.sleep(0.05)
+                a = time.monotonic()
+                time.sleep(secs)
+                spans.append((a + 0.05, time.monotonic()))
+                finish = heaptrack(tmp)(t.pid)
+                a = time.monotonic()
+                time.sleep(secs + 0.2)
+                spans.append((a + 0.2, time.monotonic()))
+            finally:
+                t.kill()
+                t.wait()
+                if finish:
+                    finish()
+            samples = read_windows(out)
+            before, ha, between, ht = (window_rate(samples, x, y) for x, y in spans)
+            if not (before and ha and between and ht):
+                print("round %d: too few windows" % rnd, flush=True)
+                continue
+            rows.append(((before + between) / 2 / ha, between / ht))
+            print("round %d: unattached %.0f ops/s, heapattach exact %.2fx, heaptrack -p %.2fx "
+                  "(%.2f times heapattach's)" % (rnd, before, rows[-1][0], rows[-1][1],
+                                                 rows[-1][1] / rows[-1][0]), flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if rows:
+        print("threads=%d, same process, %d rounds of %gs stretches: heapattach --sample-rate 1 "
+              "%.2fx, heaptrack -p %.2fx; heaptrack's slowdown / heapattach's: median %.2f "
+              "(range %.2f..%.2f)" %
+              (threads, len(rows), secs, statistics.median(r[0] for r in rows),
+               statistics.median(r[1] for r in rows),
+               statistics.median(r[1] / r[0] for r in rows),
+               min(r[1] / r[0] for r in rows), max(r[1] / r[0] for r in rows)), flush=True)
 
 
 def jit_rows(threads_list, pairs, secs, extra):
@@ -327,6 +402,9 @@ def main():
                     help="the target is bench/pyalloc.py run by this interpreter, a Python "
                          "allocation loop: heapattach with Python frames (the default) "
                          "against --no-python and unattached, side by side")
+    ap.add_argument("--against-heaptrack", type=int, default=0, metavar="ROUNDS",
+                    help="heapattach --sample-rate 1 and heaptrack -p attached in turn to "
+                         "the same process, --secs seconds each, ROUNDS processes")
     ap.add_argument("--attach-times", type=int, default=0, metavar="ROUNDS",
                     help="only measure attach/detach times on a 16-thread target")
     a = ap.parse_args()
@@ -340,6 +418,10 @@ def main():
         TARGET_ENV["MALLOCBENCH_JIT"] = "1"
     if a.attach_times:
         attach_times(a.attach_times, 16)
+        return
+    if a.against_heaptrack:
+        for threads in [int(x) for x in a.threads.split(",")]:
+            against_heaptrack(a.against_heaptrack, threads, a.secs, a.extra.split())
         return
     if a.jit_rows:
         jit_rows([int(x) for x in a.threads.split(",")], a.pairs, a.secs, a.extra.split())
