@@ -77,6 +77,13 @@ uint64_t agent_link_xacct_slots(pid_t pid, uint64_t budget);
  * ones keep it. Does nothing without accounting or once hostile.
  */
 void agent_link_xacct_sync(struct agent_link *l);
+/*
+ * The bytes the lanes' totals say the agent holds live (allocated minus
+ * freed, foreign frees too) into *bytes, without reading the table: 0, or
+ * -ENODATA without accounting or once hostile. Unchecked (the target
+ * writes them): only good for deciding when agent_link_xacct_sync is due.
+ */
+int agent_link_xacct_live(struct agent_link *l, uint64_t *bytes);
 /* Our view of the shared area (tests fill it as the agent would); NULL before it is set up. */
 struct shm_hdr *agent_link_shm(struct agent_link *l);
 

@@ -69,6 +69,9 @@ struct session {
 	uint64_t inuse_mark;            /* --inuse-interval: live bytes at the last such dump */
 	uint64_t live_next_ns;          /* when live bytes are counted next (track_live) */
 	int live_fresh;                 /* the profile knows every free so far */
+	uint64_t live_read_ns;          /* track_live's last count (0: none yet) */
+	uint64_t live_read, xlive_read; /* its live bytes, and the lanes' then */
+	uint64_t alloc_read;            /* the profile's allocated bytes then */
 	struct peak peak;               /* the live set at the highest point so far */
 	struct topview *tv;             /* --top: the live view, while attached */
 

@@ -37,6 +37,8 @@
 #define SESSION_MAPS_EVERY_NS 100000000ULL	/* watch_maps: 100 ms */
 #define LIVE_EVERY_NS 100000000ULL	/* live bytes counted for new highs: at every
 					 * reconcile (200 ms) unless counting is slow */
+#define LIVE_READ_EVERY_NS 1000000000ULL	/* ... and the accounting read at least
+						 * every second (see track_live) */
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t ticked;
@@ -354,6 +356,14 @@ static void watch_maps(struct session *s)
 	target_maps_reload(s->t);
 }
 
+/* Whether live bytes of about est would be a new high or call for an
+ * --inuse-interval dump. */
+static int live_may_rise(const struct session *s, uint64_t est)
+{
+	return est > s->peak.bytes ||
+	       (s->opt->inuse_interval && est >= s->inuse_mark + s->opt->inuse_interval);
+}
+
 /*
  * The profile's live bytes, every LIVE_EVERY_NS: a new high by
  * --inuse-interval writes a numbered dump, and a new high at all is
@@ -362,18 +372,39 @@ static void watch_maps(struct session *s)
  * with the agent's live table, so the count waits for one (live_fresh).
  * Counting them walks the live table, which holds millions of blocks in
  * exact mode at scale: the walks are spaced so that they take at most 2%
- * of the time.
+ * of the time. With in-target accounting a count also reads the agent's
+ * tables, whose lines the target then takes back from our CPU's cache one
+ * miss at a time. Between reads (at least one a second) an estimate
+ * stands in: the last count, plus what the lanes' totals say the agent
+ * holds more, plus every byte the events allocated since (their frees
+ * left out: an estimate too high only reads sooner). The tables are read
+ * when it says the live bytes may have risen to a new high (or to an
+ * --inuse-interval dump). Not with --top, which shows the profile as the
+ * last count left it.
  */
 static void track_live(struct session *s, uint64_t now, int final)
 {
-	uint64_t live, cost;
+	uint64_t live, cost, x = 0;
+	int have_x;
 
 	if (!final && (now < s->live_next_ns || !s->live_fresh))
 		return;
 	s->live_fresh = 0;
+	have_x = agent_link_xacct_live(s->link, &x) == 0;
+	if (!final && have_x && !s->tv && s->live_read_ns &&
+	    now - s->live_read_ns < LIVE_READ_EVERY_NS &&
+	    !live_may_rise(s, s->live_read + (x - s->xlive_read) +
+				  (profile_total_alloc_bytes(s->prof) - s->alloc_read))) {
+		s->live_next_ns = now + LIVE_EVERY_NS;
+		return;
+	}
 	agent_link_xacct_sync(s->link);	/* what the agent accounted itself */
 	live = breakdown_profile_live(s->prof);
 	peak_update(&s->peak, s->prof, live, now - s->start_ns);
+	s->live_read_ns = now;
+	s->live_read = live;
+	s->xlive_read = x;
+	s->alloc_read = profile_total_alloc_bytes(s->prof);
 	cost = clock_ns(CLOCK_MONOTONIC) - now;
 	s->live_next_ns = now + (cost * 50 > LIVE_EVERY_NS ? cost * 50 : LIVE_EVERY_NS);
 	if (s->opt->inuse_interval && !final && live >= s->inuse_mark + s->opt->inuse_interval) {

@@ -1532,6 +1532,19 @@ void agent_link_xacct_sync(struct agent_link *l)
 	}
 }
 
+int agent_link_xacct_live(struct agent_link *l, uint64_t *bytes)
+{
+	uint64_t a, f;
+
+	if (!ready(l) || l->hostile || !l->xslots)
+		return -ENODATA;
+	a = xlanes_sum(l, offsetof(struct shm_xlane, alloc_bytes), NULL);
+	f = sat_add(xlanes_sum(l, offsetof(struct shm_xlane, free_bytes), NULL),
+		    __atomic_load_n(&l->shm->xforeign_bytes, __ATOMIC_RELAXED));
+	*bytes = a > f ? a - f : 0;
+	return 0;
+}
+
 /* The lanes' allocation and free totals into the stats (-v); a count
  * the agent cannot have reached leaves them as they were. */
 static void xacct_stats(struct agent_link *l)
