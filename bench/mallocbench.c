@@ -33,8 +33,9 @@ static int bad;
 static uint64_t total_ops;	/* all threads, updated every 256 operations */
 
 /* One per thread, on a cache line of its own: batch() writes seed on every
- * operation. (Fresh processes still differ in speed by up to 1.5x, with 1
- * thread as with 2: bench/run.py --against-heaptrack measures within one.) */
+ * operation. (Fresh processes still differ in speed, by up to 2.5x with 2
+ * threads and 1.5x with 1: bench/run.py --against-heaptrack measures
+ * within one.) */
 struct worker {
 	pthread_t t;
 	uint64_t seed;
