@@ -127,7 +127,15 @@ def heaptrack(tmp):
             # state status" on newer kernels): heaptrack would wait for ever
             stop("heaptrack -p could not inject: ")
 
-        def finish():
+        def finish(kill=False):
+            """Wait for heaptrack to write its data; kill=True: end its
+            process group instead (its data unused; it can wait for ever
+            on its FIFO once the target is gone)."""
+            if kill:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             p.wait(timeout=120)
             lf.close()
         return finish
@@ -338,6 +346,8 @@ def against_heaptrack(rounds, threads, secs, extra):
                 a = time.monotonic()
                 time.sleep(secs + 0.2)
                 spans.append((a + 0.2, time.monotonic()))
+                finish(kill=True)
+                finish = None
             finally:
                 t.kill()
                 t.wait()
