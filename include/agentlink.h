@@ -62,11 +62,21 @@ uint64_t agent_link_ring_size(uint64_t rate);
 uint64_t agent_link_data_size(uint64_t ring_size, uint64_t xlive_slots);
 /*
  * Exact mode's in-target accounting (shm.h, SHM_F_XACCT): the xlive slots
- * for target pid, budget (membudget.h's xlive_slots) if its kernel lets
- * the agent read its threads' fs base (AT_HWCAP2's FSGSBASE) and
- * HEAPATTACH_NO_XACCT is not set, else 0.
+ * for target pid, budget (membudget.h's xlive_slots) unless
+ * HEAPATTACH_NO_XACCT is set. Where the kernel does not let the agent read
+ * its threads' fs base (AT_HWCAP2's FSGSBASE), agent_link_xacct_threads
+ * decides at the attach.
  */
 uint64_t agent_link_xacct_slots(pid_t pid, uint64_t budget);
+struct tracee;
+/*
+ * At the attach, every thread of tr stopped, before the area is sized:
+ * where the agent must take its threads' ids from %fs:0 (SHM_F_XTP), keep
+ * accounting only if each thread whose registers can be read has its
+ * thread pointer there (and at least one has). Returns whether accounting
+ * stays on.
+ */
+int agent_link_xacct_threads(struct agent_link *l, const struct tracee *tr);
 /*
  * Read the figures the agent accounted (SHM_F_XACCT) into the profile
  * anew (profile_xacct_*): the (stack, size) counts of every lane and the

@@ -148,6 +148,8 @@ struct shm_counter {
 #define SHM_F_NO_YIELD  4   /* the same for sched_yield: writers waiting for room spin */
 #define SHM_F_XACCT     8   /* with SHM_F_EXACT: the agent accounts allocations of known
 			     * stacks itself (in-target accounting, below) */
+#define SHM_F_XTP       16  /* with SHM_F_XACCT: a thread's id is the word at %fs:0 (the TLS
+			     * ABI's self-pointer), the kernel not allowing rdfsbase */
 
 /* Keeps the compiler from reordering the stores that publish a shared
  * table entry (x86-64 keeps stores in order by itself). */
@@ -565,8 +567,11 @@ static inline uint32_t shm_ev_max_len(uint32_t depth, uint32_t npy)
  *   xlive[xlive_slots]      accounted blocks still live (struct shm_xlive)
  *
  * Lanes: a thread uses lane ring_of(sp) if it owns it: owner holds the fs
- * base (rdfsbase; the tool sets SHM_F_XACCT only where the kernel allows
- * it, AT_HWCAP2 bit 1) of the thread that claimed it with cmpxchg from 0.
+ * base of the thread that claimed it with cmpxchg from 0, read with
+ * rdfsbase where the kernel allows it (AT_HWCAP2 bit 1), else (SHM_F_XTP)
+ * as the word at %fs:0, which the x86-64 TLS ABI makes the thread pointer
+ * itself; the tool sets SHM_F_XTP only if every thread it stopped at the
+ * attach has that word (arch_xacct_tp_check), and no accounting if not.
  * Only the owner writes its lane's line and counters (plain adds: a
  * signal handler nesting on the same thread interrupts only between
  * instructions). A thread with no lane of its own takes the event path

@@ -753,6 +753,8 @@ static int attach(struct session *s)
 		tracee_detach_all(&s->tr);
 		return rc ? rc : -ESRCH;
 	}
+	if (s->link)	/* sizes the area: before anything asks its size */
+		s->link_xacct = agent_link_xacct_threads(s->link, &s->tr);
 	pp = (struct seccomp_params){ s->pid, s->mode->agent, s->opt->sample_rate == 1,
 				      implant_region_size(s->im) };
 	rc = seccomp_plan_make(&s->tr, &pp, &s->sc);	/* before any remote syscall */

@@ -45,6 +45,7 @@
 #include "stackids.h"
 #include "sys_compat.h"
 #include "target.h"
+#include "tracee.h"
 #include "timestamp.h"
 #include "tramp_fast.h"
 #include "unwind.h"
@@ -130,6 +131,7 @@ struct agent_link {
 
 	/* Exact mode's in-target accounting (SHM_F_XACCT; xacct_*, below). */
 	uint64_t xslots;                /* slots of the xlive table; 0: no accounting */
+	int xtp;                        /* thread ids from %fs:0, not rdfsbase (SHM_F_XTP) */
 	uint64_t xbytes_seen;           /* the lanes' alloc_bytes at the last look (--interval) */
 	struct xpages {                 /* the pages of a region the agent has touched */
 		uint64_t off, n;        /* entries (16 bytes) from offset off of the area */
@@ -167,12 +169,39 @@ uint64_t agent_link_xacct_slots(pid_t pid, uint64_t budget)
 		pr_debug("in-target accounting off (HEAPATTACH_NO_XACCT)");
 		return 0;
 	}
-	/* the agent tells its threads apart by their fs base (rdfsbase) */
-	if (!arch_xacct_allowed(proc_auxv_get(pid, ARCH_XACCT_AUXV))) {
-		pr_debug("in-target accounting off: the kernel does not allow rdfsbase");
+	(void)pid;
+	return budget;
+}
+
+int agent_link_xacct_threads(struct agent_link *l, const struct tracee *tr)
+{
+	size_t checked = 0;
+	int rc;
+
+	if (!l->xslots || !l->xtp)
+		return l->xslots != 0;
+	for (size_t i = 0; i < tr->n; i++) {
+		if (tr->t[i].state != TS_STOPPED)
+			continue;
+		rc = arch_xacct_tp_check(tr->pid, tr->t[i].tid);
+		if (rc < 0)
+			continue;	/* gone meanwhile */
+		if (!rc) {
+			pr_debug("in-target accounting off: thread %d's first TLS word is not its "
+				 "thread pointer (and the kernel does not allow rdfsbase)",
+				 (int)tr->t[i].tid);
+			l->xslots = 0;
+			return 0;
+		}
+		checked++;
+	}
+	if (!checked) {
+		pr_debug("in-target accounting off: no thread's thread pointer could be checked");
+		l->xslots = 0;
 		return 0;
 	}
-	return budget;
+	pr_debug("in-target accounting: threads told apart by %%fs:0 (no rdfsbase here)");
+	return 1;
 }
 
 struct agent_link *agent_link_new(const struct agent_link_params *p)
@@ -185,6 +214,8 @@ struct agent_link *agent_link_new(const struct agent_link_params *p)
 	l->depth = shm_depth(p->max_depth);
 	if (l->exact && x && !(x & (x - 1)) && x <= SHM_XLIVE_MAX)
 		l->xslots = x;
+	/* the agent tells its threads apart by their fs base: rdfsbase, or %fs:0 */
+	l->xtp = l->xslots && !arch_xacct_allowed(proc_auxv_get(p->pid, ARCH_XACCT_AUXV));
 	return l;
 }
 
@@ -327,7 +358,7 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	if (l->p.prefault)
 		prefault(d, SHM_OFF_RING);
 	w->flags = (l->exact ? SHM_F_EXACT : 0) | (l->xslots ? SHM_F_XACCT : 0) |
-		   l->p.sc->shm_flags;
+		   (l->xslots && l->xtp ? SHM_F_XTP : 0) | l->p.sc->shm_flags;
 	w->xlive_slots = l->xslots;	/* its regions after the rings: never prefaulted */
 	h->no_stack_copy = l->p.sc->no_stack_copy;	/* seccomp: no process_vm_readv */
 	w->data_remote = l->fenv.data;

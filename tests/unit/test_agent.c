@@ -1380,9 +1380,10 @@ static struct shm_xlive *xlive_tab(void)
 	return (struct shm_xlive *)(data_view + SHM_OFF_XLIVE(RING_SIZE));
 }
 
-static void mode_xacct(void)
+static void mode_xacct(uint64_t idflag)
 {
 	mode_exact();
+	hdr->flags |= idflag;	/* 0 (rdfsbase) or SHM_F_XTP (%fs:0) */
 	memset(data_view + SHM_OFF_XLANES(RING_SIZE), 0,
 	       SHM_OFF_XLIVE(RING_SIZE) - SHM_OFF_XLANES(RING_SIZE) + XSLOTS * sizeof(struct shm_xlive));
 	hdr->flags |= SHM_F_XACCT;
@@ -1443,7 +1444,8 @@ static uint64_t xcount_of(int lane, uint64_t key)
 	return xpage_of(lane, key) + xhashed_of(lane, key);
 }
 
-static void test_xacct(void)
+/* test_xacct with thread ids from rdfsbase (idflag 0) or %fs:0 (SHM_F_XTP). */
+static void xacct_case(uint64_t idflag)
 {
 	const uint64_t chain[4] = { (uintptr_t)chain_r2, (uintptr_t)chain_r1,
 				    (uintptr_t)chain_r0, (uintptr_t)hcall_ret };
@@ -1452,13 +1454,7 @@ static void test_xacct(void)
 	struct ev ev[4];
 	int lane;
 
-	if (!ready)
-		return;
-	if (!(getauxval(AT_HWCAP2) & 2)) {
-		printf("note: no FSGSBASE here, in-target accounting not tested\n");
-		return;
-	}
-	mode_xacct();
+	mode_xacct(idflag);
 	frames_reset();
 	frame_put(chain_r2, SHM_BASE_RBP, 16, 1, -16);
 	frame_put(chain_r1, SHM_BASE_RSP, 16, 0, 0);
@@ -1592,6 +1588,17 @@ static void test_xacct(void)
 	frames_reset();
 	mode_exact();
 	hdr->flags = SHM_F_EXACT;
+}
+
+static void test_xacct(void)
+{
+	if (!ready)
+		return;
+	if (getauxval(AT_HWCAP2) & 2)
+		xacct_case(0);
+	else
+		printf("note: no FSGSBASE here, rdfsbase's thread ids not tested\n");
+	xacct_case(SHM_F_XTP);
 }
 
 /* ---- (d) ring full ---- */

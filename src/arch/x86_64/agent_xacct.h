@@ -37,21 +37,31 @@ static int xacct_geometry(const struct shm_hdr *h, struct xacct *x)
 	return 1;
 }
 
-/* This thread's fs base: who owns a lane (the tool checked that the kernel
- * lets user space read it, AT_HWCAP2's FSGSBASE, before setting XACCT). */
-static inline uint64_t fs_base(void)
+/*
+ * This thread's fs base: who owns a lane. The tool set XACCT only where
+ * the kernel lets user space read it (AT_HWCAP2's FSGSBASE) or, with XTP,
+ * where every thread's first TLS word holds its thread pointer (the
+ * x86-64 TLS ABI's self-pointer), read here with one load. A thread that
+ * reaches an allocator hook has a valid fs: the allocators reach their
+ * own thread-local data through it.
+ */
+static inline uint64_t fs_base(const struct shm_hdr *h)
 {
 	uint64_t v;
 
-	__asm__ __volatile__("rdfsbase %0" : "=r"(v));
+	if (h->flags & SHM_F_XTP)
+		__asm__ __volatile__("movq %%fs:0, %0" : "=r"(v));
+	else
+		__asm__ __volatile__("rdfsbase %0" : "=r"(v));
 	return v;
 }
 
 /* Lane `lane` if this thread owns it or has just claimed it; else NULL. */
-static struct shm_xlane *xlane_mine(const struct xacct *x, unsigned lane)
+static struct shm_xlane *xlane_mine(const struct shm_hdr *h, const struct xacct *x,
+				    unsigned lane)
 {
 	struct shm_xlane *l = &x->lanes[lane];
-	uint64_t me = fs_base(), o = l->owner;
+	uint64_t me = fs_base(h), o = l->owner;
 
 	if (!me)
 		return NULL;
@@ -158,7 +168,7 @@ static int xacct_alloc(const struct shm_hdr *h, uint64_t sp, uint64_t ptr, int64
 	unsigned lane = ring_of(sp);
 
 	if (id < 0 || id > SHM_XID_MAX || size > SHM_XSIZE_MAX || ptr <= 2 ||
-	    !xacct_geometry(h, &x) || !(l = xlane_mine(&x, lane)))
+	    !xacct_geometry(h, &x) || !(l = xlane_mine(h, &x, lane)))
 		return 0;
 	key = shm_xkey((uint32_t)id, size);
 	e = xlive_add(&x, ptr, key);
@@ -199,7 +209,7 @@ static int xacct_free(const struct shm_hdr *h, uint64_t sp, uint64_t ptr)
 		barrier();
 		e->ptr = 1;	/* the block is ours to free: no one else writes here */
 		size = shm_xkey_size(key);
-		l = xlane_mine(&x, ring_of(sp));
+		l = xlane_mine(h, &x, ring_of(sp));
 		if (l) {
 			__asm__ __volatile__("incq %0" : "+m"(l->free_count) :: "memory");
 			__asm__ __volatile__("addq %1, %0" : "+m"(l->free_bytes) : "r"(size) : "memory");

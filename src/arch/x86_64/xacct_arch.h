@@ -5,6 +5,7 @@
 
 #include <elf.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <asm/hwcap2.h>
 
 /*
@@ -18,5 +19,14 @@ static inline int arch_xacct_allowed(uint64_t auxv_value)
 {
 	return !!(auxv_value & HWCAP2_FSGSBASE);
 }
+
+/*
+ * Elsewhere (a CPU or hypervisor that hides FSGSBASE) the agent reads the
+ * word at %fs:0, which the TLS ABI makes the thread pointer itself
+ * (SHM_F_XTP): whether the stopped thread tid of pid follows it. 1 yes,
+ * 0 no (no fs base, or its first word is not itself), -errno if its
+ * registers cannot be read.
+ */
+int arch_xacct_tp_check(pid_t pid, pid_t tid);
 
 #endif
