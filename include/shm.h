@@ -501,6 +501,13 @@ static inline unsigned shm_memo_way(uint64_t ip)
 			     * overflowed), so its free will come as an event */
 #define SHM_EVF_STACKID 16  /* the walk was complete and its stack is in the stack
 			     * table: stack_id instead of frames (nframes 0) */
+#define SHM_EVF_NOCOPY  32  /* with MISS, sampled mode: no stack copy, its ring being
+			     * past SHM_COPY_FILL: the stack ends where the walk did */
+/* Sampled mode sends a stack copy only while its ring holds at most this
+ * many bytes: past it a burst of copies (a JIT's first samples, before
+ * the frame rules are learnt) would fill the ring and drop samples, which
+ * biases the profile; a cut stack does not. */
+#define SHM_COPY_FILL(ring_size) ((ring_size) / 2)
 #define SHM_EVF_HOOK_SHIFT 16  /* bits 16-23: the hook's enum hook_kind */
 #define SHM_EVF_HOOK(flags) (((flags) >> SHM_EVF_HOOK_SHIFT) & 0xff)
 #define SHM_EVF_PY_SHIFT 24  /* bits 24-31: Python frame words after the native frames */

@@ -854,12 +854,13 @@ static void on_free(struct agent_link *l, const struct shm_ev_free *e)
 }
 
 #define EVF_KNOWN (SHM_EVF_STACK | SHM_EVF_TRUNC | SHM_EVF_MISS | SHM_EVF_UNTABLED | \
-		   SHM_EVF_STACKID | (0xffu << SHM_EVF_HOOK_SHIFT) | (0xffu << SHM_EVF_PY_SHIFT))
+		   SHM_EVF_STACKID | SHM_EVF_NOCOPY | (0xffu << SHM_EVF_HOOK_SHIFT) | (0xffu << SHM_EVF_PY_SHIFT))
 
 /*
  * Whether an allocation record of len bytes (our copy) is one the agent
  * writes: at most our depth of frames, exactly our depth if the walk was
  * cut there (never on a miss), at most the Python words we allow, its length exactly what its frames,
+ * (a NOCOPY only on a miss of sampled mode, with no copy)
  * registers and copy take (agent_alloc), a stack id is one we gave out,
  * and its pointer and size are user-space figures of a call that succeeded.
  */
@@ -874,6 +875,8 @@ static int alloc_ok(const struct agent_link *l, const struct shm_ev_alloc *e, ui
 	if ((f & SHM_EVF_TRUNC) &&
 	    ((f & SHM_EVF_MISS) || (!(f & SHM_EVF_STACKID) && e->nframes != l->depth)))
 		return 0;
+	if ((f & SHM_EVF_NOCOPY) && (l->exact || !(f & SHM_EVF_MISS) || (f & SHM_EVF_STACK)))
+		return 0;
 	if (f & SHM_EVF_STACKID)
 		return !e->nframes && !(f & (SHM_EVF_MISS | SHM_EVF_STACK)) && len == base &&
 		       e->stack_id < profile_nstacks(l->p.prof);
@@ -883,6 +886,8 @@ static int alloc_ok(const struct agent_link *l, const struct shm_ev_alloc *e, ui
 	if (f & SHM_EVF_STACK)
 		return e->stack_len && e->stack_len <= SHM_STACK_COPY &&
 		       len == base + SHM_STACK_COPY;
+	if (f & SHM_EVF_NOCOPY)
+		return !e->stack_len && len == base;
 	return !e->stack_len && (len == base || len == base + SHM_STACK_COPY);
 }
 
@@ -1011,7 +1016,8 @@ static void on_alloc(struct agent_link *l, const struct shm_ev_alloc *e)
 	const struct frame_regs *regs =
 		(const struct frame_regs *)(e->frames + e->nframes + SHM_EVF_PY(e->flags));
 	size_t nframes = e->nframes;
-	int trunc = !!(e->flags & SHM_EVF_TRUNC), unwalk = 0;
+	/* a copy the agent held back (its ring past half): cut, and marked so */
+	int trunc = !!(e->flags & (SHM_EVF_TRUNC | SHM_EVF_NOCOPY)), unwalk = 0;
 	uint32_t stack;
 	unsigned shift = l->nshifts ? shift_at(l, e->tsc) : 0;
 	int n;

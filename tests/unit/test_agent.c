@@ -1262,6 +1262,58 @@ static uint64_t *bucket(uint64_t ptr)
 	return (uint64_t *)(data_view + SHM_OFF_LIVE) + (size_t)shm_bloom_slot(ptr) * SHM_LIVE_WAYS;
 }
 
+/*
+ * Sampled mode sends a stack copy only while its ring is at most half full
+ * (SHM_COPY_FILL); past it a miss comes without one (NOCOPY) rather than
+ * a burst of copies filling the ring and dropping samples. Exact mode
+ * always copies.
+ */
+static void test_sampled_nocopy(void)
+{
+	struct ev ev[8];
+	uint64_t p[8];
+	int n, last_copy = -1, first_cut = 8;
+
+	if (!ready)
+		return;
+	frames_clear();			/* every walk misses at its first frame */
+	mode_sampled(0, 0);		/* every call sampled */
+	for (int i = 0; i < 8; i++)
+		p[i] = CALL1(H_MALLOC, 5);
+	n = drain(ev, 8);
+	expect_int_eq(n, 8);
+	expect_u64_eq(hdr->drops, 0);
+	for (int i = 0; i < n && i < 8; i++) {
+		expect_true(ev[i].flags & SHM_EVF_MISS);
+		if (ev[i].flags & SHM_EVF_STACK) {
+			expect_int_eq(ev[i].flags & SHM_EVF_NOCOPY, 0);
+			last_copy = i;
+		} else {
+			expect_int_eq(ev[i].flags & SHM_EVF_NOCOPY, SHM_EVF_NOCOPY);
+			expect_int_eq(ev[i].stack_len, 0);
+			if (first_cut == 8)
+				first_cut = i;
+		}
+	}
+	/* 64 KiB rings, copies of 8 KiB: four with one, then none */
+	expect_int_eq(last_copy, 3);
+	expect_int_eq(first_cut, 4);
+	for (int i = 0; i < 8; i++)
+		CALL1(H_FREE, p[i]);
+	drain(ev, 8);
+
+	mode_exact();
+	for (int i = 0; i < 5; i++)
+		p[i] = CALL1(H_MALLOC, 5);
+	expect_int_eq(drain(ev, 8), 5);
+	for (int i = 0; i < 5; i++) {
+		expect_int_eq(ev[i].flags & (SHM_EVF_STACK | SHM_EVF_NOCOPY), SHM_EVF_STACK);
+		CALL1(H_FREE, p[i]);
+	}
+	drain(ev, 8);
+	frames_reset();
+}
+
 static void test_sampled_free(void)
 {
 	struct ev ev[4];
@@ -2667,7 +2719,7 @@ static void test_teardown(void)
 HARNESS_MAIN("agent",
 	T(test_exp_gap), T(test_setup), T(test_layouts), T(test_rate_large), T(test_exact_events),
 	T(test_exact_walk), T(test_exact_memo), T(test_exact_memo_window), T(test_xacct),
-	T(test_sampled_free), T(test_ring_full), T(test_nested), T(test_stats),
+	T(test_sampled_free), T(test_sampled_nocopy), T(test_ring_full), T(test_nested), T(test_stats),
 	T(test_callthru),
 	T(test_patched_fake), T(test_kinds_args), T(test_kinds_after), T(test_kinds_sampled),
 	T(test_threads_exact), T(test_python), T(test_bench), T(test_teardown))

@@ -154,6 +154,47 @@ static void test_sampled_sweep(void)
 	stop();
 }
 
+struct cuts {
+	uint64_t cut, whole;	/* samples whose stack ends in [truncated], and the others */
+};
+
+static int count_cuts(const struct profile_bucket *b, void *arg)
+{
+	struct cuts *c = arg;
+
+	if (b->npcs && b->pcs[b->npcs - 1] == PROFILE_PC_TRUNCATED)
+		c->cut += b->alloc_count;
+	else
+		c->whole += b->alloc_count;
+	return 0;
+}
+
+/*
+ * Sampled mode: with the ring past half (the first misses' stack copies,
+ * none drained yet), a miss comes without its copy (NOCOPY): the sample is
+ * kept with its stack cut where the agent's walk stopped, marked
+ * [truncated], and nothing is dropped.
+ */
+static void test_sampled_nocopy(void)
+{
+	struct cuts c = { 0, 0 };
+
+	if (start(64, 0))
+		return;
+	for (int i = 0; i < 6; i++)	/* each misses: no rule learnt before a drain */
+		alloc_here((1 << 20) + 16 * (uint64_t)i);
+	expect_int_eq(agent_link_drain(link_, AGENT_LINK_DRAIN_ALL), 6);
+	expect_u64_eq(agent_link_shm(link_)->drops, 0);
+	expect_int_eq(stats.events, 6);
+	expect_int_eq(stats.unwind_errors, 0);
+	profile_foreach(prof, count_cuts, &c);
+	/* 64 KiB rings, copies of 8 KiB: four with one, then none */
+	expect_int_eq(c.whole, 4);
+	expect_int_eq(c.cut, 2);
+	expect_true(!agent_link_hostile(link_));
+	stop();
+}
+
 /* What the rings hold when the implant goes is still read afterwards,
  * from the view the implant handed over. */
 static void test_drain_after_remove(void)
@@ -473,6 +514,7 @@ static void test_teardown(void)
 HARNESS_MAIN("agentlink",
 	T(test_learn_then_ids),
 	T(test_sampled_sweep),
+	T(test_sampled_nocopy),
 	T(test_drain_after_remove),
 	T(test_nap),
 	T(test_not_ready),

@@ -226,6 +226,14 @@ static void ring_doorbell(struct shm_hdr *h)
  * the reservation (so that the ring's records are in tsc order). Returns
  * the record (len not yet written), or NULL after counting a drop.
  */
+/* Bytes ring r holds (written, not yet read): a stale tail only adds. */
+static uint64_t ring_fill(const struct shm_hdr *h, unsigned r)
+{
+	uint64_t tail = ((const volatile uint64_t *)((const char *)h + SHM_OFF_TAILS))[r];
+
+	return *(const volatile uint64_t *)((const char *)h + SHM_OFF_HEADS + r * 64) - tail;
+}
+
 static char *ring_reserve(struct shm_hdr *h, unsigned r, uint32_t len, uint64_t *tsc)
 {
 	uint64_t size = h->ring_size, mask = size - 1;
@@ -831,8 +839,11 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 	if (flags & SHM_EVF_MISS) {
 		c->walk_misses++;
 		len += sizeof(struct frame_regs);
-		if (!h->no_stack_copy)
-			len += SHM_STACK_COPY;
+		if ((h->flags & SHM_F_EXACT) || ring_fill(h, ring_of((uint64_t)&f->ret)) <=
+		    SHM_COPY_FILL(h->ring_size))
+			len += h->no_stack_copy ? 0 : SHM_STACK_COPY;
+		else
+			flags |= SHM_EVF_NOCOPY;
 	}
 	ev = (struct shm_ev_alloc *)ring_reserve(h, ring_of((uint64_t)&f->ret), len, &tsc);
 	if (!ev)
