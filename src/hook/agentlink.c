@@ -173,30 +173,47 @@ uint64_t agent_link_xacct_slots(pid_t pid, uint64_t budget)
 	return budget;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 int agent_link_xacct_threads(struct agent_link *l, const struct tracee *tr)
 {
-	size_t checked = 0;
+	uint64_t *tps;
+	size_t n = 0;
+	const char *why = NULL;
 	int rc;
 
 	if (!l->xslots || !l->xtp)
 		return l->xslots != 0;
-	for (size_t i = 0; i < tr->n; i++) {
-		if (tr->t[i].state != TS_STOPPED)
+	tps = xcalloc(tr->n + 1, sizeof(*tps));
+	for (size_t i = 0; i < tr->n && !why; i++) {
+		const struct thread *th = &tr->t[i];
+
+		if (th->vfork_child)	/* runs on its parent's thread pointer, the parent waiting */
 			continue;
-		rc = arch_xacct_tp_check(tr->pid, tr->t[i].tid);
-		if (rc < 0)
+		rc = arch_xacct_tp_check(tr->pid, th->tid, &tps[n]);
+		if (rc < 0 && !tracee_thread_alive(tr->pid, th->tid))
 			continue;	/* gone meanwhile */
-		if (!rc) {
-			pr_debug("in-target accounting off: thread %d's first TLS word is not its "
-				 "thread pointer (and the kernel does not allow rdfsbase)",
-				 (int)tr->t[i].tid);
-			l->xslots = 0;
-			return 0;
-		}
-		checked++;
+		if (rc < 0)
+			why = "a thread's registers cannot be read";
+		else if (!rc)
+			why = "a thread's first TLS word is not its thread pointer";
+		else
+			n++;
 	}
-	if (!checked) {
-		pr_debug("in-target accounting off: no thread's thread pointer could be checked");
+	qsort(tps, n, sizeof(*tps), cmp_u64);
+	for (size_t i = 1; i < n && !why; i++)
+		if (tps[i] == tps[i - 1])
+			why = "two threads share a thread pointer";
+	if (!why && !n)
+		why = "no thread's thread pointer could be checked";
+	free(tps);
+	if (why) {
+		pr_debug("in-target accounting off: %s (and the kernel does not allow rdfsbase)", why);
 		l->xslots = 0;
 		return 0;
 	}
@@ -1062,6 +1079,8 @@ static void on_alloc(struct agent_link *l, const struct shm_ev_alloc *e)
 		size_t k = frametab_code_prefix(l->ftab, e->frames, e->nframes);
 
 		frametab_learn_many(l->ftab, e->frames, k);
+		if ((e->flags & SHM_EVF_NOCOPY) && k < nframes)
+			nframes = k;	/* not the junk a frame chain led to */
 		if (k > nframes) {
 			stack_pcs = e->frames;
 			nframes = k;

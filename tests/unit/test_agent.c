@@ -1301,6 +1301,20 @@ static void test_sampled_nocopy(void)
 	for (int i = 0; i < 8; i++)
 		CALL1(H_FREE, p[i]);
 	drain(ev, 8);
+	/* copies refused (seccomp): never a copy, nor a cut, the ring past half */
+	for (int i = 0; i < 6; i++) {
+		if (i == 4)
+			hdr->no_stack_copy = 1;
+		p[i] = CALL1(H_MALLOC, 5);
+	}
+	expect_int_eq(drain(ev, 8), 6);
+	for (int i = 4; i < 6; i++)
+		expect_int_eq(ev[i].flags & (SHM_EVF_MISS | SHM_EVF_STACK | SHM_EVF_NOCOPY),
+			      SHM_EVF_MISS);
+	for (int i = 0; i < 6; i++)
+		CALL1(H_FREE, p[i]);
+	drain(ev, 8);
+	hdr->no_stack_copy = 0;
 
 	mode_exact();
 	for (int i = 0; i < 5; i++)

@@ -839,9 +839,11 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 	if (flags & SHM_EVF_MISS) {
 		c->walk_misses++;
 		len += sizeof(struct frame_regs);
-		if ((h->flags & SHM_F_EXACT) || ring_fill(h, ring_of((uint64_t)&f->ret)) <=
-		    SHM_COPY_FILL(h->ring_size))
-			len += h->no_stack_copy ? 0 : SHM_STACK_COPY;
+		if (h->no_stack_copy)
+			;	/* refused: never a copy, not a cut */
+		else if ((h->flags & SHM_F_EXACT) || ring_fill(h, ring_of((uint64_t)&f->ret)) <=
+			 SHM_COPY_FILL(h->ring_size))
+			len += SHM_STACK_COPY;
 		else
 			flags |= SHM_EVF_NOCOPY;
 	}

@@ -25,8 +25,8 @@ static inline int arch_xacct_allowed(uint64_t auxv_value)
  * word at %fs:0, which the TLS ABI makes the thread pointer itself
  * (SHM_F_XTP): whether the stopped thread tid of pid follows it. 1 yes,
  * 0 no (no fs base, or its first word is not itself), -errno if its
- * registers cannot be read.
+ * registers cannot be read; *tp is its fs base when they could.
  */
-int arch_xacct_tp_check(pid_t pid, pid_t tid);
+int arch_xacct_tp_check(pid_t pid, pid_t tid, uint64_t *tp);
 
 #endif

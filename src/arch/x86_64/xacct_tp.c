@@ -14,7 +14,7 @@
  * word is read with process_vm_readv, which fails where the thread itself
  * could not read it (unmapped, PROT_NONE).
  */
-int arch_xacct_tp_check(pid_t pid, pid_t tid)
+int arch_xacct_tp_check(pid_t pid, pid_t tid, uint64_t *tp)
 {
 	arch_regs_t r;
 	uint64_t word = 0;
@@ -24,6 +24,7 @@ int arch_xacct_tp_check(pid_t pid, pid_t tid)
 
 	if (rc)
 		return rc;
+	*tp = r.fs_base;
 	if (!r.fs_base || (r.fs_base & 7))
 		return 0;
 	remote = (struct iovec){ .iov_base = (void *)(uintptr_t)r.fs_base, .iov_len = sizeof(word) };
