@@ -195,6 +195,54 @@ static void test_sampled_nocopy(void)
 	stop();
 }
 
+/*
+ * Write an allocation record as a target could into ring 0 (nframes
+ * frames, the registers of a miss, and copy bytes of stack after them)
+ * and drain it: whether the link took it (not hostile after).
+ */
+static int forged_ok(uint64_t rate, uint32_t flags, uint32_t copy)
+{
+	struct shm_hdr *h;
+	struct shm_ev_alloc *e;
+	uint64_t *head;
+	uint32_t len = sizeof(*e) + 8 + sizeof(struct frame_regs) + copy;
+	int ok;
+
+	if (start(rate, 0))
+		return -1;
+	h = agent_link_shm(link_);
+	head = (uint64_t *)((char *)h + SHM_OFF_HEADS);
+	e = (struct shm_ev_alloc *)((char *)h + SHM_OFF_RING + (*head & (h->ring_size - 1)));
+	memset(e, 0, len);
+	e->kind = SHM_EV_ALLOC;
+	e->nframes = 1;
+	e->tsc = 1;
+	e->flags = flags;
+	e->size = 64;
+	e->ptr = 0x10000;
+	e->frames[0] = (uintptr_t)alloc_here;
+	__atomic_store_n(head, *head + len, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->len, len, __ATOMIC_RELEASE);
+	agent_link_drain(link_, AGENT_LINK_DRAIN_ALL);
+	ok = !agent_link_hostile(link_);
+	stop();
+	return ok;
+}
+
+/* A NOCOPY record is taken only as the agent writes it: sampled mode, a
+ * miss, no copy after the registers, no STACK flag. */
+static void test_nocopy_forged(void)
+{
+	expect_int_eq(forged_ok(64, SHM_EVF_MISS | SHM_EVF_NOCOPY, 0), 1);
+	expect_int_eq(forged_ok(64, SHM_EVF_MISS, 0), 1);	/* a refused copy: as before */
+	expect_int_eq(forged_ok(1, SHM_EVF_MISS, 0), 1);
+	expect_int_eq(forged_ok(1, SHM_EVF_MISS | SHM_EVF_NOCOPY, 0), 0);	/* exact mode */
+	expect_int_eq(forged_ok(64, SHM_EVF_NOCOPY, 0), 0);	/* no miss */
+	expect_int_eq(forged_ok(64, SHM_EVF_MISS | SHM_EVF_NOCOPY, SHM_STACK_COPY), 0);
+	expect_int_eq(forged_ok(64, SHM_EVF_MISS | SHM_EVF_NOCOPY | SHM_EVF_STACK,
+				SHM_STACK_COPY), 0);
+}
+
 /* What the rings hold when the implant goes is still read afterwards,
  * from the view the implant handed over. */
 static void test_drain_after_remove(void)
@@ -515,6 +563,7 @@ HARNESS_MAIN("agentlink",
 	T(test_learn_then_ids),
 	T(test_sampled_sweep),
 	T(test_sampled_nocopy),
+	T(test_nocopy_forged),
 	T(test_drain_after_remove),
 	T(test_nap),
 	T(test_not_ready),
