@@ -72,9 +72,9 @@ struct tracee;
 /*
  * At the attach, every thread of tr stopped, before the area is sized:
  * where the agent must take its threads' ids from %fs:0 (SHM_F_XTP), keep
- * accounting only if each thread whose registers can be read has its
- * thread pointer there (and at least one has). Returns whether accounting
- * stays on.
+ * accounting only if every live thread but a vfork child has its thread
+ * pointer there (arch_xacct_tp_check), no two share one, and at least one
+ * was checked. Returns whether accounting stays on.
  */
 int agent_link_xacct_threads(struct agent_link *l, const struct tracee *tr);
 /*

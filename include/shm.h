@@ -578,7 +578,8 @@ static inline uint32_t shm_ev_max_len(uint32_t depth, uint32_t npy)
  * rdfsbase where the kernel allows it (AT_HWCAP2 bit 1), else (SHM_F_XTP)
  * as the word at %fs:0, which the x86-64 TLS ABI makes the thread pointer
  * itself; the tool sets SHM_F_XTP only if every thread it stopped at the
- * attach has that word (arch_xacct_tp_check), and no accounting if not.
+ * attach has that word (arch_xacct_tp_check) and no two share it, and no
+ * accounting if not.
  * Only the owner writes its lane's line and counters (plain adds: a
  * signal handler nesting on the same thread interrupts only between
  * instructions). A thread with no lane of its own takes the event path

@@ -877,8 +877,8 @@ static void on_free(struct agent_link *l, const struct shm_ev_free *e)
  * Whether an allocation record of len bytes (our copy) is one the agent
  * writes: at most our depth of frames, exactly our depth if the walk was
  * cut there (never on a miss), at most the Python words we allow, its length exactly what its frames,
- * (a NOCOPY only on a miss of sampled mode, with no copy)
- * registers and copy take (agent_alloc), a stack id is one we gave out,
+ * registers and copy take (agent_alloc; NOCOPY only on a miss of sampled
+ * mode, with no copy), a stack id is one we gave out,
  * and its pointer and size are user-space figures of a call that succeeded.
  */
 static int alloc_ok(const struct agent_link *l, const struct shm_ev_alloc *e, uint32_t len)

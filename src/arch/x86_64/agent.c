@@ -220,12 +220,6 @@ static void ring_doorbell(struct shm_hdr *h)
 	sys6(NR_FUTEX, (long)&h->doorbell, FUTEX_WAKE, 1, 0, 0, 0);
 }
 
-/*
- * Reserve len bytes (a multiple of 8) in ring r, padding its end if
- * the record would straddle it; *tsc gets the time stamp taken just before
- * the reservation (so that the ring's records are in tsc order). Returns
- * the record (len not yet written), or NULL after counting a drop.
- */
 /* Bytes ring r holds (written, not yet read): a stale tail only adds. */
 static uint64_t ring_fill(const struct shm_hdr *h, unsigned r)
 {
@@ -234,6 +228,12 @@ static uint64_t ring_fill(const struct shm_hdr *h, unsigned r)
 	return *(const volatile uint64_t *)((const char *)h + SHM_OFF_HEADS + r * 64) - tail;
 }
 
+/*
+ * Reserve len bytes (a multiple of 8) in ring r, padding its end if
+ * the record would straddle it; *tsc gets the time stamp taken just before
+ * the reservation (so that the ring's records are in tsc order). Returns
+ * the record (len not yet written), or NULL after counting a drop.
+ */
 static char *ring_reserve(struct shm_hdr *h, unsigned r, uint32_t len, uint64_t *tsc)
 {
 	uint64_t size = h->ring_size, mask = size - 1;
