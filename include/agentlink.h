@@ -61,13 +61,12 @@ uint64_t agent_link_ring_size(uint64_t rate);
  * accounting table of xlive_slots slots (0: none). */
 uint64_t agent_link_data_size(uint64_t ring_size, uint64_t xlive_slots);
 /*
- * Exact mode's in-target accounting (shm.h, SHM_F_XACCT): the xlive slots
- * for target pid, budget (membudget.h's xlive_slots) unless
- * HEAPATTACH_NO_XACCT is set. Where the kernel does not let the agent read
- * its threads' fs base (AT_HWCAP2's FSGSBASE), agent_link_xacct_threads
- * decides at the attach.
+ * Exact mode's in-target accounting (shm.h, SHM_F_XACCT): the xlive slots,
+ * budget (membudget.h's xlive_slots) unless HEAPATTACH_NO_XACCT is set.
+ * Where the kernel does not let the agent read its threads' fs base
+ * (AT_HWCAP2's FSGSBASE), agent_link_xacct_threads decides at the attach.
  */
-uint64_t agent_link_xacct_slots(pid_t pid, uint64_t budget);
+uint64_t agent_link_xacct_slots(uint64_t budget);
 struct tracee;
 /*
  * At the attach, every thread of tr stopped, before the area is sized:

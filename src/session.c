@@ -502,7 +502,7 @@ static int fast_prepare(struct session *s)
 		.ring_size = s->mem.ring_size,
 		.prefault = s->mem.prefault,
 		.count_bytes = s->opt->interval != 0,
-		.xlive_slots = agent_link_xacct_slots(s->pid, s->mem.xlive_slots),
+		.xlive_slots = agent_link_xacct_slots(s->mem.xlive_slots),
 		.sc = &s->sc,	/* made at attach, before the area is set up */
 		.prof = s->prof,
 		.sampler = &s->sampler,

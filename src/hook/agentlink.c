@@ -161,7 +161,7 @@ uint64_t agent_link_data_size(uint64_t ring_size, uint64_t xlive_slots)
 	return SHM_OFF_RING + SHM_NRINGS * ring_size + SHM_XACCT_SIZE(xlive_slots);
 }
 
-uint64_t agent_link_xacct_slots(pid_t pid, uint64_t budget)
+uint64_t agent_link_xacct_slots(uint64_t budget)
 {
 	if (!budget)
 		return 0;
@@ -169,7 +169,6 @@ uint64_t agent_link_xacct_slots(pid_t pid, uint64_t budget)
 		pr_debug("in-target accounting off (HEAPATTACH_NO_XACCT)");
 		return 0;
 	}
-	(void)pid;
 	return budget;
 }
 

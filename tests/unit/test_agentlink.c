@@ -546,11 +546,11 @@ static void test_xacct_off(void)
 	agent_link_drain(link_, AGENT_LINK_DRAIN_ALL);
 	expect_true(agent_link_hostile(link_));
 	stop();
-	expect_u64_eq(agent_link_xacct_slots(getpid(), 0), 0);
-	expect_u64_eq(agent_link_xacct_slots(getpid(), XSLOTS),
+	expect_u64_eq(agent_link_xacct_slots(0), 0);
+	expect_u64_eq(agent_link_xacct_slots(XSLOTS),
 		      XSLOTS);	/* rdfsbase or %fs:0 (agent_link_xacct_threads) */
 	setenv("HEAPATTACH_NO_XACCT", "1", 1);
-	expect_u64_eq(agent_link_xacct_slots(getpid(), XSLOTS), 0);
+	expect_u64_eq(agent_link_xacct_slots(XSLOTS), 0);
 	unsetenv("HEAPATTACH_NO_XACCT");
 }
 

@@ -220,12 +220,23 @@ static void ring_doorbell(struct shm_hdr *h)
 	sys6(NR_FUTEX, (long)&h->doorbell, FUTEX_WAKE, 1, 0, 0, 0);
 }
 
+/* Ring r's head (its own line) and tail. */
+static uint64_t *ring_headp(const struct shm_hdr *h, unsigned r)
+{
+	return (uint64_t *)((char *)h + SHM_OFF_HEADS + r * 64);
+}
+
+static const volatile uint64_t *ring_tailp(const struct shm_hdr *h, unsigned r)
+{
+	return (const volatile uint64_t *)((const char *)h + SHM_OFF_TAILS) + r;
+}
+
 /* Bytes ring r holds (written, not yet read): a stale tail only adds. */
 static uint64_t ring_fill(const struct shm_hdr *h, unsigned r)
 {
-	uint64_t tail = ((const volatile uint64_t *)((const char *)h + SHM_OFF_TAILS))[r];
+	uint64_t tail = *ring_tailp(h, r);
 
-	return *(const volatile uint64_t *)((const char *)h + SHM_OFF_HEADS + r * 64) - tail;
+	return *(const volatile uint64_t *)ring_headp(h, r) - tail;
 }
 
 /*
@@ -238,8 +249,8 @@ static char *ring_reserve(struct shm_hdr *h, unsigned r, uint32_t len, uint64_t 
 {
 	uint64_t size = h->ring_size, mask = size - 1;
 	char *ring = (char *)h + SHM_OFF_RING + r * size;
-	uint64_t *headp = (uint64_t *)((char *)h + SHM_OFF_HEADS + r * 64);
-	const volatile uint64_t *tailp = (const volatile uint64_t *)((char *)h + SHM_OFF_TAILS) + r;
+	uint64_t *headp = ring_headp(h, r);
+	const volatile uint64_t *tailp = ring_tailp(h, r);
 	struct waiting w = { 0, 0, 0 };
 
 	if (len > size)
