@@ -578,7 +578,9 @@ static void fast_loop(struct session *s)
 		warm_step(s);
 		agent_link_nap(s->link, agent_link_nap_ns(s->link));
 	}
-	agent_link_beat_stop(s->link);
+	/* the heartbeat goes on until the detach has stopped every thread
+	 * (session_run): till then the hooks run, and exact-mode writers
+	 * waiting for room must not take us for gone */
 	if (s->ev.gone || s->ev.exec_seen)
 		agent_link_final(s->link);	/* writers gone, maybe mid-record */
 }
@@ -953,6 +955,7 @@ int session_run(const struct options *opt)
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	detach(&s);
 	s.attached = 0;
+	agent_link_beat_stop(s.link);	/* no writer runs the agent any more */
 	urgent(0);
 	if (s.ev.gone) {
 		char how[96];
