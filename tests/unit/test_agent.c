@@ -1758,24 +1758,62 @@ static void test_ring_full(void)
 	expect_true(heads_total() > 3 * 4096);
 	frames_reset();
 
-	/* exact mode, stale heartbeat: give up and drop, do not hang */
+	/* exact mode, heartbeat stale (2 s): watched for a beat for about
+	 * 100 ms, then given up on; the next writer drops at once */
+	mode_exact();
+	ring_reset(4096);
+	for (int i = 0; i < n; i++)
+		p[i] = CALL1(H_MALLOC, 64);
+	hdr->heartbeat = mono_ns() - 2000000000LL;
+	t0 = mono_ns();
+	p[n] = CALL1(H_MALLOC, 64);
+	t1 = mono_ns();
+	expect_true(t1 - t0 >= 90000000LL);
+	expect_true(t1 - t0 < 1000000000LL);
+	expect_int_eq(hdr->drops, 1);
+	t0 = mono_ns();
+	p[n + 1] = CALL1(H_MALLOC, 64);
+	expect_true(mono_ns() - t0 < 50000000LL);
+	expect_int_eq(hdr->drops, 2);
+	hdr->wait_giveup = 0;
+
+	/* stale (1 s) because the whole machine was paused: the tool beats
+	 * 40 ms after the writer's first look, then makes room: no drop */
+	hdr->heartbeat = mono_ns() - 1000000000LL;
+	hdr->drops = 0;
+	w = (struct waiter){ .delay_ns = 40000000 };
+	pthread_create(&th, NULL, late_consumer, &w);
+	busy = CALL1(H_MALLOC, 64);
+	pthread_join(th, NULL);
+	expect_int_eq(hdr->drops, 0);
+	expect_int_eq(w.done + drain(ev, 64), n + 1);
+	CALL1(H_FREE, busy);
+	for (int i = 0; i < n + 2; i++)
+		CALL1(H_FREE, p[i]);
+	while (drain(ev, 64))
+		;
+
+	/* exact mode, a heartbeat long gone (5 s and more): drop at once */
 	mode_exact();
 	ring_reset(4096);
 	for (int i = 0; i < n; i++)
 		p[i] = CALL1(H_MALLOC, 64);
 	expect_int_eq(hdr->drops, 0);
-	hdr->heartbeat = mono_ns() - 2000000000LL;
+	hdr->heartbeat = mono_ns() - 6000000000LL;
 	t0 = mono_ns();
 	p[n] = CALL1(H_MALLOC, 64);
-	expect_true(mono_ns() - t0 < 100000000LL);
+	expect_true(mono_ns() - t0 < 50000000LL);
 	expect_int_eq(hdr->drops, 1);
 	hdr->heartbeat = 0;			/* no tool yet: same */
 	p[n + 1] = CALL1(H_MALLOC, 64);
 	expect_int_eq(hdr->drops, 2);
 
+	expect_int_eq(hdr->wait_giveup, 0);	/* neither waited */
+
 	/* exact mode, fresh heartbeat: wait until the consumer makes room */
 	hdr->heartbeat = mono_ns();
 	hdr->drops = 0;
+	w = (struct waiter){ .delay_ns = 50000000 };
 	pthread_create(&th, NULL, late_consumer, &w);
 	t0 = mono_ns();
 	p[n + 2] = CALL1(H_MALLOC, 64);

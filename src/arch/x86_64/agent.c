@@ -40,7 +40,9 @@
 #define SLEEP_NS		10000000L	/* longest sleep between looks at the ring */
 #define MAX_WAIT_NS		1000000000LL	/* longest wait for a ring the tool drains but cannot move */
 #define BUSY_WAIT_NS		30000000000LL	/* longest wait while the tool drains nothing at all */
-#define STALE_NS		500000000LL	/* heartbeat older than this: tool gone */
+#define STALE_NS		500000000LL	/* heartbeat older than this: tool gone, or we were all paused */
+#define GRACE_NS		100000000LL	/* how long a stale heartbeat is watched for a new beat */
+#define GONE_NS			5000000000LL	/* heartbeat older than this: tool gone, no grace */
 #define STACK_REACH		(8ULL << 20)	/* CFA at most this far above entry sp */
 
 /* ---- syscalls and atomics ---- */
@@ -86,6 +88,7 @@ struct waiting {
 	unsigned spins;
 	int64_t since;          /* when the tail was last seen to move (0: not yet looked) */
 	uint64_t tail;          /* the tail then */
+	int64_t stale;          /* when the heartbeat was first seen stale (0: fresh) */
 };
 
 /*
@@ -130,8 +133,12 @@ static void sleep_for_room(struct shm_hdr *h, const volatile uint64_t *tailp, ui
 /*
  * Exact mode only, ring full at tail (*tailp): wait a little. Returns 1 to
  * retry, 0 to give up. The tool is gone when its heartbeat is missing or
- * older than STALE_NS (a thread of the tool's refreshes it while it runs,
- * whatever the tool is busy with): give up. The tool is alive but the ring
+ * older than GONE_NS: give up at once. A heartbeat older than STALE_NS (a
+ * thread of the tool's refreshes it every 50 ms while it runs, whatever
+ * the tool is busy with) is watched for GRACE_NS more, then given up on:
+ * a machine whose CPUs were all held (a virtual machine paused by its
+ * host) wakes with every heartbeat stale, and the tool's beat comes
+ * within a few ms of the writers' first look. The tool is alive but the ring
  * does not move: give up once the tail stood still for MAX_WAIT_NS while
  * the tool finished a drain (drained, later than the tail's last move), or
  * for BUSY_WAIT_NS whatever it did; a tool busy with one long step (a
@@ -156,7 +163,7 @@ static int wait_room(struct shm_hdr *h, struct waiting *w, const volatile uint64
 	}
 	hb = (int64_t)h->heartbeat;
 	now = now_ns();
-	if (!hb || !now || now - hb > STALE_NS)
+	if (!hb || !now || now - hb > GONE_NS)
 		return 0;
 	if (!w->since) {
 		if (now - (int64_t)h->wait_giveup < STALE_NS)
@@ -167,7 +174,11 @@ static int wait_room(struct shm_hdr *h, struct waiting *w, const volatile uint64
 		w->since = now;		/* it moves: the tool keeps up, if slowly */
 		w->tail = tail;
 	}
-	if (now - w->since > BUSY_WAIT_NS ||
+	if (now - hb <= STALE_NS)
+		w->stale = 0;
+	else if (!w->stale)
+		w->stale = now;
+	if ((w->stale && now - w->stale > GRACE_NS) || now - w->since > BUSY_WAIT_NS ||
 	    (now - w->since > MAX_WAIT_NS && (int64_t)h->drained > w->since)) {
 		h->wait_giveup = (uint64_t)now;
 		return 0;
@@ -251,7 +262,7 @@ static char *ring_reserve(struct shm_hdr *h, unsigned r, uint32_t len, uint64_t 
 	char *ring = (char *)h + SHM_OFF_RING + r * size;
 	uint64_t *headp = ring_headp(h, r);
 	const volatile uint64_t *tailp = ring_tailp(h, r);
-	struct waiting w = { 0, 0, 0 };
+	struct waiting w = { 0, 0, 0, 0 };
 
 	if (len > size)
 		goto drop;
