@@ -15,6 +15,11 @@ struct membudget {
 	uint64_t xlive_slots;           /* exact mode: the in-target accounting's table
 					 * (shm.h, SHM_F_XACCT) may have this many slots; 0: none */
 	char note[MEMCG_PATH_MAX + 160]; /* what we add to the target's memory (-v, profile) */
+	/* what the note is made of (membudget_set_xlive makes it again) */
+	uint64_t base;                  /* bytes but the accounting's regions */
+	uint64_t limit, avail;          /* of the cgroup; avail MEMCG_NONE: no limit */
+	int fixed;                      /* our tables count: we run in that cgroup */
+	char tight[MEMCG_PATH_MAX];
 };
 
 /* Size the rings of pid (want bytes each without a limit) to the room in
@@ -41,5 +46,8 @@ void membudget_nothing(struct membudget *out);
  * MEMBUDGET_XLIVE_WANT]) whose accounting regions take at most room bytes,
  * or 0. */
 uint64_t membudget_xlive_fit(uint64_t room);
+/* The accounting's regions are slots (fewer than planned, 0 when the
+ * attach turned it off): the note says so. */
+void membudget_set_xlive(struct membudget *m, uint64_t slots);
 
 #endif

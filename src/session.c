@@ -514,6 +514,7 @@ static int fast_prepare(struct session *s)
 	};
 	pyattach_link(s->py, &lp);
 	s->link_xacct = lp.xlive_slots != 0;
+	membudget_set_xlive(&s->mem, lp.xlive_slots);	/* what the link will map */
 	s->link = agent_link_new(&lp);
 	return 0;
 }
@@ -755,8 +756,13 @@ static int attach(struct session *s)
 		tracee_detach_all(&s->tr);
 		return rc ? rc : -ESRCH;
 	}
-	if (s->link)	/* sizes the area: before anything asks its size */
+	if (s->link) {	/* sizes the area: before anything asks its size */
 		s->link_xacct = agent_link_xacct_threads(s->link, &s->tr);
+		if (!s->link_xacct && s->mem.xlive_slots) {
+			membudget_set_xlive(&s->mem, 0);
+			pr_debug("no in-target accounting: %s", s->mem.note);
+		}
+	}
 	pp = (struct seccomp_params){ s->pid, s->mode->agent, s->opt->sample_rate == 1,
 				      implant_region_size(s->im) };
 	rc = seccomp_plan_make(&s->tr, &pp, &s->sc);	/* before any remote syscall */

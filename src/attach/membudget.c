@@ -61,6 +61,35 @@ void membudget_nothing(struct membudget *out)
 		 "target's memory (trap mode: heapattach writes every page it maps)");
 }
 
+/* The note, from what membudget_plan found and the accounting's slots. */
+static void note_make(struct membudget *m)
+{
+	char a[32], b[32], c[32], d[32];
+	uint64_t x = SHM_XACCT_SIZE(m->xlive_slots);
+
+	if (m->avail == MEMCG_NONE)
+		snprintf(m->note, sizeof(m->note), "heapattach adds up to %s to the "
+			 "target's memory (%d rings of %s, %s of tables; no memory cgroup limit)",
+			 memcg_fmt(m->base + x, a, sizeof(a)), SHM_NRINGS,
+			 memcg_fmt(m->ring_size, b, sizeof(b)),
+			 memcg_fmt(SHM_OFF_RING + x, c, sizeof(c)));
+	else
+		snprintf(m->note, sizeof(m->note), "heapattach adds up to %s to the target's "
+			 "memory cgroup %s (%d rings of %s%s; limit %s, room %s)",
+			 memcg_fmt(m->base + x, a, sizeof(a)), m->tight, SHM_NRINGS,
+			 memcg_fmt(m->ring_size, b, sizeof(b)), m->fixed ?
+			 ", and its tables: heapattach runs in it" : "",
+			 memcg_fmt(m->limit, c, sizeof(c)), memcg_fmt(m->avail, d, sizeof(d)));
+}
+
+void membudget_set_xlive(struct membudget *m, uint64_t slots)
+{
+	if (!m->ring_size || slots == m->xlive_slots)
+		return;
+	m->xlive_slots = slots;
+	note_make(m);
+}
+
 int membudget_plan(pid_t pid, int exact, uint64_t want, struct membudget *out)
 {
 	char a[32], b[32], c[32], d[32];
@@ -70,14 +99,15 @@ int membudget_plan(pid_t pid, int exact, uint64_t want, struct membudget *out)
 	out->ring_size = 0;
 	out->prefault = 0;
 	out->xlive_slots = 0;
+	out->fixed = 0;
+	out->tight[0] = 0;
+	out->limit = 0;
 	if (memcg_read(pid, &mi) || mi.avail == MEMCG_NONE) {
 		out->ring_size = want;
 		out->xlive_slots = exact ? MEMBUDGET_XLIVE_WANT : 0;
-		snprintf(out->note, sizeof(out->note), "heapattach adds up to %s to the "
-			 "target's memory (%d rings of %s, %s of tables; no memory cgroup limit)",
-			 memcg_fmt(SHM_NRINGS * want + SHM_OFF_RING + SHM_XACCT_SIZE(out->xlive_slots),
-				   a, sizeof(a)), SHM_NRINGS, memcg_fmt(want, b, sizeof(b)),
-			 memcg_fmt(SHM_OFF_RING + SHM_XACCT_SIZE(out->xlive_slots), c, sizeof(c)));
+		out->base = SHM_NRINGS * want + SHM_OFF_RING;
+		out->avail = MEMCG_NONE;
+		note_make(out);
 		return 0;
 	}
 	/* Our own pages count too if we run inside the limited cgroup. */
@@ -101,11 +131,12 @@ int membudget_plan(pid_t pid, int exact, uint64_t want, struct membudget *out)
 	used = SHM_NRINGS * ring + fixed;
 	if (exact && share > used)
 		out->xlive_slots = membudget_xlive_fit(share - used);
-	snprintf(out->note, sizeof(out->note), "heapattach adds up to %s to the target's "
-		 "memory cgroup %s (%d rings of %s%s; limit %s, room %s)",
-		 memcg_fmt(used + SHM_XACCT_SIZE(out->xlive_slots), a, sizeof(a)), mi.tight, SHM_NRINGS,
-		 memcg_fmt(ring, b, sizeof(b)), fixed ? ", and its tables: heapattach runs in it" :
-		 "", memcg_fmt(mi.limit, c, sizeof(c)), memcg_fmt(mi.avail, d, sizeof(d)));
+	out->base = used;
+	out->limit = mi.limit;
+	out->avail = mi.avail;
+	out->fixed = fixed != 0;
+	snprintf(out->tight, sizeof(out->tight), "%s", mi.tight);
+	note_make(out);
 	return 0;
 }
 

@@ -2,12 +2,14 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "harness.h"
 #include "membudget.h"
 #include "memcg.h"
 #include "profile.h"
+#include "shm.h"
 
 #define MIB (1ULL << 20)
 
@@ -195,6 +197,30 @@ static void test_live_cap(void)
 	expect_true(cap >= PROFILE_MAX_LIVE && cap <= MEMBUDGET_LIVE_MAX);
 }
 
+/* The note follows the accounting's regions when the attach turns them off. */
+static void test_note_xlive(void)
+{
+	struct membudget m;
+	char before[sizeof(m.note)], want[96], r[32], t[32];
+	uint64_t slots;
+
+	expect_int_eq(membudget_plan(getpid(), 1, 8 * MIB, &m), 0);
+	slots = m.xlive_slots;
+	if (!slots)
+		return;		/* our cgroup has no room for them */
+	snprintf(before, sizeof(before), "%s", m.note);
+	membudget_set_xlive(&m, 0);
+	expect_u64_eq(m.xlive_slots, 0);
+	expect_true(strcmp(before, m.note) != 0);
+	if (m.avail == MEMCG_NONE) {
+		snprintf(want, sizeof(want), "rings of %s, %s of tables;",
+			 memcg_fmt(m.ring_size, r, sizeof(r)), memcg_fmt(SHM_OFF_RING, t, sizeof(t)));
+		expect_true(strstr(m.note, want) != NULL);
+	}
+	membudget_set_xlive(&m, slots);
+	expect_str_eq(m.note, before);
+}
+
 HARNESS_MAIN("memcg",
 	T(test_locate_v1), T(test_locate_v2), T(test_measure_v1), T(test_measure_v2),
-	T(test_fit_ring), T(test_fmt), T(test_live_cap))
+	T(test_fit_ring), T(test_fmt), T(test_live_cap), T(test_note_xlive))
