@@ -74,6 +74,9 @@ struct profile_bucket {
 struct profile *profile_new(uint64_t rate);
 /* Other caps than the PROFILE_MAX_* ones (tests); 0 keeps a cap as it is. */
 void profile_set_caps(struct profile *p, size_t stacks, size_t pcs, size_t buckets, size_t live);
+/* The live table is halved (once under a quarter full) only keep_ns after
+ * it last doubled: 5 s unless set (0: at once). */
+void profile_set_live_keep(struct profile *p, uint64_t keep_ns);
 /* The live table's cap. */
 size_t profile_live_cap(const struct profile *p);
 /* PROFILE_CAP_* bits of the caps reached so far. */

@@ -76,6 +76,8 @@ struct live {
 } __attribute__((packed));
 #define LIVE_KEPT 0x80000000u	/* PROFILE_OP_ALLOC_KEPT: not swept */
 #define LIVE_MIN_SLOTS 1024	/* the live table's first size (a multiple of 1024: whole pages) */
+#define LIVE_KEEP_NS 5000000000ULL	/* a live table is not shrunk within this of its growth */
+#define LIVE_CLOCK_EVERY 1024	/* frees between looks at the clock, while it could shrink */
 
 struct profile {
 	uint64_t rate;
@@ -107,6 +109,10 @@ struct profile {
 
 	struct live *live;
 	size_t nlive, live_cap; /* live_cap: power of two */
+	uint64_t live_grown_ns; /* when it last doubled */
+	uint64_t live_keep_ns;  /* not halved within this of that */
+	unsigned live_looks;    /* frees since the clock was last read for a shrink */
+	int sweeping;           /* profile_sweep_live: shrink once, at the end */
 
 	uint64_t *locs;         /* the distinct return addresses of all stacks (0: empty) */
 	size_t nlocs, locs_cap; /* locs_cap: power of two, at most half full */
@@ -428,6 +434,7 @@ static void live_grow(struct profile *p)
 		xmalloc_oom(old * 2 * sizeof(*v));
 	p->live = v;
 	p->live_cap = old * 2;
+	p->live_grown_ns = clock_ns(CLOCK_MONOTONIC);
 	for (i = 0; i < old; i++) {
 		if (!v[i].ptr) {
 			run = 0;
@@ -453,7 +460,11 @@ static void live_grow(struct profile *p)
 
 /*
  * Halve the table once it is less than 1/4 full (then 1/2 full), so that
- * it follows the live set down as well as up, without a second copy: the
+ * it follows the live set down as well as up, but not within LIVE_KEEP_NS
+ * of its last doubling (profile_set_live_keep): a sampled profile's live set fills and empties
+ * with every sweep (profile_sweep_live, five a second), and each halving
+ * unmaps pages (a TLB shootdown that interrupts every CPU the tool's
+ * threads ran on) that the next doubling faults in again. Without a second copy: the
  * entries are packed into the upper half (its own first, then the lower
  * half's: fewer than a quarter of the slots), the lower half is emptied
  * and they are inserted into it, and the upper half is unmapped.
@@ -526,6 +537,7 @@ struct profile *profile_new(uint64_t rate)
 	p->bucket_idx = new_slots(p->bucket_idx_cap);
 	p->live_cap = LIVE_MIN_SLOTS;
 	p->live = live_map(p->live_cap);
+	p->live_keep_ns = LIVE_KEEP_NS;
 	return p;
 }
 
@@ -553,6 +565,11 @@ void profile_set_caps(struct profile *p, size_t stacks, size_t pcs, size_t bucke
 		p->max_buckets = buckets;
 	if (live)
 		p->max_live = live;
+}
+
+void profile_set_live_keep(struct profile *p, uint64_t keep_ns)
+{
+	p->live_keep_ns = keep_ns;
 }
 
 size_t profile_live_cap(const struct profile *p)
@@ -612,7 +629,16 @@ static void record_alloc(struct profile *p, uint32_t stack, uint64_t size, unsig
 		live_grow(p);
 }
 
-/* A free of ptr (not 0): 1 if it was live. */
+/* Whether the live table may be halved now (live_shrink). */
+static int live_may_shrink(const struct profile *p)
+{
+	return p->nlive * 4 < p->live_cap && p->live_cap > LIVE_MIN_SLOTS &&
+	       (!p->live_keep_ns || clock_ns(CLOCK_MONOTONIC) - p->live_grown_ns >= p->live_keep_ns);
+}
+
+/* A free of ptr (not 0): 1 if it was live. The clock is read once every
+ * LIVE_CLOCK_EVERY frees that leave the table under a quarter full (at
+ * every one with no keep time: no clock then). */
 static int record_free(struct profile *p, uint64_t ptr)
 {
 	size_t i = live_find(p, ptr);
@@ -620,7 +646,8 @@ static int record_free(struct profile *p, uint64_t ptr)
 	if (!p->live[i].ptr)
 		return 0;
 	live_delete_slot(p, i);
-	if (p->nlive * 4 < p->live_cap && p->live_cap > LIVE_MIN_SLOTS)
+	if (!p->sweeping && p->nlive * 4 < p->live_cap && p->live_cap > LIVE_MIN_SLOTS &&
+	    (!p->live_keep_ns || p->live_looks++ % LIVE_CLOCK_EVERY == 0) && live_may_shrink(p))
 		live_shrink(p);
 	return 1;
 }
@@ -728,8 +755,12 @@ size_t profile_sweep_live(struct profile *p, int (*gone)(uint64_t ptr, void *arg
 		}
 		dead[n++] = ptr;
 	}
+	p->sweeping = 1;
 	for (size_t k = 0; k < n; k++)	/* deleting shifts entries: not during the scan */
 		record_free(p, dead[k]);
+	p->sweeping = 0;
+	while (live_may_shrink(p))
+		live_shrink(p);
 	free(dead);
 	return n;
 }

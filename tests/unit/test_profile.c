@@ -2,6 +2,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "harness.h"
 #include <math.h>
+#include <unistd.h>
 #include "clock.h"
 #include "hash.h"
 #include "profile.h"
@@ -216,6 +217,7 @@ static void test_live_grow_random(void)
 	size_t bad = 0, live = 0;
 
 	profile_set_caps(p, 0, 0, 0, n);
+	profile_set_live_keep(p, 0);	/* halved as soon as under a quarter full */
 	for (size_t i = 0; i < n; i++) {
 		ptrs[i] = (xorshift(&seed) & ((1ULL << 56) - 1)) | 8;
 		profile_record_alloc(p, &pc, 1, 16 + i % 64, ptrs[i]);
@@ -245,6 +247,49 @@ static void test_live_grow_random(void)
 	expect_int_eq(profile_live_bytes(p), 1024 * 12);	/* shrunk back as they went */
 	profile_free(p);
 	free(ptrs);
+}
+
+static int all_gone(uint64_t ptr, void *arg)
+{
+	(void)ptr;
+	(void)arg;
+	return 1;
+}
+
+/*
+ * A sampled profile's live set fills and empties with every sweep: the
+ * table keeps its size for the keep time after it last doubled, then a
+ * sweep (or a free) halves it down to what it holds. Every pointer stays
+ * found meanwhile.
+ */
+static void test_live_keep(void)
+{
+	struct profile *p = profile_new(524288);
+	uint64_t pc = 0x401000, big;
+
+	profile_set_live_keep(p, 300000000);	/* 300 ms */
+	for (uint64_t i = 1; i <= 5000; i++)
+		profile_record_alloc(p, &pc, 1, 32, i << 4);
+	big = profile_live_bytes(p);
+	expect_true(big >= 8192 * 12);
+	expect_int_eq(profile_sweep_live(p, all_gone, NULL), 5000);
+	expect_int_eq(profile_nlive(p), 0);
+	expect_u64_eq(profile_live_bytes(p), big);	/* kept: just grown */
+	for (uint64_t i = 1; i <= 100; i++)
+		profile_record_alloc(p, &pc, 1, 32, i << 4);
+	for (uint64_t i = 1; i <= 50; i++)
+		expect_int_eq(profile_record_free(p, i << 4), 1);
+	expect_u64_eq(profile_live_bytes(p), big);
+	usleep(350000);
+	expect_int_eq(profile_sweep_live(p, all_gone, NULL), 50);
+	expect_int_eq(profile_live_bytes(p), 1024 * 12);	/* down to the first size */
+	for (uint64_t i = 1; i <= 3000; i++)
+		profile_record_alloc(p, &pc, 1, 32, i << 4);
+	usleep(350000);
+	for (uint64_t i = 1; i <= 3000; i++)	/* frees alone halve it too */
+		expect_int_eq(profile_record_free(p, i << 4), 1);
+	expect_true(profile_live_bytes(p) < 4096 * 12);
+	profile_free(p);
 }
 
 /* Millions of live pointers, freed in random order, with many stacks. */
@@ -769,7 +814,7 @@ HARNESS_MAIN("profile",
 	T(test_foreach_stops),
 	T(test_live_table_scale),
 	T(test_live_grow_wrap),
-	T(test_live_grow_random),
+	T(test_live_grow_random), T(test_live_keep),
 	T(test_batch_matches_single),
 	T(test_sweep_live),
 	T(test_scale))
