@@ -107,10 +107,12 @@ size_t profile_map_pcs(struct profile *p, uint64_t (*fn)(void *arg, uint64_t pc)
 
 /* One event of a batch: an allocation from stack id `stack`, or a free.
  * PROFILE_OP_ALLOC_KEPT: an allocation profile_sweep_live never frees (its
- * free will come as an op of its own). */
+ * free will come as an op of its own). PROFILE_OP_ALLOC_GONE: one known
+ * to be freed already (counted as allocated, never live). */
 #define PROFILE_OP_ALLOC 1
 #define PROFILE_OP_FREE  2
 #define PROFILE_OP_ALLOC_KEPT 3
+#define PROFILE_OP_ALLOC_GONE 4
 struct profile_op {
 	uint32_t kind;          /* PROFILE_OP_* */
 	uint32_t stack;         /* ALLOC: from profile_stack_id() */

@@ -1025,6 +1025,25 @@ static uint32_t py_stack(struct agent_link *l, const struct shm_ev_alloc *e, uin
 	return profile_stack_id(l->p.prof, out, m);
 }
 
+static int freed_in_table(uint64_t ptr, void *arg);
+
+/*
+ * The profile's op for an allocation event: KEPT if the agent could not
+ * enter its pointer in the live table (its free comes as an event); in
+ * sampled mode GONE if the pointer already left the table (freed before we
+ * read the event: it would be live only until the next sweep took it out,
+ * and most sampled blocks of an allocation storm die that young); else
+ * ALLOC. The pointer was entered before the event was committed.
+ */
+static uint32_t alloc_op(struct agent_link *l, const struct shm_ev_alloc *e)
+{
+	if (e->flags & SHM_EVF_UNTABLED)
+		return PROFILE_OP_ALLOC_KEPT;
+	if (!l->exact && freed_in_table(e->ptr, l))
+		return PROFILE_OP_ALLOC_GONE;
+	return PROFILE_OP_ALLOC;
+}
+
 static void on_alloc(struct agent_link *l, const struct shm_ev_alloc *e)
 {
 	uint64_t pcs[PROFILE_MAX_FRAMES];
@@ -1102,8 +1121,7 @@ record:
 python:
 	if (SHM_EVF_PY(e->flags))
 		stack = py_stack(l, e, stack);
-	queue_op(l, e->flags & SHM_EVF_UNTABLED ? PROFILE_OP_ALLOC_KEPT : PROFILE_OP_ALLOC,
-		 stack, e->size, e->ptr, shift);
+	queue_op(l, alloc_op(l, e), stack, e->size, e->ptr, shift);
 }
 
 /* ring_fn: one record (our copy). Non-zero stops the drain: a record the

@@ -599,10 +599,11 @@ uint32_t profile_stack_id(struct profile *p, const uint64_t *pcs, size_t npcs)
 }
 
 /* An allocation of size bytes at ptr (not 0) from stack id `stack`, taken
- * at the interval rate << shift; h as for bucket_intern; kept:
- * profile_sweep_live leaves it alone. */
+ * at the interval rate << shift; h as for bucket_intern; kind: an
+ * allocation op's (KEPT: profile_sweep_live leaves it alone; GONE: freed
+ * already, not live). */
 static void record_alloc(struct profile *p, uint32_t stack, uint64_t size, unsigned shift,
-			 uint64_t ptr, uint64_t h, int kept)
+			 uint64_t ptr, uint64_t h, uint32_t kind)
 {
 	uint32_t bi = bucket_intern(p, stack, size, shift, h);
 	struct bucket *b = &p->buckets[bi];
@@ -612,6 +613,8 @@ static void record_alloc(struct profile *p, uint32_t stack, uint64_t size, unsig
 	b->alloc_bytes += size;
 	p->total_alloc_count++;
 	p->total_alloc_bytes += size;
+	if (kind == PROFILE_OP_ALLOC_GONE)
+		return;
 
 	i = live_find(p, ptr);
 	if (p->live[i].ptr) {
@@ -624,7 +627,7 @@ static void record_alloc(struct profile *p, uint32_t stack, uint64_t size, unsig
 		return;
 	}
 	p->live[i].ptr = ptr;
-	p->live[i].bucket = bi | (kept ? LIVE_KEPT : 0);
+	p->live[i].bucket = bi | (kind == PROFILE_OP_ALLOC_KEPT ? LIVE_KEPT : 0);
 	if (++p->nlive * 4 > p->live_cap * 3)
 		live_grow(p);
 }
@@ -667,7 +670,8 @@ static void prefetch_batch(const struct profile *p, const struct profile_op *ops
 	for (size_t k = 0; k < n; k++) {
 		if (ops[k].kind != PROFILE_OP_FREE)
 			__builtin_prefetch(&p->bucket_idx[hk[k] & bmask]);
-		__builtin_prefetch(&p->live[live_slot(p, ops[k].ptr)]);
+		if (ops[k].kind != PROFILE_OP_ALLOC_GONE)
+			__builtin_prefetch(&p->live[live_slot(p, ops[k].ptr)]);
 	}
 	for (size_t k = 0; k < n; k++) {
 		if (ops[k].kind == PROFILE_OP_FREE)
@@ -712,7 +716,7 @@ void profile_record_batch(struct profile *p, const struct profile_op *ops, size_
 				continue;
 			if (o[k].kind != PROFILE_OP_FREE)
 				record_alloc(p, o[k].stack, o[k].size, op_shift(p, &o[k]),
-					     o[k].ptr, hk[k], o[k].kind == PROFILE_OP_ALLOC_KEPT);
+					     o[k].ptr, hk[k], o[k].kind);
 			else
 				record_free(p, o[k].ptr);
 		}
@@ -731,7 +735,7 @@ void profile_record_alloc(struct profile *p, const uint64_t *pcs, size_t npcs,
 	if (!ptr)
 		return;
 	stack = profile_stack_id(p, pcs, npcs);
-	record_alloc(p, stack, size, 0, ptr, hash_bucket_key(stack, size, 0), 0);
+	record_alloc(p, stack, size, 0, ptr, hash_bucket_key(stack, size, 0), PROFILE_OP_ALLOC);
 }
 
 int profile_record_free(struct profile *p, uint64_t ptr)

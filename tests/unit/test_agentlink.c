@@ -154,6 +154,33 @@ static void test_sampled_sweep(void)
 	stop();
 }
 
+/* Sampled mode: a block freed before its event is read (its pointer gone
+ * from the agent's live table) is counted as allocated and never live. */
+static void test_sampled_gone(void)
+{
+	struct totals t;
+
+	if (start(64, 0))
+		return;
+	alloc_here(1 << 20);
+	alloc_here(2 << 20);
+	ffree(1 << 20);		/* the first dies before we read it */
+	expect_int_eq(agent_link_drain(link_, AGENT_LINK_DRAIN_ALL), 2);
+	t = totals();
+	expect_int_eq(t.alloc_count, 2);
+	expect_int_eq(t.inuse_count, 1);	/* no sweep needed */
+	expect_int_eq(profile_nlive(prof), 1);
+	agent_link_reconcile(link_);
+	t = totals();
+	expect_int_eq(t.inuse_count, 1);	/* the second stays */
+	ffree(2 << 20);
+	agent_link_reconcile(link_);
+	t = totals();
+	expect_int_eq(t.inuse_count, 0);
+	expect_int_eq(t.alloc_count, 2);
+	stop();
+}
+
 struct cuts {
 	uint64_t cut, whole;	/* samples whose stack ends in [truncated], and the others */
 };
@@ -562,6 +589,7 @@ static void test_teardown(void)
 HARNESS_MAIN("agentlink",
 	T(test_learn_then_ids),
 	T(test_sampled_sweep),
+	T(test_sampled_gone),
 	T(test_sampled_nocopy),
 	T(test_nocopy_forged),
 	T(test_drain_after_remove),
