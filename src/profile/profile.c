@@ -460,14 +460,15 @@ static void live_grow(struct profile *p)
 
 /*
  * Halve the table once it is less than 1/4 full (then 1/2 full), so that
- * it follows the live set down as well as up, but not within LIVE_KEEP_NS
- * of its last doubling (profile_set_live_keep): a sampled profile's live set fills and empties
- * with every sweep (profile_sweep_live, five a second), and each halving
- * unmaps pages (a TLB shootdown that interrupts every CPU the tool's
- * threads ran on) that the next doubling faults in again. Without a second copy: the
- * entries are packed into the upper half (its own first, then the lower
- * half's: fewer than a quarter of the slots), the lower half is emptied
- * and they are inserted into it, and the upper half is unmapped.
+ * it follows the live set down as well as up, but not within the keep
+ * time of its last doubling (profile_set_live_keep): a sampled profile's
+ * live set fills and empties with every sweep (profile_sweep_live, five a
+ * second), and each halving unmaps pages (a TLB shootdown that interrupts
+ * every CPU the tool's threads ran on) that the next doubling faults in
+ * again. Without a second copy: the entries are packed into the upper
+ * half (its own first, then the lower half's: fewer than a quarter of the
+ * slots), the lower half is emptied and they are inserted into it, and
+ * the upper half is unmapped.
  */
 static void live_shrink(struct profile *p)
 {
