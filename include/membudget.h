@@ -17,9 +17,8 @@ struct membudget {
 	char note[MEMCG_PATH_MAX + 160]; /* what we add to the target's memory (-v, profile) */
 	/* what the note is made of (membudget_set_xlive makes it again) */
 	uint64_t base;                  /* bytes but the accounting's regions */
-	uint64_t limit, avail;          /* of the cgroup; avail MEMCG_NONE: no limit */
 	int fixed;                      /* our tables count: we run in that cgroup */
-	char tight[MEMCG_PATH_MAX];
+	struct memcg_info cg;           /* the target's; cg.avail MEMCG_NONE: no limit */
 };
 
 /* Size the rings of pid (want bytes each without a limit) to the room in

@@ -67,7 +67,7 @@ static void note_make(struct membudget *m)
 	char a[32], b[32], c[32], d[32];
 	uint64_t x = SHM_XACCT_SIZE(m->xlive_slots);
 
-	if (m->avail == MEMCG_NONE)
+	if (m->cg.avail == MEMCG_NONE)
 		snprintf(m->note, sizeof(m->note), "heapattach adds up to %s to the "
 			 "target's memory (%d rings of %s, %s of tables; no memory cgroup limit)",
 			 memcg_fmt(m->base + x, a, sizeof(a)), SHM_NRINGS,
@@ -76,10 +76,10 @@ static void note_make(struct membudget *m)
 	else
 		snprintf(m->note, sizeof(m->note), "heapattach adds up to %s to the target's "
 			 "memory cgroup %s (%d rings of %s%s; limit %s, room %s)",
-			 memcg_fmt(m->base + x, a, sizeof(a)), m->tight, SHM_NRINGS,
+			 memcg_fmt(m->base + x, a, sizeof(a)), m->cg.tight, SHM_NRINGS,
 			 memcg_fmt(m->ring_size, b, sizeof(b)), m->fixed ?
 			 ", and its tables: heapattach runs in it" : "",
-			 memcg_fmt(m->limit, c, sizeof(c)), memcg_fmt(m->avail, d, sizeof(d)));
+			 memcg_fmt(m->cg.limit, c, sizeof(c)), memcg_fmt(m->cg.avail, d, sizeof(d)));
 }
 
 void membudget_set_xlive(struct membudget *m, uint64_t slots)
@@ -100,13 +100,11 @@ int membudget_plan(pid_t pid, int exact, uint64_t want, struct membudget *out)
 	out->prefault = 0;
 	out->xlive_slots = 0;
 	out->fixed = 0;
-	out->tight[0] = 0;
-	out->limit = 0;
 	if (memcg_read(pid, &mi) || mi.avail == MEMCG_NONE) {
 		out->ring_size = want;
 		out->xlive_slots = exact ? MEMBUDGET_XLIVE_WANT : 0;
 		out->base = SHM_NRINGS * want + SHM_OFF_RING;
-		out->avail = MEMCG_NONE;
+		out->cg.avail = MEMCG_NONE;
 		note_make(out);
 		return 0;
 	}
@@ -132,10 +130,8 @@ int membudget_plan(pid_t pid, int exact, uint64_t want, struct membudget *out)
 	if (exact && share > used)
 		out->xlive_slots = membudget_xlive_fit(share - used);
 	out->base = used;
-	out->limit = mi.limit;
-	out->avail = mi.avail;
 	out->fixed = fixed != 0;
-	snprintf(out->tight, sizeof(out->tight), "%s", mi.tight);
+	out->cg = mi;
 	note_make(out);
 	return 0;
 }

@@ -1025,7 +1025,19 @@ static uint32_t py_stack(struct agent_link *l, const struct shm_ev_alloc *e, uin
 	return profile_stack_id(l->p.prof, out, m);
 }
 
-static int freed_in_table(uint64_t ptr, void *arg);
+/* Whether the agent's live table no longer holds ptr, a pointer it entered
+ * (it never drops one: see shm.h). */
+static int freed_in_table(uint64_t ptr, void *arg)
+{
+	struct agent_link *l = arg;
+	const uint64_t *w = (const uint64_t *)(data_of(l) + SHM_OFF_LIVE) +
+			    (size_t)shm_bloom_slot(ptr) * SHM_LIVE_WAYS;
+
+	for (int i = 0; i < SHM_LIVE_WAYS; i++)
+		if ((__atomic_load_n(&w[i], __ATOMIC_ACQUIRE) & ~(uint64_t)SHM_LIVE_OVERFLOW) == ptr)
+			return 0;
+	return 1;
+}
 
 /*
  * The profile's op for an allocation event: KEPT if the agent could not
@@ -1272,20 +1284,6 @@ int agent_link_busy(struct agent_link *l)
 	if (!ready(l) || l->hostile)
 		return 0;
 	return ring_pending_max(&l->rings) > l->rings.size / 4;
-}
-
-/* Whether the agent's live table no longer holds ptr, a pointer it entered
- * (it never drops one: see shm.h). */
-static int freed_in_table(uint64_t ptr, void *arg)
-{
-	struct agent_link *l = arg;
-	const uint64_t *w = (const uint64_t *)(data_of(l) + SHM_OFF_LIVE) +
-			    (size_t)shm_bloom_slot(ptr) * SHM_LIVE_WAYS;
-
-	for (int i = 0; i < SHM_LIVE_WAYS; i++)
-		if ((__atomic_load_n(&w[i], __ATOMIC_ACQUIRE) & ~(uint64_t)SHM_LIVE_OVERFLOW) == ptr)
-			return 0;
-	return 1;
 }
 
 /* A counter of the agent's that started at 0 when the area was set up:

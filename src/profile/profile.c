@@ -112,7 +112,6 @@ struct profile {
 	uint64_t live_grown_ns; /* when it last doubled */
 	uint64_t live_keep_ns;  /* not halved within this of that */
 	unsigned live_looks;    /* frees since the clock was last read for a shrink */
-	int sweeping;           /* profile_sweep_live: shrink once, at the end */
 
 	uint64_t *locs;         /* the distinct return addresses of all stacks (0: empty) */
 	size_t nlocs, locs_cap; /* locs_cap: power of two, at most half full */
@@ -633,25 +632,37 @@ static void record_alloc(struct profile *p, uint32_t stack, uint64_t size, unsig
 		live_grow(p);
 }
 
-/* Whether the live table may be halved now (live_shrink). */
-static int live_may_shrink(const struct profile *p)
+/* Whether the live table may be halved now (live_shrink): under a quarter
+ * full and past its keep time. rarely: the clock is read only once every
+ * LIVE_CLOCK_EVERY such calls (a free's look; no keep time needs none). */
+static int live_may_shrink(struct profile *p, int rarely)
 {
-	return p->nlive * 4 < p->live_cap && p->live_cap > LIVE_MIN_SLOTS &&
-	       (!p->live_keep_ns || clock_ns(CLOCK_MONOTONIC) - p->live_grown_ns >= p->live_keep_ns);
+	if (p->nlive * 4 >= p->live_cap || p->live_cap <= LIVE_MIN_SLOTS)
+		return 0;
+	if (!p->live_keep_ns)
+		return 1;
+	if (rarely && p->live_looks++ % LIVE_CLOCK_EVERY)
+		return 0;
+	return clock_ns(CLOCK_MONOTONIC) - p->live_grown_ns >= p->live_keep_ns;
 }
 
-/* A free of ptr (not 0): 1 if it was live. The clock is read once every
- * LIVE_CLOCK_EVERY frees that leave the table under a quarter full (at
- * every one with no keep time: no clock then). */
-static int record_free(struct profile *p, uint64_t ptr)
+/* Take ptr (not 0) out of the live table: 1 if it was live. */
+static int live_forget(struct profile *p, uint64_t ptr)
 {
 	size_t i = live_find(p, ptr);
 
 	if (!p->live[i].ptr)
 		return 0;
 	live_delete_slot(p, i);
-	if (!p->sweeping && p->nlive * 4 < p->live_cap && p->live_cap > LIVE_MIN_SLOTS &&
-	    (!p->live_keep_ns || p->live_looks++ % LIVE_CLOCK_EVERY == 0) && live_may_shrink(p))
+	return 1;
+}
+
+/* A free of ptr (not 0): 1 if it was live. */
+static int record_free(struct profile *p, uint64_t ptr)
+{
+	if (!live_forget(p, ptr))
+		return 0;
+	if (live_may_shrink(p, 1))
 		live_shrink(p);
 	return 1;
 }
@@ -760,11 +771,9 @@ size_t profile_sweep_live(struct profile *p, int (*gone)(uint64_t ptr, void *arg
 		}
 		dead[n++] = ptr;
 	}
-	p->sweeping = 1;
 	for (size_t k = 0; k < n; k++)	/* deleting shifts entries: not during the scan */
-		record_free(p, dead[k]);
-	p->sweeping = 0;
-	while (live_may_shrink(p))
+		live_forget(p, dead[k]);
+	while (live_may_shrink(p, 0))	/* once, at the end */
 		live_shrink(p);
 	free(dead);
 	return n;

@@ -212,7 +212,7 @@ static void test_note_xlive(void)
 	membudget_set_xlive(&m, 0);
 	expect_u64_eq(m.xlive_slots, 0);
 	expect_true(strcmp(before, m.note) != 0);
-	if (m.avail == MEMCG_NONE) {
+	if (m.cg.avail == MEMCG_NONE) {
 		snprintf(want, sizeof(want), "rings of %s, %s of tables;",
 			 memcg_fmt(m.ring_size, r, sizeof(r)), memcg_fmt(SHM_OFF_RING, t, sizeof(t)));
 		expect_true(strstr(m.note, want) != NULL);
