@@ -197,13 +197,13 @@ static inline uint64_t shm_exp_gap(uint64_t x, uint64_t gap_mul)
 	int e = 63 - __builtin_clzll(u);
 
 	y = (u << (63 - e)) >> 32;		/* m in 1.31 fixed point */
-	for (int i = 0; i < 16; i++) {
+	for (int i = 0; i < 16; i++) {	/* no branch: half of them mispredicted */
+		uint64_t bit;
+
 		y = (y * y) >> 31;
-		frac <<= 1;
-		if (y >> 32) {
-			y >>= 1;
-			frac |= 1;
-		}
+		bit = y >> 32;
+		y >>= bit;
+		frac = frac << 1 | bit;
 	}
 	minus_log2 = ((uint64_t)(53 - e) << 16) - frac;	/* -log2 U, 16.16 */
 	return (uint64_t)(((unsigned __int128)gap_mul * minus_log2) >> 32) + 1;
