@@ -113,6 +113,14 @@
 #define SHM_MEMO_FRAMES 32                      /* the most frames an entry holds */
 #define SHM_MEMO_READS  64                      /* the most stack words it holds */
 #define SHM_MEMO_SIZE   1088                    /* bytes of struct shm_memo */
+/*
+ * A ring's first pass: each page the agent writes for the first time would
+ * be a page fault in the writing thread (about 11 us on a virtual machine
+ * with shadow page tables; 512 of them for a 2 MiB ring). The writer that
+ * enters a chunk of this many bytes populates the next one with one
+ * madvise(MADV_POPULATE_WRITE) instead.
+ */
+#define SHM_RING_CHUNK  (64u << 10)
 
 #define SHM_OFF_COUNTERS 4096
 #define SHM_OFF_HEADS   (SHM_OFF_COUNTERS + SHM_NCOUNTERS * SHM_COUNTER_STRIDE)
@@ -150,6 +158,8 @@ struct shm_counter {
 			     * stacks itself (in-target accounting, below) */
 #define SHM_F_XTP       16  /* with SHM_F_XACCT: a thread's id is the word at %fs:0 (the TLS
 			     * ABI's self-pointer), the kernel not allowing rdfsbase */
+#define SHM_F_NO_POPULATE 32 /* the target's seccomp filter may kill madvise: the agent
+			     * leaves a ring's first pass to page faults (SHM_RING_CHUNK) */
 
 /* Keeps the compiler from reordering the stores that publish a shared
  * table entry (x86-64 keeps stores in order by itself). */
@@ -344,7 +354,8 @@ struct shm_hdr {
 	 * writes the ranges before fp_n; a torn read only misleads a walk.
 	 */
 	volatile uint32_t fp_n;
-	uint32_t pad3;
+	volatile uint32_t no_populate;	/* set by the agent once madvise fails for good
+					 * (an old kernel, seccomp): faults from then on */
 	struct shm_range fp[SHM_FP_RANGES];
 
 	struct shm_py py;       /* Python frames (agent_py.h) */

@@ -49,9 +49,11 @@
 #include <string.h>
 #include <unistd.h>
 #include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include "clock.h"
 #include "ring.h"
+#include "sys_compat.h"
 #include "timestamp.h"
 
 #define STUCK_NS 100000000ULL	/* 100 ms */
@@ -125,10 +127,28 @@ static void publish(struct ring_reader *rd, unsigned r)
 	}
 }
 
+/*
+ * Our view of ring r's chunk at byte off, mapped in before we read it,
+ * within the ring's first pass: what the agent does for its own view
+ * (agent.c, ring_populate), so that we do not take a page fault for every
+ * page either. Failures only leave the pages to their faults.
+ */
+static void populate(struct ring_reader *rd, unsigned r, uint64_t off)
+{
+	uintptr_t at = (uintptr_t)(rd->rings + r * rd->size + off) & ~(uintptr_t)4095;
+
+	if (off < rd->size && rd->size >= SHM_RING_CHUNK)
+		madvise((void *)at, SHM_RING_CHUNK, MADV_POPULATE_WRITE);
+}
+
 /* Zero the len bytes at ring r's tail and move past them. */
 static void consume(struct ring_reader *rd, unsigned r, uint8_t *rec, uint32_t len)
 {
 	memset(rec, 0, len);	/* len is a multiple of 8 */
+	if (!rd->tail[r])
+		populate(rd, r, 0);
+	if (!rd->tail[r] || rd->tail[r] / SHM_RING_CHUNK != (rd->tail[r] + len) / SHM_RING_CHUNK)
+		populate(rd, r, ((rd->tail[r] + len) / SHM_RING_CHUNK + 1) * SHM_RING_CHUNK);
 	rd->tail[r] += len;
 	if (rd->tail[r] - rd->published[r] >= RING_PUBLISH)
 		publish(rd, r);

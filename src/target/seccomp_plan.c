@@ -39,6 +39,7 @@ enum need {
 	NEED_CLOCK,     /* agent: exact mode, how long it waited */
 	NEED_TRAP,      /* trampolines: --mode trap's trap (bkpt.h) */
 	NEED_STATS,     /* the allocator's statistics: its locks, contended (allocstats.c) */
+	NEED_POPULATE,  /* agent: mapping in a ring's next chunk (SHM_RING_CHUNK) */
 };
 
 struct call {
@@ -53,7 +54,7 @@ struct call {
 enum {
 	C_MEMFD_EXEC, C_MEMFD, C_MMAP_MEMFD, C_CLOSE, C_MMAP_ANON, C_MUNMAP, C_SIGRETURN,
 	C_MMAP_RESV, C_MREMAP, C_MPROTECT, C_GETTID, C_VM_READV, C_FUTEX_WAKE, C_FUTEX_WAIT,
-	C_YIELD, C_CLOCK, C_GETPID, C_LOCK_WAIT, C_LOCK_WAKE, NCALLS
+	C_YIELD, C_CLOCK, C_GETPID, C_LOCK_WAIT, C_LOCK_WAKE, C_POPULATE, NCALLS
 };
 
 #define ARGS(...) { __VA_ARGS__ }
@@ -108,6 +109,8 @@ static void plan_calls(const struct seccomp_params *pp, struct call *c)
 				  ARGS(0, FUTEX_WAIT | FUTEX_PRIVATE_FLAG), "" },
 		[C_LOCK_WAKE] = { "futex", SYS_futex, NEED_STATS, 0x02,
 				  ARGS(0, FUTEX_WAKE | FUTEX_PRIVATE_FLAG), "" },
+		[C_POPULATE] = { "madvise", SYS_madvise, NEED_POPULATE, 0x3e,
+				 ARGS(0, SHM_RING_CHUNK, MADV_POPULATE_WRITE), "" },
 	};
 
 	memcpy(c, calls, sizeof(calls));
@@ -282,6 +285,10 @@ int seccomp_plan_decide(struct seccomp_chain *chains, size_t n,
 	if (!SURE(u, C_YIELD)) {
 		plan->shm_flags |= SHM_F_NO_YIELD;
 		note_add(plan, "the agent does not yield", 0, c, C_YIELD, u);
+	}
+	if (!SURE(u, C_POPULATE)) {
+		plan->shm_flags |= SHM_F_NO_POPULATE;
+		note_add(plan, "rings mapped in by page faults", 0, c, C_POPULATE, u);
 	}
 	/* asking the allocator for its statistics may contend on its locks */
 	if (!SURE(u, C_LOCK_WAIT) || !SURE(u, C_LOCK_WAKE)) {

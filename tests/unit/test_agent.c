@@ -759,21 +759,28 @@ static void test_exact_events(void)
 	expect_u64_eq(stat_sum(STAT_MISSES), 0);
 }
 
+/* A seccomp filter on the calling thread only: system call nr fails with
+ * err. 0, or -1 if it could not be installed. */
+static int thread_refuses(int nr, int err)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (uint32_t)err),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	       prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) ? -1 : 0;
+}
+
 /* In a thread of its own, a seccomp filter (per thread) makes
  * process_vm_readv fail with ESRCH, as the kernel does for a copy through a
  * pid that is gone: there one malloc(17) is made through chain_rec. */
 static void *refused_copy_thread(void *arg)
 {
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_vm_readv, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ESRCH),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+	if (thread_refuses(SYS_process_vm_readv, ESRCH))
 		return NULL;
 	*(uint64_t *)arg = hcall(chain_rec, 1, (uintptr_t)hooks[H_MALLOC].fn, 17, 0);
 	return arg;
@@ -1692,6 +1699,112 @@ static void *late_consumer(void *arg)
 	w->seq = hdr->wake_seq;
 	w->done = drain(ev, 64);
 	return NULL;
+}
+
+/*
+ * ---- a ring's first pass, mapped in ahead (SHM_RING_CHUNK) ----
+ * The calls run in a thread whose stack lies in ring 0's 8 MiB (sp >> 23
+ * is 0 mod 16), so that ring 0 may be larger than RING_SIZE. What is
+ * mapped in is read back as the memfd's resident pages (mincore).
+ */
+#define POP_RING	(256u << 10)
+
+/* Pages of ring 0 from byte a to byte b (page-rounded inwards) resident. */
+static int ring0_resident(uint64_t a, uint64_t b)
+{
+	uintptr_t lo = ((uintptr_t)data_view + SHM_OFF_RING + a + 4095) & ~4095ul;
+	uintptr_t hi = ((uintptr_t)data_view + SHM_OFF_RING + b) & ~4095ul;
+	unsigned char v[POP_RING / 4096 + 1];
+	int n = 0;
+
+	if (hi <= lo || mincore((void *)lo, hi - lo, v))
+		return -1;
+	for (size_t i = 0; i < (hi - lo) / 4096; i++)
+		n += v[i] & 1;
+	return n;
+}
+
+/* Ring 0 emptied (its pages given back) and reset at POP_RING bytes. */
+static void ring0_fresh(void)
+{
+	uintptr_t lo = ((uintptr_t)data_view + SHM_OFF_RING + 4095) & ~4095ul;
+
+	mode_sampled(0, 0);	/* every call sampled */
+	ring_reset(POP_RING);
+	madvise((void *)lo, POP_RING, MADV_REMOVE);
+}
+
+static void *populate_thread(void *arg)
+{
+	uint64_t *head = (uint64_t *)(data_view + SHM_OFF_HEADS), p;
+	const uint64_t c = SHM_RING_CHUNK;
+	int *ok = arg;
+
+	/* the first record maps in chunks 0 and 1, nothing beyond */
+	ring0_fresh();
+	expect_int_eq(ring0_resident(0, 2 * c), 0);
+	p = CALL1(H_MALLOC, 64);
+	expect_true(*head > 0);
+	expect_int_eq(ring0_resident(0, 2 * c), (int)(2 * c / 4096) - 1);
+	expect_int_eq(ring0_resident(2 * c + 4096, POP_RING), 0);
+	CALL1(H_FREE, p);
+	/* the writer entering chunk 1 maps in chunk 2; chunk 3 stays out */
+	while (*head < c + 4096) {
+		p = CALL1(H_MALLOC, 64);
+		CALL1(H_FREE, p);
+	}
+	expect_int_eq(ring0_resident(2 * c, 3 * c), (int)(c / 4096) - 1);
+	expect_int_eq(ring0_resident(3 * c + 4096, POP_RING), 0);
+	expect_int_eq(hdr->no_populate, 0);
+	expect_u64_eq(hdr->drops, 0);
+
+	/* the seccomp verdict of the tool (SHM_F_NO_POPULATE): faults only */
+	ring0_fresh();
+	hdr->flags |= SHM_F_NO_POPULATE;
+	p = CALL1(H_MALLOC, 64);
+	CALL1(H_FREE, p);
+	expect_true(ring0_resident(0, 2 * c) <= 2);	/* the record's own page(s) */
+	hdr->flags &= ~SHM_F_NO_POPULATE;
+
+	/* madvise refused: latched, no second try */
+	ring0_fresh();
+	if (thread_refuses(SYS_madvise, EPERM))
+		return NULL;
+	p = CALL1(H_MALLOC, 64);
+	CALL1(H_FREE, p);
+	expect_int_eq(hdr->no_populate, 1);
+	expect_true(ring0_resident(0, 2 * c) <= 2);
+	*ok = 1;
+	return NULL;
+}
+
+static void test_ring_populate(void)
+{
+	const size_t span = 1ul << 28, stack = 1ul << 20;
+	uint8_t *res, *base;
+	pthread_attr_t a;
+	pthread_t th;
+	int ok = 0;
+
+	if (!ready)
+		return;
+	/* a 128 MiB aligned base: sp >> 23 is 0 mod 16 for its first 8 MiB */
+	res = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	expect_true(res != MAP_FAILED);
+	if (res == MAP_FAILED)
+		return;
+	base = (uint8_t *)(((uintptr_t)res + (span / 2 - 1)) & ~(span / 2 - 1));
+	expect_int_eq(mprotect(base + stack, stack, PROT_READ | PROT_WRITE), 0);
+	pthread_attr_init(&a);
+	pthread_attr_setstack(&a, base + stack, stack);
+	expect_int_eq(pthread_create(&th, &a, populate_thread, &ok), 0);
+	pthread_join(th, NULL);
+	pthread_attr_destroy(&a);
+	expect_int_eq(ok, 1);
+	hdr->no_populate = 0;
+	frames_reset();
+	mode_sampled(0, 0);
+	munmap(res, span);
 }
 
 static void test_ring_full(void)
@@ -2771,7 +2884,7 @@ static void test_teardown(void)
 HARNESS_MAIN("agent",
 	T(test_exp_gap), T(test_setup), T(test_layouts), T(test_rate_large), T(test_exact_events),
 	T(test_exact_walk), T(test_exact_memo), T(test_exact_memo_window), T(test_xacct),
-	T(test_sampled_free), T(test_sampled_nocopy), T(test_ring_full), T(test_nested), T(test_stats),
+	T(test_sampled_free), T(test_sampled_nocopy), T(test_ring_full), T(test_ring_populate), T(test_nested), T(test_stats),
 	T(test_callthru),
 	T(test_patched_fake), T(test_kinds_args), T(test_kinds_after), T(test_kinds_sampled),
 	T(test_threads_exact), T(test_python), T(test_bench), T(test_teardown))

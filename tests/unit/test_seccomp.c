@@ -339,6 +339,9 @@ static void test_plan_fallbacks(void)
 		{ SYS_futex, 1, 0, 0, 0, SHM_F_NO_FUTEX, 0, NULL },
 		{ SYS_futex, 1, 1, 0, 0, SHM_F_NO_FUTEX, 0, NULL },
 		{ SYS_sched_yield, 1, 1, 0, 0, SHM_F_NO_YIELD, 0, NULL },
+		{ SYS_madvise, 1, 0, 0, 0, SHM_F_NO_POPULATE, 0, NULL },
+		{ SYS_madvise, 1, 1, 0, 0, SHM_F_NO_POPULATE, 0, NULL },
+		{ SYS_madvise, 0, 0, 0, 0, 0, 0, NULL },	/* trap mode: no agent */
 		{ SYS_clock_gettime, 1, 1, -EPERM, 0, 0, 0, "clock_gettime" },
 		{ SYS_clock_gettime, 1, 0, 0, 0, 0, 0, NULL },
 		{ SYS_getpid, 1, 1, 0, 0, 0, 0, NULL },

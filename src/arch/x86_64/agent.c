@@ -22,6 +22,7 @@
 #define barrier()	shm_barrier()
 
 #define NR_SCHED_YIELD		24
+#define NR_MADVISE		28
 #define NR_GETTID		186
 #define NR_FUTEX		202
 #define NR_CLOCK_GETTIME	228
@@ -32,6 +33,8 @@
 #define EACCES			13
 #define EINTR			4
 #define EAGAIN			11
+#define EINVAL			22
+#define MADV_POPULATE_WRITE	23
 #define ETIMEDOUT		110
 #define FUTEX_WAIT		0	/* not private: the tool wakes from its own mapping */
 #define FUTEX_WAKE		1
@@ -251,6 +254,28 @@ static uint64_t ring_fill(const struct shm_hdr *h, unsigned r)
 }
 
 /*
+ * Map in the chunk of ring (size bytes) at byte off before a writer gets
+ * there, if it lies within the ring (a wrapped ring's pages are mapped
+ * already): SHM_RING_CHUNK bytes from the page it starts in (rings are
+ * not page aligned; the page before a ring is in the same mapping). A
+ * kernel without MADV_POPULATE_WRITE (before 5.14) or a filter that
+ * refuses madvise turns it off for good; running out of memory only
+ * leaves the pages to their faults.
+ */
+static void ring_populate(struct shm_hdr *h, char *ring, uint64_t size, uint64_t off)
+{
+	long rc;
+
+	if (off >= size || size < SHM_RING_CHUNK || (h->flags & SHM_F_NO_POPULATE) ||
+	    h->no_populate)
+		return;
+	rc = sys6(NR_MADVISE, (long)(ring + off) & ~4095L, SHM_RING_CHUNK, MADV_POPULATE_WRITE,
+		  0, 0, 0);
+	if (rc == -EINVAL || rc == -EPERM || rc == -EACCES || rc == -ENOSYS)
+		h->no_populate = 1;
+}
+
+/*
  * Reserve len bytes (a multiple of 8) in ring r, padding its end if
  * the record would straddle it; *tsc gets the time stamp taken just before
  * the reservation (so that the ring's records are in tsc order). Returns
@@ -300,6 +325,14 @@ static char *ring_reserve(struct shm_hdr *h, unsigned r, uint32_t len, uint64_t 
 				barrier();
 				*(volatile uint32_t *)&p->len = (uint32_t)pad;
 			}
+			/* the first record maps the first two chunks, and the
+			 * writer entering chunk k of the first pass chunk k + 1 */
+			if (!head)
+				ring_populate(h, ring, size, 0);
+			if (head / SHM_RING_CHUNK != (head + pad + len) / SHM_RING_CHUNK || !head)
+				ring_populate(h, ring, size,
+					      ((head + pad + len) / SHM_RING_CHUNK + 1) *
+					      SHM_RING_CHUNK);
 			*tsc = t;
 			return ring + ((head + pad) & mask);
 		}
