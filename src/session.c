@@ -121,6 +121,23 @@ static void install_signals(void)
 	setitimer(ITIMER_REAL, &it, NULL);
 }
 
+/*
+ * Tests only: hold the session HEAPATTACH_TEST_DETACH_DELAY_MS (at most a
+ * minute) between the end of its loop and the detach, as a slow memory
+ * report would, with the hooks still in place.
+ */
+static void test_detach_delay(void)
+{
+	const char *v = getenv("HEAPATTACH_TEST_DETACH_DELAY_MS");
+	long ms = v ? strtol(v, NULL, 10) : 0;
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	if (ms <= 0 || ms > 60000)
+		return;
+	while (nanosleep(&ts, &ts) && errno == EINTR)	/* our timer's signals */
+		;
+}
+
 static void stop_timer(void)
 {
 	struct itimerval it;
@@ -954,6 +971,7 @@ int session_run(const struct options *opt)
 	topview_free(s.tv);
 	s.tv = NULL;
 	memreport_snapshot(&s);
+	test_detach_delay();
 	if (s.ev.exec_seen && !s.ev.gone)
 		fprintf(stderr, "heapattach: %d called exec; profile of the old image ends here\n",
 			s.pid);
