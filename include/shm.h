@@ -122,6 +122,17 @@
  */
 #define SHM_RING_CHUNK  (64u << 10)
 
+/* The ring offset of the chunk to map in once a writer (or the tool's
+ * reader) has moved from byte pos of a ring to pos + len: the next chunk
+ * if it entered one or pos is 0 (the first record, which maps chunk 0
+ * too); 0 if none. At or past the ring's size: the first pass is over. */
+static inline uint64_t shm_ring_chunk_ahead(uint64_t pos, uint64_t len)
+{
+	if (pos && pos / SHM_RING_CHUNK == (pos + len) / SHM_RING_CHUNK)
+		return 0;
+	return ((pos + len) / SHM_RING_CHUNK + 1) * SHM_RING_CHUNK;
+}
+
 #define SHM_OFF_COUNTERS 4096
 #define SHM_OFF_HEADS   (SHM_OFF_COUNTERS + SHM_NCOUNTERS * SHM_COUNTER_STRIDE)
 #define SHM_OFF_TAILS   (SHM_OFF_HEADS + SHM_NRINGS * 64)

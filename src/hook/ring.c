@@ -144,11 +144,13 @@ static void populate(struct ring_reader *rd, unsigned r, uint64_t off)
 /* Zero the len bytes at ring r's tail and move past them. */
 static void consume(struct ring_reader *rd, unsigned r, uint8_t *rec, uint32_t len)
 {
+	uint64_t ahead = shm_ring_chunk_ahead(rd->tail[r], len);
+
 	memset(rec, 0, len);	/* len is a multiple of 8 */
 	if (!rd->tail[r])
 		populate(rd, r, 0);
-	if (!rd->tail[r] || rd->tail[r] / SHM_RING_CHUNK != (rd->tail[r] + len) / SHM_RING_CHUNK)
-		populate(rd, r, ((rd->tail[r] + len) / SHM_RING_CHUNK + 1) * SHM_RING_CHUNK);
+	if (ahead)
+		populate(rd, r, ahead);
 	rd->tail[r] += len;
 	if (rd->tail[r] - rd->published[r] >= RING_PUBLISH)
 		publish(rd, r);

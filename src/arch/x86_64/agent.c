@@ -296,7 +296,7 @@ static char *ring_reserve(struct shm_hdr *h, unsigned r, uint32_t len, uint64_t 
 		 * a tail newer than head would wrap head - tail */
 		uint64_t tail = *tailp;
 		uint64_t head = __atomic_load_n(headp, __ATOMIC_ACQUIRE);
-		uint64_t off = head & mask, pad = 0;
+		uint64_t off = head & mask, pad = 0, ahead;
 
 		if (off + len > size)
 			pad = size - off;
@@ -329,10 +329,9 @@ static char *ring_reserve(struct shm_hdr *h, unsigned r, uint32_t len, uint64_t 
 			 * writer entering chunk k of the first pass chunk k + 1 */
 			if (!head)
 				ring_populate(h, ring, size, 0);
-			if (head / SHM_RING_CHUNK != (head + pad + len) / SHM_RING_CHUNK || !head)
-				ring_populate(h, ring, size,
-					      ((head + pad + len) / SHM_RING_CHUNK + 1) *
-					      SHM_RING_CHUNK);
+			ahead = shm_ring_chunk_ahead(head, pad + len);
+			if (ahead)
+				ring_populate(h, ring, size, ahead);
 			*tsc = t;
 			return ring + ((head + pad) & mask);
 		}
