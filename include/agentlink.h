@@ -137,6 +137,10 @@ void agent_link_set_pid(struct agent_link *l, pid_t tid);
  * is read any more and the run must end. */
 int agent_link_hostile(const struct agent_link *l);
 
+/* Writes "; why: reason, ..." for the SHM_DROP_* bits of why (run_stats.drop_why),
+ * or "" for none, into buf. */
+void agent_link_drop_reasons(uint32_t why, char *buf, size_t len);
+
 struct allocstats_fn;
 /* Tell the agent which statistics function to call (allocstats.h). */
 void agent_link_stats_arm(struct agent_link *l, const struct allocstats_fn *fn);

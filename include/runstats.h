@@ -21,6 +21,7 @@ struct run_stats {
 	uint64_t xacct_allocs;  /* exact mode: allocations accounted in the target
 				 * (no event: SHM_F_XACCT), by its lanes' totals... */
 	uint64_t xacct_frees;   /* ...and the frees of those blocks */
+	uint32_t drop_why;      /* fast mode: why events were dropped (SHM_DROP_*) */
 };
 
 #endif

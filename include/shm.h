@@ -349,7 +349,8 @@ struct shm_hdr {
 	uint32_t stats_kind;            /* SHM_STATS_*; 0: none */
 	uint64_t stats_fn;              /* the function, in the target */
 	uint32_t stats_n;               /* names (MALLCTL, PROPERTY), at most SHM_STATS_MAX */
-	uint32_t pad2;
+	volatile uint32_t drop_why;     /* SHM_DROP_*: why writers dropped events (lock or,
+					 * once per reason); the tool only reports it */
 	volatile uint64_t stats_val[SHM_STATS_MAX];	/* UINT64_MAX: that one failed */
 	char stats_names[SHM_STATS_MAX][SHM_STATS_NAME];
 
@@ -400,6 +401,16 @@ static inline uint32_t shm_depth(uint32_t max_depth)
 		return SHM_DEFAULT_DEPTH;
 	return max_depth < SHM_MAX_DEPTH ? max_depth : SHM_MAX_DEPTH;
 }
+
+/* shm_hdr.drop_why: why a writer dropped its event (agent.c, ring_reserve). */
+#define SHM_DROP_FULL     1u    /* sampled mode: its ring was full */
+#define SHM_DROP_HUGE     2u    /* the record is larger than a ring */
+#define SHM_DROP_NO_TOOL  4u    /* exact mode: no heartbeat, or one 5 s old */
+#define SHM_DROP_STALE    8u    /* exact mode: the heartbeat stayed stale past its grace */
+#define SHM_DROP_STUCK    16u   /* exact mode: the tail stood still 1 s while the tool drained */
+#define SHM_DROP_BUSY     32u   /* exact mode: the tail stood still 30 s */
+#define SHM_DROP_LATCH    64u   /* exact mode: another writer had given up just before */
+#define SHM_DROP_ALL      127u
 
 /* shm_hdr.stats_kind: how the agent calls stats_fn. */
 #define SHM_STATS_MALLINFO2 1   /* glibc: struct mallinfo2 mallinfo2(void): 10 words */

@@ -122,13 +122,15 @@ static void install_signals(void)
 }
 
 /*
- * Tests only: hold the session HEAPATTACH_TEST_DETACH_DELAY_MS (at most a
- * minute) between the end of its loop and the detach, as a slow memory
- * report would, with the hooks still in place.
+ * Tests only: hold the session for the milliseconds the environment
+ * variable var says (at most a minute), hooks in place and nothing
+ * drained: HEAPATTACH_TEST_START_DELAY_MS between the attach and the loop
+ * (a tool that gets no CPU then), HEAPATTACH_TEST_DETACH_DELAY_MS between
+ * the loop and the detach (as a slow memory report would).
  */
-static void test_detach_delay(void)
+static void test_delay(const char *var)
 {
-	const char *v = getenv("HEAPATTACH_TEST_DETACH_DELAY_MS");
+	const char *v = getenv(var);
 	long ms = v ? strtol(v, NULL, 10) : 0;
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
 
@@ -559,8 +561,6 @@ static void fast_loop(struct session *s)
 	int status;
 	pid_t tid;
 
-	/* fresh while heapattach lives, whatever one step of the loop takes */
-	agent_link_beat_start(s->link);
 	while (!stop_signal && !s->ev.gone && !s->ev.exec_seen && !agent_link_hostile(s->link)) {
 		if (ticked) {
 			ticked = 0;
@@ -803,6 +803,9 @@ static int attach(struct session *s)
 	s->start_wall_ns = clock_ns(CLOCK_REALTIME);
 	s->next_every_ns = s->start_ns + s->opt->every_ns;
 	s->tr.syscall_stops = s->mode->syscall_stops;	/* trap mode: the traps are syscall-stops */
+	/* beating before the hooks run: an exact-mode writer that finds its
+	 * ring full before our loop starts must not take us for gone */
+	agent_link_beat_start(s->link);
 	tracee_resume_all(&s->tr);
 	return 0;
 }
@@ -967,11 +970,12 @@ int session_run(const struct options *opt)
 	memreport_arm(&s);
 	if (opt->top)
 		s.tv = topview_new(STDIN_FILENO, STDOUT_FILENO);
+	test_delay("HEAPATTACH_TEST_START_DELAY_MS");
 	s.mode->loop(&s);
 	topview_free(s.tv);
 	s.tv = NULL;
 	memreport_snapshot(&s);
-	test_detach_delay();
+	test_delay("HEAPATTACH_TEST_DETACH_DELAY_MS");
 	if (s.ev.exec_seen && !s.ev.gone)
 		fprintf(stderr, "heapattach: %d called exec; profile of the old image ends here\n",
 			s.pid);
@@ -1015,10 +1019,14 @@ int session_run(const struct options *opt)
 			 (unsigned long long)us.frames, (unsigned long long)us.find_proc_info,
 			 (unsigned long long)us.mem_reads, (unsigned long long)us.maps_reads);
 	}
-	if (profile_drops(s.prof))
-		pr_warn("%llu events dropped%s", (unsigned long long)profile_drops(s.prof),
+	if (profile_drops(s.prof)) {
+		char why[256];
+
+		agent_link_drop_reasons(s.stats.drop_why, why, sizeof(why));
+		pr_warn("%llu events dropped%s%s", (unsigned long long)profile_drops(s.prof),
 			opt->sample_rate == 1 ? " in exact mode: the profile misses them (exit 5)" :
-			"");
+			"", why);
+	}
 	pr_debug("profile: %llu allocations at an address already live",
 		 (unsigned long long)profile_live_again(s.prof));
 	track_live(&s, clock_ns(CLOCK_MONOTONIC), 1);	/* the end may be the highest point */

@@ -411,13 +411,13 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 		c->rng = sampler_rand(l->p.sampler) | 1;	/* xorshift seed, non-zero */
 	}
 	memset(d + SHM_OFF_BITS, l->exact ? 0xff : 0, SHM_BLOOM_SIZE / 8);
-	agent_link_heartbeat(l);
 	ring_reader_init(&l->rings, h, l->p.ring_size, l->depth, l->py_max);
 	l->ftab = l->p.target ?
 		  frametab_new_target(l->p.target, (struct shm_frame *)(d + SHM_OFF_FRAMES)) :
 		  frametab_new(l->p.proc_tid, (struct shm_frame *)(d + SHM_OFF_FRAMES));
 	if (l->ftab)
 		frametab_set_gen(l->ftab, &h->walk_gen);
+	agent_link_heartbeat(l);	/* ready now: writers must not find none */
 	if (l->p.target && !target_on_change(l->p.target, on_code_change, l))
 		l->watching = 1;
 	fp_refresh(l);
@@ -1317,6 +1317,9 @@ static void sync_stats(struct agent_link *l)
 	if (drops > l->drops_seen) {
 		profile_add_drops(l->p.prof, drops - l->drops_seen);
 		l->drops_seen = drops;
+		/* said only: a hostile word misleads nobody */
+		l->p.stats->drop_why |= __atomic_load_n(&l->shm->drop_why, __ATOMIC_RELAXED) &
+					SHM_DROP_ALL;
 	}
 	for (int i = 0; i < SHM_NCOUNTERS; i++) {
 		const struct shm_counter *c = (const struct shm_counter *)(data_of(l) +
@@ -1346,6 +1349,30 @@ static void sync_stats(struct agent_link *l)
 		l->p.stats->py_not_found = __atomic_load_n(&l->shm->py.not_found,
 							   __ATOMIC_RELAXED);
 	}
+}
+
+/* "; why: ..." for the reasons writers gave for their drops (SHM_DROP_*), or "". */
+void agent_link_drop_reasons(uint32_t why, char *buf, size_t len)
+{
+	static const struct {
+		uint32_t bit;
+		const char *what;
+	} reasons[] = {
+		{ SHM_DROP_FULL, "a ring was full" },
+		{ SHM_DROP_HUGE, "a record larger than a ring" },
+		{ SHM_DROP_NO_TOOL, "no heartbeat from heapattach" },
+		{ SHM_DROP_STALE, "heapattach's heartbeat stopped" },
+		{ SHM_DROP_STUCK, "a ring stood still 1 s while heapattach drained" },
+		{ SHM_DROP_BUSY, "a ring stood still 30 s" },
+		{ SHM_DROP_LATCH, "another writer had just given up" },
+	};
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]) && n < len; i++)
+		if (why & reasons[i].bit)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "; why: ",
+					      reasons[i].what);
 }
 
 /*

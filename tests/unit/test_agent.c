@@ -1840,10 +1840,12 @@ static void test_ring_full(void)
 
 	mode_sampled(0, 0);
 	ring_reset(4096);
+	hdr->drop_why = 0;
 	for (int i = 0; i < 100; i++)
 		p[i] = CALL1(H_MALLOC, 64);
 	n = 4096 / (sizeof(struct shm_ev_alloc) + 8);
 	expect_int_eq(hdr->drops, 100 - n);
+	expect_int_eq(hdr->drop_why, SHM_DROP_FULL);
 	expect_true(heads_total() <= 4096);
 	expect_int_eq(drain(ev, 64), n);
 	for (int i = 0; i < 100; i++)
@@ -1878,16 +1880,19 @@ static void test_ring_full(void)
 	for (int i = 0; i < n; i++)
 		p[i] = CALL1(H_MALLOC, 64);
 	hdr->heartbeat = mono_ns() - 2000000000LL;
+	hdr->drop_why = 0;
 	t0 = mono_ns();
 	p[n] = CALL1(H_MALLOC, 64);
 	t1 = mono_ns();
 	expect_true(t1 - t0 >= 90000000LL);
 	expect_true(t1 - t0 < 1000000000LL);
 	expect_int_eq(hdr->drops, 1);
+	expect_int_eq(hdr->drop_why, SHM_DROP_STALE);
 	t0 = mono_ns();
 	p[n + 1] = CALL1(H_MALLOC, 64);
 	expect_true(mono_ns() - t0 < 50000000LL);
 	expect_int_eq(hdr->drops, 2);
+	expect_int_eq(hdr->drop_why, SHM_DROP_STALE | SHM_DROP_LATCH);
 	hdr->wait_giveup = 0;
 
 	/* stale (1 s) because the whole machine was paused: the tool beats
@@ -1913,13 +1918,16 @@ static void test_ring_full(void)
 		p[i] = CALL1(H_MALLOC, 64);
 	expect_int_eq(hdr->drops, 0);
 	hdr->heartbeat = mono_ns() - 6000000000LL;
+	hdr->drop_why = 0;
 	t0 = mono_ns();
 	p[n] = CALL1(H_MALLOC, 64);
 	expect_true(mono_ns() - t0 < 50000000LL);
 	expect_int_eq(hdr->drops, 1);
+	expect_int_eq(hdr->drop_why, SHM_DROP_NO_TOOL);
 	hdr->heartbeat = 0;			/* no tool yet: same */
 	p[n + 1] = CALL1(H_MALLOC, 64);
 	expect_int_eq(hdr->drops, 2);
+	expect_int_eq(hdr->drop_why, SHM_DROP_NO_TOOL);
 
 	expect_int_eq(hdr->wait_giveup, 0);	/* neither waited */
 
@@ -1968,11 +1976,13 @@ static void test_ring_full(void)
 	expect_int_eq(hdr->drops, 0);
 	hdr->heartbeat = mono_ns() + 10000000000LL;	/* fresh for 10 s */
 	hdr->drained = mono_ns() + 10000000000LL;	/* drains all along */
+	hdr->drop_why = 0;
 	t0 = mono_ns();
 	p[2 * n + 3] = CALL1(H_MALLOC, 64);
 	expect_true(mono_ns() - t0 >= 900000000LL);
 	expect_true(mono_ns() - t0 < 3000000000LL);
 	expect_int_eq(hdr->drops, 1);
+	expect_int_eq(hdr->drop_why, SHM_DROP_STUCK);
 	t0 = mono_ns();
 	p[2 * n + 4] = CALL1(H_MALLOC, 64);
 	expect_true(mono_ns() - t0 < 100000000LL);

@@ -134,8 +134,8 @@ static void sleep_for_room(struct shm_hdr *h, const volatile uint64_t *tailp, ui
 }
 
 /*
- * Exact mode only, ring full at tail (*tailp): wait a little. Returns 1 to
- * retry, 0 to give up. The tool is gone when its heartbeat is missing or
+ * Exact mode only, ring full at tail (*tailp): wait a little. Returns 0 to
+ * retry, or the reason to give up (SHM_DROP_*). The tool is gone when its heartbeat is missing or
  * older than GONE_NS: give up at once. A heartbeat older than STALE_NS (a
  * thread of the tool's refreshes it every 50 ms while it runs, whatever
  * the tool is busy with) is watched for GRACE_NS more, then given up on:
@@ -154,23 +154,24 @@ static void sleep_for_room(struct shm_hdr *h, const volatile uint64_t *tailp, ui
  * may be draining on another CPU), then sleeps; the clock is read only on
  * the first call and before each sleep.
  */
-static int wait_room(struct shm_hdr *h, struct waiting *w, const volatile uint64_t *tailp,
-		     uint64_t tail)
+static unsigned wait_room(struct shm_hdr *h, struct waiting *w, const volatile uint64_t *tailp,
+			  uint64_t tail)
 {
 	int64_t hb, now;
+	unsigned why = 0;
 
 	if (w->spins && w->spins < SPIN_PAUSES) {
 		w->spins++;
 		cpu_pause();
-		return 1;
+		return 0;
 	}
 	hb = (int64_t)h->heartbeat;
 	now = now_ns();
 	if (!hb || !now || now - hb > GONE_NS)
-		return 0;
+		return SHM_DROP_NO_TOOL;
 	if (!w->since) {
 		if (now - (int64_t)h->wait_giveup < STALE_NS)
-			return 0;
+			return SHM_DROP_LATCH;
 		w->since = now;
 		w->tail = tail;
 	} else if (tail != w->tail) {
@@ -181,16 +182,21 @@ static int wait_room(struct shm_hdr *h, struct waiting *w, const volatile uint64
 		w->stale = 0;
 	else if (!w->stale)
 		w->stale = now;
-	if ((w->stale && now - w->stale > GRACE_NS) || now - w->since > BUSY_WAIT_NS ||
-	    (now - w->since > MAX_WAIT_NS && (int64_t)h->drained > w->since)) {
+	if (w->stale && now - w->stale > GRACE_NS)
+		why = SHM_DROP_STALE;
+	else if (now - w->since > BUSY_WAIT_NS)
+		why = SHM_DROP_BUSY;
+	else if (now - w->since > MAX_WAIT_NS && (int64_t)h->drained > w->since)
+		why = SHM_DROP_STUCK;
+	if (why) {
 		h->wait_giveup = (uint64_t)now;
-		return 0;
+		return why;
 	}
 	if (w->spins)
 		sleep_for_room(h, tailp, tail);
 	else
 		w->spins = 1;
-	return 1;
+	return 0;
 }
 
 /*
@@ -288,6 +294,7 @@ static char *ring_reserve(struct shm_hdr *h, unsigned r, uint32_t len, uint64_t 
 	uint64_t *headp = ring_headp(h, r);
 	const volatile uint64_t *tailp = ring_tailp(h, r);
 	struct waiting w = { 0, 0, 0, 0 };
+	unsigned why = SHM_DROP_HUGE;
 
 	if (len > size)
 		goto drop;
@@ -335,11 +342,14 @@ static char *ring_reserve(struct shm_hdr *h, unsigned r, uint32_t len, uint64_t 
 			*tsc = t;
 			return ring + ((head + pad) & mask);
 		}
-		if (!(h->flags & SHM_F_EXACT) || !wait_room(h, &w, tailp, tail))
+		why = (h->flags & SHM_F_EXACT) ? wait_room(h, &w, tailp, tail) : SHM_DROP_FULL;
+		if (why)
 			break;
 	}
 drop:
 	lock_inc(&h->drops);
+	if (!(h->drop_why & why))
+		__atomic_fetch_or(&h->drop_why, why, __ATOMIC_RELAXED);
 	return NULL;
 }
 
