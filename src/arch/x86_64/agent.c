@@ -135,10 +135,11 @@ static void sleep_for_room(struct shm_hdr *h, const volatile uint64_t *tailp, ui
 
 /*
  * Exact mode only, ring full at tail (*tailp): wait a little. Returns 0 to
- * retry, or the reason to give up (SHM_DROP_*). The tool is gone when its heartbeat is missing or
- * older than GONE_NS: give up at once. A heartbeat older than STALE_NS (a
- * thread of the tool's refreshes it every 50 ms while it runs, whatever
- * the tool is busy with) is watched for GRACE_NS more, then given up on:
+ * retry, or the reason to give up (SHM_DROP_*). The tool is gone when its
+ * heartbeat is missing or older than GONE_NS: give up at once. A heartbeat
+ * older than STALE_NS (a thread of the tool's refreshes it every 50 ms
+ * while it runs, whatever the tool is busy with, from before the hooks
+ * go in) is watched for GRACE_NS more, then given up on:
  * a machine whose CPUs were all held (a virtual machine paused by its
  * host) wakes with every heartbeat stale, and the tool's beat comes
  * within a few ms of the writers' first look. The tool is alive but the ring
