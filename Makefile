@@ -58,15 +58,23 @@ $(B)/%.o: %.c
 # The in-target agent: freestanding, never instrumented (own flags, not
 # CFLAGS), linked flat at 0 and embedded as a blob; gen/agent_syms.h gives
 # the entry offsets. No undefined symbols, data, bss or absolute relocations.
+# The most stack the agent may take below its trampoline's frame (its
+# deepest chain of calls, from gcc's call graph): it runs on the target's
+# stack (docs/threat-model.md, "the agent as a guest").
+AGENT_STACK_MAX := 672
 AGENT_CFLAGS := -std=gnu11 -O2 -Wall -Wextra -ffreestanding -fno-builtin -nostdlib \
 	-fPIC -fno-plt -fvisibility=hidden -fno-stack-protector -fno-jump-tables \
 	-fno-asynchronous-unwind-tables -fno-unwind-tables -fno-exceptions \
 	-fno-tree-loop-distribute-patterns -fcf-protection=none -mgeneral-regs-only \
 	-Iinclude -Isrc/arch/$(ARCH) -MMD -MP $(if $(filter true,$(CI)),-Werror)
 
-$(B)/gen/agent.o: $(AGENT_SRC)
+$(B)/gen/agent.o: $(AGENT_SRC) src/arch/$(ARCH)/agent_stack.awk
 	@mkdir -p $(dir $@)
-	$(QCC)$(CC) $(AGENT_CFLAGS) -c -o $@ $< || { rm -f $@; exit 1; }
+	$(QCC)$(CC) $(AGENT_CFLAGS) -fcallgraph-info=su -c -o $@ $< || { rm -f $@; exit 1; }
+	$(Q)if grep -q 'bytes (dynamic)' $(@:.o=.ci) || \
+	    ! awk -v max=$(AGENT_STACK_MAX) -f src/arch/$(ARCH)/agent_stack.awk $(@:.o=.ci) > $(@:.o=.stack); then \
+		echo "$@: the agent's stack past $(AGENT_STACK_MAX) bytes, or unbounded:"; \
+		cat $(@:.o=.stack); rm -f $@; exit 1; fi
 	$(Q)if [ -n "$$(nm -u $@)" ]; then echo "$@: undefined symbols: $$(nm -u $@)"; rm -f $@; exit 1; fi
 	$(Q)if readelf -rW $@ | grep -Eq 'R_X86_64_(64|32|32S|GOT|COPY|GLOB|JUMP|RELATIVE)'; then \
 		echo "$@: absolute or GOT relocation"; readelf -rW $@; rm -f $@; exit 1; fi
@@ -78,9 +86,9 @@ $(B)/gen/agent.bin: $(B)/gen/agent.o src/arch/$(ARCH)/agent.lds
 	$(Q)objcopy -O binary -j .text $(B)/gen/agent.elf $@
 
 $(B)/gen/agent_syms.h: $(B)/gen/agent.bin
-	$(Q)nm $(B)/gen/agent.elf | awk '$$3 ~ /^agent_(alloc|free)$$/ \
+	$(Q)nm $(B)/gen/agent.elf | awk '$$3 ~ /^agent_(alloc|free|guest_(ld|fs0)_(at|fix))$$/ \
 		{ printf "#define AGENT_OFF_%s 0x%s\n", toupper(substr($$3, 7)), $$1 }' > $@.tmp
-	$(Q)test $$(wc -l < $@.tmp) -eq 2 && mv $@.tmp $@
+	$(Q)test $$(wc -l < $@.tmp) -eq 6 && mv $@.tmp $@
 
 $(B)/gen/agent_blob.o: $(B)/gen/agent.bin
 	$(Q)printf '\t.section .rodata\n\t.balign 64\n\t.globl agent_blob\nagent_blob:\n\t.incbin "%s"\n\t.globl agent_blob_end\nagent_blob_end:\n\t.section .note.GNU-stack,"",@progbits\n' \

@@ -100,6 +100,13 @@ struct shm_hdr *agent_link_shm(struct agent_link *l);
  * region (agent_link_implant_ops). NULL only when out of memory. */
 struct agent_link *agent_link_new(const struct agent_link_params *p);
 /* Unmaps our view of the area (once the implant handed it over) and frees. NULL is fine. */
+/*
+ * A signal stopped tid: if it is a fault of one of the agent's guarded
+ * loads, resume the thread past it (toolguard.h). 1: taken back, drop the
+ * signal; 0: not ours; -errno. l may be NULL.
+ */
+int agent_link_fault(struct agent_link *l, pid_t tid);
+
 void agent_link_free(struct agent_link *l);
 
 /* The fast mode's implant backend; its arg is the link. */

@@ -15,6 +15,9 @@ struct events_ops {
 	/* A syscall-stop of tid (trap mode's traps): 1 if it was ours, 0 if
 	 * not, -errno. record is 0 for a vfork child's. May be NULL. */
 	int (*syscall_stop)(void *arg, pid_t tid, int record);
+	/* A fault's signal stopped tid: 1 if it was the agent's and tid was
+	 * moved past it (the signal is dropped), 0 if not, -errno. May be NULL. */
+	int (*fault_stop)(void *arg, pid_t tid);
 	/* The thread the target is read through has exited: read it through
 	 * tid from now on. */
 	void (*reader_moved)(void *arg, pid_t tid);

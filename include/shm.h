@@ -23,6 +23,10 @@
  *   stacks[SHM_NSTACKS]     stacks the tool has numbered (struct shm_stack)
  *   memo[SHM_NCOUNTERS][SHM_MEMO_WAYS]  exact mode: recent walks by counter
  *                           slot (struct shm_memo, 272 KiB)
+ *   scratch[SHM_NCOUNTERS]  the agent's working memory by counter slot:
+ *                           frames, Python words, the walk log (agent.c;
+ *                           SHM_SCRATCH_SIZE each, 768 KiB), so that a walk
+ *                           takes no room on the target's stack
  *   rings[SHM_NRINGS][ring_size]  variable-size event records
  *
  * Sampling: a trampoline subtracts each requested size from the counter
@@ -88,7 +92,7 @@
 #include "frame_regs.h"
 
 #define SHM_MAGIC       0x3174746170616568ULL	/* "heapatt1" little-endian */
-#define SHM_VERSION     4
+#define SHM_VERSION     5
 
 #define SHM_NCOUNTERS   64
 #define SHM_NRINGS      16                      /* event rings: one per thread, mostly */
@@ -113,6 +117,8 @@
 #define SHM_MEMO_FRAMES 32                      /* the most frames an entry holds */
 #define SHM_MEMO_READS  64                      /* the most stack words it holds */
 #define SHM_MEMO_SIZE   1088                    /* bytes of struct shm_memo */
+#define SHM_SCRATCH_SIZE 12288                  /* bytes of the agent's scratch per slot */
+#define SHM_BAD_PAGES   16                      /* pages a guarded read faulted on, kept */
 /*
  * A ring's first pass: each page the agent writes for the first time would
  * be a page fault in the writing thread (about 11 us on a virtual machine
@@ -141,7 +147,8 @@ static inline uint64_t shm_ring_chunk_ahead(uint64_t pos, uint64_t len)
 #define SHM_OFF_FRAMES  (SHM_OFF_BITS + SHM_BLOOM_SIZE / 8)
 #define SHM_OFF_STACKS  (SHM_OFF_FRAMES + SHM_NFRAMES * 16)
 #define SHM_OFF_MEMO    (SHM_OFF_STACKS + SHM_NSTACKS * 16)
-#define SHM_OFF_RING    (SHM_OFF_MEMO + SHM_NCOUNTERS * SHM_MEMO_WAYS * SHM_MEMO_SIZE)
+#define SHM_OFF_SCRATCH (SHM_OFF_MEMO + SHM_NCOUNTERS * SHM_MEMO_WAYS * SHM_MEMO_SIZE)
+#define SHM_OFF_RING    (SHM_OFF_SCRATCH + SHM_NCOUNTERS * SHM_SCRATCH_SIZE)
 
 /*
  * One counter's cache line. The trampoline touches only `left`; the agent
@@ -171,6 +178,16 @@ struct shm_counter {
 			     * ABI's self-pointer), the kernel not allowing rdfsbase */
 #define SHM_F_NO_POPULATE 32 /* the target's seccomp filter may kill madvise: the agent
 			     * leaves a ring's first pass to page faults (SHM_RING_CHUNK) */
+
+/* shm_hdr.tool_alive: the futex word's owner-died bit and its id bits (futex(2)). */
+#define SHM_TOOL_DIED   0x40000000u
+#define SHM_TOOL_TID    0x3fffffffu
+
+/* Whether the tool that takes the agent's faults is there (tool_alive). */
+static inline int shm_tool_here(uint32_t tool_alive)
+{
+	return (tool_alive & SHM_TOOL_TID) && !(tool_alive & SHM_TOOL_DIED);
+}
 
 /* Keeps the compiler from reordering the stores that publish a shared
  * table entry (x86-64 keeps stores in order by itself). */
@@ -316,7 +333,15 @@ struct shm_hdr {
 
 	/* Written by the tool. */
 	volatile uint64_t heartbeat;    /* CLOCK_MONOTONIC ns, refreshed while it lives */
-	uint8_t pad1[56];
+	/*
+	 * The id of the tool's tracer thread while it can take the agent's
+	 * faults (SHM_TOOL_*): a robust futex word of that thread, so the
+	 * kernel sets SHM_TOOL_DIED and clears the id when it dies, however
+	 * it dies, before its tracees are let go. 0: no tool (yet). The
+	 * agent reads memory it did not make only while this holds an id.
+	 */
+	volatile uint32_t tool_alive;
+	uint8_t pad1[52];
 	volatile uint64_t drops;        /* events lost: ring full (lock inc) */
 	volatile uint64_t no_stack_copy; /* set by the agent once process_vm_readv
 					 * is refused (seccomp): later misses send no copy */
@@ -385,6 +410,14 @@ struct shm_hdr {
 	 * exact-mode call reads it.
 	 */
 	volatile uint32_t walk_gen __attribute__((aligned(64)));
+
+	/*
+	 * Pages a guarded read of the agent faulted on (agent.c, guest_page):
+	 * page number << 28 | the walk_gen it was seen in, by the page's hash.
+	 * The agent alone writes them, racily: a hint that spares the next
+	 * walks a fault (a ptrace stop each) until the frame table changes.
+	 */
+	volatile uint64_t bad_pages[SHM_BAD_PAGES] __attribute__((aligned(64)));
 };
 
 _Static_assert(sizeof(struct shm_hdr) <= SHM_OFF_COUNTERS, "the header is one page");

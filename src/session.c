@@ -671,6 +671,13 @@ static int on_syscall_stop(void *arg, pid_t tid, int record)
 	return collect_trap(&s->trap, tid, record);
 }
 
+static int on_fault_stop(void *arg, pid_t tid)
+{
+	struct session *s = arg;
+
+	return agent_link_fault(s->link, tid);
+}
+
 static void on_reader_moved(void *arg, pid_t tid)
 {
 	struct session *s = arg;
@@ -685,6 +692,7 @@ static void on_reader_moved(void *arg, pid_t tid)
 static const struct events_ops session_events = {
 	.fork_child = on_fork_child,
 	.syscall_stop = on_syscall_stop,
+	.fault_stop = on_fault_stop,
 	.reader_moved = on_reader_moved,
 };
 

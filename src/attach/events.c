@@ -227,8 +227,11 @@ int events_dispatch(void *arg, pid_t tid, int status)
 			sys_of(s)->interrupt_after(tid);
 			return 0;
 		}
+	} else if ((sig == SIGSEGV || sig == SIGBUS) && s->ops->fault_stop &&
+		   s->ops->fault_stop(s->arg, tid) > 0) {
+		th->pending_sig = 0;	/* the agent's load, taken back */
 	} else {
-		th->pending_sig = sig;	/* pass every signal on unchanged */
+		th->pending_sig = sig;	/* pass every other signal on unchanged */
 	}
 	return settle(s, th);
 }

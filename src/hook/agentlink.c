@@ -47,6 +47,7 @@
 #include "target.h"
 #include "tracee.h"
 #include "timestamp.h"
+#include "toolguard.h"
 #include "tramp_fast.h"
 #include "unwind.h"
 #include "xacct_arch.h"
@@ -84,6 +85,8 @@ struct agent_link {
 	struct frametab *ftab;          /* frame rules the agent walks with */
 	int watching;                   /* on_code_change is the target's listener */
 	struct tramp_fast_env fenv;     /* where trampolines find the data and the agent */
+	struct toolguard guard;         /* tool_alive and the agent's faults (toolguard.h) */
+	uint64_t faults;                /* the agent's loads that faulted, taken back */
 	struct ring_reader rings;       /* our side of the event rings */
 	struct profile_op ops[OP_BATCH]; /* events not yet recorded */
 	size_t nops;
@@ -418,6 +421,10 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	if (l->ftab)
 		frametab_set_gen(l->ftab, &h->walk_gen);
 	agent_link_heartbeat(l);	/* ready now: writers must not find none */
+	/* before the hooks go in: till then the agent walks nothing */
+	if (toolguard_arm(&l->guard, &h->tool_alive))
+		pr_warn("cannot set up the guard of the agent's reads (set_robust_list): "
+		     "no stacks will be walked in the target");
 	if (l->p.target && !target_on_change(l->p.target, on_code_change, l))
 		l->watching = 1;
 	fp_refresh(l);
@@ -1685,11 +1692,27 @@ void agent_link_reconcile(struct agent_link *l)
 	sync_stats(l);
 }
 
+int agent_link_fault(struct agent_link *l, pid_t tid)
+{
+	int rc;
+
+	if (!l || !l->guard.word)
+		return 0;
+	rc = toolguard_fault(&l->fenv, tid);
+	if (rc > 0)
+		l->faults++;
+	return rc;
+}
+
 void agent_link_free(struct agent_link *l)
 {
 	if (!l)
 		return;
+	toolguard_disarm(&l->guard);
 	agent_link_beat_stop(l);
+	if (l->faults)
+		pr_debug("the agent's reads of the target faulted %llu times (taken back: those "
+			 "walks end there)", (unsigned long long)l->faults);
 	if (l->watching)
 		target_off_change(l->p.target, on_code_change, l);
 	if (l->ftab) {

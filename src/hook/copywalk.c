@@ -8,7 +8,7 @@ unsigned copywalk_table(const struct copywalk *cw, const struct frame_regs *star
 			const uint8_t *copy, uint32_t len, uint64_t copy_sp, uint64_t *pcs,
 			unsigned max, uint32_t *flags, struct frame_regs *end)
 {
-	struct walk_window w = { copy, copy_sp, copy_sp + len, NULL };
+	struct walk_window w = { copy, copy_sp, copy_sp + len, NULL, NULL };
 	uint64_t hash;
 
 	*flags = 0;

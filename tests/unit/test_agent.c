@@ -502,6 +502,7 @@ static void test_setup(void)
 	hdr->tool_pid = getpid();
 	hdr->target_pid = getpid();
 	hdr->heartbeat = mono_ns();
+	hdr->tool_alive = (uint32_t)syscall(SYS_gettid);	/* the tool is here: walks go on */
 
 	env.data = (uintptr_t)data_view;
 	expect_int_eq(tramp_fast_agent_install(data_view + DATA_SIZE + 1, CODE_SIZE,
@@ -757,6 +758,50 @@ static void test_exact_events(void)
 	expect_int_eq(drain(ev, 16), 0);
 	expect_u64_eq(hdr->drops, 0);
 	expect_u64_eq(stat_sum(STAT_MISSES), 0);
+}
+
+/*
+ * The agent as a guest: with the tool gone (its tracer thread's robust
+ * word marked dead) a call is not walked nor sent; with every scratch
+ * held (threads or signal handlers inside the agent), a call is sent
+ * without a walk: no frames, cut at 0, nothing taken of the stack.
+ */
+static void test_guest(void)
+{
+	uint32_t alive = hdr->tool_alive;
+	struct ev ev[4];
+	uint64_t p;
+
+	if (!ready)
+		return;
+	mode_exact();
+	hdr->tool_alive = alive | SHM_TOOL_DIED;
+	p = CALL1(H_MALLOC, 100);
+	expect_int_eq(drain(ev, 4), 0);
+	hdr->tool_alive = 0;
+	CALL1(H_FREE, p);		/* frees need no walk: still sent */
+	expect_int_eq(drain(ev, 4), 1);
+	hdr->tool_alive = alive;
+
+	for (int i = 0; i < SHM_NCOUNTERS; i++)
+		*(volatile uint32_t *)(data_view + SHM_OFF_SCRATCH + i * SHM_SCRATCH_SIZE) = 1;
+	p = CALL1(H_MALLOC, 200);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_int_eq(ev[0].kind, SHM_EV_ALLOC);
+	expect_u64_eq(ev[0].ptr, p);
+	expect_int_eq(ev[0].nframes, 0);
+	expect_true(ev[0].flags & SHM_EVF_TRUNC);
+	expect_int_eq(ev[0].flags & SHM_EVF_MISS, 0);
+	for (int i = 0; i < SHM_NCOUNTERS; i++)
+		*(volatile uint32_t *)(data_view + SHM_OFF_SCRATCH + i * SHM_SCRATCH_SIZE) = 0;
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 4), 1);
+	p = CALL1(H_MALLOC, 300);	/* a scratch again: walked */
+	expect_int_eq(drain(ev, 4), 1);
+	expect_alloc(&ev[0], HOOK_ALLOC, 300, p);
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_u64_eq(hdr->drops, 0);
 }
 
 /* A seccomp filter on the calling thread only: system call nr fails with
@@ -2893,6 +2938,7 @@ static void test_teardown(void)
 
 HARNESS_MAIN("agent",
 	T(test_exp_gap), T(test_setup), T(test_layouts), T(test_rate_large), T(test_exact_events),
+	T(test_guest),
 	T(test_exact_walk), T(test_exact_memo), T(test_exact_memo_window), T(test_xacct),
 	T(test_sampled_free), T(test_sampled_nocopy), T(test_ring_full), T(test_ring_populate), T(test_nested), T(test_stats),
 	T(test_callthru),

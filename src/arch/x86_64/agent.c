@@ -8,18 +8,28 @@
  * passed in rsi), no jump tables, no absolute relocations, no trap, never
  * block except in exact mode while the tool's heartbeat is fresh, call
  * into the target only for the allocator's statistics (answer_stats). The
- * Makefile checks that the object has no undefined symbols and no
- * absolute relocations.
+ * Makefile checks that the object has no undefined symbols, no absolute
+ * relocations and a bounded stack.
+ *
+ * A guest in the target (docs/threat-model.md, "the agent as a guest"):
+ * memory the agent did not make (the target's stack beyond the
+ * trampoline's frame, Python's frames) is read only through guest_ld,
+ * whose one load the tool, as the target's tracer, recovers from if it
+ * faults (agent_link_fault: the thread resumes at guest_ld's fixup, which
+ * returns -1, and the signal is dropped), and only while the tool is
+ * there to do so (shm_hdr.tool_alive). Frames, Python words and the walk
+ * log live in the DATA view (scratch_claim), not on the target's stack.
  */
 #include <stddef.h>
 #include <stdint.h>
 
 #include "shm.h"
 #include "agent.h"
-#include "framewalk.h"
 
 #define HIDDEN		__attribute__((visibility("hidden"), used))
 #define barrier()	shm_barrier()
+/* Out of line: its frame is not added to its caller's (the stack bound, Makefile). */
+#define NOINLINE	__attribute__((noinline))
 
 #define NR_SCHED_YIELD		24
 #define NR_MADVISE		28
@@ -47,6 +57,75 @@
 #define GRACE_NS		100000000LL	/* how long a stale heartbeat is watched for a new beat */
 #define GONE_NS			5000000000LL	/* heartbeat older than this: tool gone, no grace */
 #define STACK_REACH		(8ULL << 20)	/* CFA at most this far above entry sp */
+
+/* ---- loads the tool recovers from ---- */
+
+/*
+ * guest_ld(addr, &v): 0 and the word at addr (any alignment), or -1 if
+ * reading it faulted. guest_fs0(): the word at %fs:0, 0 if that faulted.
+ * The tool finds each faulting load and its fixup by the symbols
+ * agent_guest_*_at and agent_guest_*_fix (gen/agent_syms.h): a fault at
+ * _at resumes at _fix. Nothing but these instructions may sit at _at.
+ */
+__attribute__((visibility("hidden"))) int guest_ld(uint64_t addr, uint64_t *v);
+__attribute__((visibility("hidden"))) uint64_t guest_fs0(void);
+__asm__(".pushsection .text\n"
+	".p2align 4\n"
+	".globl guest_ld\n.hidden guest_ld\n.type guest_ld, @function\n"
+	"guest_ld:\n"
+	".globl agent_guest_ld_at\n.hidden agent_guest_ld_at\n"
+	"agent_guest_ld_at:\n"
+	"\tmovq (%rdi), %rax\n"
+	"\tmovq %rax, (%rsi)\n"
+	"\txorl %eax, %eax\n"
+	"\tret\n"
+	".globl agent_guest_ld_fix\n.hidden agent_guest_ld_fix\n"
+	"agent_guest_ld_fix:\n"
+	"\tmovl $-1, %eax\n"
+	"\tret\n"
+	".size guest_ld, . - guest_ld\n"
+	".globl guest_fs0\n.hidden guest_fs0\n.type guest_fs0, @function\n"
+	"guest_fs0:\n"
+	".globl agent_guest_fs0_at\n.hidden agent_guest_fs0_at\n"
+	"agent_guest_fs0_at:\n"
+	"\tmovq %fs:0, %rax\n"
+	"\tret\n"
+	".globl agent_guest_fs0_fix\n.hidden agent_guest_fs0_fix\n"
+	"agent_guest_fs0_fix:\n"
+	"\txorl %eax, %eax\n"
+	"\tret\n"
+	".size guest_fs0, . - guest_fs0\n"
+	".popsection\n");
+
+/*
+ * guest_ld, for the walks: a page that faulted in this frame table's
+ * generation is not read again (its read fails at once), so a wild
+ * pointer costs one stop in the tool, not one per walk.
+ */
+static inline int guest_page_ld(const struct shm_hdr *hc, uint64_t addr, uint64_t *v)
+{
+	struct shm_hdr *h = (struct shm_hdr *)hc;
+	uint64_t page = addr >> 12, gen = h->walk_gen & 0xfffffffULL;
+	unsigned i = (unsigned)((page * SHM_HASH_MUL) >> 60) & (SHM_BAD_PAGES - 1);
+	uint64_t e = (page << 28) | gen;
+
+	if (h->bad_pages[i] == e)
+		return -1;
+	if (!guest_ld(addr, v))
+		return 0;
+	h->bad_pages[i] = e;
+	return -1;
+}
+
+/* Whether the tool is there to take a guest_ld's fault. */
+static inline int tool_here(const struct shm_hdr *h)
+{
+	return shm_tool_here(h->tool_alive);
+}
+
+/* framewalk.h's reads of the stack, through guest_page_ld (w->ctx: the header). */
+#define WALK_LOAD(w, p, v)	guest_page_ld((const struct shm_hdr *)(w)->ctx, (uint64_t)(p), (v))
+#include "framewalk.h"
 
 /* ---- syscalls and atomics ---- */
 
@@ -364,12 +443,13 @@ static inline void commit(void *rec, uint32_t len)
 
 /* The window of our own stack a walk from start reads: from the entry sp
  * (the allocator's return address) up to STACK_REACH above it. */
-static inline struct walk_window own_window(const struct frame_regs *start, struct walk_log *log)
+static inline struct walk_window own_window(const struct shm_hdr *h,
+					    const struct frame_regs *start, struct walk_log *log)
 {
 	uint64_t entry_sp = start->sp - 8;
 
 	return (struct walk_window){ (const uint8_t *)entry_sp, entry_sp, entry_sp + STACK_REACH,
-				     log };
+				     log, h };
 }
 
 /*
@@ -382,7 +462,7 @@ static unsigned walk(const struct shm_hdr *h, const struct frame_regs *start,
 		     struct walk_log *log)
 {
 	const struct shm_frame *table = (const void *)((const char *)h + SHM_OFF_FRAMES);
-	struct walk_window w = own_window(start, log);
+	struct walk_window w = own_window(h, start, log);
 	struct walk_fp fp = { h->fp, h->fp_n };
 
 	return walk_frames(table, &fp, start, &w, out, depth, flags, hash);
@@ -402,11 +482,12 @@ static struct shm_memo *memo_at(struct shm_hdr *h, const struct frame_regs *star
  * count, or 0 if m holds no such walk or a word it read now reads
  * otherwise (each reread through the walk's own window, whatever m says).
  */
-static unsigned memo_get(const struct shm_memo *m, const struct frame_regs *start,
+static unsigned memo_get(const struct shm_hdr *h, const struct shm_memo *m,
+			 const struct frame_regs *start,
 			 uint32_t gen, unsigned depth, uint64_t *out, uint32_t *flags,
 			 uint64_t *hash)
 {
-	struct walk_window w = own_window(start, (struct walk_log *)0);
+	struct walk_window w = own_window(h, start, (struct walk_log *)0);
 	uint32_t seq = m->seq;
 	unsigned n, nread, mflags;
 	uint64_t v;
@@ -489,14 +570,14 @@ static void memo_put(struct shm_memo *m, const struct frame_regs *start, uint32_
  * walk(), through the memo in exact mode: a walk the memo holds costs
  * rereading its words (counted in c->memo_hits), any other is walked, and
  * kept if its way is empty or memo_refill lets it go (only such a walk
- * logs its reads: a log costs about as much as a short walk).
+ * logs its reads, into log: a log costs about as much as a short walk;
+ * with no log, nothing is kept).
  */
 static unsigned walk_memo(struct shm_hdr *h, struct shm_counter *c,
 			  const struct frame_regs *start, uint64_t *out, unsigned depth,
-			  uint32_t *flags, uint64_t *hash)
+			  uint32_t *flags, uint64_t *hash, struct walk_log *log)
 {
 	struct shm_memo *m;
-	struct walk_log log;
 	uint32_t gen, k;
 	unsigned n;
 
@@ -505,7 +586,7 @@ static unsigned walk_memo(struct shm_hdr *h, struct shm_counter *c,
 	gen = h->walk_gen;
 	barrier();	/* gen before the table: a change during the walk is seen later */
 	m = memo_at(h, start);
-	n = memo_get(m, start, gen, depth, out, flags, hash);
+	n = memo_get(h, m, start, gen, depth, out, flags, hash);
 	if (n) {
 		if (m->misses)
 			m->misses = 0;
@@ -514,13 +595,13 @@ static unsigned walk_memo(struct shm_hdr *h, struct shm_counter *c,
 	}
 	k = m->misses;
 	m->misses = k + 1;
-	if (m->sp && !memo_refill(k))
+	if (!log || (m->sp && !memo_refill(k)))
 		return walk(h, start, out, depth, flags, hash, (struct walk_log *)0);
-	log.n = 0;
-	log.used_bp = 0;
-	n = walk(h, start, out, depth, flags, hash, &log);
+	log->n = 0;
+	log->used_bp = 0;
+	n = walk(h, start, out, depth, flags, hash, log);
 	if (!(*flags & SHM_EVF_MISS))
-		memo_put(m, start, gen, depth, out, n, *flags, *hash, &log);
+		memo_put(m, start, gen, depth, out, n, *flags, *hash, log);
 	return n;
 }
 
@@ -786,7 +867,7 @@ typedef int (*property_fn)(const char *name, uint64_t *value);
  * caller is a sampled call that returned to code outside the allocator,
  * so this thread holds none of its locks.
  */
-static void answer_stats(struct shm_hdr *h)
+static NOINLINE void answer_stats(struct shm_hdr *h)
 {
 	uint32_t req = h->stats_req, idle = 0, n = h->stats_n;
 	uint64_t fn = h->stats_fn;
@@ -835,25 +916,64 @@ static void answer_stats(struct shm_hdr *h)
 	__atomic_store_n(&h->stats_busy, 0, __ATOMIC_RELEASE);
 }
 
+/* ---- the agent's scratch (shm.h, scratch[]) ---- */
+
+/*
+ * What a sampled call works with, in the DATA view, so that its use of
+ * the target's stack stays small whatever the depth (the Makefile bounds
+ * each function's frame). busy: claimed by a call (cmpxchg), first the
+ * slot of its stack's counter, then the next ones: a call finds another
+ * thread of its slot, or itself under a signal handler, there. With all
+ * of them busy the call is recorded without a walk ([truncated]).
+ */
+struct scratch {
+	volatile uint32_t busy;
+	uint32_t pad;
+	struct frame_regs regs;
+	struct walk_log log;
+	uint64_t py[SHM_PY_MAX_FRAMES + 1];
+	uint64_t frames[SHM_MAX_DEPTH];
+};
+
+_Static_assert(sizeof(struct scratch) <= SHM_SCRATCH_SIZE, "a scratch fits its slot");
+
+/* A scratch no one holds, from the slot of the stack at sp on (then ours); NULL if none. */
+static struct scratch *scratch_claim(struct shm_hdr *h, uint64_t sp)
+{
+	unsigned first = slot_of(sp);
+
+	for (unsigned i = 0; i < SHM_NCOUNTERS; i++) {
+		struct scratch *sc = (struct scratch *)((char *)h + SHM_OFF_SCRATCH +
+			((first + i) & (SHM_NCOUNTERS - 1)) * (uint64_t)SHM_SCRATCH_SIZE);
+		uint32_t idle = 0;
+
+		if (!sc->busy && __atomic_compare_exchange_n(&sc->busy, &idle, 1, 0,
+							     __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			return sc;
+	}
+	return (struct scratch *)0;
+}
+
+static void scratch_release(struct scratch *sc)
+{
+	__atomic_store_n(&sc->busy, 0, __ATOMIC_RELEASE);
+}
+
+static void record_alloc(struct agent_frame *f, struct shm_hdr *h, struct shm_counter *c,
+			 uint64_t ptr, uint64_t size, struct scratch *sc);
+
 /*
  * Called by the ALLOC/REALLOC trampolines after a sampled call returned.
- * The frames are gathered on the target's stack, as many as the header's
- * depth says (1 KiB by default, 8 KiB at most): bounded here, since the
- * target can write the header.
+ * The walk takes as many frames as the header's depth says (bounded
+ * here, since the target can write the header), into a scratch.
  */
 HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 {
-	unsigned depth = shm_depth(*(volatile uint32_t *)&h->max_depth);
-	unsigned pymax = h->py.kind ? h->py.max_frames : 0, npy = 0;
-	uint64_t frames[depth];
-	uint64_t pywords[(pymax < SHM_PY_MAX_FRAMES ? pymax : SHM_PY_MAX_FRAMES) + 1];
-	struct frame_regs regs;
-	uint32_t info = (uint32_t)f->info, flags, len, stack_len = 0;
-	uint64_t size, ptr, tsc, hash;
-	int64_t id = -1;
+	uint32_t info = (uint32_t)f->info;
 	struct shm_counter *c;
-	struct shm_ev_alloc *ev;
-	unsigned n, str;
+	struct scratch *sc;
+	uint64_t size, ptr;
+	unsigned str;
 	int inplace;
 
 	ptr = call_block(f, AGENT_INFO_SZ(info), &size, &str, &inplace);
@@ -881,10 +1001,44 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 		/* its bucket is a likely cache miss: fetch it during the walk */
 		__asm__ __volatile__("prefetchw %0" :: "m"(*bucket_at(h, shm_bloom_slot(ptr))));
 	}
+	if (!tool_here(h))
+		return;		/* no one to take a fault: no walk, and no one reads */
+	sc = scratch_claim(h, (uint64_t)&f->ret);
+	record_alloc(f, h, c, ptr, size, sc);
+	if (sc)
+		scratch_release(sc);
+}
 
-	flags = AGENT_INFO_HOOK(info) << SHM_EVF_HOOK_SHIFT;
-	agent_frame_regs(f, &regs);
-	n = walk_memo(h, c, &regs, frames, depth, &flags, &hash);
+/*
+ * Walk a sampled call's stack into sc and send its event (or account it,
+ * exact mode). With no scratch: no walk, an event of no frames cut at 0.
+ */
+static NOINLINE void record_alloc(struct agent_frame *f, struct shm_hdr *h,
+						   struct shm_counter *c, uint64_t ptr,
+						   uint64_t size, struct scratch *sc)
+{
+	unsigned depth = 0, pymax = 0, npy = 0, n = 0;
+	uint64_t *frames = (uint64_t *)0, *pywords = (uint64_t *)0, tsc, hash;
+	uint32_t flags, len, stack_len = 0;
+	struct frame_regs *regs = (struct frame_regs *)0;
+	struct shm_ev_alloc *ev;
+	int64_t id = -1;
+
+	flags = AGENT_INFO_HOOK((uint32_t)f->info) << SHM_EVF_HOOK_SHIFT;
+	if (sc) {
+		depth = shm_depth(*(volatile uint32_t *)&h->max_depth);
+		pymax = h->py.kind ? h->py.max_frames : 0;
+		if (pymax > SHM_PY_MAX_FRAMES)
+			pymax = SHM_PY_MAX_FRAMES;
+		frames = sc->frames;
+		pywords = sc->py;
+		regs = &sc->regs;
+		agent_frame_regs(f, regs);
+		n = walk_memo(h, c, regs, frames, depth, &flags, &hash, &sc->log);
+	} else {
+		flags |= SHM_EVF_TRUNC;
+		hash = shm_stack_hash_end(0, SHM_STACK_TRUNC);
+	}
 	c->walks++;
 	if (!(flags & SHM_EVF_MISS))
 		id = stack_id(h, hash, n | (flags & SHM_EVF_TRUNC ? SHM_STACK_TRUNC : 0));
@@ -897,7 +1051,7 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 		n = 0;
 	}
 	if (pymax) {
-		npy = py_walk(h, c, pywords, pymax < SHM_PY_MAX_FRAMES ? pymax : SHM_PY_MAX_FRAMES);
+		npy = py_walk(h, c, pywords, pymax);
 		flags |= npy << SHM_EVF_PY_SHIFT;
 	}
 	len = sizeof(*ev) + (n + npy) * 8;
@@ -927,9 +1081,9 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 	if (flags & SHM_EVF_MISS) {
 		struct frame_regs *r = (struct frame_regs *)&ev->frames[n + npy];
 
-		*r = regs;
+		*r = *regs;
 		if (len > sizeof(*ev) + (n + npy) * 8 + sizeof(*r))
-			stack_len = stack_copy(h, r + 1, regs.sp, SHM_STACK_COPY);
+			stack_len = stack_copy(h, r + 1, regs->sp, SHM_STACK_COPY);
 	}
 	if (stack_len)
 		flags |= SHM_EVF_STACK;

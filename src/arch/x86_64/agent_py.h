@@ -9,7 +9,8 @@
  * other threads' data (the state holding the GIL may be another
  * thread's, and be freed under us) go through process_vm_readv on our
  * own thread id, so a stale pointer costs an error, never a fault; our
- * own frames are read directly.
+ * own frames through guest_ld (agent.c), whose fault the tool takes: a
+ * frame whose previous is wild ends the walk there.
  */
 
 /* Read len bytes at addr into dst without faulting; 0 or -1. */
@@ -29,7 +30,7 @@ static inline uint64_t py_self(void)
 {
 	uint64_t self;
 
-	__asm__ ("mov %%fs:0, %0" : "=r"(self));
+	self = guest_fs0();
 	return self;
 }
 
@@ -43,8 +44,8 @@ static uint64_t py_own_state(const struct shm_py *p, long tid, int holder_only)
 {
 	uint64_t self = py_self(), ts = 0, id = 0;
 
-	if (p->holder >= 4096 && p->holder < SHM_ADDR_LIMIT)
-		ts = *(const volatile uint64_t *)p->holder;
+	if (p->holder >= 4096 && p->holder < SHM_ADDR_LIMIT && guest_ld(p->holder, &ts))
+		ts = 0;
 	if (ts && !py_peek(tid, &id, ts + p->ts_thread_id, 8) && id == self)
 		return ts;
 	if (holder_only || py_peek(tid, &ts, p->threads_head, 8))
@@ -66,9 +67,30 @@ static inline int py_ok(uint64_t v)
 	return v >= 4096 && v < SHM_ADDR_LIMIT && !(v & 7);
 }
 
-static inline uint64_t py_ld(uint64_t base, uint32_t off)
+/* The word at base + off; 0 where it cannot be read. */
+static inline uint64_t py_ld(const struct shm_hdr *h, uint64_t base, uint32_t off)
 {
-	return *(const volatile uint64_t *)(base + off);
+	uint64_t v;
+
+	return guest_page_ld(h, base + off, &v) ? 0 : v;
+}
+
+/* The byte at base + off; 0 where it cannot be read. */
+static inline uint8_t py_ld8(const struct shm_hdr *h, uint64_t base, uint32_t off)
+{
+	uint64_t a = base + off, w;
+
+	return guest_page_ld(h, a & ~7ULL, &w) ? 0 : (uint8_t)(w >> ((a & 7) * 8));
+}
+
+/* The int at base + off; INT32_MAX where it cannot be read. */
+static inline int32_t py_ld32(const struct shm_hdr *h, uint64_t base, uint32_t off)
+{
+	uint64_t a = base + off, w;
+
+	if (a & 3)
+		return guest_page_ld(h, a, &w) ? 0x7fffffff : (int32_t)w;
+	return guest_page_ld(h, a & ~7ULL, &w) ? 0x7fffffff : (int32_t)(w >> ((a & 4) * 8));
 }
 
 /* The packed word of a frame: code, instruction index (code units), end bit. */
@@ -88,7 +110,8 @@ static inline uint64_t py_word(uint64_t code, int64_t idx, int end)
  */
 #define PY_NONE_SKIP 63	/* samples of a thread without Python skipped before a new look */
 
-static unsigned py_walk(struct shm_hdr *h, struct shm_counter *c, uint64_t *out, unsigned max)
+static NOINLINE unsigned py_walk(struct shm_hdr *h, struct shm_counter *c, uint64_t *out,
+				unsigned max)
 {
 	struct shm_py *p = &h->py;
 	uint32_t kind = p->kind;
@@ -127,19 +150,19 @@ static unsigned py_walk(struct shm_hdr *h, struct shm_counter *c, uint64_t *out,
 	if (c->py_none_self == py_self())
 		c->py_none_self = 0;
 	lock_inc(&p->found);
-	f = py_ld(ts, p->ts_frame);
+	f = py_ld(h, ts, p->ts_frame);
 	if ((kind == SHM_PY_311 || kind == SHM_PY_312) && py_ok(f))
-		f = py_ld(f, p->cf_current_frame);
+		f = py_ld(h, f, p->cf_current_frame);
 	/* a chain longer than this is a loop */
 	for (guard = 0; py_ok(f) && n < max && guard < 4 * SHM_PY_MAX_FRAMES; guard++,
-	     f = py_ld(f, p->fr_back)) {
+	     f = py_ld(h, f, p->fr_back)) {
 		int64_t idx;
 		uint8_t owner = 0;
 		int entry;
 
-		code = py_ld(f, p->fr_code);
+		code = py_ld(h, f, p->fr_code);
 		if (kind >= SHM_PY_311) {
-			owner = *(const volatile uint8_t *)(f + p->fr_owner);
+			owner = py_ld8(h, f, p->fr_owner);
 			if (owner == SHM_PY_OWNED_BY_CSTACK) {
 				if (n)
 					out[n - 1] |= SHM_PY_WORD_END;
@@ -147,22 +170,22 @@ static unsigned py_walk(struct shm_hdr *h, struct shm_counter *c, uint64_t *out,
 			}
 		}
 		if (!py_ok(code)) {
-			if (kind == SHM_PY_311 && n && *(const volatile uint8_t *)(f + p->fr_is_entry))
+			if (kind == SHM_PY_311 && n && py_ld8(h, f, p->fr_is_entry))
 				out[n - 1] |= SHM_PY_WORD_END;
 			continue;
 		}
 		if (kind <= SHM_PY_310) {
-			idx = *(const volatile int32_t *)(f + p->fr_lasti);
+			idx = py_ld32(h, f, p->fr_lasti);
 			if (kind == SHM_PY_38 && idx >= 0)
 				idx /= 2;
 			out[n++] = py_word(code, idx, 1);
 			continue;
 		}
 		first = code + p->co_code_adaptive;
-		idx = ((int64_t)py_ld(f, p->fr_lasti) - (int64_t)first) / 2;
-		entry = kind == SHM_PY_311 && *(const volatile uint8_t *)(f + p->fr_is_entry);
+		idx = ((int64_t)py_ld(h, f, p->fr_lasti) - (int64_t)first) / 2;
+		entry = kind == SHM_PY_311 && py_ld8(h, f, p->fr_is_entry);
 		if (owner != SHM_PY_OWNED_BY_GENERATOR &&
-		    idx < *(const volatile int32_t *)(code + p->co_firsttraceable)) {
+		    idx < py_ld32(h, code, p->co_firsttraceable)) {
 			if (entry && n)		/* not started: no line yet */
 				out[n - 1] |= SHM_PY_WORD_END;
 			continue;

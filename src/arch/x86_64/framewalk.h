@@ -33,22 +33,30 @@ struct walk_log {
 };
 
 /* Memory the walk may read: the target's [lo, hi) is at base in ours;
- * log, if not NULL, records every word read through it. */
+ * log, if not NULL, records every word read through it; ctx is WALK_LOAD's. */
 struct walk_window {
 	const uint8_t *base;
 	uint64_t lo, hi;
 	struct walk_log *log;
+	const void *ctx;
 };
 
 typedef uint64_t __attribute__((may_alias, aligned(1))) walk_word_t;
+
+/* How the word at p is read through window w: 0 or -1. The agent reads
+ * its target's stack through a load the tool recovers from (agent.c,
+ * guest_page_ld); the tool walks copies in its own memory. */
+#ifndef WALK_LOAD
+#define WALK_LOAD(w, p, v)	(*(v) = *(const walk_word_t *)(p), 0)
+#endif
 
 /* Read the word at the target's addr through w: 0, or -1 outside it
  * (addr comes from the stack: no sum may wrap). */
 static inline int walk_read(const struct walk_window *w, uint64_t addr, uint64_t *v)
 {
-	if (addr < w->lo || w->hi - w->lo < 8 || addr - w->lo > w->hi - w->lo - 8)
+	if (addr < w->lo || w->hi - w->lo < 8 || addr - w->lo > w->hi - w->lo - 8 ||
+	    WALK_LOAD(w, w->base + (addr - w->lo), v))
 		return -1;
-	*v = *(const walk_word_t *)(w->base + (addr - w->lo));
 	if (w->log) {
 		if (w->log->n < SHM_MEMO_READS) {
 			w->log->off[w->log->n] = (uint32_t)(addr - w->lo);

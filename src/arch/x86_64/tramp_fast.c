@@ -497,5 +497,17 @@ int tramp_fast_agent_install(uint8_t *buf, size_t bufsz, uint64_t at,
 	memcpy(buf, agent_blob, n);
 	env->agent_alloc = at + AGENT_OFF_ALLOC;
 	env->agent_free = at + AGENT_OFF_FREE;
+	env->fault_at[0] = at + AGENT_OFF_GUEST_LD_AT;
+	env->fault_fix[0] = at + AGENT_OFF_GUEST_LD_FIX;
+	env->fault_at[1] = at + AGENT_OFF_GUEST_FS0_AT;
+	env->fault_fix[1] = at + AGENT_OFF_GUEST_FS0_FIX;
+	return 0;
+}
+
+uint64_t tramp_fast_fault_fix(const struct tramp_fast_env *env, uint64_t ip)
+{
+	for (int i = 0; i < 2; i++)
+		if (env->fault_at[i] && ip == env->fault_at[i])
+			return env->fault_fix[i];
 	return 0;
 }

@@ -138,6 +138,8 @@ struct tramp_fast_env {
 	uint64_t data;		/* DATA view (struct shm_hdr) in the target */
 	uint64_t agent_alloc;	/* agent entry points in the CODE view */
 	uint64_t agent_free;
+	uint64_t fault_at[2];	/* the agent's loads that may fault (guest_ld, guest_fs0) */
+	uint64_t fault_fix[2];	/* and where each resumes if it did */
 	int plain_sub;		/* 1: sub without lock on the counter (see above) */
 };
 
@@ -172,5 +174,12 @@ size_t tramp_fast_agent_size(void);
  */
 int tramp_fast_agent_install(uint8_t *buf, size_t bufsz, uint64_t at,
 			     struct tramp_fast_env *env);
+
+/*
+ * Where a thread that faulted at ip resumes: the fixup of the agent's
+ * load at ip (the load then returns its failure), or 0 if ip is not one
+ * of them (env as tramp_fast_agent_install set it).
+ */
+uint64_t tramp_fast_fault_fix(const struct tramp_fast_env *env, uint64_t ip);
 
 #endif
