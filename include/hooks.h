@@ -53,6 +53,9 @@ struct hook {
 	enum hook_kind kind;
 	uint64_t addr;          /* runtime address of the function */
 	uint64_t size;          /* st_size: length of the body, 0 if unknown */
+	uint64_t own_lo, own_hi; /* the allocator's own code around it: the function and
+				  * its neighbours that are no one else's (hooks.c,
+				  * own_extent); own_hi 0 if unknown */
 	const char *names[HOOK_MAX_NAMES]; /* static strings, table order */
 	size_t nnames;
 	const struct proc_map *map; /* mapping holding addr; points into the caller's maps */

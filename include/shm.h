@@ -119,6 +119,7 @@
 #define SHM_MEMO_SIZE   1088                    /* bytes of struct shm_memo */
 #define SHM_SCRATCH_SIZE 12288                  /* bytes of the agent's scratch per slot */
 #define SHM_BAD_PAGES   16                      /* pages a guarded read faulted on, kept */
+#define SHM_NEST_RANGES 8                       /* ranges of the allocator's own code */
 /*
  * A ring's first pass: each page the agent writes for the first time would
  * be a page fault in the writing thread (about 11 us on a virtual machine
@@ -345,8 +346,7 @@ struct shm_hdr {
 	volatile uint64_t drops;        /* events lost: ring full (lock inc) */
 	volatile uint64_t no_stack_copy; /* set by the agent once process_vm_readv
 					 * is refused (seccomp): later misses send no copy */
-	uint64_t nest_lo, nest_hi;      /* the hooked allocator's own text: a call made from
-					 * there (realloc calling malloc) is nested */
+	uint64_t reserved[2];           /* free (was one span of nested calls: nest[]) */
 	volatile uint64_t wait_giveup;  /* CLOCK_MONOTONIC ns when an exact-mode writer
 					 * last gave up waiting for room (1 s cap) */
 	uint64_t gap_mul;       /* rate * ln 2 in 48.16 fixed point (shm_exp_gap);
@@ -418,6 +418,18 @@ struct shm_hdr {
 	 * walks a fault (a ptrace stop each) until the frame table changes.
 	 */
 	volatile uint64_t bad_pages[SHM_BAD_PAGES] __attribute__((aligned(64)));
+
+	/*
+	 * The hooked allocator's own code, written by the tool: a call whose
+	 * return address lies in one of the first nest_n ranges (realloc
+	 * calling malloc, through the allocator's helpers) is nested. Only
+	 * the allocator's functions and their neighbours that are no one
+	 * else's (hooks.c, own_extent): an allocator linked into a program
+	 * leaves the program's code out.
+	 */
+	uint32_t nest_n;
+	uint32_t pad5;
+	struct shm_range nest[SHM_NEST_RANGES];
 };
 
 _Static_assert(sizeof(struct shm_hdr) <= SHM_OFF_COUNTERS, "the header is one page");

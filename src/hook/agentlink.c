@@ -606,7 +606,7 @@ static const struct {
 #define F(f) { offsetof(struct shm_hdr, f), sizeof(((struct shm_hdr *)0)->f), #f }
 	F(magic), F(version), F(flags), F(total_size), F(data_remote), F(code_remote),
 	F(code_size), F(tool_pid), F(target_pid), F(ring_size), F(rate), F(npatches),
-	F(max_depth), F(patches), F(nest_lo), F(nest_hi), F(gap_mul), F(stats_kind), F(stats_fn),
+	F(max_depth), F(patches), F(nest_n), F(nest), F(gap_mul), F(stats_kind), F(stats_fn),
 	F(stats_n), F(stats_names), F(fp_n), F(fp), F(py.kind), F(py.max_frames), F(py.holder),
 	F(py.threads_head), F(py.ts_next), F(py.ts_thread_id), F(py.ts_frame),
 	F(py.cf_current_frame), F(py.fr_back), F(py.fr_code), F(py.fr_lasti), F(py.fr_owner),

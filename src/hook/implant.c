@@ -46,7 +46,8 @@ struct implant {
 	size_t npatches;
 	struct region regions[IMPLANT_MAX_REGIONS];
 	size_t nregions;
-	uint64_t nest_lo, nest_hi;      /* hooked allocator text: calls from there are nested */
+	struct shm_range nest[SHM_NEST_RANGES]; /* the allocator's own code: calls from */
+	uint32_t nest_n;                        /* there are nested (nest_ranges) */
 	uint64_t leftover_lo[IMPLANT_MAX_REGIONS], leftover_hi[IMPLANT_MAX_REGIONS];
 	size_t nleftovers;
 	size_t left;                    /* views implant_remove had to leave mapped */
@@ -257,8 +258,8 @@ static void fill_header(const struct implant *im, struct shm_hdr *h, uint64_t co
 	h->code_size = REGION_CODE;
 	h->tool_pid = getpid();
 	h->target_pid = im->p.pid;
-	h->nest_lo = im->nest_lo;
-	h->nest_hi = im->nest_hi;
+	h->nest_n = im->nest_n;
+	memcpy(h->nest, im->nest, sizeof(h->nest));
 	__atomic_store_n(&h->magic, SHM_MAGIC, __ATOMIC_RELEASE);
 }
 
@@ -512,29 +513,65 @@ static int record_patch(struct implant *im, const struct patch *p)
 	return 0;
 }
 
-/* The span of the allocator's own hooked functions (in malloc's object):
- * an allocation whose caller is in there was made by another hooked call. */
-static void nest_range(struct implant *im)
+static int cmp_range(const void *a, const void *b)
+{
+	const struct shm_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/*
+ * The allocator's own code (in malloc's object), where a call to an
+ * entry point was made by another hooked call: each hooked function's
+ * own extent (hooks.c: the function and its neighbours that are no one
+ * else's), merged; past SHM_NEST_RANGES the closest ones are joined.
+ */
+static void nest_ranges(struct implant *im)
 {
 	const struct hook_set *set = im->hooks;
+	struct shm_range r[64];
 	const char *obj = NULL;
+	size_t n = 0, k = 0;
 
-	im->nest_lo = im->nest_hi = 0;
+	im->nest_n = 0;
 	for (size_t i = 0; i < set->n && !obj; i++)
 		if (set->v[i].kind == HOOK_ALLOC && !set->v[i].forwards)
 			obj = set->v[i].path;
-	for (size_t i = 0; i < set->n && obj; i++) {
+	for (size_t i = 0; i < set->n && obj && n < 64; i++) {
 		const struct hook *h = &set->v[i];
 
-		if (h->forwards || h->unsupported || !h->size || !h->path || strcmp(h->path, obj))
+		if (h->forwards || h->unsupported || !h->path || strcmp(h->path, obj))
 			continue;
-		if (!im->nest_lo || h->addr < im->nest_lo)
-			im->nest_lo = h->addr;
-		if (h->addr + h->size > im->nest_hi)
-			im->nest_hi = h->addr + h->size;
+		if (h->own_hi > h->own_lo)
+			r[n++] = (struct shm_range){ h->own_lo, h->own_hi };
+		else if (h->size)
+			r[n++] = (struct shm_range){ h->addr, h->addr + h->size };
 	}
-	if (im->nest_hi - im->nest_lo > (64u << 20))
-		im->nest_lo = im->nest_hi = 0;	/* implausible: check our code only */
+	qsort(r, n, sizeof(r[0]), cmp_range);
+	for (size_t i = 0; i < n; i++) {	/* merge the overlapping */
+		if (k && r[i].lo <= r[k - 1].hi) {
+			if (r[i].hi > r[k - 1].hi)
+				r[k - 1].hi = r[i].hi;
+		} else {
+			r[k++] = r[i];
+		}
+	}
+	n = k;
+	while (n > SHM_NEST_RANGES) {	/* join across the smallest gap */
+		size_t best = 0;
+
+		for (size_t i = 1; i + 1 < n; i++)
+			if (r[i + 1].lo - r[i].hi < r[best + 1].lo - r[best].hi)
+				best = i;
+		r[best].hi = r[best + 1].hi;
+		memmove(&r[best + 1], &r[best + 2], (n - best - 2) * sizeof(r[0]));
+		n--;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (r[i].hi - r[i].lo > (64u << 20))
+			continue;	/* implausible: left out */
+		im->nest[im->nest_n++] = r[i];
+	}
 }
 
 int implant_install(struct implant *im, const struct hook_set *set)
@@ -543,7 +580,7 @@ int implant_install(struct implant *im, const struct hook_set *set)
 	int rc;
 
 	im->hooks = set;
-	nest_range(im);
+	nest_ranges(im);
 	free(im->patches);
 	im->patches = xcalloc(set->n ? set->n : 1, sizeof(*im->patches));
 	for (size_t i = 0; i < set->n; i++) {
@@ -634,7 +671,12 @@ int implant_in_region(const struct implant *im, uint64_t addr)
 
 int implant_nested(const struct implant *im, uint64_t ip)
 {
-	return implant_in_region(im, ip) || (ip >= im->nest_lo && ip < im->nest_hi);
+	if (implant_in_region(im, ip))
+		return 1;
+	for (uint32_t i = 0; i < im->nest_n; i++)
+		if (ip >= im->nest[i].lo && ip < im->nest[i].hi)
+			return 1;
+	return 0;
 }
 
 int implant_in_flight(struct implant *im, pid_t tid)

@@ -746,6 +746,128 @@ static void mark_forwards(struct hook_set *set, const struct objlist *l)
 	}
 }
 
+/* ---- the allocator's own code around each entry point ---- */
+
+#define OWN_MAX (4u << 20)          /* the most code one extent takes */
+
+/* A function of an object, by its start; own: the allocator's (own_extent). */
+struct fn_sym {
+	uint64_t value, end;
+	int own;
+};
+
+static int cmp_fn_sym(const void *a, const void *b)
+{
+	const struct fn_sym *x = a, *y = b;
+
+	return x->value < y->value ? -1 : x->value > y->value;
+}
+
+/* Names of allocator functions that are not entry points we hook (their
+ * public API beside them, and glibc's and jemalloc's prefixed ones). */
+static int allocator_name(const char *name)
+{
+	static const char *const prefixes[] = {
+		"malloc", "mallinfo", "mallopt", "__libc_", "__malloc", "_int_", "mi_", "_mi_",
+		"je_", "tc_", "tcmalloc", "MallocExtension", "sdallocx", "nallocx", "dallocx",
+		"sallocx", "rallocx", "xallocx", "mallctl", "cfree",
+	};
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
+			return 1;
+	return 0;
+}
+
+/* Whether a hook of set in path sits at addr (runtime). */
+static int hooked_at(const struct hook_set *set, const char *path, uint64_t addr)
+{
+	for (size_t i = 0; i < set->n; i++)
+		if (set->v[i].addr == addr && !strcmp(set->v[i].path, path))
+			return 1;
+	return 0;
+}
+
+/*
+ * h's extent in o (struct hook, own_lo/own_hi): its function, then its
+ * neighbours in address order as long as they are the allocator's: hooked
+ * too, local (a static or hidden helper: the object's own) or named as an
+ * allocator's function, never past another global function (the code of
+ * whoever linked the allocator in with malloc and free placed apart). The
+ * code between two such functions is taken with them. Nothing if h's
+ * function is not among the symbols.
+ */
+static void own_extent(const struct obj *o, const struct hook_set *set, struct hook *h)
+{
+	size_t n, m = 0, k = 0, at = 0, lo, hi;
+	const struct elfobj_sym *syms = elfobj_syms(o->elf, &n);
+	struct fn_sym *v = xcalloc(n ? n : 1, sizeof(*v));
+	uint64_t want = h->addr - o->bias;
+	int found = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct elfobj_sym *s = &syms[i];
+
+		if ((s->type != STT_FUNC && s->type != STT_GNU_IFUNC) || s->shndx == SHN_UNDEF)
+			continue;
+		v[m].value = s->value;
+		v[m].end = s->value + s->size;
+		v[m].own = s->bind == STB_LOCAL || allocator_name(s->name) ||
+			   hooked_at(set, h->path, o->bias + s->value);
+		m++;
+	}
+	qsort(v, m, sizeof(*v), cmp_fn_sym);
+	/* aliases at one address: one function, the allocator's if any name says so */
+	for (size_t i = 0; i < m; i++) {
+		if (k && v[k - 1].value == v[i].value) {
+			v[k - 1].own |= v[i].own;
+			if (v[i].end > v[k - 1].end)
+				v[k - 1].end = v[i].end;
+		} else {
+			v[k++] = v[i];
+		}
+	}
+	m = k;
+	for (size_t i = 0; i < m && !found; i++)
+		if (v[i].value == want) {
+			at = i;
+			found = 1;
+		}
+	if (found) {
+		uint64_t end = v[at].end > want + h->size ? v[at].end : want + h->size;
+
+		for (lo = at; lo > 0 && v[lo - 1].own && end - v[lo - 1].value <= OWN_MAX; lo--)
+			;
+		for (hi = at; hi + 1 < m && v[hi + 1].own && v[hi + 1].end - v[lo].value <= OWN_MAX;
+		     hi++)
+			if (v[hi + 1].end > end)
+				end = v[hi + 1].end;
+		h->own_lo = o->bias + v[lo].value;
+		h->own_hi = o->bias + end;
+	}
+	free(v);
+}
+
+/* Each hook's own extent (own_extent), in the object that defines it. */
+static void mark_own(struct hook_set *set, const struct objlist *l)
+{
+	for (size_t i = 0; i < set->n; i++) {
+		struct hook *h = &set->v[i];
+
+		for (size_t k = 0; k < l->n; k++) {
+			const struct obj *o = &l->v[k];
+
+			if (o->elf && o->have_bias && !strcmp(o->map->path, h->path)) {
+				own_extent(o, set, h);
+				break;
+			}
+		}
+		if (h->own_hi)
+			pr_debug("%s in %s: the allocator's own code around it is %#" PRIx64
+				 "-%#" PRIx64, h->names[0], h->path, h->own_lo, h->own_hi);
+	}
+}
+
 /* The index of name in hook_names, through the sorted index; -1 if absent. */
 static int name_index(const uint16_t *sorted, const char *name)
 {
@@ -858,6 +980,7 @@ int hooks_resolve_target(struct target *t, pid_t pid, const struct proc_maps *ma
 		}
 	}
 	mark_forwards(set, &l);
+	mark_own(set, &l);
 	ret = set->n ? 0 : -ENOENT;
 	if (ret && is_static)
 		pr_err("static executable %s has no symbol table (stripped?)", l.v[0].map->path);

@@ -769,10 +769,20 @@ static int live_del(struct shm_hdr *h, uint64_t ptr)
 	return *(volatile uint64_t *)&w[SHM_LIVE_WAYS - 1] & SHM_LIVE_OVERFLOW;
 }
 
-/* A call made from our code or from inside the hooked allocator itself. */
+/* A call made from our code or from inside the hooked allocator itself
+ * (its ranges read as they are: the target can write them). */
 static inline int nested_call(const struct shm_hdr *h, uint64_t ip)
 {
-	return ip - h->code_remote < h->code_size || ip - h->nest_lo < h->nest_hi - h->nest_lo;
+	uint32_t n = *(const volatile uint32_t *)&h->nest_n;
+
+	if (ip - h->code_remote < h->code_size)
+		return 1;
+	if (n > SHM_NEST_RANGES)
+		n = SHM_NEST_RANGES;
+	for (uint32_t i = 0; i < n; i++)
+		if (ip - h->nest[i].lo < h->nest[i].hi - h->nest[i].lo)
+			return 1;
+	return 0;
 }
 
 /* Bytes of the string at s with its terminator, in units of unit bytes (1 or 2). */
