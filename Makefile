@@ -57,7 +57,8 @@ $(B)/%.o: %.c
 
 # The in-target agent: freestanding, never instrumented (own flags, not
 # CFLAGS), linked flat at 0 and embedded as a blob; gen/agent_syms.h gives
-# the entry offsets. No undefined symbols, data, bss or absolute relocations.
+# the entry offsets. No undefined symbols, data, bss or absolute relocations,
+# and its frames within what the budget counts for them (agent.h, AGENT_STACK).
 AGENT_CFLAGS := -std=gnu11 -O2 -Wall -Wextra -ffreestanding -fno-builtin -nostdlib \
 	-fPIC -fno-plt -fvisibility=hidden -fno-stack-protector -fno-jump-tables \
 	-fno-asynchronous-unwind-tables -fno-unwind-tables -fno-exceptions \
@@ -66,7 +67,12 @@ AGENT_CFLAGS := -std=gnu11 -O2 -Wall -Wextra -ffreestanding -fno-builtin -nostdl
 
 $(B)/gen/agent.o: $(AGENT_SRC)
 	@mkdir -p $(dir $@)
-	$(QCC)$(CC) $(AGENT_CFLAGS) -c -o $@ $< || { rm -f $@; exit 1; }
+	$(QCC)$(CC) $(AGENT_CFLAGS) -fstack-usage -c -o $@ $< || { rm -f $@; exit 1; }
+	$(Q)blob=$$(sed -n 's/^#define AGENT_STACK_BLOB[[:space:]]*\([0-9]*\).*/\1/p' src/arch/$(ARCH)/agent.h); \
+	used=$$(awk -F'\t' '{ s += $$2 } END { print s + 0 }' $(B)/gen/agent.su); \
+	if [ -z "$$blob" ] || [ "$$used" -gt "$$blob" ]; then \
+		echo "$@: the blob's frames take $$used bytes of stack, AGENT_STACK_BLOB (agent.h) $$blob"; \
+		rm -f $@; exit 1; fi
 	$(Q)if [ -n "$$(nm -u $@)" ]; then echo "$@: undefined symbols: $$(nm -u $@)"; rm -f $@; exit 1; fi
 	$(Q)if readelf -rW $@ | grep -Eq 'R_X86_64_(64|32|32S|GOT|COPY|GLOB|JUMP|RELATIVE)'; then \
 		echo "$@: absolute or GOT relocation"; readelf -rW $@; rm -f $@; exit 1; fi

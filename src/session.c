@@ -503,14 +503,19 @@ static void warm_step(struct session *s)
 
 /* ---- fast mode: the agent decides in the target, events come through rings ---- */
 
-/* Before the attach: rings sized to the target's memory cgroup, and the link. */
+/* Before the attach: rings sized to the target's limits (budget.h), and the link. */
 static int fast_prepare(struct session *s)
 {
 	struct agent_link_params lp;
+	struct budget_ask ask = {
+		.agent = 1,
+		.exact = s->opt->sample_rate == 1,
+		.ring_want = agent_link_ring_size(s->opt->sample_rate),
+		.depth = shm_depth(s->opt->max_depth),
+	};
 	int rc;
 
-	rc = membudget_plan(s->pid, s->opt->sample_rate == 1,
-			    agent_link_ring_size(s->opt->sample_rate), &s->mem);
+	rc = membudget_plan(s->pid, &ask, &s->mem);
 	if (rc)
 		return rc;
 	lp = (struct agent_link_params){
@@ -607,8 +612,9 @@ static void fast_loop(struct session *s)
 
 static int trap_prepare(struct session *s)
 {
-	membudget_nothing(&s->mem);
-	return 0;
+	const struct budget_ask ask = { .agent = 0 };
+
+	return membudget_plan(s->pid, &ask, &s->mem);
 }
 
 static void trap_loop(struct session *s)

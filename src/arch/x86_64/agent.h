@@ -63,6 +63,22 @@ struct agent_frame {
 	uint64_t ret;		/* the caller's return address */
 };
 
+/*
+ * What one hooked call adds to the stack of the thread that made it:
+ * the trampoline's frame (AGENT_STACK_TRAMP: struct agent_frame, the
+ * pushes around it, the alignment), the agent's own frames
+ * (AGENT_STACK_BLOB: the Makefile sums gcc's -fstack-usage of every
+ * function of the blob, none recursive, and fails the build above it),
+ * and the frames a walk gathers there (8 bytes each: the depth, the
+ * Python words). An allocator statistics request (shm.h, stats_*) also
+ * calls the target's own function on top of that: its stack is the
+ * target's.
+ */
+#define AGENT_STACK_TRAMP	512
+#define AGENT_STACK_BLOB	3072
+#define AGENT_STACK(depth)	(AGENT_STACK_TRAMP + AGENT_STACK_BLOB + \
+				 8 * ((uint64_t)(depth) + SHM_PY_MAX_FRAMES + 1))
+
 /* The state right after the allocator returned to its caller (ip = the
  * return address, sp = entry rsp + 8), from its trampoline's frame. */
 static inline void agent_frame_regs(const struct agent_frame *f, struct frame_regs *r)
