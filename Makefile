@@ -21,10 +21,10 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(B)/tools/%)
-FIX_C    := $(filter-out fixtures/swaplib.c,$(wildcard fixtures/*.c))
+FIX_C    := $(filter-out fixtures/swaplib.c fixtures/sharefs_alloc.c,$(wildcard fixtures/*.c))
 FIX_CXX  := $(wildcard fixtures/*.cc)
 FIX_BIN  := $(FIX_C:fixtures/%.c=$(B)/fixtures/%) $(FIX_CXX:fixtures/%.cc=$(B)/fixtures/%) \
-	    $(B)/fixtures/libswapa.so $(B)/fixtures/libswapb.so
+	    $(B)/fixtures/libswapa.so $(B)/fixtures/libswapb.so $(B)/fixtures/libsharefs_alloc.so
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 
@@ -115,12 +115,21 @@ FIX_STUB = for f in $(FIX_FLAGS); do case $$f in /*) [ -e "$$f" ] || { \
 
 $(B)/fixtures/%: fixtures/%.c $(wildcard fixtures/*.h) $(wildcard include/*.h)
 	@mkdir -p $(dir $@)
-	$(QCC)$(FIX_STUB); $(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -Ifixtures -o $@ $< $(FIX_FLAGS)
+	$(QCC)$(FIX_STUB); $(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -Ifixtures -o $@ $< $(FIX_FLAGS) $(FIX_LIBS)
 
 # fixtures/dlswap's two libraries: one source, other names, one size
 $(B)/fixtures/libswapa.so $(B)/fixtures/libswapb.so: $(B)/fixtures/libswap%.so: fixtures/swaplib.c
 	@mkdir -p $(dir $@)
 	$(QCC)$(CC) -O1 -g -fno-omit-frame-pointer -shared -fPIC -DSWAP_$$(echo $* | tr a-z A-Z) -o $@ $<
+
+# fixtures/sharefs's allocator, in a library of its own: an allocator's
+# text is where nested calls come from, so not the program's
+$(B)/fixtures/libsharefs_alloc.so: fixtures/sharefs_alloc.c
+	@mkdir -p $(dir $@)
+	$(QCC)$(CC) -O1 -g -fno-omit-frame-pointer -shared -fPIC -o $@ $<
+
+$(B)/fixtures/sharefs: $(B)/fixtures/libsharefs_alloc.so
+$(B)/fixtures/sharefs: FIX_LIBS = -L$(B)/fixtures -lsharefs_alloc -Wl,-rpath,'$$ORIGIN'
 
 $(B)/fixtures/%: fixtures/%.cc $(wildcard fixtures/*.h)
 	@mkdir -p $(dir $@)

@@ -688,10 +688,20 @@ static void on_reader_moved(void *arg, pid_t tid)
 		agent_link_set_pid(s->link, tid);
 }
 
+/* Before a new thread runs: can exact mode's accounting tell it apart? */
+static void on_new_thread(void *arg, struct thread *th)
+{
+	struct session *s = arg;
+
+	if (s->link)
+		agent_link_xacct_thread(s->link, &s->tr, th);
+}
+
 static const struct events_ops session_events = {
 	.fork_child = on_fork_child,
 	.syscall_stop = on_syscall_stop,
 	.reader_moved = on_reader_moved,
+	.new_thread = on_new_thread,
 };
 
 /* ---- attach and detach ---- */
