@@ -200,7 +200,7 @@ int agent_link_xacct_threads(struct agent_link *l, struct tracee *tr)
 {
 	uint64_t *tps;
 	size_t n = 0;
-	const char *why = NULL;
+	const char *why = NULL, *whose = "a thread's ";
 	int gone;
 
 	if (!l->xslots)
@@ -222,13 +222,17 @@ int agent_link_xacct_threads(struct agent_link *l, struct tracee *tr)
 	}
 	qsort(tps, n, sizeof(*tps), cmp_u64);
 	for (size_t i = 1; i < n && !why; i++)
-		if (tps[i] == tps[i - 1])
+		if (tps[i] == tps[i - 1]) {
 			why = "two threads share a thread pointer";
-	if (!why && !n)
+			whose = "";
+		}
+	if (!why && !n) {
 		why = "no thread's thread pointer could be read";
+		whose = "";
+	}
 	free(tps);
 	if (why) {
-		pr_debug("in-target accounting off: a thread's %s", why);
+		pr_debug("in-target accounting off: %s%s", whose, why);
 		l->xslots = 0;
 		return 0;
 	}
