@@ -18,6 +18,7 @@
 #include "memcg.h"
 #include "proc_limits.h"
 #include "profile.h"
+#include "tracee.h"
 
 /* Whether dir is inside (or is) the cgroup directory top. */
 static int within(const char *dir, const char *top)
@@ -75,12 +76,13 @@ void membudget_set_xlive(struct membudget *m, uint64_t slots)
 
 int membudget_plan(pid_t pid, const struct budget_ask *ask, struct membudget *out)
 {
+	pid_t live = tracee_live_tid(pid);	/* a leader gone before its threads has no maps */
 	char why[MEMCG_PATH_MAX + 480];
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	out->ask = *ask;
-	membudget_room(pid, &out->room);
+	membudget_room(live > 0 ? live : pid, &out->room);
 	rc = budget_fit(ask, &out->room, &out->cost, why, sizeof(why));
 	if (rc) {
 		pr_err("cannot attach to %d%s: %s", pid, ask->exact ? " in exact mode" : "", why);
