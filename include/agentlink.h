@@ -63,19 +63,33 @@ uint64_t agent_link_data_size(uint64_t ring_size, uint64_t xlive_slots);
 /*
  * Exact mode's in-target accounting (shm.h, SHM_F_XACCT): the xlive slots,
  * budget (membudget.h's xlive_slots) unless HEAPATTACH_NO_XACCT is set.
- * Where the kernel does not let the agent read its threads' fs base
- * (AT_HWCAP2's FSGSBASE), agent_link_xacct_threads decides at the attach.
+ * agent_link_xacct_threads decides at the attach whether the agent can
+ * tell its threads apart.
  */
 uint64_t agent_link_xacct_slots(uint64_t budget);
 struct tracee;
+struct thread;
 /*
  * At the attach, every thread of tr stopped, before the area is sized:
- * where the agent must take its threads' ids from %fs:0 (SHM_F_XTP), keep
- * accounting only if every live thread but a vfork child has its thread
- * pointer there (arch_xacct_tp_check), no two share one, and at least one
- * was checked. Returns whether accounting stays on.
+ * keep accounting only if the agent can tell every live thread but a vfork
+ * child from the others by its id: its fs base (each thread's tp), no two
+ * the same, at least one read; where the agent must take it from %fs:0
+ * (SHM_F_XTP), every thread's thread pointer there too
+ * (arch_xacct_tp_check). Returns whether accounting stays on.
  */
-int agent_link_xacct_threads(struct agent_link *l, const struct tracee *tr);
+int agent_link_xacct_threads(struct agent_link *l, struct tracee *tr);
+/*
+ * A new thread th of tr at its first stop, before it ran: its id read
+ * (th->tp) and compared with every other live thread's. One the agent
+ * cannot tell from another's (the same fs base: a clone without
+ * CLONE_SETTLS; with SHM_F_XTP, a first TLS word that is not its thread
+ * pointer; registers that cannot be read) closes the lanes for good
+ * (SHM_F_XSHARED, said once): every later allocation is an event, and the
+ * profile stays exact. Returns whether the lanes are open (0: no
+ * accounting). Before the area is set up nothing is read: the attach's
+ * agent_link_xacct_threads reads every thread.
+ */
+int agent_link_xacct_thread(struct agent_link *l, struct tracee *tr, struct thread *th);
 /*
  * Read the figures the agent accounted (SHM_F_XACCT) into the profile
  * anew (profile_xacct_*): the (stack, size) counts of every lane and the

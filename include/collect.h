@@ -27,6 +27,13 @@ struct collect_ctx {
  * -errno on error. */
 int collect_trap(const struct collect_ctx *c, pid_t tid, int record);
 
+/* Bytes of each region's data part in trap mode: the header a successor
+ * reads (recover.c). */
+#define COLLECT_DATA_SIZE 4096
+/* What a trampoline and its traps push on the stack of the thread that
+ * made a hooked call (tramp.h, bkpt.h: 7 words), rounded up. */
+#define COLLECT_STACK 128
+
 /* The trap mode's implant backend (no arg). */
 extern const struct implant_ops collect_implant_ops;
 

@@ -21,6 +21,9 @@ struct events_ops {
 	/* The thread the target is read through has exited: read it through
 	 * tid from now on. */
 	void (*reader_moved)(void *arg, pid_t tid);
+	/* A new thread of the target at its first stop, before it ran any
+	 * code (its registers can be read). May be NULL. */
+	void (*new_thread)(void *arg, struct thread *th);
 };
 
 /* The calls to the kernel events makes: ptrace and /proc (a test fakes them). */

@@ -1,4 +1,4 @@
-/* The target's memory cgroup: its limit and room (v1 and v2), and ring sizes that fit in it. */
+/* The target's memory cgroup: its limit and room (v1 and v2). */
 /* SPDX-License-Identifier: MIT */
 #ifndef HEAPATTACH_MEMCG_H
 #define HEAPATTACH_MEMCG_H
@@ -40,13 +40,6 @@ int memcg_locate(const char *cgroup, const char *mountinfo, struct memcg_info *o
 int memcg_measure(struct memcg_info *out, const char *top);
 /* Both, for process pid. 0, or -errno (then out->version is 0). */
 int memcg_read(pid_t pid, struct memcg_info *out);
-
-/*
- * The largest power of two in [min, want] such that nrings rings of it
- * plus fixed bytes fit in budget; 0 if not even min does.
- */
-uint64_t memcg_fit_ring(uint64_t budget, uint64_t want, uint64_t min, unsigned nrings,
-			uint64_t fixed);
 
 /* "512 KiB", "1.5 MiB", "3 GiB" into buf. */
 const char *memcg_fmt(uint64_t bytes, char *buf, size_t len);

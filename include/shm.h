@@ -179,6 +179,9 @@ struct shm_counter {
 			     * ABI's self-pointer), the kernel not allowing rdfsbase */
 #define SHM_F_NO_POPULATE 32 /* the target's seccomp filter may kill madvise: the agent
 			     * leaves a ring's first pass to page faults (SHM_RING_CHUNK) */
+#define SHM_F_XSHARED   64  /* with SHM_F_XACCT: threads were seen sharing a thread id (fs
+			     * base; a clone without CLONE_SETTLS): no lane is claimed or
+			     * counted in from then on (below) */
 
 /* shm_hdr.tool_alive: the futex word's owner-died bit and its id bits (futex(2)). */
 #define SHM_TOOL_DIED   0x40000000u
@@ -661,7 +664,13 @@ static inline uint32_t shm_ev_max_len(uint32_t depth, uint32_t npy)
  * Only the owner writes its lane's line and counters (plain adds: a
  * signal handler nesting on the same thread interrupts only between
  * instructions). A thread with no lane of its own takes the event path
- * for its allocations.
+ * for its allocations. Two threads with one fs base would both own a
+ * lane and lose each other's adds: the tool checks every thread it
+ * stopped at the attach, and every new one at its first stop, before it
+ * runs (agent_link_xacct_thread); a new one that shares a thread's id
+ * makes the tool set SHM_F_XSHARED, after which no lane is claimed or
+ * counted in: allocations take the event path, frees of blocks accounted
+ * before count in xforeign_*, and what the lanes hold stays as counted.
  *
  * An allocation: claim an xlive slot in its probe window (SHM_XPROBES
  * slots from shm_xlive_slot) whose ptr is 0 or 1 by cmpxchg to 2, store

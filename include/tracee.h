@@ -4,6 +4,7 @@
 #define HEAPATTACH_TRACEE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 enum thread_state {
@@ -20,6 +21,10 @@ struct thread {
 	int vfork_child;        /* a CLONE_VM child sharing the target's memory */
 	int mark;               /* scratch flag for one pass over the set */
 	int remote_ok;          /* its seccomp filters allow our remote syscalls (seccomp_plan.h) */
+	int fresh;              /* seen at its clone event: its first stop is still to come */
+	int exiting;            /* past its PTRACE_EVENT_EXIT: its thread pointer may be reused */
+	uint64_t tp;            /* its id for exact mode's accounting (its fs base), 0: not read
+				 * (agent_link_xacct_threads, agent_link_xacct_thread) */
 };
 
 struct tracee {

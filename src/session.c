@@ -503,14 +503,18 @@ static void warm_step(struct session *s)
 
 /* ---- fast mode: the agent decides in the target, events come through rings ---- */
 
-/* Before the attach: rings sized to the target's memory cgroup, and the link. */
+/* Before the attach: rings sized to the target's limits (budget.h), and the link. */
 static int fast_prepare(struct session *s)
 {
 	struct agent_link_params lp;
+	struct budget_ask ask = {
+		.agent = 1,
+		.exact = s->opt->sample_rate == 1,
+		.ring_want = agent_link_ring_size(s->opt->sample_rate),
+	};
 	int rc;
 
-	rc = membudget_plan(s->pid, s->opt->sample_rate == 1,
-			    agent_link_ring_size(s->opt->sample_rate), &s->mem);
+	rc = membudget_plan(s->pid, &ask, &s->mem);
 	if (rc)
 		return rc;
 	lp = (struct agent_link_params){
@@ -607,8 +611,9 @@ static void fast_loop(struct session *s)
 
 static int trap_prepare(struct session *s)
 {
-	membudget_nothing(&s->mem);
-	return 0;
+	const struct budget_ask ask = { .agent = 0 };
+
+	return membudget_plan(s->pid, &ask, &s->mem);
 }
 
 static void trap_loop(struct session *s)
@@ -689,11 +694,21 @@ static void on_reader_moved(void *arg, pid_t tid)
 		agent_link_set_pid(s->link, tid);
 }
 
+/* Before a new thread runs: can exact mode's accounting tell it apart? */
+static void on_new_thread(void *arg, struct thread *th)
+{
+	struct session *s = arg;
+
+	if (s->link)
+		agent_link_xacct_thread(s->link, &s->tr, th);
+}
+
 static const struct events_ops session_events = {
 	.fork_child = on_fork_child,
 	.syscall_stop = on_syscall_stop,
 	.fault_stop = on_fault_stop,
 	.reader_moved = on_reader_moved,
+	.new_thread = on_new_thread,
 };
 
 /* ---- attach and detach ---- */

@@ -99,6 +99,15 @@ static void release_fork_child(struct events *s, pid_t child)
 	pr_debug("released forked child %d", child);
 }
 
+/* The first stop of a new thread of the target: it has not run yet. */
+static void first_stop(struct events *s, struct thread *th)
+{
+	th->fresh = 0;
+	th->state = TS_STOPPED;
+	if (s->ops->new_thread)
+		s->ops->new_thread(s->arg, th);
+}
+
 /* A tid we do not know yet: a new thread whose clone event has not been
  * seen, or a vfork child; fork children are handled at their fork event. */
 static int unknown_tid(struct events *s, pid_t tid, int status)
@@ -109,6 +118,7 @@ static int unknown_tid(struct events *s, pid_t tid, int status)
 		return 0;
 	if (sys_of(s)->tgid(tid) == s->pid) {
 		th = tracee_add(s->tr, tid, TS_STOPPED);
+		first_stop(s, th);
 		return settle(s, th);
 	}
 	/* A child process that stopped before its parent's event: keep it until
@@ -132,7 +142,7 @@ static int on_ptrace_event(struct events *s, struct thread *th, int status)
 	case PTRACE_EVENT_CLONE:
 		/* The child's own stops may all have come first, exit included. */
 		if (!tracee_find(s->tr, child) && sys->alive(s->pid, child)) {
-			tracee_add(s->tr, child, TS_RUNNING);
+			tracee_add(s->tr, child, TS_RUNNING)->fresh = 1;
 			th = tracee_find(s->tr, th->tid);
 		}
 		break;
@@ -169,6 +179,7 @@ static int on_ptrace_event(struct events *s, struct thread *th, int status)
 		th->state = TS_STOPPED;
 		return 0;
 	case PTRACE_EVENT_EXIT:
+		th->exiting = 1;
 		proc_tid_leaves(s, th->tid);
 		break;
 	case PTRACE_EVENT_STOP:
@@ -202,6 +213,10 @@ int events_dispatch(void *arg, pid_t tid, int status)
 	}
 	if (!WIFSTOPPED(status))
 		return 0;
+	if (th->fresh) {
+		first_stop(s, th);
+		th = tracee_find(s->tr, tid);
+	}
 	sig = WSTOPSIG(status);
 	if (status >> 16) {
 		if ((status >> 16) == PTRACE_EVENT_STOP) {

@@ -135,6 +135,7 @@ struct agent_link {
 	/* Exact mode's in-target accounting (SHM_F_XACCT; xacct_*, below). */
 	uint64_t xslots;                /* slots of the xlive table; 0: no accounting */
 	int xtp;                        /* thread ids from %fs:0, not rdfsbase (SHM_F_XTP) */
+	int xshared;                    /* lanes closed (SHM_F_XSHARED): threads share an id */
 	uint64_t xbytes_seen;           /* the lanes' alloc_bytes at the last look (--interval) */
 	struct xpages {                 /* the pages of a region the agent has touched */
 		uint64_t off, n;        /* entries (16 bytes) from offset off of the area */
@@ -182,44 +183,64 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int agent_link_xacct_threads(struct agent_link *l, const struct tracee *tr)
+/* Thread tid's id for the agent's lanes (its fs base, into *id; with
+ * SHM_F_XTP the word there, which must be the same): NULL, or why the
+ * agent could not use it; *gone when that is because the thread exited. */
+static const char *thread_id(const struct agent_link *l, pid_t pid, pid_t tid, uint64_t *id,
+			     int *gone)
+{
+	int rc = arch_xacct_tp_check(pid, tid, id);
+
+	*gone = rc < 0 && !tracee_thread_alive(pid, tid);
+	if (rc < 0)
+		return "registers cannot be read";
+	if (!rc && l->xtp)
+		return "first TLS word is not its thread pointer";
+	return NULL;
+}
+
+int agent_link_xacct_threads(struct agent_link *l, struct tracee *tr)
 {
 	uint64_t *tps;
 	size_t n = 0;
-	const char *why = NULL;
-	int rc;
+	const char *why = NULL, *whose = "a thread's ";
+	int gone;
 
-	if (!l->xslots || !l->xtp)
-		return l->xslots != 0;
+	if (!l->xslots)
+		return 0;
 	tps = xcalloc(tr->n + 1, sizeof(*tps));
 	for (size_t i = 0; i < tr->n && !why; i++) {
-		const struct thread *th = &tr->t[i];
+		struct thread *th = &tr->t[i];
 
 		if (th->vfork_child)	/* runs on its parent's thread pointer, the parent waiting */
 			continue;
-		rc = arch_xacct_tp_check(tr->pid, th->tid, &tps[n]);
-		if (rc < 0 && !tracee_thread_alive(tr->pid, th->tid))
-			continue;	/* gone meanwhile */
-		if (rc < 0)
-			why = "a thread's registers cannot be read";
-		else if (!rc)
-			why = "a thread's first TLS word is not its thread pointer";
-		else
-			n++;
+		why = thread_id(l, tr->pid, th->tid, &th->tp, &gone);
+		if (gone) {
+			why = NULL;	/* gone meanwhile */
+			th->tp = 0;
+			continue;
+		}
+		if (!why && th->tp)
+			tps[n++] = th->tp;	/* none (rdfsbase, fs base 0): no lane */
 	}
 	qsort(tps, n, sizeof(*tps), cmp_u64);
 	for (size_t i = 1; i < n && !why; i++)
-		if (tps[i] == tps[i - 1])
+		if (tps[i] == tps[i - 1]) {
 			why = "two threads share a thread pointer";
-	if (!why && !n)
-		why = "no thread's thread pointer could be checked";
+			whose = "";
+		}
+	if (!why && !n) {
+		why = "no thread's thread pointer could be read";
+		whose = "";
+	}
 	free(tps);
 	if (why) {
-		pr_debug("in-target accounting off: %s (and the kernel does not allow rdfsbase)", why);
+		pr_debug("in-target accounting off: %s%s", whose, why);
 		l->xslots = 0;
 		return 0;
 	}
-	pr_debug("in-target accounting: threads told apart by %%fs:0 (no rdfsbase here)");
+	if (l->xtp)
+		pr_debug("in-target accounting: threads told apart by %%fs:0 (no rdfsbase here)");
 	return 1;
 }
 
@@ -1597,6 +1618,48 @@ static void xlive_one(struct agent_link *l, const volatile uint64_t *e)
 		l->xbad_keys++;
 	else
 		profile_xacct_inuse(l->p.prof, shm_xkey_id(key), shm_xkey_size(key));
+}
+
+/* Close the lanes for good (SHM_F_XSHARED): the agent claims and counts in
+ * none from now on. In our copy of the header first: the header is
+ * compared with it after every drain. */
+static void xacct_close_lanes(struct agent_link *l)
+{
+	l->xshared = 1;
+	((struct shm_hdr *)l->want)->flags |= SHM_F_XSHARED;
+	__atomic_or_fetch(&l->shm->flags, SHM_F_XSHARED, __ATOMIC_SEQ_CST);
+}
+
+int agent_link_xacct_thread(struct agent_link *l, struct tracee *tr, struct thread *th)
+{
+	const char *why;
+	int gone;
+
+	if (!l->xslots || l->xshared || !ready(l))
+		return l->xslots && !l->xshared;
+	why = thread_id(l, tr->pid, th->tid, &th->tp, &gone);
+	if (gone) {
+		th->tp = 0;
+		return 1;	/* gone before it ran */
+	}
+	if (why) {
+		xacct_close_lanes(l);
+		note(l, "thread %d's %s: in-target accounting counts per thread no more; every "
+		     "later allocation is an event (slower, still exact)", th->tid, why);
+		return 0;
+	}
+	for (size_t i = 0; i < tr->n; i++) {
+		const struct thread *o = &tr->t[i];
+
+		if (o == th || o->vfork_child || o->exiting || !o->tp || o->tp != th->tp)
+			continue;
+		xacct_close_lanes(l);
+		note(l, "threads %d and %d share a thread pointer (a clone without CLONE_SETTLS?): "
+		     "in-target accounting counts per thread no more; every later allocation is "
+		     "an event (slower, still exact)", o->tid, th->tid);
+		return 0;
+	}
+	return 1;
 }
 
 void agent_link_xacct_sync(struct agent_link *l)

@@ -14,7 +14,6 @@
 #include "tramp.h"
 #include "unwind.h"
 
-#define TRAP_DATA_SIZE 4096	/* the data part: the header a successor reads (recover.c) */
 
 /* Unwind from the caller of the allocator (state ur) into pcs (room for
  * max_depth frames and the truncation mark, which ends a stack cut at the
@@ -106,7 +105,7 @@ int collect_trap(const struct collect_ctx *c, pid_t tid, int record)
 static uint64_t ops_data_size(void *arg)
 {
 	(void)arg;
-	return TRAP_DATA_SIZE;
+	return COLLECT_DATA_SIZE;
 }
 
 static int ops_reloc_offset(void *arg, const struct hook *h, enum tramp_class cls)

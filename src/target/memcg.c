@@ -1,4 +1,4 @@
-/* The target's memory cgroup: its limit and room (v1 and v2), and ring sizes that fit in it. */
+/* The target's memory cgroup: its limit and room (v1 and v2). */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <inttypes.h>
@@ -280,16 +280,7 @@ int memcg_read(pid_t pid, struct memcg_info *out)
 	return rc;
 }
 
-/* ---- sizing ---- */
-
-uint64_t memcg_fit_ring(uint64_t budget, uint64_t want, uint64_t min, unsigned nrings,
-			uint64_t fixed)
-{
-	for (uint64_t r = want; r >= min && r; r /= 2)
-		if (fixed <= budget && r * nrings <= budget - fixed)
-			return r;
-	return 0;
-}
+/* ---- sizes in words ---- */
 
 const char *memcg_fmt(uint64_t bytes, char *buf, size_t len)
 {

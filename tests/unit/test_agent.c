@@ -1567,7 +1567,7 @@ static void xacct_case(uint64_t idflag)
 {
 	const uint64_t chain[4] = { (uintptr_t)chain_r2, (uintptr_t)chain_r1,
 				    (uintptr_t)chain_r0, (uintptr_t)hcall_ret };
-	uint64_t key = shm_xkey(41, 33), p, q;
+	uint64_t key = shm_xkey(41, 33), p, q, na, nf;
 	struct shm_xlive *e;
 	struct ev ev[4];
 	int lane;
@@ -1700,8 +1700,36 @@ static void xacct_case(uint64_t idflag)
 	CALL1(H_FREE, p);
 	expect_int_eq(drain(ev, 4), 1);
 
-	/* SHM_F_XACCT without exact mode means nothing */
+	/* lanes closed (SHM_F_XSHARED, threads sharing an id): a known stack
+	 * takes the event path with its id, a block accounted before is
+	 * taken out and counted foreign, not in the lane */
 	hdr->xlive_slots = XSLOTS;
+	p = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 33, 0, 0);
+	expect_int_eq(drain(ev, 4), 0);
+	lane = my_lane();
+	expect_true(lane >= 0 && xlive_find(p) != NULL);
+	if (lane < 0)
+		return;
+	hdr->flags |= SHM_F_XSHARED;
+	na = xlane(lane)->alloc_count;
+	nf = xlane(lane)->free_count;
+	q = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 33, 0, 0);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_int_eq(ev[0].flags & SHM_EVF_STACKID, SHM_EVF_STACKID);
+	expect_true(xlive_find(q) == NULL);
+	expect_u64_eq(xlane(lane)->alloc_count, na);
+	hdr->xforeign_count = 0;
+	CALL1(H_FREE, p);
+	expect_int_eq(drain(ev, 4), 0);
+	expect_true(xlive_find(p) == NULL);
+	expect_u64_eq(hdr->xforeign_count, 1);
+	expect_u64_eq(xlane(lane)->free_count, nf);
+	CALL1(H_FREE, q);
+	expect_int_eq(drain(ev, 4), 1);
+	expect_free(&ev[0], q);
+	hdr->flags &= ~SHM_F_XSHARED;
+
+	/* SHM_F_XACCT without exact mode means nothing */
 	memset(stacks_tab(), 0, SHM_NSTACKS * sizeof(struct shm_stack));
 	frames_reset();
 	mode_exact();

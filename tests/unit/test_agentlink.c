@@ -4,7 +4,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/auxv.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -14,6 +18,7 @@
 #include "profile.h"
 #include "sampler.h"
 #include "shm.h"
+#include "tracee.h"
 #include "xacct_arch.h"
 
 static struct profile *prof;
@@ -581,6 +586,105 @@ static void test_xacct_off(void)
 	unsetenv("HEAPATTACH_NO_XACCT");
 }
 
+/* A child of ours stopped under PTRACE_SEIZE: it has our thread pointer,
+ * as a thread cloned without CLONE_SETTLS would. Its pid, or -1. */
+static pid_t stopped_fork(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		for (;;)
+			pause();
+	}
+	if (pid < 0)
+		return -1;
+	if (ptrace(PTRACE_SEIZE, pid, 0, 0) < 0 || ptrace(PTRACE_INTERRUPT, pid, 0, 0) < 0 ||
+	    waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		return -1;
+	}
+	return pid;
+}
+
+/* What the lanes counted so far. */
+static uint64_t lanes_allocs(struct shm_hdr *h)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < SHM_NRINGS; i++)
+		n += xlane(h, i)->alloc_count;
+	return n;
+}
+
+/*
+ * A new thread the agent cannot tell from another (its fs base the same,
+ * seen at its first stop): the lanes close (SHM_F_XSHARED, in the header
+ * and in our copy of it, said once); what they counted stays, later
+ * allocations of a known stack are events, and the totals stay exact.
+ * An exiting thread's pointer (its stack may be reused) does not count.
+ */
+static void test_xacct_shared(void)
+{
+	struct thread th[2];
+	struct tracee tr = { .t = th, .n = 2, .cap = 2 };
+	unsigned long fs = 0;
+	uint64_t counted;
+	struct shm_hdr *h;
+	struct totals t;
+	int status;
+	pid_t child;
+
+	if (start_x(1, 0, XSLOTS))
+		return;
+	h = agent_link_shm(link_);
+	for (int i = 0; i < 32; i++) {	/* the fake malloc returns its size: a new block each */
+		alloc_here(0x100000 + 64 * (uint64_t)i);
+		agent_link_drain(link_, AGENT_LINK_DRAIN_ALL);
+	}
+	counted = lanes_allocs(h);
+	expect_true(counted > 0 && counted < 32);	/* the first ones learnt the stack */
+	child = stopped_fork();
+	expect_true(child > 0);
+	syscall(SYS_arch_prctl, 0x1003 /* ARCH_GET_FS */, &fs);
+	if (child > 0) {
+		memset(th, 0, sizeof(th));
+		tr.pid = child;
+		th[0] = (struct thread){ .tid = child, .state = TS_STOPPED };	/* the new one */
+		th[1] = (struct thread){ .tid = getpid(), .tp = fs, .exiting = 1 };
+		expect_int_eq(agent_link_xacct_thread(link_, &tr, &th[0]), 1);
+		expect_u64_eq(th[0].tp, fs);
+		expect_true(!(h->flags & SHM_F_XSHARED));
+		th[1].exiting = 0;
+		th[1].tp = fs + 64;	/* another pointer */
+		expect_int_eq(agent_link_xacct_thread(link_, &tr, &th[0]), 1);
+		th[1].tp = fs;
+		expect_int_eq(agent_link_xacct_thread(link_, &tr, &th[0]), 0);
+		expect_true(h->flags & SHM_F_XSHARED);
+		expect_int_eq(agent_link_xacct_thread(link_, &tr, &th[0]), 0);	/* said once */
+		kill(child, SIGKILL);
+		waitpid(child, &status, 0);
+	}
+	for (int i = 32; i < 40; i++) {
+		alloc_here(0x100000 + 64 * (uint64_t)i);
+		expect_int_eq(agent_link_drain(link_, AGENT_LINK_DRAIN_ALL), 1);
+	}
+	expect_u64_eq(lanes_allocs(h), counted);
+	ffree(0x100000 + 64 * 31);	/* accounted in a lane: taken out, counted foreign */
+	expect_int_eq(agent_link_drain(link_, AGENT_LINK_DRAIN_ALL), 0);
+	expect_u64_eq(h->xforeign_count, 1);
+	ffree(0x100000 + 64 * 39);	/* an event's block: an event */
+	expect_int_eq(agent_link_drain(link_, AGENT_LINK_DRAIN_ALL), 1);
+	expect_true(!agent_link_hostile(link_));	/* the header is as we wrote it */
+	agent_link_reconcile(link_);
+	agent_link_xacct_sync(link_);
+	t = totals();
+	expect_int_eq(t.alloc_count, 32 + 8);
+	expect_int_eq(t.inuse_count, 32 + 8 - 2);
+	stop();
+}
+
 static void test_teardown(void)
 {
 	fake_target_release();
@@ -598,4 +702,5 @@ HARNESS_MAIN("agentlink",
 	T(test_xacct_sync),
 	T(test_xacct_torn),
 	T(test_xacct_off),
+	T(test_xacct_shared),
 	T(test_teardown))

@@ -27,6 +27,8 @@ static struct {
 	pid_t forked[8];
 	int nforked;
 	pid_t moved_to;
+	pid_t news[8];          /* new_thread calls, in order */
+	int nnews;
 	pid_t trapped;
 	int trap_record;
 } k;
@@ -97,10 +99,20 @@ static void on_reader_moved(void *arg, pid_t tid)
 	k.moved_to = tid;
 }
 
+/* A new thread at its first stop: stopped, never resumed before this. */
+static void on_new_thread(void *arg, struct thread *th)
+{
+	(void)arg;
+	expect_int_eq(th->state, TS_STOPPED);
+	if (k.nnews < 8)
+		k.news[k.nnews++] = th->tid;
+}
+
 static const struct events_ops ops = {
 	.fork_child = on_fork_child,
 	.syscall_stop = on_syscall_stop,
 	.reader_moved = on_reader_moved,
+	.new_thread = on_new_thread,
 };
 
 static struct tracee tr;
@@ -213,6 +225,20 @@ static void test_new_threads(void)
 	k.alive = 0;
 	events_dispatch(&ev, T1, EVENT(PTRACE_EVENT_CLONE, SIGTRAP));
 	expect_true(!tracee_find(&tr, PID + 5));
+	/* each new thread was shown once, at its first stop, in either order */
+	expect_int_eq(k.nnews, 2);
+	expect_int_eq(k.news[0], PID + 3);
+	expect_int_eq(k.news[1], PID + 4);
+	events_dispatch(&ev, PID + 3, STOPPED(SIGUSR1));	/* a later stop: not new */
+	expect_int_eq(k.nnews, 2);
+	/* nor are the threads seized at the attach, nor a vfork child */
+	events_dispatch(&ev, T2, EVENT(PTRACE_EVENT_STOP, SIGTRAP));
+	k.tgid_of_child = OTHER;
+	events_dispatch(&ev, OTHER, EVENT(PTRACE_EVENT_STOP, SIGSTOP));
+	expect_int_eq(k.nnews, 2);
+	/* an exiting thread is marked: its thread pointer may be reused */
+	events_dispatch(&ev, T1, EVENT(PTRACE_EVENT_EXIT, SIGTRAP));
+	expect_int_eq(tracee_find(&tr, T1)->exiting, 1);
 }
 
 static void test_fork(void)

@@ -162,19 +162,6 @@ static void test_measure_v2(void)
 	rm_tree();
 }
 
-static void test_fit_ring(void)
-{
-	/* 16 rings in 4.5 MiB: 256 KiB each */
-	expect_u64_eq(memcg_fit_ring(9 * MIB / 2, 2 * MIB, 64 << 10, 16, 0), 256 << 10);
-	expect_u64_eq(memcg_fit_ring(64 * MIB, 2 * MIB, 64 << 10, 16, 0), 2 * MIB);
-	expect_u64_eq(memcg_fit_ring(9 * MIB / 2, 8 * MIB, MIB, 16, 0), 0);
-	expect_u64_eq(memcg_fit_ring(17 * MIB, 8 * MIB, MIB, 16, 0), MIB);
-	expect_u64_eq(memcg_fit_ring(17 * MIB, 8 * MIB, MIB, 16, 2 * MIB), 0);
-	expect_u64_eq(memcg_fit_ring(MIB, 2 * MIB, 64 << 10, 16, 0), 64 << 10);
-	expect_u64_eq(memcg_fit_ring(MIB - 1, 2 * MIB, 64 << 10, 16, 0), 0);
-	expect_u64_eq(memcg_fit_ring(0, 2 * MIB, 64 << 10, 16, 0), 0);
-}
-
 static void test_fmt(void)
 {
 	char b[32];
@@ -202,9 +189,10 @@ static void test_note_xlive(void)
 {
 	struct membudget m;
 	char before[sizeof(m.note)], want[96], r[32], t[32];
+	const struct budget_ask ask = { .agent = 1, .exact = 1, .ring_want = 8 * MIB };
 	uint64_t slots;
 
-	expect_int_eq(membudget_plan(getpid(), 1, 8 * MIB, &m), 0);
+	expect_int_eq(membudget_plan(getpid(), &ask, &m), 0);
 	slots = m.xlive_slots;
 	if (!slots)
 		return;		/* our cgroup has no room for them */
@@ -212,7 +200,7 @@ static void test_note_xlive(void)
 	membudget_set_xlive(&m, 0);
 	expect_u64_eq(m.xlive_slots, 0);
 	expect_true(strcmp(before, m.note) != 0);
-	if (m.cg.avail == MEMCG_NONE) {
+	if (m.room.cg.avail == MEMCG_NONE) {
 		snprintf(want, sizeof(want), "rings of %s, %s of tables;",
 			 memcg_fmt(m.ring_size, r, sizeof(r)), memcg_fmt(SHM_OFF_RING, t, sizeof(t)));
 		expect_true(strstr(m.note, want) != NULL);
@@ -223,4 +211,4 @@ static void test_note_xlive(void)
 
 HARNESS_MAIN("memcg",
 	T(test_locate_v1), T(test_locate_v2), T(test_measure_v1), T(test_measure_v2),
-	T(test_fit_ring), T(test_fmt), T(test_live_cap), T(test_note_xlive))
+	T(test_fmt), T(test_live_cap), T(test_note_xlive))

@@ -63,6 +63,20 @@ struct agent_frame {
 	uint64_t ret;		/* the caller's return address */
 };
 
+/*
+ * What one hooked call adds to the stack of the thread that made it,
+ * whatever the depth (docs/threat-model.md, "the agent as a guest"): the
+ * trampoline's frame (AGENT_STACK_TRAMP: three words and a return address
+ * under the hooked function, which so runs 32 bytes deeper, then struct
+ * agent_frame and the call into the agent) and the agent's deepest chain
+ * of frames (AGENT_STACK_BLOB: the Makefile computes it from gcc's call
+ * graph, agent_stack.awk, and fails the build above it). The frames a
+ * walk gathers are in the shared area (agent.c, struct scratch).
+ */
+#define AGENT_STACK_TRAMP	128
+#define AGENT_STACK_BLOB	672
+#define AGENT_STACK		(AGENT_STACK_TRAMP + AGENT_STACK_BLOB)
+
 /* The state right after the allocator returned to its caller (ip = the
  * return address, sp = entry rsp + 8), from its trampoline's frame. */
 static inline void agent_frame_regs(const struct agent_frame *f, struct frame_regs *r)

@@ -156,7 +156,8 @@ static struct shm_xlive *xlive_add(const struct xacct *x, uint64_t ptr, uint64_t
 /*
  * Account an allocation of size bytes at ptr with stack id `id`, made on
  * the stack at sp: 1 if done (no event to send), 0 if it must take the
- * event path (no lane of ours, a window full, a key that cannot hold it).
+ * event path (no lane of ours, lanes closed (SHM_F_XSHARED), a window
+ * full, a key that cannot hold it).
  */
 static int xacct_alloc(const struct shm_hdr *h, uint64_t sp, uint64_t ptr, int64_t id,
 		       uint64_t size)
@@ -168,7 +169,8 @@ static int xacct_alloc(const struct shm_hdr *h, uint64_t sp, uint64_t ptr, int64
 	unsigned lane = ring_of(sp);
 
 	if (id < 0 || id > SHM_XID_MAX || size > SHM_XSIZE_MAX || ptr <= 2 ||
-	    !xacct_geometry(h, &x) || !(l = xlane_mine(h, &x, lane)))
+	    (h->flags & SHM_F_XSHARED) || !xacct_geometry(h, &x) ||
+	    !(l = xlane_mine(h, &x, lane)))
 		return 0;
 	key = shm_xkey((uint32_t)id, size);
 	e = xlive_add(&x, ptr, key);
@@ -185,7 +187,8 @@ static int xacct_alloc(const struct shm_hdr *h, uint64_t sp, uint64_t ptr, int64
 
 /*
  * The free of ptr, made on the stack at sp: 1 if ptr was accounted (it is
- * taken out and counted, no event), 0 if the event path must report it.
+ * taken out and counted, in its lane or, with none of ours or lanes
+ * closed, as foreign; no event), 0 if the event path must report it.
  */
 static int xacct_free(const struct shm_hdr *h, uint64_t sp, uint64_t ptr)
 {
@@ -209,7 +212,7 @@ static int xacct_free(const struct shm_hdr *h, uint64_t sp, uint64_t ptr)
 		barrier();
 		e->ptr = 1;	/* the block is ours to free: no one else writes here */
 		size = shm_xkey_size(key);
-		l = xlane_mine(h, &x, ring_of(sp));
+		l = (h->flags & SHM_F_XSHARED) ? NULL : xlane_mine(h, &x, ring_of(sp));
 		if (l) {
 			__asm__ __volatile__("incq %0" : "+m"(l->free_count) :: "memory");
 			__asm__ __volatile__("addq %1, %0" : "+m"(l->free_bytes) : "r"(size) : "memory");
