@@ -50,3 +50,68 @@ run() {
 	[ $frc -eq 0 ] && grep -q '^ok ops [1-9]' "$T/out$n" ||
 		fail_ "[$*] [$args]: the target exited $frc: $(cat "$T/out$n")"
 }
+
+# seccomp_matrix_: a filter that kills (traps, refuses...) each call heapattach
+# makes the target run, on every thread, on one worker, or on the main
+# thread only, and one thread in strict mode: heapattach falls back and
+# profiles, or refuses in one line; the target always runs on.
+seccomp_matrix_() {
+	# Remote syscalls, run in a stopped thread: a fallback where one exists.
+	run ok "" memfd_create:kill
+	grep -q '(anonymous)' "$T/ha" || fail_ "memfd_create killed, yet no shared anonymous memory"
+	grep -q 'warning: seccomp.*memfd_create' "$T/ha" || fail_ "no warning about memfd_create"
+	run ok "" close:kill
+	grep -q '(anonymous)' "$T/ha" || fail_ "close killed, yet a memfd was used"
+	# Arguments count: killed only with MFD_EXEC (which heapattach asks for
+	# first), then only with MFD_HUGETLB (which it never asks for).
+	run ok "" memfd_create:kill:1:0x10
+	grep -q '(anonymous)' "$T/ha" || fail_ "memfd_create(MFD_EXEC) killed, yet a memfd was used"
+	run ok "" memfd_create:kill:1:0x4
+	grep -q '(memfd)' "$T/ha" || fail_ "memfd_create(MFD_HUGETLB) killed: a memfd was still fine"
+	# ...and with MFD_ALLOW_SEALING, which it always asks for (the seal).
+	run ok "" memfd_create:kill:1:0x2
+	grep -q '(anonymous)' "$T/ha" || fail_ "memfd_create(MFD_ALLOW_SEALING) killed, yet a memfd was used"
+	run ok "" memfd_create:errno
+	WHY=mmap run refuse "" mmap:kill
+	WHY=mmap run refuse "" mmap:trace	# no tracer asking for it: ENOSYS, always
+	WHY=munmap run refuse "" munmap:kill
+	WHY=rt_sigreturn run refuse "" rt_sigreturn:kill
+	# Anonymous mmap killed: fast mode needs it for its data view, trap mode
+	# maps its code through the memfd only.
+	WHY=mmap run refuse "" mmap:kill:3:0x20
+	run ok "--mode trap" mmap:kill:3:0x20
+	grep -q '(memfd)' "$T/ha" || fail_ "trap mode did not map a memfd"
+	WHY=mremap run refuse "" mremap:kill
+	WHY=mprotect run refuse "" mprotect:trap
+	run ok "--mode trap" mremap:kill
+
+	# The agent's own syscalls, made by any thread that allocates.
+	for act in kill errno trap notif; do
+		run ok "" "process_vm_readv:$act"
+		grep -q 'warning: seccomp.*no stack copies' "$T/ha" ||
+			fail_ "process_vm_readv:$act: stack copies not turned off"
+	done
+	# The agent asks gettid for the thread id it reads its stack copy on.
+	run ok "" gettid:kill
+	grep -q 'warning: seccomp.*no stack copies (gettid' "$T/ha" ||
+		fail_ "gettid:kill: stack copies not turned off: $(cat "$T/ha.lines")"
+	# exact mode: writers wait for room when the rings fill
+	THREADS=2 DUR=1s run ok "--sample-rate 1" futex:kill
+	grep -q 'dropped' "$T/ha" && fail_ "futex:kill: exact mode dropped events: $(cat "$T/ha.lines")"
+	run ok "" futex:killthread
+	# futex refused and sched_yield killed: writers waiting for room spin.
+	THREADS=2 DUR=1s run ok "--sample-rate 1" futex:errno sched_yield:kill
+	grep -q 'does not yield' "$T/ha" || fail_ "sched_yield killed, yet the agent may yield"
+	WHY=clock_gettime run refuse "--sample-rate 1" clock_gettime:kill
+	run ok "" clock_gettime:kill	# only exact mode times its waits
+	WHY=strict run refuse "" strict
+	# Threads differ. The agent runs in any thread: every thread counts.
+	THREADS=2 run ok "" only1 process_vm_readv:kill
+	grep -q 'warning: seccomp.*no stack copies' "$T/ha" ||
+		fail_ "a filter on one thread only: stack copies not turned off"
+	# Remote calls run in one thread: not in the main thread, whose filter
+	# kills on munmap (the first one tried otherwise).
+	run ok "" onlymain munmap:kill
+	grep -q "warning: seccomp.*no remote calls in thread $VPID" "$T/ha" ||
+		fail_ "munmap killed in the main thread only: $(cat "$T/ha.lines")"
+}
