@@ -46,6 +46,7 @@ struct seccomp_params {
 	int fast;               /* --mode fast: the data view and the agent */
 	int exact;              /* --sample-rate 1: the agent may wait for room */
 	uint64_t region_size;   /* bytes of each injected region */
+	int no_probe;           /* refuse a filter it cannot read (--no-seccomp-probe) */
 };
 
 /* The decision: how to avoid every syscall a filter may kill on. */

@@ -2,6 +2,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
@@ -127,8 +128,10 @@ static int probe_unread(struct tracee *tr, const struct seccomp_params *pp, size
 			first = tr->t[i].tid;
 	}
 	pc.outcomes = xcalloc(SC_NCALLS, sizeof(*pc.outcomes));
+	if (pp->no_probe)
+		snprintf(why, sizeof(why), "--no-seccomp-probe");
 	/* pass 0: the leader; pass 1: the other threads with the fewest */
-	for (int pass = 0; pass < 2 && rc == -EAGAIN; pass++)
+	for (int pass = 0; pass < 2 && rc == -EAGAIN && !pp->no_probe; pass++)
 		for (size_t i = 0; i < tr->n && rc == -EAGAIN; i++) {
 			if (of[i] != UNREAD || cnt[i] != min || (tr->t[i].tid == pp->pid) == pass)
 				continue;
