@@ -29,6 +29,8 @@ struct options {
 	int census;               /* --census: walk glibc's heaps before attaching */
 	int no_python;            /* --no-python: native frames only */
 	int python_c_frames;      /* --python-c-frames: keep the interpreter's frames */
+	int no_seccomp_probe;     /* --no-seccomp-probe: refuse a seccomp filter it
+				   * cannot read instead of asking a copy of the target */
 	uint64_t every_ns;        /* time between numbered dumps; 0 = off */
 	uint64_t duration_ns;     /* stop after this long; 0 = until interrupted */
 	unsigned max_depth;       /* frames kept of each stack, 1..CLI_MAX_DEPTH */

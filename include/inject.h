@@ -32,6 +32,10 @@ struct inject_region {
 #define INJECT_F_ANON 1		/* skip memfd_create, use the fallback */
 #define INJECT_F_NO_ANON 2	/* never the fallback (the target's seccomp filter may kill it) */
 
+/* inject_candidates for the current maps of pid (read now: the gaps must
+ * be fresh); how many, or -errno (-ENOMEM: none). */
+int inject_candidates_for(pid_t pid, uint64_t near, size_t size, uint64_t *out, int max);
+
 /*
  * Map size bytes (rounded up to pages) PROT_READ|PROT_EXEC in the target,
  * in a free gap with every byte within INJECT_REACH of near_addr (so rel32

@@ -35,7 +35,32 @@ struct remote_ctx {
 	int delivered;		/* set when the signal of the entry stop was delivered */
 	int stop_sig;		/* WSTOPSIG of the event stop it was left in, once resumed */
 	unsigned requeued;	/* signals that arrived during calls, re-sent */
+	unsigned flags;		/* REMOTE_F_*, set by the caller */
+	pid_t child;		/* a process or thread a call created (its fork, vfork or
+				 * clone event): its id in our PID namespace; 0 if none */
+	int exit_status;	/* once gone: the wait status it ended with, if seen, else -1 */
+	int trapped;		/* REMOTE_F_SECCOMP_TRAP: the last call raised a seccomp
+				 * SIGSYS, which was dropped */
+	uint64_t deadline_ns;	/* CLOCK_MONOTONIC; 0: none (see REMOTE_F_SECCOMP_TRAP) */
+	int timed_out;		/* the last call was still in its syscall at the deadline */
 };
+
+/*
+ * For a call whose seccomp verdict is not known (seccomp_probe.c): SIGSYS
+ * stays unblocked while it runs, so that a filter's RET_TRAP on it leaves
+ * the thread's SIGSYS disposition alone (a forced signal that is blocked
+ * resets the handler to the default, for good); that SIGSYS is taken at
+ * its signal-delivery-stop and dropped before any user code runs, trapped
+ * is set and the call's result is -ENOSYS. Any other SIGSYS is held and
+ * re-sent as other signals are. A tool that dies between the trap and the
+ * drop leaves the SIGSYS to the thread (its handler, or its death).
+ *
+ * With a deadline_ns, a call still inside its syscall after it (a
+ * RET_USER_NOTIF whose supervisor does not answer) is interrupted once
+ * with PTRACE_INTERRUPT and timed_out is set; the deadline is only looked
+ * at when waitpid is interrupted by a signal, as session.c's tick does.
+ */
+#define REMOTE_F_SECCOMP_TRAP 1
 
 void remote_ctx_init(struct remote_ctx *ctx, pid_t pid, pid_t tid);
 
@@ -115,6 +140,33 @@ int remote_syscall(struct remote_ctx *ctx, long nr, long a1, long a2, long a3,
  * stop.
  */
 extern int remote_die_at;
+
+/*
+ * Run the target's own rt_sigreturn (the gadget remote_syscall's frames
+ * return through when the tool dies) in ctx->tid, on a frame that gives
+ * the thread the state it is stopped in: whether a seccomp filter lets it
+ * run (a throwaway child's, seccomp_probe.c). 0 if it ran (the thread is
+ * put back as remote_syscall leaves it), the error it returned if it did
+ * not, or -errno as remote_syscall.
+ */
+int remote_sigreturn(struct remote_ctx *ctx);
+
+/* The stack pointer of the stopped thread tid, into *sp. 0 or -errno. */
+int remote_get_sp(pid_t tid, uint64_t *sp);
+
+/*
+ * Write into the memory of the stopped thread ctx->tid, ending at or below
+ * top (below its stack pointer), a frame on which a `ret` makes a process
+ * exit without running any of its code: the rt_sigreturn gadget loads
+ * every signal blocked and the registers of exit_group(0) at the syscall
+ * gadget, whose own `ret` (should a filter refuse exit_group) pops the
+ * zero word written at top: a fault with SIGSEGV blocked, which kills.
+ * Its address in *at: the stack a clone's child is given
+ * (seccomp_probe.c), whose registers at birth are at the syscall gadget's
+ * `ret`, so that a child a dying tool left running ends at once.
+ * 0 or -errno.
+ */
+int remote_exit_frame(struct remote_ctx *ctx, uint64_t top, uint64_t *at);
 
 /* Wrappers: 0 or -errno, where -errno is the syscall's own error if it ran. */
 int remote_mmap(struct remote_ctx *ctx, uint64_t addr, size_t len, int prot,

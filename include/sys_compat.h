@@ -18,6 +18,13 @@
 #ifndef PTRACE_SECCOMP_GET_FILTER
 #define PTRACE_SECCOMP_GET_FILTER 0x420c
 #endif
+#ifndef PTRACE_PEEKSIGINFO
+#define PTRACE_PEEKSIGINFO 0x4209
+#endif
+/* si_code of the SIGSYS a seccomp filter raises (asm-generic/siginfo.h). */
+#ifndef SYS_SECCOMP
+#define SYS_SECCOMP 1
+#endif
 #ifndef PTRACE_GET_RSEQ_CONFIGURATION
 #define PTRACE_GET_RSEQ_CONFIGURATION 0x420f
 #endif

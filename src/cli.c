@@ -10,7 +10,7 @@
 
 enum { OPT_SAMPLE_RATE = 256, OPT_INTERVAL, OPT_EVERY, OPT_DURATION, OPT_FORMAT,
        OPT_LIST_HOOKS, OPT_MODE, OPT_MAX_DEPTH, OPT_VERSION, OPT_INUSE_INTERVAL, OPT_TOP,
-       OPT_CENSUS, OPT_NO_PYTHON, OPT_PYTHON_C_FRAMES };
+       OPT_CENSUS, OPT_NO_PYTHON, OPT_PYTHON_C_FRAMES, OPT_NO_SECCOMP_PROBE };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -28,6 +28,7 @@ static const struct option long_opts[] = {
 	{ "census", no_argument, NULL, OPT_CENSUS },
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 	{ "python-c-frames", no_argument, NULL, OPT_PYTHON_C_FRAMES },
+	{ "no-seccomp-probe", no_argument, NULL, OPT_NO_SECCOMP_PROBE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -70,6 +71,9 @@ void cli_usage(FILE *f)
 "                           in place of the interpreter's eval loop by default\n"
 "      --python-c-frames    keep the interpreter's own frames between Python\n"
 "                           frames (the eval loop, call dispatch)\n"
+"      --no-seccomp-probe   refuse a target whose seccomp filter heapattach may\n"
+"                           not read (no CAP_SYS_ADMIN) instead of learning it\n"
+"                           from a throwaway copy of the target\n"
 "      --list-hooks         print the allocator entry points calls bind to\n"
 "  -v, --verbose            debug messages\n"
 "  -h, --help               this help\n"
@@ -215,6 +219,9 @@ int cli_parse(int argc, char **argv, struct options *o)
 			break;
 		case OPT_PYTHON_C_FRAMES:
 			o->python_c_frames = 1;
+			break;
+		case OPT_NO_SECCOMP_PROBE:
+			o->no_seccomp_probe = 1;
 			break;
 		case OPT_INUSE_INTERVAL:
 			if (cli_parse_size(optarg, &o->inuse_interval) || o->inuse_interval == 0)

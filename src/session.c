@@ -804,7 +804,7 @@ static int attach(struct session *s)
 		}
 	}
 	pp = (struct seccomp_params){ s->pid, s->mode->agent, s->opt->sample_rate == 1,
-				      implant_region_size(s->im) };
+				      implant_region_size(s->im), s->opt->no_seccomp_probe };
 	rc = seccomp_plan_make(&s->tr, &pp, &s->sc);	/* before any remote syscall */
 	if (!rc)
 		rc = recover_leftovers(s->im, s->pid, s->ev.reader, &s->maps, &s->hooks);

@@ -117,10 +117,7 @@ int inject_candidates(const char *buf, size_t len, uint64_t near, size_t size,
 	return k;
 }
 
-/* Candidates for pid's current maps (read now: the gaps must be fresh);
- * count or -errno. */
-static int candidates_for(pid_t pid, uint64_t near, size_t size, uint64_t *out,
-			  int max)
+int inject_candidates_for(pid_t pid, uint64_t near, size_t size, uint64_t *out, int max)
 {
 	struct proc_maps maps = { 0 };
 	int ret = proc_maps_read(pid, &maps);
@@ -286,7 +283,7 @@ int inject_region_near_prefill(struct remote_ctx *ctx, uint64_t near_addr, size_
 	size = (size + 4095) & ~(size_t)4095;
 	if (size < INJECT_STUB_SIZE)
 		return -EINVAL;
-	ncand = candidates_for(ctx->tid, near_addr, size, cand, MAX_CANDIDATES);
+	ncand = inject_candidates_for(ctx->tid, near_addr, size, cand, MAX_CANDIDATES);
 	if (ncand < 0)
 		return ncand;
 
@@ -342,7 +339,7 @@ int inject_region_alias(struct remote_ctx *ctx, const struct inject_region *base
 	int ncand, err;
 
 	memset(out, 0, sizeof(*out));
-	ncand = candidates_for(ctx->tid, near_addr, base->size, cand,
+	ncand = inject_candidates_for(ctx->tid, near_addr, base->size, cand,
 			       MAX_CANDIDATES);
 	if (ncand < 0)
 		return ncand;

@@ -62,6 +62,13 @@
  * Signals are all blocked while our syscall runs, so they stay queued with
  * their siginfo. SIGSTOP cannot be blocked: it is held and re-sent with
  * tgkill() at the end; a tool that dies meanwhile loses it.
+ *
+ * A call whose seccomp verdict is unknown (REMOTE_F_SECCOMP_TRAP) runs
+ * with SIGSYS unblocked: a RET_TRAP then queues a SIGSYS without touching
+ * the handler. At the exit stop such a SIGSYS is seen pending (it is
+ * synchronous, so get_signal() takes it first): the thread is let on, still
+ * on our registers and mask, to its signal-delivery-stop, where the
+ * registers are put back and the signal is dropped by resuming with none.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -79,6 +86,7 @@
 #include <unistd.h>
 #include <elf.h>
 
+#include "clock.h"
 #include "gadgets.h"
 #include "log.h"
 #include "remote.h"
@@ -407,13 +415,64 @@ static void die_at(int n)
 enum want_stop {
 	WANT_SYSEXIT,	/* the exit stop of our syscall (resume with PTRACE_SYSCALL) */
 	WANT_EVENT,	/* a PTRACE_EVENT_STOP (resume with PTRACE_CONT) */
+	WANT_SIGSYS,	/* the signal-delivery-stop of a seccomp SIGSYS (PTRACE_CONT) */
 };
+
+/* Whether si is the SIGSYS a seccomp filter's RET_TRAP (or kill) raised. */
+static int seccomp_sigsys(const siginfo_t *si)
+{
+	return si->si_signo == SIGSYS && si->si_code == SYS_SECCOMP;
+}
+
+/* Whether a seccomp SIGSYS is queued for the stopped thread tid (its own
+ * queue: the kernel forces it on the thread that made the call). */
+static int seccomp_sigsys_pending(pid_t tid)
+{
+	struct __ptrace_peeksiginfo_args a = { .off = 0, .flags = 0, .nr = 8 };
+	siginfo_t si[8];
+	long n;
+
+	for (;;) {
+		n = ptrace(PTRACE_PEEKSIGINFO, tid, &a, si);
+		if (n <= 0)
+			return 0;
+		for (long i = 0; i < n; i++)
+			if (seccomp_sigsys(&si[i]))
+				return 1;
+		a.off += (uint64_t)n;
+	}
+}
+
+/* The process or thread the stopped tid's fork/vfork/clone event made. */
+static void note_child(struct remote_ctx *ctx, pid_t tid, int event)
+{
+	unsigned long msg = 0;
+
+	if ((event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK ||
+	     event == PTRACE_EVENT_CLONE) && !ctx->child &&
+	    ptrace(PTRACE_GETEVENTMSG, tid, NULL, &msg) == 0)
+		ctx->child = (pid_t)msg;
+}
+
+/* On a waitpid interrupted by a signal: past ctx's deadline, interrupt a
+ * thread still inside our syscall, once. */
+static void check_deadline(struct remote_ctx *ctx, enum want_stop want, int entered)
+{
+	if (!ctx->deadline_ns || ctx->timed_out || want != WANT_SYSEXIT || !entered ||
+	    clock_ns(CLOCK_MONOTONIC) < ctx->deadline_ns)
+		return;
+	ctx->timed_out = 1;
+	pr_debug("remote: thread %d still in its syscall at the deadline: interrupted",
+		 (int)ctx->tid);
+	ptrace(PTRACE_INTERRUPT, ctx->tid, NULL, NULL);
+}
 
 /*
  * Wait until tid reaches the stop in want; for WANT_SYSEXIT also with
- * rip == ip. Unrelated stops are resumed with signal 0 and their signals
- * held in h. 0, -ESRCH if the thread exits, -EFAULT on a fault at the
- * borrowed code, or -errno.
+ * rip == ip (any rip if ip is 0). Unrelated stops are resumed with signal
+ * 0 and their signals held in h (with REMOTE_F_SECCOMP_TRAP a seccomp
+ * SIGSYS is dropped instead). 0, -ESRCH if the thread exits, -EFAULT on a
+ * fault at the borrowed code, or -errno.
  */
 static int wait_for(struct remote_ctx *ctx, enum want_stop want, uint64_t ip,
 		    struct held_sigs *h)
@@ -428,14 +487,17 @@ static int wait_for(struct remote_ctx *ctx, enum want_stop want, uint64_t ip,
 		siginfo_t si;
 
 		if (wait_tid(ctx, &status) < 0) {
-			if (errno == EINTR)
+			if (errno == EINTR) {
+				check_deadline(ctx, want, entered);
 				continue;
+			}
 			if (errno == ESRCH || errno == ECHILD)
 				ctx->gone = 1;
 			return errno == ECHILD ? -ESRCH : -errno;
 		}
 		if (WIFEXITED(status) || WIFSIGNALED(status)) {
 			ctx->gone = 1;
+			ctx->exit_status = status;
 			return -ESRCH;
 		}
 		if (!WIFSTOPPED(status))
@@ -443,7 +505,11 @@ static int wait_for(struct remote_ctx *ctx, enum want_stop want, uint64_t ip,
 		sig = WSTOPSIG(status);
 		event = status >> 16;
 		if (event == PTRACE_EVENT_EXIT) {
+			unsigned long msg;
+
 			ctx->gone = 1;
+			if (ptrace(PTRACE_GETEVENTMSG, tid, NULL, &msg) == 0)
+				ctx->exit_status = (int)msg;
 			return -ESRCH;
 		}
 		if (event == PTRACE_EVENT_STOP) {
@@ -453,10 +519,19 @@ static int wait_for(struct remote_ctx *ctx, enum want_stop want, uint64_t ip,
 			}
 			goto resume;	/* group-stop while the syscall ran */
 		}
-		if (event)
+		if (event) {
+			note_child(ctx, tid, event);
 			goto resume;	/* seccomp or another ptrace event */
+		}
 		if (ptrace(PTRACE_GETSIGINFO, tid, NULL, &si) < 0)
 			return -errno;
+		if ((ctx->flags & REMOTE_F_SECCOMP_TRAP) && seccomp_sigsys(&si)) {
+			ctx->trapped = 1;
+			if (want == WANT_SIGSYS)
+				return 0;
+			pr_debug("remote: dropped a seccomp SIGSYS of thread %d", (int)tid);
+			goto resume;
+		}
 		/*
 		 * A syscall-stop has si_code SIGTRAP (| 0x80 with TRACESYSGOOD).
 		 * PTRACE_GET_SYSCALL_INFO would tell entry from exit only with
@@ -478,7 +553,7 @@ static int wait_for(struct remote_ctx *ctx, enum want_stop want, uint64_t ip,
 			err = get_regs(tid, &r);
 			if (err)
 				return err;
-			if (remote_arch_ip(&r) == ip)
+			if (!ip || remote_arch_ip(&r) == ip)
 				return 0;
 			pr_err("remote: thread %d: syscall exit at 0x%llx, not at the gadget",
 			       (int)tid, (unsigned long long)remote_arch_ip(&r));
@@ -550,20 +625,21 @@ static int save_state(pid_t tid, struct saved_state *st)
 
 /*
  * Write below the red zone of st's stack the frame that rt_sigreturn turns
- * back into the state st would resume with; its address in *at.
+ * back into the state st would resume with (that state in *resume); its
+ * address in *at.
  */
 static int write_frame(pid_t tid, const struct saved_state *st, uint64_t restorer,
-		       uint64_t *at)
+		       uint64_t *at, remote_regs_t *resume)
 {
 	uint8_t frame[SIGFRAME_MAX];
-	remote_regs_t resume = st->regs;
 	uint64_t top = remote_arch_sp(&st->regs) - REMOTE_ARCH_RED_ZONE - REMOTE_ARCH_SCRATCH;
 	size_t len;
 	int err;
 
-	remote_arch_resume_regs(&resume);
-	rseq_abort_ip(tid, st->rseq_cs, &resume);
-	err = sigframe_build(frame, sizeof(frame), top, &resume, st->mask, st->fpu,
+	*resume = st->regs;
+	remote_arch_resume_regs(resume);
+	rseq_abort_ip(tid, st->rseq_cs, resume);
+	err = sigframe_build(frame, sizeof(frame), top, resume, st->mask, st->fpu,
 			     st->fpu_len, st->xsave, restorer, at, &len);
 	if (!err)
 		err = remote_mem_write(tid, *at, frame, len);
@@ -589,22 +665,45 @@ void remote_ctx_init(struct remote_ctx *ctx, pid_t pid, pid_t tid)
 	memset(ctx, 0, sizeof(*ctx));
 	ctx->pid = pid;
 	ctx->tid = tid;
+	ctx->exit_status = -1;
 }
 
-int remote_syscall(struct remote_ctx *ctx, long nr, long a1, long a2, long a3,
-		   long a4, long a5, long a6, long *ret)
+/*
+ * At the exit stop of a call made with REMOTE_F_SECCOMP_TRAP: if the
+ * filter trapped it, let the thread on to the SIGSYS's signal-delivery-
+ * stop (see the top of this file), where the restore goes on and resuming
+ * with no signal drops it. 0 (trapped set if it did), or -errno.
+ */
+static int take_trap(struct remote_ctx *ctx, struct held_sigs *h)
 {
-	const long args[6] = { a1, a2, a3, a4, a5, a6 };
+	if (!seccomp_sigsys_pending(ctx->tid))
+		return 0;
+	if (ptrace(PTRACE_CONT, ctx->tid, NULL, NULL) < 0)
+		return -errno;
+	return wait_for(ctx, WANT_SIGSYS, 0, h);
+}
+
+/*
+ * remote_syscall's body; with sigreturn, nr and args are not used: the
+ * thread runs the rt_sigreturn gadget on its own frame (remote_sigreturn)
+ * and *ret is 0 if that put it back in the state the frame holds.
+ */
+static int run_call(struct remote_ctx *ctx, long nr, const long args[6], int sigreturn,
+		    long *ret)
+{
 	static struct saved_state st;	/* 16 KiB of FPU image: not on the stack */
 	struct held_sigs held = { .n = 0 };
 	struct gadgets g;
-	remote_regs_t regs;
-	uint64_t frame;
+	remote_regs_t regs, resume;
+	uint64_t frame, mask = ~0ULL, exit_ip;
 	int err, err2, regs_dirty = 0, mask_dirty = 0, ran = 0;
 	pid_t tid = ctx->tid;
 
 	if (ctx->gone)
 		return -ESRCH;
+	ctx->trapped = ctx->timed_out = 0;
+	if (ctx->flags & REMOTE_F_SECCOMP_TRAP)
+		mask &= ~(1ULL << (SIGSYS - 1));
 	err = usable_stop(ctx, &held);
 	if (err)
 		goto out;
@@ -617,7 +716,7 @@ int remote_syscall(struct remote_ctx *ctx, long nr, long a1, long a2, long a3,
 		err = -EAGAIN;
 		goto out;
 	}
-	err = write_frame(tid, &st, g.sigreturn, &frame);
+	err = write_frame(tid, &st, g.sigreturn, &frame, &resume);
 	if (err) {
 		pr_debug("remote: no room for a frame on the stack of %d: %s", (int)tid,
 			 strerror(-err));
@@ -628,14 +727,21 @@ int remote_syscall(struct remote_ctx *ctx, long nr, long a1, long a2, long a3,
 
 	/* Registers first: from here on a dead tool leaves the frame in charge. */
 	regs = st.regs;
-	remote_arch_setup_syscall(&regs, g.syscall_ret, frame, nr, args);
+	if (sigreturn) {
+		/* as the `ret` of the syscall gadget leaves it: pretcode popped */
+		remote_arch_setup_syscall(&regs, g.sigreturn, frame + sizeof(uint64_t), 0, args);
+		exit_ip = 0;	/* the frame's, or after the gadget's syscall if refused */
+	} else {
+		remote_arch_setup_syscall(&regs, g.syscall_ret, frame, nr, args);
+		exit_ip = g.syscall_ret + REMOTE_ARCH_SYSCALL_LEN;
+	}
 	regs_dirty = 1;
 	err = set_regs(tid, &regs);
 	if (err)
 		goto restore;
 	die_at(2);
 	mask_dirty = 1;
-	err = set_sigmask(tid, ~0ULL);
+	err = set_sigmask(tid, mask);
 	if (err)
 		goto restore;
 	die_at(3);
@@ -645,13 +751,21 @@ int remote_syscall(struct remote_ctx *ctx, long nr, long a1, long a2, long a3,
 	}
 	ran = ctx->resumed = 1;
 	die_at(4);
-	err = wait_for(ctx, WANT_SYSEXIT, g.syscall_ret + REMOTE_ARCH_SYSCALL_LEN, &held);
+	err = wait_for(ctx, WANT_SYSEXIT, exit_ip, &held);
 	if (err)
 		goto restore;
 	err = get_regs(tid, &regs);
 	if (!err)
 		*ret = remote_arch_ret(&regs);
+	if (!err && sigreturn)
+		*ret = remote_arch_ip(&regs) == remote_arch_ip(&resume) &&
+		       remote_arch_sp(&regs) == remote_arch_sp(&resume) ? 0 :
+		       *ret < 0 ? *ret : -EPROTO;
 	die_at(6);
+	if (!err && (ctx->flags & REMOTE_F_SECCOMP_TRAP))
+		err = take_trap(ctx, &held);
+	if (!err && ctx->trapped)
+		*ret = -ENOSYS;
 
 restore:
 	if (ctx->gone)
@@ -684,6 +798,60 @@ restore:
 out:
 	resend_held(ctx, &held);
 	return ctx->gone ? -ESRCH : err;
+}
+
+int remote_syscall(struct remote_ctx *ctx, long nr, long a1, long a2, long a3,
+		   long a4, long a5, long a6, long *ret)
+{
+	const long args[6] = { a1, a2, a3, a4, a5, a6 };
+
+	return run_call(ctx, nr, args, 0, ret);
+}
+
+int remote_sigreturn(struct remote_ctx *ctx)
+{
+	const long none[6] = { 0 };
+	long ret = 0;
+	int err = run_call(ctx, SYS_rt_sigreturn, none, 1, &ret);
+
+	return err ? err : (int)ret;
+}
+
+int remote_get_sp(pid_t tid, uint64_t *sp)
+{
+	remote_regs_t r;
+	int err = get_regs(tid, &r);
+
+	if (!err)
+		*sp = remote_arch_sp(&r);
+	return err;
+}
+
+int remote_exit_frame(struct remote_ctx *ctx, uint64_t top, uint64_t *at)
+{
+	static const long status[6] = { 0 };
+	uint8_t frame[SIGFRAME_MAX], fpu[SIGFRAME_FXSAVE_SIZE];
+	const uint64_t zero = 0;
+	struct gadgets g;
+	remote_regs_t r;
+	size_t len;
+	int err;
+
+	err = gadgets_get(ctx->pid, ctx->tid, &g);
+	if (!err)
+		err = get_regs(ctx->tid, &r);
+	if (err)
+		return err;
+	top &= ~(uint64_t)15;
+	remote_arch_setup_syscall(&r, g.syscall_ret, top, SYS_exit_group, status);
+	sigframe_fpu_init(fpu);
+	err = sigframe_build(frame, sizeof(frame), top, &r, ~0ULL, fpu, sizeof(fpu), 0,
+			     g.sigreturn, at, &len);
+	if (!err)
+		err = remote_mem_write(ctx->tid, *at, frame, len);
+	if (!err)
+		err = remote_mem_write(ctx->tid, top, &zero, sizeof(zero));
+	return err;
 }
 
 /* ---- wrappers ---- */

@@ -61,6 +61,7 @@ static void options(void)
 	char *a6[] = { "heapattach", "-p", "7", "--format", "json", NULL };
 	char *a7[] = { "heapattach", "-p", NULL };
 	char *a8[] = { "heapattach", "--bogus", "-p", "7", NULL };
+	char *a9[] = { "heapattach", "-p", "7", "--no-seccomp-probe", NULL };
 
 	expect_int_eq(parse(&o, 15, a1), 0);
 	expect_int_eq(o.pid, 123);
@@ -77,6 +78,9 @@ static void options(void)
 	expect_int_eq(o.list_hooks, 1);
 	expect_u64_eq(o.sample_rate, CLI_DEFAULT_RATE);
 	expect_int_eq(o.format, DUMP_PPROF);
+	expect_int_eq(o.no_seccomp_probe, 0);
+	expect_int_eq(parse(&o, 4, a9), 0);
+	expect_int_eq(o.no_seccomp_probe, 1);
 	expect_int_eq(parse(&o, 5, a6), -EINVAL);
 	expect_int_eq(parse(&o, 2, a7), -EINVAL);
 	expect_int_eq(parse(&o, 4, a8), -EINVAL);

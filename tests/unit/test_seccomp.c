@@ -499,9 +499,89 @@ static void test_plan_threads(void)
 	}
 }
 
+/* The table the probe walks: each SC_* index is the call it names. */
+static void test_plan_calls(void)
+{
+	static const long nr[SC_NCALLS] = {
+		[SC_MEMFD_EXEC] = SYS_memfd_create, [SC_MEMFD] = SYS_memfd_create,
+		[SC_MMAP_MEMFD] = SYS_mmap, [SC_CLOSE] = SYS_close, [SC_MMAP_ANON] = SYS_mmap,
+		[SC_MUNMAP] = SYS_munmap, [SC_SIGRETURN] = SYS_rt_sigreturn,
+		[SC_MMAP_RESV] = SYS_mmap, [SC_MREMAP] = SYS_mremap, [SC_MPROTECT] = SYS_mprotect,
+		[SC_GETTID] = SYS_gettid, [SC_VM_READV] = SYS_process_vm_readv,
+		[SC_FUTEX_WAKE] = SYS_futex, [SC_FUTEX_WAIT] = SYS_futex,
+		[SC_YIELD] = SYS_sched_yield, [SC_CLOCK] = SYS_clock_gettime,
+		[SC_GETPID] = SYS_getpid, [SC_LOCK_WAIT] = SYS_futex, [SC_LOCK_WAKE] = SYS_futex,
+		[SC_POPULATE] = SYS_madvise,
+	};
+	struct seccomp_params pp = params(1, 0);
+	struct seccomp_call c[SC_NCALLS];
+
+	seccomp_plan_calls(&pp, c);
+	for (int i = 0; i < SC_NCALLS; i++) {
+		expect_int_eq(c[i].nr, nr[i]);
+		expect_true(c[i].name && c[i].name[0]);
+	}
+	expect_int_eq(c[SC_MMAP_MEMFD].args[1], pp.region_size);
+	expect_int_eq(c[SC_FUTEX_WAIT].args[1], FUTEX_WAIT);
+}
+
+/* Outcomes every call of a probed chain has, but those set after. */
+static void probed(unsigned *o, unsigned all)
+{
+	for (int i = 0; i < SC_NCALLS; i++)
+		o[i] = all;
+}
+
+/* A chain learnt by a probe (filters heapattach cannot read): taken at its word. */
+static void test_plan_probed(void)
+{
+	unsigned o[SC_NCALLS], u[SC_NCALLS];
+	struct seccomp_chain c[2] = { { .tid = 20, .outcomes = o }, { .tid = 21, .outcomes = u } };
+	struct seccomp_params pp = params(1, 0), exact = params(1, 1);
+	struct seccomp_plan plan;
+	char why[512];
+
+	/* an engine's default profile: every call allowed, nothing to say */
+	probed(o, SECCOMP_O_ALLOW);
+	expect_int_eq(seccomp_plan_decide(c, 1, &exact, &plan, why, sizeof(why)), 0);
+	expect_int_eq(plan.filtered, 1);
+	expect_int_eq(plan.inject_flags, 0);
+	expect_int_eq(plan.shm_flags, 0);
+	expect_int_eq(plan.no_stack_copy, 0);
+	expect_str_eq(plan.note, "");
+	expect_int_eq(c[0].remote_ok, 1);
+	/* memfd_create refused: the shared anonymous way */
+	o[SC_MEMFD_EXEC] = o[SC_MEMFD] = SECCOMP_O_ERRNO;
+	expect_int_eq(seccomp_plan_decide(c, 1, &pp, &plan, why, sizeof(why)), 0);
+	expect_int_eq(plan.inject_flags, INJECT_F_ANON);
+	/* a trap on process_vm_readv: no stack copies */
+	o[SC_VM_READV] = SECCOMP_O_TRAP;
+	expect_int_eq(seccomp_plan_decide(c, 1, &pp, &plan, why, sizeof(why)), 0);
+	expect_int_eq(plan.no_stack_copy, 1);
+	/* both ways of mapping killed: refused, and says how it knows */
+	o[SC_MMAP_MEMFD] = o[SC_MMAP_ANON] = SECCOMP_O_KILL;
+	expect_int_eq(seccomp_plan_decide(c, 1, &pp, &plan, why, sizeof(why)), -EPERM);
+	expect_true(strstr(why, "thread 20, learnt from a throwaway copy") != NULL);
+	expect_true(strstr(why, "kills it on mmap") != NULL);
+	/* another thread's filters, neither read nor probed: nothing optional
+	 * in the agent, no remote calls there, exact mode refused */
+	probed(o, SECCOMP_O_ALLOW);
+	probed(u, SECCOMP_O_BAD);
+	expect_int_eq(seccomp_plan_decide(c, 2, &pp, &plan, why, sizeof(why)), 0);
+	expect_int_eq(c[0].remote_ok, 1);
+	expect_int_eq(c[1].remote_ok, 0);
+	expect_int_eq(plan.no_stack_copy, 1);
+	expect_int_eq(plan.shm_flags, SHM_F_NO_FUTEX | SHM_F_NO_YIELD | SHM_F_NO_POPULATE);
+	expect_int_eq(plan.no_alloc_stats, 1);
+	expect_int_eq(seccomp_plan_decide(c, 2, &exact, &plan, why, sizeof(why)), -EPERM);
+	expect_true(strstr(why, "thread 21, which heapattach can neither read nor probe") != NULL);
+	expect_true(strstr(why, "clock_gettime") != NULL);
+}
+
 HARNESS_MAIN("seccomp",
 	T(test_arch_and_nr), T(test_each_action), T(test_arg_compare),
 	T(test_high_word_and_ip), T(test_alu_memory_x), T(test_div_by_zero),
 	T(test_invalid), T(test_path_budget), T(test_precedence),
 	T(test_precedence_unknown), T(test_plan_none), T(test_plan_fallbacks),
-	T(test_plan_errno), T(test_plan_arguments), T(test_plan_threads))
+	T(test_plan_errno), T(test_plan_arguments), T(test_plan_threads),
+	T(test_plan_calls), T(test_plan_probed))

@@ -75,6 +75,15 @@ int sigframe_read_fpu(pid_t tid, uint8_t *buf, size_t cap, size_t *len, int *xsa
 	return 0;
 }
 
+void sigframe_fpu_init(uint8_t *fxsave)
+{
+	memset(fxsave, 0, SIGFRAME_FXSAVE_SIZE);
+	fxsave[0] = 0x7f;	/* fcw 0x037f: every x87 exception masked */
+	fxsave[1] = 0x03;
+	put32(fxsave + 24, 0x1f80);	/* mxcsr: every SSE exception masked */
+	put32(fxsave + 28, 0xffff);	/* mxcsr_mask */
+}
+
 /* The registers of r into a sigcontext. */
 static void fill_mcontext(struct sigframe_mcontext *m, const remote_regs_t *r)
 {

@@ -82,6 +82,10 @@ int sigframe_read_fpu(pid_t tid, uint8_t *buf, size_t cap, size_t *len, int *xsa
  */
 size_t sigframe_xstate_size(const uint8_t *img, size_t len);
 
+/* An fxsave area (SIGFRAME_FXSAVE_SIZE bytes) at the FPU's initial state,
+ * for a frame that keeps nothing of a thread's own (sigframe_build, xsave 0). */
+void sigframe_fpu_init(uint8_t *fxsave);
+
 /*
  * Lay a frame out in buf so that, written to the target at *at, an
  * rt_sigreturn with rsp == *at + 8 (a `ret` into `restorer` from rsp ==
