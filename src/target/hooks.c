@@ -441,7 +441,7 @@ static const struct proc_map *preload_map(pid_t pid, const struct proc_maps *map
 	struct stat st;
 
 	if (strchr(tok, '/') && (root = tfile_root(pid)) >= 0) {
-		have_st = !tfile_stat(root, tok, &st);
+		have_st = !tfile_stat(root, tok, &st, pid);
 		close(root);
 	}
 	for (size_t i = 0; i < maps->n; i++) {

@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			addrs[n++] = syms[i].value + syms[i].size / 2;
 	if (size >= 8)
 		memcpy(&addrs[n++], data + size - 8, 8);
-	if (debugfile_dwarf_begin(&dd, e, -1, NULL) == 0) {
+	if (debugfile_dwarf_begin(&dd, e, -1, TFILE_SELF, NULL) == 0) {
 		for (size_t i = 0; i < n; i++)
 			line_of(dd.dw, addrs[i]);
 		debugfile_dwarf_end(&dd);

@@ -1,7 +1,6 @@
 /* Unit tests for tcred: status parsing, and files opened with another process's access (as root: a child that is nobody). */
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
-#include <grp.h>
 #include <linux/capability.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,10 +8,9 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "as_nobody.h"
 #include "harness.h"
 #include "tcred.h"
-
-#define NOBODY 65534
 
 static char dir[] = "/tmp/tcred-test.XXXXXX";
 
@@ -102,41 +100,13 @@ static int mkfile(const char *rel, mode_t mode, gid_t gid)
 	return 0;
 }
 
-/* A child that is nobody (fsuid, fsgid), in supplementary group 4242 only,
- * until its stdin pipe closes. Its pid, or -1. */
-static pid_t nobody_child(int *pipe_w)
-{
-	int p[2];
-	pid_t pid;
-
-	if (pipe(p))
-		return -1;
-	pid = fork();
-	if (pid == 0) {
-		gid_t g = 4242;
-		char c;
-
-		close(p[1]);
-		if (setgroups(1, &g) || setresgid(NOBODY, NOBODY, NOBODY) ||
-		    setresuid(NOBODY, NOBODY, NOBODY))
-			_exit(1);
-		while (read(p[0], &c, 1) > 0)
-			;
-		_exit(0);
-	}
-	close(p[0]);
-	*pipe_w = p[1];
-	return pid;
-}
-
 static void test_wear(void)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2];
 	char p[160], q[160];
 	struct tcred c, self;
-	pid_t child;
-	int w, st;
+	struct nobody nb;
 
 	if (geteuid()) {
 		printf("test_wear: not root, skipped\n");
@@ -156,18 +126,10 @@ static void test_wear(void)
 	snprintf(p, sizeof(p), "%s/open/secret", dir);
 	expect_int_eq(symlink(p, q), 0);
 
-	child = nobody_child(&w);
-	expect_true(child > 0);
-	if (child <= 0)
+	expect_int_eq(nobody_start(&nb, 4242), 0);
+	if (nb.pid <= 0)
 		return;
-	/* until the child has dropped its root, its status says root */
-	for (int i = 0; i < 500; i++) {
-		expect_int_eq(tcred_read(child, &c), 0);
-		if (c.fsuid == NOBODY)
-			break;
-		tcred_release(&c);
-		usleep(2000);
-	}
+	expect_int_eq(tcred_read(nb.pid, &c), 0);
 	expect_int_eq(c.fsuid, NOBODY);
 	expect_int_eq(c.fsgid, NOBODY);
 	expect_int_eq(c.ngroups, 1);
@@ -212,15 +174,18 @@ static void test_wear(void)
 	tcred_release(&self);
 
 	/* a thread that is gone keeps the credentials it was last read with */
-	expect_int_eq(tcred_read(child, &c), 0);
+	expect_int_eq(tcred_read(nb.pid, &c), 0);
 	tcred_release(&c);
-	close(w);
-	expect_int_eq(waitpid(child, &st, 0), child);
-	expect_int_eq(tcred_read(child, &c), 0);
-	expect_int_eq(c.fsuid, NOBODY);
-	expect_int_eq(tcred_run_as(child, open_fn, p), -EACCES);
-	tcred_release(&c);
-	expect_int_eq(kill(child, 0), -1);
+	{
+		pid_t gone = nb.pid;
+
+		nobody_end(&nb);
+		expect_int_eq(kill(gone, 0), -1);
+		expect_int_eq(tcred_read(gone, &c), 0);
+		expect_int_eq(c.fsuid, NOBODY);
+		expect_int_eq(tcred_run_as(gone, open_fn, p), -EACCES);
+		tcred_release(&c);
+	}
 }
 
 static void setup(void)
