@@ -77,7 +77,7 @@ static struct elfobj *try_file(int root, const char *path, pid_t as, const char 
 		close(fd);
 		return NULL;
 	}
-	d = elfobj_open_fd(fd);
+	d = elfobj_open_fd_named(fd, 0, path);
 	if (d && build_id && (!elfobj_build_id(d) || strcmp(elfobj_build_id(d), build_id))) {
 		elfobj_free(d);
 		return NULL;
@@ -199,17 +199,17 @@ int debugfile_dwarf_begin(struct debugfile_dwarf *out, struct elfobj *e, int roo
 			  const char *where)
 {
 	memset(out, 0, sizeof(*out));
-	out->dw = dwarf_begin_elf(elfobj_elf(e), DWARF_C_READ, NULL);
+	out->dw = elfobj_dwarf_begin(e);
 	if (!out->dw)
 		return -ENOENT;
 	out->alt = open_alt(e, root, as, where);
 	if (out->alt)
-		out->alt_dw = dwarf_begin_elf(elfobj_elf(out->alt), DWARF_C_READ, NULL);
+		out->alt_dw = elfobj_dwarf_begin(out->alt);
 	if (!out->alt_dw) {
 		elfobj_free(out->alt);
 		out->alt = empty_elf();
 		if (out->alt)
-			out->alt_dw = dwarf_begin_elf(elfobj_elf(out->alt), DWARF_C_READ, NULL);
+			out->alt_dw = elfobj_dwarf_begin(out->alt);
 	}
 	if (!out->alt_dw) {
 		/* libdw would search on its own: no DWARF rather than that */

@@ -384,8 +384,8 @@ static void tobj_open(struct target *t, struct tobj *o, const struct proc_map *m
 	fd = is_current(t, m) ? proc_open_mapped(t->reader, m) : open_gone(t, m);
 	if (fd < 0)
 		o->err = fd;
-	else if (!(o->elf = elfobj_open_fd_flags(fd, o->flags & TARGET_OBJ_SYMS ? 0 :
-						 ELFOBJ_OPEN_NO_SYMS)))
+	else if (!(o->elf = elfobj_open_fd_named(fd, o->flags & TARGET_OBJ_SYMS ? 0 :
+						 ELFOBJ_OPEN_NO_SYMS, m->path)))
 		o->err = -ENOENT;
 	if (!o->err)
 		t->st.objects++;
