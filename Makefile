@@ -173,7 +173,7 @@ FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/arch/$(ARCH) -MM
 	$(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
 	-Wall -Wextra $(if $(filter true,$(CI)),-Werror) \
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZ_LIB_SRC := src/target/elfobj.c src/target/proc.c src/target/tfile.c src/target/debugfile.c src/profile/unwind.c src/hook/frametab.c \
+FUZZ_LIB_SRC := src/target/elfobj.c src/target/proc.c src/target/tfile.c src/target/tcred.c src/target/zsection.c src/target/debugfile.c src/profile/unwind.c src/hook/frametab.c \
 	src/attach/mapguard.c src/xmalloc.c src/log.c src/target/perfmap.c src/report/report_pprof.c \
 	src/target/target.c src/attach/remote.c src/attach/gadgets.c src/arch/$(ARCH)/sigframe.c \
 	src/python/pylines.c

@@ -5,6 +5,7 @@
 
 #include <elfutils/libdw.h>
 #include "elfobj.h"
+#include "tfile.h"
 
 /*
  * Where debug files are looked for. In the target's view (root: a
@@ -13,9 +14,11 @@
  * .gnu_debuglink name in the object's directory, in its .debug/ and under
  * /usr/lib/debug/DIR. On the host, only by build id:
  * debugfile_host_dir/.build-id/xx/rest.debug. No path the target chose is
- * ever resolved on the host. A candidate must carry the object's build id
- * or, when the object has none, match the debug link's CRC (read up to the
- * file's size, at most DEBUGFILE_CRC_MAX bytes).
+ * ever resolved on the host. Every candidate, in the root or on the host,
+ * is opened with the access of the target's thread as (tfile_open): a
+ * file it may not read is no candidate. A candidate must carry the
+ * object's build id or, when the object has none, match the debug link's
+ * CRC (read up to the file's size, at most DEBUGFILE_CRC_MAX bytes).
  */
 extern const char *debugfile_host_dir;  /* "/usr/lib/debug"; a test seam */
 #define DEBUGFILE_CRC_MAX (1ULL << 30)
@@ -26,8 +29,8 @@ extern const char *debugfile_host_dir;  /* "/usr/lib/debug"; a test seam */
  * path in the target's view (malloc'd), or NULL when it was found on the
  * host. NULL if there is none.
  */
-struct elfobj *debugfile_open(const struct elfobj *e, int root, const char *obj_path,
-			      char **where);
+struct elfobj *debugfile_open(const struct elfobj *e, int root, pid_t as,
+			      const char *obj_path, char **where);
 
 /* libdw over an object and its dwz alt file. */
 struct debugfile_dwarf {
@@ -41,10 +44,11 @@ struct debugfile_dwarf {
  * or NULL if it came from the host) and hand it its .gnu_debugaltlink file
  * ourselves: by build id in the target's root, by its name inside the
  * target's root (relative to where's directory), then by build id on the
- * host; else an empty one, so that libdw never opens the name itself (it
- * would, on the host). 0, or -ENOENT if libdw cannot read e.
+ * host, each with the access of thread as; else an empty one, so that
+ * libdw never opens the name itself (it would, on the host, as root). 0,
+ * or -ENOENT if libdw cannot read e.
  */
-int debugfile_dwarf_begin(struct debugfile_dwarf *out, struct elfobj *e, int root,
+int debugfile_dwarf_begin(struct debugfile_dwarf *out, struct elfobj *e, int root, pid_t as,
 			  const char *where);
 void debugfile_dwarf_end(struct debugfile_dwarf *d);
 

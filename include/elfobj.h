@@ -41,6 +41,8 @@ struct elfobj *elfobj_open_fd(int fd);
 /* elfobj_open_fd() flags */
 #define ELFOBJ_OPEN_NO_SYMS 1   /* skip .symtab/.dynsym: elfobj_syms() is empty (large files open fast) */
 struct elfobj *elfobj_open_fd_flags(int fd, unsigned flags);
+/* The same, with the file's name for messages (may be NULL). */
+struct elfobj *elfobj_open_fd_named(int fd, unsigned flags, const char *name);
 /* Read an ELF image from memory (copied). NULL if it is not a valid ELF. */
 struct elfobj *elfobj_open_mem(const void *buf, size_t len);
 void elfobj_free(struct elfobj *e);
@@ -71,10 +73,18 @@ const char *elfobj_debuglink(const struct elfobj *e, uint32_t *crc);
 /* .gnu_debugaltlink's dwz file name (any path; *build_id, may be NULL, gets
  * its build id in hex), or NULL. */
 const char *elfobj_altlink(const struct elfobj *e, const char **build_id);
-/* 1 if the file itself carries .debug_info. */
+/* 1 if the file itself carries .debug_info (or GNU-compressed .zdebug_info). */
 int elfobj_has_debug_info(const struct elfobj *e);
-/* The libelf handle (for libdw); owned by e. */
+/* The libelf handle; owned by e. Not for dwarf_begin_elf: see below. */
 void *elfobj_elf(const struct elfobj *e);
+/*
+ * libdw over e (dwarf_begin_elf), its compressed DWARF sections inflated
+ * by zsection first, within its bounds of bytes and time, or emptied: so
+ * libdw inflates none itself. (Compressed string tables are handled when
+ * e is opened.) NULL if e has no DWARF; dwarf_end it before freeing e.
+ */
+struct Dwarf;
+struct Dwarf *elfobj_dwarf_begin(struct elfobj *e);
 
 /*
  * Load bias of the object mapped at m: m->start minus the link-time address

@@ -27,15 +27,16 @@ struct perfmap;
 int perfmap_path_of(pid_t tid, char *path, size_t len);
 
 /* For --list-hooks: one "# perf map ..." line on f if the process of tid
- * has a perf map in its root (what it is, not opened). 0, or -errno
- * (-ENOENT: none). */
+ * has a perf map in its root (what it is; opened with its access only if
+ * it is a regular file). 0, or -errno (-ENOENT: none). */
 int perfmap_describe(FILE *f, pid_t tid);
 
 /*
  * A perf map at path inside root (an O_PATH directory fd, duplicated; see
- * tfile_open), nothing read yet. Never NULL.
+ * tfile_open), opened with the access of thread as (TFILE_SELF: ours),
+ * nothing read yet. Never NULL.
  */
-struct perfmap *perfmap_new(int root, const char *path);
+struct perfmap *perfmap_new(int root, const char *path, pid_t as);
 /* The same for the process of thread tid, in its root (/proc/TID/root,
  * opened afresh at each read), or NULL if its pid cannot be read. */
 struct perfmap *perfmap_open_target(pid_t tid);
@@ -49,11 +50,12 @@ void perfmap_free(struct perfmap *pm);
  * replaced or truncated) and take its entries. A later entry wins over an
  * earlier one wherever they overlap, as perf does. While the target lives
  * the path is looked up again each time with tfile_open's rules (a regular
- * file in the target's root, never blocking); the file read last stays
+ * file in the target's root that the target may read, never blocking);
+ * the file read last stays
  * open and is read on once the target is gone or the path names nothing.
  * Within the caps above. 0, or -errno (-ENOENT: no map yet; -EINVAL: not a
- * regular file; -ESRCH: no target and no file), which leaves the entries
- * as they were.
+ * regular file; -EACCES, -EPERM: not opened with the target's access;
+ * -ESRCH: no target and no file), which leaves the entries as they were.
  */
 int perfmap_refresh(struct perfmap *pm);
 
@@ -71,7 +73,8 @@ void perfmap_get_stats(const struct perfmap *pm, struct perfmap_stats *st);
 
 /*
  * One line (into buf) saying what is new since the last call: a cap first
- * reached, or a map that is not a regular file. 1 if buf was written, else 0.
+ * reached, a map that is not a regular file or not for the target to read.
+ * 1 if buf was written, else 0.
  */
 int perfmap_take_note(struct perfmap *pm, char *buf, size_t len);
 

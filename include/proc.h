@@ -57,7 +57,8 @@ int proc_status_read(pid_t pid, const char *key, char *out, size_t outlen);
 /* Open the file behind a mapping as the target sees it, with tfile_open()'s
  * rules (a regular file only, never blocking): the mapped file itself through
  * "/proc/PID/map_files/START-END", else path resolved inside the target's
- * root. Returns an open fd or -errno. */
+ * root and opened with the access of thread pid. Returns an open fd or
+ * -errno. */
 int proc_open_mapped(pid_t pid, const struct proc_map *m);
 /* Test seam: nonzero makes proc_open_mapped skip map_files (only the
  * /proc/PID/root fallback is tried). */

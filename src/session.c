@@ -31,6 +31,7 @@
 #include "topview.h"
 #include "unwind.h"
 #include "xmalloc.h"
+#include "zsection.h"
 
 #define TICK_MS 50
 #define RECONCILE_TICKS 4	/* 200 ms: frees the agent did not report */
@@ -160,6 +161,15 @@ void session_note(struct session *s, const char *fmt, ...)
 	pr_warn("%s", s->notes[s->nnotes++]);
 }
 
+/* What zsection skipped since the last look: said once, kept in the profile. */
+static void zsection_notes(struct session *s)
+{
+	char note[sizeof(s->notes[0])];
+
+	while (zsection_take_note(note, sizeof(note)))
+		session_note(s, "%s", note);
+}
+
 /* The agent link's notes (agentlink.h). */
 static void note_cb(void *arg, const char *msg)
 {
@@ -260,6 +270,7 @@ int session_dump(struct session *s, unsigned seq)
 		s->mode->sync(s);
 	session_note_caps(s);
 	jit_refresh(s);
+	zsection_notes(s);
 	/* Objects loaded since the last read: a fresh view while we can. */
 	if (!s->ev.gone && !s->ev.exec_seen)
 		target_maps_reload(s->t);
@@ -910,6 +921,11 @@ int session_run(const struct options *opt)
 				.exit_status = -1 };
 	install_stop_handlers();
 	t0 = clock_ns(CLOCK_MONOTONIC);
+	/* inflating a compressed section stops soon after a stop request,
+	 * and, before the attach, where the symbols' loading does */
+	zsection_watch_stop(&stop_signal);
+	if (opt->duration_ns)
+		zsection_set_deadline(t0 + opt->duration_ns / 2);
 	if (tracee_check(s.pid))
 		return 1;
 	s.ev.reader = tracee_live_tid(s.pid);	/* the leader may have exited */
@@ -966,6 +982,7 @@ int session_run(const struct options *opt)
 		pr_debug("perf map %s: %zu entries, %zu malformed lines", perfmap_path(s.jit),
 			 st.entries, st.garbage);
 	}
+	zsection_notes(&s);
 	if (opt->census && !stop_signal)
 		memreport_census(&s);
 	if (stop_signal) {
@@ -981,6 +998,7 @@ int session_run(const struct options *opt)
 	urgent(0);
 	if (rc)
 		goto out;
+	zsection_set_deadline(opt->duration_ns ? s.start_ns + opt->duration_ns : 0);
 	{
 		size_t npatches;
 
@@ -1053,6 +1071,8 @@ int session_run(const struct options *opt)
 	pr_debug("profile: %llu allocations at an address already live",
 		 (unsigned long long)profile_live_again(s.prof));
 	track_live(&s, clock_ns(CLOCK_MONOTONIC), 1);	/* the end may be the highest point */
+	/* the names the final profile still lacks: a short while to inflate them */
+	zsection_set_deadline(clock_ns(CLOCK_MONOTONIC) + ZSECTION_GRACE_NS);
 	if (session_dump(&s, 0) == 0) {
 		fprintf(stderr, "heapattach: wrote %s (%llu events)\n", s.output,
 			(unsigned long long)s.stats.events);

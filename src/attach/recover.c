@@ -283,7 +283,7 @@ static int file_bytes(struct rec *s, const struct hook *h, uint8_t *buf, size_t 
 			return -ESTALE;
 		}
 	}
-	e = elfobj_open_fd_flags(fd, ELFOBJ_OPEN_NO_SYMS);
+	e = elfobj_open_fd_named(fd, ELFOBJ_OPEN_NO_SYMS, m->path);
 	if (!e)
 		return -ENOEXEC;
 	rc = elfobj_load_bias(e, m, &bias);

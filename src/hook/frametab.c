@@ -188,7 +188,7 @@ static int find_frame(struct ft_obj *o, uint64_t addr, Dwarf_Frame **frame)
 		return 0;
 	if (!o->dbg_tried) {
 		o->dbg_tried = 1;
-		o->dw = dwarf_begin_elf(elfobj_elf(o->elf), DWARF_C_READ, NULL);
+		o->dw = elfobj_dwarf_begin(o->elf);
 		if (o->dw)
 			o->dbg = dwarf_getcfi(o->dw);
 	}

@@ -189,7 +189,7 @@ static int cand_open(struct target *t, size_t i, int root, struct cand *c)
 	c->major = c->minor = -1;
 	name_version(c->path, &c->major, &c->minor);
 	if (!sym(c, "_PyRuntime") && root >= 0)
-		c->dbg = debugfile_open(c->e, root, c->path, NULL);
+		c->dbg = debugfile_open(c->e, root, target_reader(t), c->path, NULL);
 	return 0;
 }
 

@@ -74,7 +74,7 @@ int allocstats_find(pid_t pid, const struct hook_set *hooks, struct allocstats_f
 	memset(fn, 0, sizeof(*fn));
 	if (!h)
 		return -ENOENT;
-	e = elfobj_open_fd(proc_open_mapped(pid, h->map));
+	e = elfobj_open_fd_named(proc_open_mapped(pid, h->map), 0, h->map->path);
 	if (!e)
 		return -ENOENT;
 	if (elfobj_load_bias(e, h->map, &bias))

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "debugfile.h"
+#include "log.h"
 #include "tfile.h"
 #include "xmalloc.h"
 
@@ -51,11 +52,12 @@ out:
 }
 
 /*
- * Open path (in root, see tfile_open) as a debug file whose build id must
- * be build_id, or, when build_id is NULL and crc is not, whose CRC must be
- * *crc. NULL if it is absent, not a regular file or does not match.
+ * Open path (in root, with the access of thread as: see tfile_open) as a
+ * debug file whose build id must be build_id, or, when build_id is NULL
+ * and crc is not, whose CRC must be *crc. NULL if it is absent, not a
+ * regular file, not for as to read or does not match.
  */
-static struct elfobj *try_file(int root, const char *path, const char *build_id,
+static struct elfobj *try_file(int root, const char *path, pid_t as, const char *build_id,
 			       const uint32_t *crc)
 {
 	struct elfobj *d;
@@ -65,14 +67,17 @@ static struct elfobj *try_file(int root, const char *path, const char *build_id,
 
 	if (root < 0 && root != TFILE_HOST)
 		return NULL;
-	fd = tfile_open(root, path, &st);
+	fd = tfile_open(root, path, &st, as);
+	if (fd == -EACCES || fd == -EPERM)
+		pr_debug("debug file %s%s not opened with %d's access: %s", path,
+			 root == TFILE_HOST ? " (on the host)" : "", (int)as, strerror(-fd));
 	if (fd < 0)
 		return NULL;
 	if (!build_id && (!crc || file_crc(fd, st.st_size, &c) || c != *crc)) {
 		close(fd);
 		return NULL;
 	}
-	d = elfobj_open_fd(fd);
+	d = elfobj_open_fd_named(fd, 0, path);
 	if (d && build_id && (!elfobj_build_id(d) || strcmp(elfobj_build_id(d), build_id))) {
 		elfobj_free(d);
 		return NULL;
@@ -80,15 +85,15 @@ static struct elfobj *try_file(int root, const char *path, const char *build_id,
 	return d;
 }
 
-/* Try DIR/.build-id/xx/rest.debug in root for build id id; the path goes
- * to path[len]. */
-static struct elfobj *try_build_id(int root, const char *dir, const char *id,
+/* Try DIR/.build-id/xx/rest.debug in root for build id id, with as's
+ * access; the path goes to path[len]. */
+static struct elfobj *try_build_id(int root, const char *dir, pid_t as, const char *id,
 				   char *path, size_t len)
 {
 	if (!id || strlen(id) < 2 * ELFOBJ_BUILD_ID_MIN ||
 	    snprintf(path, len, "%s/.build-id/%.2s/%s.debug", dir, id, id + 2) >= (int)len)
 		return NULL;
-	return try_file(root, path, id, NULL);
+	return try_file(root, path, as, id, NULL);
 }
 
 /* *where = path (a copy) when d was found in the target's root; returns d. */
@@ -99,8 +104,8 @@ static struct elfobj *found(struct elfobj *d, int root, const char *path, char *
 	return d;
 }
 
-struct elfobj *debugfile_open(const struct elfobj *e, int root, const char *obj_path,
-			      char **where)
+struct elfobj *debugfile_open(const struct elfobj *e, int root, pid_t as,
+			      const char *obj_path, char **where)
 {
 	const char *id = elfobj_build_id(e), *link;
 	char dir[ELFOBJ_PATH_MAX + 1], path[2 * ELFOBJ_PATH_MAX + 64];
@@ -111,7 +116,7 @@ struct elfobj *debugfile_open(const struct elfobj *e, int root, const char *obj_
 	if (where)
 		*where = NULL;
 	link = elfobj_debuglink(e, &crc);
-	if (root >= 0 && (d = try_build_id(root, TARGET_DEBUG_DIR, id, path, sizeof(path))))
+	if (root >= 0 && (d = try_build_id(root, TARGET_DEBUG_DIR, as, id, path, sizeof(path))))
 		return found(d, root, path, where);
 	if (root >= 0 && link && obj_path && obj_path[0] == '/' &&
 	    (slash = strrchr(obj_path, '/')) && (size_t)(slash - obj_path) < sizeof(dir)) {
@@ -125,12 +130,12 @@ struct elfobj *debugfile_open(const struct elfobj *e, int root, const char *obj_
 			/* never the object itself */
 			if (!strcmp(path, obj_path))
 				continue;
-			d = try_file(root, path, id, &crc);
+			d = try_file(root, path, as, id, &crc);
 			if (d)
 				return found(d, root, path, where);
 		}
 	}
-	return try_build_id(TFILE_HOST, debugfile_host_dir, id, path, sizeof(path));
+	return try_build_id(TFILE_HOST, debugfile_host_dir, as, id, path, sizeof(path));
 }
 
 /* ---- libdw and dwz alt files ---- */
@@ -168,7 +173,7 @@ static struct elfobj *empty_elf(void)
 }
 
 /* e's dwz alt file, found as debugfile_dwarf_begin says, or NULL. */
-static struct elfobj *open_alt(const struct elfobj *e, int root, const char *where)
+static struct elfobj *open_alt(const struct elfobj *e, int root, pid_t as, const char *where)
 {
 	const char *id, *name = elfobj_altlink(e, &id);
 	char path[2 * ELFOBJ_PATH_MAX + 8];
@@ -178,33 +183,33 @@ static struct elfobj *open_alt(const struct elfobj *e, int root, const char *whe
 	if (!name)
 		return NULL;
 	if (root >= 0)
-		a = try_build_id(root, TARGET_DEBUG_DIR, id, path, sizeof(path));
+		a = try_build_id(root, TARGET_DEBUG_DIR, as, id, path, sizeof(path));
 	if (!a && root >= 0 && name[0] == '/')
-		a = try_file(root, name, id, NULL);
+		a = try_file(root, name, as, id, NULL);
 	if (!a && root >= 0 && name[0] != '/' && where && (slash = strrchr(where, '/')) &&
 	    snprintf(path, sizeof(path), "%.*s/%s", (int)(slash - where), where, name) <
 	    (int)sizeof(path))
-		a = try_file(root, path, id, NULL);
+		a = try_file(root, path, as, id, NULL);
 	if (!a)
-		a = try_build_id(TFILE_HOST, debugfile_host_dir, id, path, sizeof(path));
+		a = try_build_id(TFILE_HOST, debugfile_host_dir, as, id, path, sizeof(path));
 	return a;
 }
 
-int debugfile_dwarf_begin(struct debugfile_dwarf *out, struct elfobj *e, int root,
+int debugfile_dwarf_begin(struct debugfile_dwarf *out, struct elfobj *e, int root, pid_t as,
 			  const char *where)
 {
 	memset(out, 0, sizeof(*out));
-	out->dw = dwarf_begin_elf(elfobj_elf(e), DWARF_C_READ, NULL);
+	out->dw = elfobj_dwarf_begin(e);
 	if (!out->dw)
 		return -ENOENT;
-	out->alt = open_alt(e, root, where);
+	out->alt = open_alt(e, root, as, where);
 	if (out->alt)
-		out->alt_dw = dwarf_begin_elf(elfobj_elf(out->alt), DWARF_C_READ, NULL);
+		out->alt_dw = elfobj_dwarf_begin(out->alt);
 	if (!out->alt_dw) {
 		elfobj_free(out->alt);
 		out->alt = empty_elf();
 		if (out->alt)
-			out->alt_dw = dwarf_begin_elf(elfobj_elf(out->alt), DWARF_C_READ, NULL);
+			out->alt_dw = elfobj_dwarf_begin(out->alt);
 	}
 	if (!out->alt_dw) {
 		/* libdw would search on its own: no DWARF rather than that */

@@ -1,5 +1,6 @@
 /* ELF files through libelf: symbols, segments, build id, load bias, debug links. */
 /* SPDX-License-Identifier: MIT */
+#include <elfutils/libdw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -13,9 +14,13 @@
 #include "elfobj.h"
 #include "mapguard.h"
 #include "xmalloc.h"
+#include "zsection.h"
 
 struct elfobj {
 	Elf *elf;
+	char *name;             /* for messages, or NULL */
+	struct zsection_held zheld;     /* inflated sections, libelf's until elf_end */
+	int dwarf_ready;        /* the DWARF sections are inflated or emptied */
 	char *image;            /* in-memory copy, or NULL */
 	void *map;              /* the file mapped (private), under mapguard, or NULL */
 	size_t map_len;
@@ -294,7 +299,9 @@ static void read_sections(struct elfobj *e)
 		name = elf_strptr(e->elf, shstrndx, sh.sh_name);
 		if (!name)
 			continue;
-		if (!strcmp(name, ".debug_info") && sh.sh_type != SHT_NOBITS)
+		/* .zdebug_info: GNU-compressed (zsection inflates it for libdw) */
+		if ((!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info")) &&
+		    sh.sh_type != SHT_NOBITS)
 			e->has_debug_info = 1;
 		if (!strcmp(name, ".gnu_debuglink") && !e->debuglink && sh.sh_type != SHT_NOBITS)
 			read_debuglink(e, elf_getdata(scn, NULL));
@@ -339,6 +346,9 @@ static struct elfobj *load(struct elfobj *e, unsigned flags)
 {
 	if (!e->elf || elf_kind(e->elf) != ELF_K_ELF || !gelf_getehdr(e->elf, &e->ehdr))
 		goto err;
+	/* before any name is read: elf_strptr would inflate a string table itself */
+	if (zsection_prepare(e->elf, ZSECTION_STRTABS, e->name, &e->zheld))
+		goto err;
 	if (read_segments(e))
 		goto err;
 	if (!(flags & ELFOBJ_OPEN_NO_SYMS))
@@ -358,6 +368,11 @@ struct elfobj *elfobj_open_fd(int fd)
 }
 
 struct elfobj *elfobj_open_fd_flags(int fd, unsigned flags)
+{
+	return elfobj_open_fd_named(fd, flags, NULL);
+}
+
+struct elfobj *elfobj_open_fd_named(int fd, unsigned flags, const char *name)
 {
 	struct elfobj *e;
 	struct stat st;
@@ -384,6 +399,7 @@ struct elfobj *elfobj_open_fd_flags(int fd, unsigned flags)
 	mapguard_add(map, st.st_size);
 	elf_version(EV_CURRENT);
 	e = xcalloc(1, sizeof(*e));
+	e->name = name ? xstrdup(name) : NULL;
 	e->map = map;
 	e->map_len = st.st_size;
 	e->elf = elf_memory(map, st.st_size);
@@ -408,6 +424,8 @@ void elfobj_free(struct elfobj *e)
 		return;
 	if (e->elf)
 		elf_end(e->elf);
+	zsection_release(&e->zheld);
+	free(e->name);
 	if (e->map) {
 		mapguard_remove(e->map);
 		munmap(e->map, e->map_len);
@@ -512,6 +530,16 @@ int elfobj_has_debug_info(const struct elfobj *e)
 void *elfobj_elf(const struct elfobj *e)
 {
 	return e->elf;
+}
+
+Dwarf *elfobj_dwarf_begin(struct elfobj *e)
+{
+	if (!e->dwarf_ready) {
+		if (zsection_prepare(e->elf, ZSECTION_DWARF, e->name, &e->zheld))
+			return NULL;	/* a section libdw would inflate as it stands */
+		e->dwarf_ready = 1;
+	}
+	return dwarf_begin_elf(e->elf, DWARF_C_READ, NULL);
 }
 
 int elfobj_eh_frame_hdr(const struct elfobj *e, uint64_t *vaddr, uint64_t *size)

@@ -347,7 +347,7 @@ static void objlist_add(struct objlist *l, pid_t pid, const struct proc_maps *ma
 			pr_warn("cannot open %s of %d: %s", m->path, (int)pid, strerror(-fd));
 			return;
 		}
-		o->elf = elfobj_open_fd(fd);
+		o->elf = elfobj_open_fd_named(fd, 0, m->path);
 	}
 	if (o->elf && !elfobj_load_bias(o->elf, m, &o->bias))
 		o->have_bias = 1;
@@ -441,7 +441,7 @@ static const struct proc_map *preload_map(pid_t pid, const struct proc_maps *map
 	struct stat st;
 
 	if (strchr(tok, '/') && (root = tfile_root(pid)) >= 0) {
-		have_st = !tfile_stat(root, tok, &st);
+		have_st = !tfile_stat(root, tok, &st, pid);
 		close(root);
 	}
 	for (size_t i = 0; i < maps->n; i++) {

@@ -16,8 +16,9 @@
  * A perf map is a text file a JIT appends "START SIZE name" lines to (hex
  * START and SIZE): node --perf-basic-prof, Java agents, LuaJIT, .NET with
  * DOTNET_PerfMapEnabled. It is the target's file, so it is input from an
- * adversary: looked up with tfile_open in the target's root (a FIFO or
- * device is never opened) each time it is read while the target lives,
+ * adversary: looked up with tfile_open in the target's root and with its
+ * access (a FIFO or device is never opened, a file the target may not
+ * read is not read) each time it is read while the target lives,
  * the file last opened read on once it is gone; read from where the last
  * read stopped (the start of a line not yet complete) up to
  * PERFMAP_MAX_BYTES from its start, one line at most PERFMAP_MAX_LINE
@@ -37,6 +38,10 @@
 
 #define PERFMAP_BUF	(64u << 10)	/* read size; more than a line */
 
+/* Why a map was not read (each said once). */
+#define PM_REFUSED_TYPE		1u	/* not a regular file */
+#define PM_REFUSED_ACCESS	2u	/* not for the target to read */
+
 /* A range and the entry that owns it (seq: its line number among entries). */
 struct pm_seg {
 	uint64_t start, end, fstart;
@@ -46,6 +51,7 @@ struct pm_seg {
 struct perfmap {
 	pid_t tid;                      /* path is in this thread's root; 0: not any more */
 	int root;                       /* or in this directory (perfmap_new), or -EBADF */
+	pid_t as;                       /* and opened with this thread's access */
 	char *path;
 
 	int fd;                         /* the file last read, kept open, or -1 */
@@ -65,7 +71,8 @@ struct perfmap {
 	size_t garbage;
 
 	unsigned caps, noted;           /* PERFMAP_CAP_* hit, said */
-	int refused, refused_noted;     /* not a regular file */
+	unsigned refused, refused_noted;        /* PM_REFUSED_* */
+	int access_err;                 /* the errno of the last PM_REFUSED_ACCESS */
 };
 
 /* ---- where ---- */
@@ -98,7 +105,7 @@ int perfmap_path_of(pid_t tid, char *path, size_t len)
 	return 0;
 }
 
-struct perfmap *perfmap_new(int root, const char *path)
+struct perfmap *perfmap_new(int root, const char *path, pid_t as)
 {
 	struct perfmap *pm = xcalloc(1, sizeof(*pm));
 
@@ -106,6 +113,7 @@ struct perfmap *perfmap_new(int root, const char *path)
 	if (pm->root < 0)
 		pm->root = -EBADF;	/* tfile_open refuses it: never the host */
 	pm->path = xstrdup(path);
+	pm->as = as;
 	pm->fd = -1;
 	return pm;
 }
@@ -117,7 +125,7 @@ struct perfmap *perfmap_open_target(pid_t tid)
 
 	if (perfmap_path_of(tid, path, sizeof(path)))
 		return NULL;
-	pm = perfmap_new(-1, path);
+	pm = perfmap_new(-1, path, tid);
 	pm->tid = tid;
 	return pm;
 }
@@ -130,7 +138,7 @@ void perfmap_set_tid(struct perfmap *pm, pid_t tid)
 
 /*
  * Open (open_it) or stat path in the root of thread tid as it is now,
- * with tfile_open's rules. The root is /proc/TID/root opened afresh, and
+ * with tfile_open's rules and tid's access. The root is /proc/TID/root opened afresh, and
  * the thread must still have one after the lookup: an exiting process
  * drops its root (exit_fs) before its mount namespace is torn down, and a
  * root kept from before then leads to the mounts underneath, such as the
@@ -142,7 +150,7 @@ static int in_target(pid_t tid, const char *path, struct stat *st, int open_it)
 
 	if (root < 0)
 		return -ESRCH;
-	ret = open_it ? tfile_open(root, path, st) : tfile_stat(root, path, st);
+	ret = open_it ? tfile_open(root, path, st, tid) : tfile_stat(root, path, st, tid);
 	close(root);
 	again = tfile_root(tid);
 	if (again < 0) {
@@ -162,14 +170,19 @@ int perfmap_describe(FILE *f, pid_t tid)
 
 	rc = perfmap_path_of(tid, path, sizeof(path));
 	if (!rc)
-		rc = in_target(tid, path, &st, 0);
-	if (rc)
-		return rc;
-	if (S_ISREG(st.st_mode))
+		rc = in_target(tid, path, &st, 1);
+	if (rc >= 0) {
+		close(rc);
 		fprintf(f, "# perf map %s (%lld bytes): JIT frames are named from it\n", path,
 			(long long)st.st_size);
-	else
+	} else if (rc == -EINVAL) {
 		fprintf(f, "# perf map %s is not a regular file: not read\n", path);
+	} else if (rc == -EACCES || rc == -EPERM) {
+		fprintf(f, "# perf map %s cannot be opened with the target's access (%s): not read\n",
+			path, strerror(-rc));
+	} else {
+		return rc;
+	}
 	return 0;
 }
 
@@ -483,11 +496,15 @@ static int current_file(struct perfmap *pm, struct stat *st)
 	if (pm->tid)
 		fd = in_target(pm->tid, pm->path, st, 1);
 	else if (pm->root >= 0)
-		fd = tfile_open(pm->root, pm->path, st);
+		fd = tfile_open(pm->root, pm->path, st, pm->as);
 	else
 		fd = -ESRCH;
 	if (fd == -EINVAL)
-		pm->refused = 1;
+		pm->refused |= PM_REFUSED_TYPE;
+	if (fd == -EACCES || fd == -EPERM) {
+		pm->refused |= PM_REFUSED_ACCESS;
+		pm->access_err = -fd;
+	}
 	if (fd >= 0 && pm->fd >= 0 && st->st_dev == pm->dev && st->st_ino == pm->ino) {
 		close(fd);
 	} else if (fd >= 0) {
@@ -588,9 +605,15 @@ int perfmap_take_note(struct perfmap *pm, char *buf, size_t len)
 {
 	unsigned fresh = pm->caps & ~pm->noted;
 
-	if (pm->refused && !pm->refused_noted) {
-		pm->refused_noted = 1;
+	if (pm->refused & ~pm->refused_noted & PM_REFUSED_TYPE) {
+		pm->refused_noted |= PM_REFUSED_TYPE;
 		snprintf(buf, len, "perf map %s is not a regular file: not read", pm->path);
+		return 1;
+	}
+	if (pm->refused & ~pm->refused_noted & PM_REFUSED_ACCESS) {
+		pm->refused_noted |= PM_REFUSED_ACCESS;
+		snprintf(buf, len, "perf map %s cannot be opened with the target's access (%s): "
+			 "not read", pm->path, strerror(pm->access_err));
 		return 1;
 	}
 	if (fresh & PERFMAP_CAP_BYTES) {

@@ -368,8 +368,10 @@ int proc_open_mapped(pid_t pid, const struct proc_map *m)
 
 	snprintf(path, sizeof(path), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
 		 (int)pid, m->start, m->end);
-	fd = proc_no_map_files ? -ENOENT : tfile_open(TFILE_HOST, path, NULL);
-	/* the mapped file itself: a path that fails to open now will not do better */
+	/* the mapped file itself (the kernel maps only what the target could
+	 * open, or exec), read with our access: map_files asks CAP_SYS_ADMIN */
+	fd = proc_no_map_files ? -ENOENT : tfile_open(TFILE_HOST, path, NULL, TFILE_SELF);
+	/* a path that fails to open now will not do better */
 	if (fd >= 0 || fd == -EINVAL)
 		return fd;
 	/* A deleted file's path now names another file, or none. */
@@ -379,7 +381,8 @@ int proc_open_mapped(pid_t pid, const struct proc_map *m)
 	root = tfile_root(pid);
 	if (root < 0)
 		return root;
-	fd = tfile_open(root, m->path, NULL);
+	/* by now the path may name another file: the target must be able to read it */
+	fd = tfile_open(root, m->path, NULL, pid);
 	close(root);
 	return fd;
 }

@@ -178,11 +178,12 @@ static struct symobj *load_obj(struct symbolizer *s, const struct proc_map *m,
 	if (elfobj_has_debug_info(o->elf)) {
 		dwelf = o->elf;
 		where = xstrdup(m->path);
-	} else if ((o->dbg = debugfile_open(o->elf, s->root, m->path, &where)) &&
+	} else if ((o->dbg = debugfile_open(o->elf, s->root, target_reader(s->t), m->path,
+					    &where)) &&
 		   elfobj_has_debug_info(o->dbg)) {
 		dwelf = o->dbg;
 	}
-	if (dwelf && !debugfile_dwarf_begin(&o->dwarf, dwelf, s->root, where))
+	if (dwelf && !debugfile_dwarf_begin(&o->dwarf, dwelf, s->root, target_reader(s->t), where))
 		o->dw = o->dwarf.dw;
 	free(where);
 	build_table(o);

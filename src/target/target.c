@@ -340,8 +340,9 @@ static struct elfobj *open_vdso(struct target *t, const struct proc_map *m, int 
 /*
  * The file of m, a mapping of maps older than the current ones: its range
  * may hold another file by now (map_files would open that one), so its
- * path is opened inside the target's root, and kept only if it is still
- * the file that was mapped there (its inode). An fd or -errno.
+ * path is opened inside the target's root with its access, and kept only
+ * if it is still the file that was mapped there (its inode). An fd or
+ * -errno.
  */
 static int open_gone(struct target *t, const struct proc_map *m)
 {
@@ -353,7 +354,7 @@ static int open_gone(struct target *t, const struct proc_map *m)
 	root = tfile_root(t->reader);
 	if (root < 0)
 		return root;
-	fd = tfile_open(root, m->path, &st);
+	fd = tfile_open(root, m->path, &st, t->reader);
 	close(root);
 	if (fd >= 0 && st.st_ino != m->inode) {
 		close(fd);
@@ -383,8 +384,8 @@ static void tobj_open(struct target *t, struct tobj *o, const struct proc_map *m
 	fd = is_current(t, m) ? proc_open_mapped(t->reader, m) : open_gone(t, m);
 	if (fd < 0)
 		o->err = fd;
-	else if (!(o->elf = elfobj_open_fd_flags(fd, o->flags & TARGET_OBJ_SYMS ? 0 :
-						 ELFOBJ_OPEN_NO_SYMS)))
+	else if (!(o->elf = elfobj_open_fd_named(fd, o->flags & TARGET_OBJ_SYMS ? 0 :
+						 ELFOBJ_OPEN_NO_SYMS, m->path)))
 		o->err = -ENOENT;
 	if (!o->err)
 		t->st.objects++;

@@ -1,4 +1,4 @@
-/* Opening files the target names: inside its root, never blocking, regular files only. */
+/* Opening files the target names: inside its root, with its access, never blocking, regular files only. */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "tcred.h"
 #include "tfile.h"
 
 int tfile_root(pid_t pid)
@@ -38,27 +39,45 @@ static int open_path(int root, const char *path)
 	return fd < 0 ? -errno : (int)fd;
 }
 
-int tfile_stat(int root, const char *path, struct stat *st)
+/* What an open or a stat is asked, and what it answers (fn of tcred_run). */
+struct tfile_req {
+	int root;
+	const char *path;
+	struct stat *st;
+};
+
+/* tfile_stat's work, in the thread that wears the opener's credentials. */
+static int stat_req(void *arg)
 {
-	int fd = open_path(root, path), ret = 0;
+	struct tfile_req *r = arg;
+	int fd = open_path(r->root, r->path), ret = 0;
 
 	if (fd < 0)
 		return fd;
-	if (fstat(fd, st))
+	if (fstat(fd, r->st))
 		ret = -errno;
 	close(fd);
 	return ret;
 }
 
-int tfile_open(int root, const char *path, struct stat *st)
+int tfile_stat(int root, const char *path, struct stat *st, pid_t as)
 {
-	struct stat sb;
+	struct tfile_req r = { .root = root, .path = path, .st = st };
+
+	return tcred_run_as(as, stat_req, &r);
+}
+
+/* tfile_open's work, in the thread that wears the opener's credentials:
+ * the walk to the file and its reopen for reading are checked against
+ * them. The fd (the table is shared with every thread) or -errno. */
+static int open_req(void *arg)
+{
+	struct tfile_req *r = arg;
+	struct stat *st = r->st;
 	char self[64];
 	int pfd, fd;
 
-	if (!st)
-		st = &sb;
-	pfd = open_path(root, path);
+	pfd = open_path(r->root, r->path);
 	if (pfd < 0)
 		return pfd;
 	if (fstat(pfd, st)) {
@@ -83,4 +102,12 @@ int tfile_open(int root, const char *path, struct stat *st)
 out:
 	close(pfd);
 	return fd;
+}
+
+int tfile_open(int root, const char *path, struct stat *st, pid_t as)
+{
+	struct stat sb;
+	struct tfile_req r = { .root = root, .path = path, .st = st ? st : &sb };
+
+	return tcred_run_as(as, open_req, &r);
 }

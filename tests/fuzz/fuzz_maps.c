@@ -1,15 +1,17 @@
-/* libFuzzer target: the /proc maps and status parsers (proc.c) on arbitrary text. */
+/* libFuzzer target: the /proc maps and status parsers (proc.c, tcred.c) on arbitrary text. */
 /* SPDX-License-Identifier: MIT */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "proc.h"
+#include "tcred.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct proc_maps m = { 0 };
+	struct tcred c;
 	char *buf = malloc(size + 1), out[64];
 
 	if (!buf)
@@ -36,6 +38,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	proc_status_get(buf, "TracerPid", out, sizeof(out));
 	proc_status_get(buf, "NSpid", out, sizeof(out));
 	proc_status_get(buf, "", out, 1);
+	if (tcred_parse(buf, &c) == 0) {
+		for (size_t i = 1; i < c.ngroups; i++)
+			if (c.groups[i - 1] > c.groups[i])
+				abort();
+		if (c.ngroups > TCRED_MAX_GROUPS || (c.dac_caps & ~TCRED_DAC_CAPS))
+			abort();
+		tcred_release(&c);
+	}
 	free(buf);
 	return 0;
 }

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "perfmap.h"
+#include "tfile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -77,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	split = 1 + (size - 1) * data[0] / 256;
 	put(data + 1, split - 1, 1);
-	pm = perfmap_new(root, "/tmp/perf-1.map");
+	pm = perfmap_new(root, "/tmp/perf-1.map", TFILE_SELF);
 	perfmap_refresh(pm);
 	put(data + split, size - split, 0);
 	perfmap_refresh(pm);

@@ -3,7 +3,8 @@
 # SPDX-License-Identifier: MIT
 #
 # Seeds are made fresh from the fixtures: their binaries (whole, stripped,
-# and their split debug files) for the ELF and DWARF readers, maps and
+# their split debug files, and with compressed debug sections) for the
+# ELF and DWARF readers, maps and
 # status texts (the fixtures' and this shell's own) for the maps reader,
 # fixtures/perfmap/ for the perf map reader, synthprof's profiles and
 # fixtures/pprof/ for the pprof reader.
@@ -27,6 +28,9 @@ for f in "$FIX"/*; do
 	objcopy --strip-all "$f" "$FB/seeds/elf/$n.stripped" 2>/dev/null
 	cp "$f" "$FB/seeds/dwarf/$n"
 	objcopy --only-keep-debug "$f" "$FB/seeds/dwarf/$n.debug" 2>/dev/null
+	# compressed sections (gABI and GNU), which zsection inflates
+	objcopy --compress-debug-sections=zlib-gabi "$f" "$FB/seeds/dwarf/$n.zgabi" 2>/dev/null
+	objcopy --compress-debug-sections=zlib-gnu "$f" "$FB/seeds/dwarf/$n.zgnu" 2>/dev/null
 done
 cp fixtures/maps/* fixtures/status/* "$FB/seeds/maps/"
 cat /proc/self/maps >"$FB/seeds/maps/self.txt"

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "as_nobody.h"
 #include "debugfile.h"
 #include "harness.h"
 
@@ -95,7 +96,7 @@ static void test_in_root(void)
 	expect_true(e && elfobj_build_id(e) && !elfobj_has_debug_info(e));
 	if (!e)
 		return;
-	d = debugfile_open(e, root, "/lib/victim", &where);
+	d = debugfile_open(e, root, TFILE_SELF, "/lib/victim", &where);
 	expect_true(d != NULL);
 	expect_str_eq(where, "/lib/.debug/victim.dbg");
 	if (d) {
@@ -105,7 +106,7 @@ static void test_in_root(void)
 	elfobj_free(d);
 	free(where);
 	/* no root: the host only, by build id only */
-	expect_true(debugfile_open(e, -1, "/lib/victim", NULL) == NULL);
+	expect_true(debugfile_open(e, -1, TFILE_SELF, "/lib/victim", NULL) == NULL);
 	elfobj_free(e);
 }
 
@@ -129,7 +130,7 @@ static void test_host(void)
 	expect_int_eq(sh("mkdir -p %s/.build-id/%.2s && cp %s/root/lib/.debug/victim.dbg "
 			 "%s/.build-id/%.2s/%s.debug", hostdir, id, dir, hostdir, id, id + 2), 0);
 	debugfile_host_dir = hostdir;
-	d = debugfile_open(e, -1, "/lib/victim", &where);
+	d = debugfile_open(e, -1, TFILE_SELF, "/lib/victim", &where);
 	expect_true(d != NULL);
 	expect_true(where == NULL);
 	elfobj_free(d);
@@ -145,8 +146,8 @@ static void test_host(void)
 	e = open_obj("root/lib/nobid");
 	expect_true(e && !elfobj_build_id(e) && elfobj_debuglink(e, NULL));
 	if (e) {
-		expect_true(debugfile_open(e, empty, objpath, NULL) == NULL);
-		expect_true(debugfile_open(e, -1, objpath, NULL) == NULL);
+		expect_true(debugfile_open(e, empty, TFILE_SELF, objpath, NULL) == NULL);
+		expect_true(debugfile_open(e, -1, TFILE_SELF, objpath, NULL) == NULL);
 	}
 	elfobj_free(e);
 	close(empty);
@@ -171,12 +172,12 @@ static void test_traps(void)
 			 "cp stash/nobid.dbg host/nobid.dbg && "
 			 "ln -s %s/host/nobid.dbg root/usr/lib/debug/lib/nobid.dbg", dir, dir), 0);
 	t0 = now();
-	expect_true(debugfile_open(e, root, "/lib/nobid", NULL) == NULL);
+	expect_true(debugfile_open(e, root, TFILE_SELF, "/lib/nobid", NULL) == NULL);
 	expect_true(now() - t0 < 5);
 	/* the same absolute symlink, now naming a file inside the root */
 	expect_int_eq(sh("cd %s && mkdir -p root/%s/host && cp stash/nobid.dbg root/%s/host/",
 			 dir, dir, dir), 0);
-	d = debugfile_open(e, root, "/lib/nobid", &where);
+	d = debugfile_open(e, root, TFILE_SELF, "/lib/nobid", &where);
 	expect_true(d != NULL);
 	expect_str_eq(where, "/usr/lib/debug/lib/nobid.dbg");
 	elfobj_free(d);
@@ -184,9 +185,9 @@ static void test_traps(void)
 	/* a regular file whose CRC does not match */
 	expect_int_eq(sh("cd %s && rm -rf root/%s/host && rm root/lib/nobid.dbg && "
 			 "cp root/lib/nobid root/lib/nobid.dbg", dir, dir), 0);
-	expect_true(debugfile_open(e, root, "/lib/nobid", NULL) == NULL);
+	expect_true(debugfile_open(e, root, TFILE_SELF, "/lib/nobid", NULL) == NULL);
 	/* the object itself is never its own debug file */
-	expect_true(debugfile_open(e, root, "/lib/nobid.dbg", NULL) == NULL);
+	expect_true(debugfile_open(e, root, TFILE_SELF, "/lib/nobid.dbg", NULL) == NULL);
 	elfobj_free(e);
 }
 
@@ -241,14 +242,14 @@ static void test_alt(void)
 		goto out;
 	expect_str_eq(elfobj_altlink(d, NULL), fifo);
 	/* nowhere in the root: the empty alt, and libdw has nothing to look for */
-	expect_int_eq(debugfile_dwarf_begin(&dd, d, root, "/lib/.debug/victim.dbg"), 0);
+	expect_int_eq(debugfile_dwarf_begin(&dd, d, root, TFILE_SELF, "/lib/.debug/victim.dbg"), 0);
 	expect_true(dd.alt_dw != NULL && dwarf_getalt(dd.dw) == dd.alt_dw);
 	expect_true(dd.alt && !elfobj_build_id(dd.alt));
 	debugfile_dwarf_end(&dd);
 	/* in the root, by that same name */
 	expect_int_eq(sh("mkdir -p %s/root/%s/host && cp %s/fixtures/printaddrs_nopie %s/root/%s",
 			 dir, dir, b, dir, fifo), 0);
-	expect_int_eq(debugfile_dwarf_begin(&dd, d, root, "/lib/.debug/victim.dbg"), 0);
+	expect_int_eq(debugfile_dwarf_begin(&dd, d, root, TFILE_SELF, "/lib/.debug/victim.dbg"), 0);
 	expect_true(dd.alt && elfobj_build_id(dd.alt) && !strcmp(elfobj_build_id(dd.alt), id));
 	expect_true(dwarf_getalt(dd.dw) == dd.alt_dw);
 	debugfile_dwarf_end(&dd);
@@ -256,12 +257,74 @@ static void test_alt(void)
 	expect_int_eq(sh("rm -rf %s/root/%s && mkdir -p %s/root/usr/lib/debug/.build-id/%.2s && "
 			 "cp %s/fixtures/printaddrs_nopie %s/root/usr/lib/debug/.build-id/%.2s/%s.debug",
 			 dir, dir, dir, id, b, dir, id, id + 2), 0);
-	expect_int_eq(debugfile_dwarf_begin(&dd, d, root, NULL), 0);
+	expect_int_eq(debugfile_dwarf_begin(&dd, d, root, TFILE_SELF, NULL), 0);
 	expect_true(dd.alt && elfobj_build_id(dd.alt) && !strcmp(elfobj_build_id(dd.alt), id));
 	debugfile_dwarf_end(&dd);
 	elfobj_free(d);
 out:
 	elfobj_free(alt);
+}
+
+/* A debug file the target may not read (as root, the target nobody) is no
+ * candidate, in its root (by debug link, by build id) or on the host. */
+static void test_not_theirs(void)
+{
+	struct elfobj *e, *d;
+	struct nobody nb;
+	char host[256];
+	const char *id;
+	char *where = NULL;
+
+	if (!ready)
+		return;
+	if (nobody_start(&nb, 4242)) {
+		printf("test_not_theirs: not root, skipped\n");
+		return;
+	}
+	expect_int_eq(sh("chmod 0755 %s", dir), 0);
+	e = open_obj("root/lib/victim");
+	id = e ? elfobj_build_id(e) : NULL;
+	expect_true(id != NULL);
+	if (!id)
+		goto out;
+	d = debugfile_open(e, root, nb.pid, "/lib/victim", &where);
+	expect_true(d != NULL);
+	expect_str_eq(where, "/lib/.debug/victim.dbg");
+	elfobj_free(d);
+	free(where);
+	expect_int_eq(sh("chmod 0600 %s/root/lib/.debug/victim.dbg", dir), 0);
+	expect_true(debugfile_open(e, root, nb.pid, "/lib/victim", NULL) == NULL);
+	d = debugfile_open(e, root, TFILE_SELF, "/lib/victim", NULL);	/* ours to read */
+	expect_true(d != NULL);
+	elfobj_free(d);
+	expect_int_eq(sh("chmod 0644 %s/root/lib/.debug/victim.dbg && chmod 0700 %s/root/lib/.debug",
+			 dir, dir), 0);
+	expect_true(debugfile_open(e, root, nb.pid, "/lib/victim", NULL) == NULL);
+	/* by build id: in the root, then on the host */
+	expect_int_eq(sh("mkdir -p %s/root/usr/lib/debug/.build-id/%.2s && "
+			 "cp %s/root/lib/.debug/victim.dbg %s/root/usr/lib/debug/.build-id/%.2s/%s.debug && "
+			 "chmod 0600 %s/root/usr/lib/debug/.build-id/%.2s/%s.debug",
+			 dir, id, dir, dir, id, id + 2, dir, id, id + 2), 0);
+	expect_true(debugfile_open(e, root, nb.pid, "/lib/victim", NULL) == NULL);
+	expect_int_eq(sh("chmod 0644 %s/root/usr/lib/debug/.build-id/%.2s/%s.debug",
+			 dir, id, id + 2), 0);
+	d = debugfile_open(e, root, nb.pid, "/lib/victim", NULL);
+	expect_true(d != NULL);
+	elfobj_free(d);
+	snprintf(host, sizeof(host), "%s/root/usr/lib/debug", dir);
+	debugfile_host_dir = host;
+	expect_int_eq(sh("chmod 0600 %s/root/usr/lib/debug/.build-id/%.2s/%s.debug",
+			 dir, id, id + 2), 0);
+	expect_true(debugfile_open(e, -1, nb.pid, "/lib/victim", NULL) == NULL);
+	d = debugfile_open(e, -1, TFILE_SELF, "/lib/victim", NULL);
+	expect_true(d != NULL);
+	elfobj_free(d);
+	debugfile_host_dir = "/usr/lib/debug";
+	expect_int_eq(sh("rm -rf %s/root/usr && chmod 0755 %s/root/lib/.debug && chmod 0700 %s",
+			 dir, dir, dir), 0);
+out:
+	elfobj_free(e);
+	nobody_end(&nb);
 }
 
 static void teardown(void)
@@ -273,4 +336,4 @@ static void teardown(void)
 }
 
 HARNESS_MAIN("debugfile", T(setup), T(test_in_root), T(test_host), T(test_traps), T(test_alt),
-	     T(teardown))
+	     T(test_not_theirs), T(teardown))

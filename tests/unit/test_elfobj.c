@@ -439,7 +439,7 @@ static void test_shrinking_file(void)
 			expect_int_eq(buf[0] | buf[sizeof(buf) - 1], 0);
 		}
 	}
-	if (debugfile_dwarf_begin(&dd, e, -1, NULL) == 0) {
+	if (debugfile_dwarf_begin(&dd, e, -1, TFILE_SELF, NULL) == 0) {
 		Dwarf_Die cu;
 
 		dwarf_addrdie(dd.dw, seg[0].vaddr + 0x1000, &cu);

@@ -7,8 +7,10 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "as_nobody.h"
 #include "harness.h"
 #include "perfmap.h"
+#include "tfile.h"
 
 static char dir[] = "/tmp/perfmap-test.XXXXXX";
 static char file[256];          /* dir/tmp/perf-1.map: the map as the root holds it */
@@ -63,7 +65,7 @@ static void test_basic(void)
 	uint64_t off = 0;
 
 	fresh();
-	pm = perfmap_new(root, MAP_PATH);
+	pm = perfmap_new(root, MAP_PATH, TFILE_SELF);
 	expect_int_eq(perfmap_refresh(pm), -ENOENT);
 	expect_true(name_at(pm, 0x1000) == NULL);
 	put("1000 40 first\n2000 10 LazyCompile:~second /app/x.js:12:3\n");
@@ -86,7 +88,7 @@ static void test_growth(void)
 	struct perfmap *pm;
 
 	fresh();
-	pm = perfmap_new(root, MAP_PATH);
+	pm = perfmap_new(root, MAP_PATH, TFILE_SELF);
 	put("1000 40 a\n20");
 	expect_int_eq(perfmap_refresh(pm), 0);
 	expect_int_eq(stats(pm).entries, 1);
@@ -141,13 +143,13 @@ static void test_override(void)
 	fresh();
 	for (size_t i = 0; i < sizeof(overrides) / sizeof(*overrides); i++)
 		put(overrides[i]);
-	pm = perfmap_new(root, MAP_PATH);
+	pm = perfmap_new(root, MAP_PATH, TFILE_SELF);
 	expect_int_eq(perfmap_refresh(pm), 0);
 	check_overrides(pm);
 	perfmap_free(pm);
 
 	fresh();
-	pm = perfmap_new(root, MAP_PATH);
+	pm = perfmap_new(root, MAP_PATH, TFILE_SELF);
 	for (size_t i = 0; i < sizeof(overrides) / sizeof(*overrides); i++) {
 		put(overrides[i]);
 		expect_int_eq(perfmap_refresh(pm), 0);
@@ -168,7 +170,7 @@ static void test_random(void)
 	int bad = 0;
 
 	fresh();
-	pm = perfmap_new(root, MAP_PATH);
+	pm = perfmap_new(root, MAP_PATH, TFILE_SELF);
 	for (int i = 0; i < N; i++) {
 		seed = seed * 1103515245 + 12345;
 		st[i] = 0x10000 + (seed >> 8) % SPAN;
@@ -230,7 +232,7 @@ static void test_garbage(void)
 	memset(big, 'D', 199999);
 	memcpy(big, "7000 40 ", 8);
 	big[199999] = '\0';
-	pm = perfmap_new(root, MAP_PATH);
+	pm = perfmap_new(root, MAP_PATH, TFILE_SELF);
 	put(big);
 	expect_int_eq(perfmap_refresh(pm), 0);   /* stops inside the long line */
 	put(big);
@@ -275,7 +277,7 @@ static void test_entry_cap(void)
 	expect_int_eq(write(fd, buf, len), (long long)len);
 	close(fd);
 	free(buf);
-	pm = perfmap_new(root, MAP_PATH);
+	pm = perfmap_new(root, MAP_PATH, TFILE_SELF);
 	expect_int_eq(perfmap_refresh(pm), 0);
 	expect_int_eq(stats(pm).entries, PERFMAP_MAX_ENTRIES);
 	expect_str_eq(name_at(pm, 0x100000), "e0");
@@ -298,7 +300,7 @@ static void test_byte_cap(void)
 	/* a sparse file past the cap: zeros, no newline */
 	expect_int_eq(truncate(file, PERFMAP_MAX_BYTES + (8 << 20)), 0);
 	put("\n2000 40 past_cap\n");
-	pm = perfmap_new(root, MAP_PATH);
+	pm = perfmap_new(root, MAP_PATH, TFILE_SELF);
 	expect_int_eq(perfmap_refresh(pm), 0);
 	expect_str_eq(name_at(pm, 0x1000), "before_hole");
 	expect_true(name_at(pm, 0x2000) == NULL);
@@ -322,7 +324,7 @@ static void test_replaced(void)
 
 	fresh();
 	put("1000 40 old\n");
-	pm = perfmap_new(root, MAP_PATH);
+	pm = perfmap_new(root, MAP_PATH, TFILE_SELF);
 	expect_int_eq(perfmap_refresh(pm), 0);
 	expect_str_eq(name_at(pm, 0x1000), "old");
 	snprintf(other, sizeof(other), "%s.new", file);
@@ -353,7 +355,7 @@ static void test_kept_file(void)
 
 	fresh();
 	put("1000 40 before\n");
-	pm = perfmap_new(root, MAP_PATH);
+	pm = perfmap_new(root, MAP_PATH, TFILE_SELF);
 	expect_int_eq(perfmap_refresh(pm), 0);
 	fd = open(file, O_WRONLY | O_APPEND);
 	expect_true(fd >= 0);
@@ -422,7 +424,7 @@ static void test_unsafe(void)
 
 	fresh();
 	expect_int_eq(mkfifo(file, 0600), 0);
-	pm = perfmap_new(root, MAP_PATH);
+	pm = perfmap_new(root, MAP_PATH, TFILE_SELF);
 	expect_int_eq(perfmap_refresh(pm), -EINVAL);
 	expect_int_eq(perfmap_take_note(pm, note, sizeof(note)), 1);
 	expect_true(strstr(note, "not a regular file") != NULL);
@@ -437,7 +439,7 @@ static void test_unsafe(void)
 	expect_int_eq(symlink("/dev/zero", file), 0);
 	{
 		int slash = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-		struct perfmap *host_root = perfmap_new(slash, file);
+		struct perfmap *host_root = perfmap_new(slash, file, TFILE_SELF);
 
 		expect_int_eq(perfmap_refresh(host_root), -EINVAL);
 		perfmap_free(host_root);
@@ -462,9 +464,41 @@ static void test_unsafe(void)
 	unlink(host);
 	perfmap_free(pm);
 	/* no root: nothing is read, not even the host's path */
-	pm = perfmap_new(-1, "/etc/hostname");
+	pm = perfmap_new(-1, "/etc/hostname", TFILE_SELF);
 	expect_true(perfmap_refresh(pm) < 0);
 	perfmap_free(pm);
+}
+
+/* A map the target may not read (as root, the target nobody) is not read,
+ * and that is said once; one it may read is. */
+static void test_not_theirs(void)
+{
+	struct perfmap *pm;
+	struct nobody nb;
+	char note[256];
+
+	if (nobody_start(&nb, 4242)) {
+		printf("test_not_theirs: not root, skipped\n");
+		return;
+	}
+	expect_int_eq(chmod(dir, 0755), 0);
+	fresh();
+	put("1000 40 secret\n");
+	expect_int_eq(chmod(file, 0600), 0);
+	pm = perfmap_new(root, MAP_PATH, nb.pid);
+	expect_int_eq(perfmap_refresh(pm), -EACCES);
+	expect_true(name_at(pm, 0x1000) == NULL);
+	expect_int_eq(perfmap_take_note(pm, note, sizeof(note)), 1);
+	expect_true(strstr(note, "cannot be opened with the target's access (Permission denied)") != NULL);
+	expect_int_eq(perfmap_refresh(pm), -EACCES);
+	expect_int_eq(perfmap_take_note(pm, note, sizeof(note)), 0);
+	expect_int_eq(chmod(file, 0644), 0);
+	expect_int_eq(perfmap_refresh(pm), 0);
+	expect_str_eq(name_at(pm, 0x1000), "secret");
+	perfmap_free(pm);
+	unlink(file);
+	expect_int_eq(chmod(dir, 0700), 0);
+	nobody_end(&nb);
 }
 
 static void test_path_of(void)
@@ -509,7 +543,7 @@ static void teardown(void)
 static const struct harness_test tests[] = {
 	T(test_basic), T(test_growth), T(test_override), T(test_random), T(test_garbage),
 	T(test_entry_cap), T(test_byte_cap), T(test_replaced), T(test_kept_file), T(test_target_gone),
-	T(test_unsafe), T(test_path_of),
+	T(test_unsafe), T(test_not_theirs), T(test_path_of),
 };
 
 int main(void)
