@@ -131,6 +131,16 @@ int unwind_copy_steps(struct unwinder *u, struct unwind_regs *r, const void *sta
  */
 int unwind_truncated(const struct unwinder *u);
 /*
+ * How the last unwind_stack() on u went, UNWIND_WALK_* bits: END, it
+ * reached the outermost frame (the unwind info says there is no caller:
+ * a thread's or the program's entry), not a step that failed or a limit;
+ * SIGNAL, a frame on the way is a signal trampoline's (rt_sigreturn): the
+ * thread runs a signal handler.
+ */
+#define UNWIND_WALK_END    1
+#define UNWIND_WALK_SIGNAL 2
+unsigned unwind_walk_flags(const struct unwinder *u);
+/*
  * Check the header of an .eh_frame_hdr section (buf[0..len), the start of
  * a PT_GNU_EH_FRAME segment of seg_size bytes): version 1, fixed-size
  * encodings, a table of DW_EH_PE_datarel | DW_EH_PE_sdata4 pairs that fits
