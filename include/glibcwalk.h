@@ -48,7 +48,8 @@ struct glibc_figures {
 	int cut;                /* the chunk budget ran out: the same */
 };
 
-/* Copy len bytes of the target at addr into buf: 0 or -errno. */
+/* Copy len bytes of the target at addr into buf: 0 or -errno; -ECANCELED
+ * ends the walk there (a time limit: the figures are then cut). */
 typedef int (*glibc_read_fn)(void *arg, uint64_t addr, void *buf, size_t len);
 
 #define GLIBC_MAX_ARENAS 4096           /* glibc's own cap is 8 per CPU */

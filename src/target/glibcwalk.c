@@ -127,15 +127,31 @@ static int spend(struct walk *w)
 	return 0;
 }
 
+/* The header words of the chunk at p (from its size on): 0, or -errno;
+ * -ECANCELED from the reader ends the whole walk (cut). */
+static int read_chunk(struct walk *w, uint64_t p, uint64_t *hdr, size_t len)
+{
+	int ret;
+
+	if (w->out->cut)
+		return -ECANCELED;
+	ret = w->rd(w->arg, p + 8, hdr, len);
+	if (ret == -ECANCELED) {
+		w->budget = 0;
+		w->out->cut = 1;
+	}
+	return ret;
+}
+
 /* The bytes of fast bin i's chunks (its head is p). */
 static uint64_t fast_bin(struct walk *w, unsigned i, uint64_t p)
 {
 	uint64_t sum = 0, hdr[2];
 
 	while (p) {
-		if (!chunk_ptr_ok(p) || w->rd(w->arg, p + 8, hdr, sizeof(hdr)) ||
+		if (!chunk_ptr_ok(p) || read_chunk(w, p, hdr, sizeof(hdr)) ||
 		    (hdr[0] & ~SIZE_BITS) != (uint64_t)(i + 2) * 16) {
-			w->out->torn = 1;
+			w->out->torn |= !w->out->cut;
 			break;
 		}
 		if (spend(w))
@@ -152,8 +168,8 @@ static uint64_t regular_bin(struct walk *w, uint64_t a, unsigned i, uint64_t p, 
 	uint64_t b = bin_at(w->lay, a, i), sum = 0, hdr[3], sz;
 
 	while (p != b) {
-		if (!chunk_ptr_ok(p) || w->rd(w->arg, p + 8, hdr, sizeof(hdr))) {
-			w->out->torn = 1;
+		if (!chunk_ptr_ok(p) || read_chunk(w, p, hdr, sizeof(hdr))) {
+			w->out->torn |= !w->out->cut;
 			break;
 		}
 		sz = hdr[0] & ~SIZE_BITS;
