@@ -76,12 +76,9 @@ static const char *judge_thread(const struct safecall_env *env, const struct saf
 	if (arch_regs_get(tid, &r))
 		return "with unreadable registers";
 	unwind_regs_from_live(&r, &ur);
-	n = unwind_stack(env->unw, tid, &ur, pcs, SAFECALL_MAX_FRAMES, 0, 0);
+	n = unwind_stack_judged(env->unw, tid, &ur, pcs, SAFECALL_MAX_FRAMES, &walk);
 	if (n <= 0)
 		return "on an unreadable stack";
-	walk = unwind_walk_flags(env->unw);
-	if (unwind_truncated(env->unw))
-		walk &= ~UNWIND_WALK_END;
 	return safecall_judge(pcs, (size_t)n, walk, c, env->in_ours, env->ours_arg);
 }
 

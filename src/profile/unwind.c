@@ -114,6 +114,7 @@ struct unwinder {
 	uint64_t stk_lo, stk_hi;
 	int truncated;			/* the last walk stopped with frames left */
 	unsigned walk_flags;		/* the last walk's UNWIND_WALK_* */
+	int want_signal;		/* look for signal frames (unwind_stack_judged) */
 	int past_copy;			/* it failed to read the stack past the copy */
 	struct unwind_stats st;
 };
@@ -783,7 +784,7 @@ static int walk(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
 		goto out;
 	prev_ip = u->regs.ip;
 	prev_sp = start->sp;
-	if (sigreturn_at(u, start->ip))
+	if (u->want_signal && sigreturn_at(u, start->ip))
 		u->walk_flags |= UNWIND_WALK_SIGNAL;
 	for (;;) {
 		int step = unw_step(&c);
@@ -795,7 +796,7 @@ static int walk(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
 		}
 		if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0)
 			break;
-		if (sigreturn_at(u, ip))
+		if (u->want_signal && sigreturn_at(u, ip))
 			u->walk_flags |= UNWIND_WALK_SIGNAL;
 		if (in_range(ip, stop_lo, stop_hi)) {
 			u->st.nested++;
@@ -917,6 +918,22 @@ int unwind_truncated(const struct unwinder *u)
 unsigned unwind_walk_flags(const struct unwinder *u)
 {
 	return u ? u->walk_flags : 0;
+}
+
+int unwind_stack_judged(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
+			uint64_t *pcs, size_t max, unsigned *flags)
+{
+	int n;
+
+	if (!u)
+		return -EINVAL;
+	u->want_signal = 1;
+	n = walk(u, tid, start, NULL, 0, pcs, max, 0, 0);
+	u->want_signal = 0;
+	*flags = u->walk_flags;
+	if (u->truncated)
+		*flags &= ~(unsigned)UNWIND_WALK_END;
+	return n;
 }
 
 int unwind_stack(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
