@@ -86,6 +86,13 @@ int allocstats_find(struct target *t, pid_t pid, const struct hook_set *hooks,
 		    struct allocstats_fn *fn);
 
 /*
+ * GLIBC: find glibc's malloc state (glibcfind.h) unless found already.
+ * 0; -ENODATA when malloc has not set up its main arena yet; -errno
+ * (fn->why says why).
+ */
+int allocstats_glibc_find(struct target *t, struct allocstats_fn *fn);
+
+/*
  * GLIBC: glibc's figures now, read from the target's memory (glibcwalk.h)
  * for at most budget_ns (the figures are then cut, and said so in
  * out->how). 0; -ENODATA when malloc has not set up its main arena yet;

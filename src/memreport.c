@@ -26,7 +26,8 @@
  */
 
 #define GLIBC_BUDGET_NS   500000000ULL  /* a walk of glibc's arenas: at most 500 ms */
-#define TOP_EVERY_NS      1000000000ULL /* --top: glibc's figures once a second */
+#define TOP_EVERY_NS      1000000000ULL /* --top: glibc's figures once a second, */
+#define TOP_BUDGET_NS     100000000ULL  /* a walk of at most 100 ms */
 #define SAFE_TRIES        5             /* stops a snapshot tries for a safe point */
 #define SAFE_GAP_NS       20000000ULL   /* and how far apart */
 #define STALE_NS          2000000000ULL /* older figures are said to be */
@@ -35,6 +36,7 @@ void memreport_arm(struct session *s)
 {
 	struct memreport *m = &s->mr;
 	struct allocstats_fn *fn = &m->fn;
+	uint64_t t0;
 
 	if (!s->t || allocstats_find(s->t, s->pid, &s->hooks, fn)) {
 		snprintf(m->why, sizeof(m->why), "%s", fn->why);
@@ -49,8 +51,16 @@ void memreport_arm(struct session *s)
 		fn->kind = 0;
 	}
 	snprintf(m->why, sizeof(m->why), "%s", fn->kind ? "not asked yet" : fn->why);
+	/* symbols, perhaps a debug file: now, not in the first dump */
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	if (fn->kind == ALLOCSTATS_GLIBC && allocstats_glibc_find(s->t, fn) == -ENOENT) {
+		snprintf(m->why, sizeof(m->why), "%s", fn->why);
+		fn->kind = 0;
+	}
 	if (fn->kind == ALLOCSTATS_GLIBC)
-		pr_debug("allocator statistics: glibc, its arenas read from its memory");
+		pr_debug("allocator statistics: glibc, its arenas read from its memory (%s, "
+			 "%.1f ms)", fn->glibc_ready ? fn->glibc_how : "not set up yet",
+			 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	else if (fn->kind)
 		pr_debug("allocator statistics: %s, through its function at %#llx at a safe point",
 			 fn->allocator, (unsigned long long)fn->addr);
@@ -83,13 +93,14 @@ static int ask_calls(struct session *s, struct allocstats *as)
 	}
 	if (ret == -EBUSY)
 		pr_debug("allocator statistics: no safe point in %d stops: %s", SAFE_TRIES, m->why);
-	else if (ret && ret != -EINVAL)
+	else if (ret == -ETIMEDOUT || ret == -EFAULT || ret == -EPERM)
 		m->calls_off = 1;	/* it hung, faulted or is not the allocator's own */
 	return ret;
 }
 
-/* The allocator's figures now, into m->as when had. */
-static void refresh(struct session *s)
+/* The allocator's figures now, into m->as when had; glibc's walk takes at
+ * most budget_ns. */
+static void refresh(struct session *s, uint64_t budget_ns)
 {
 	struct memreport *m = &s->mr;
 	struct allocstats as;
@@ -99,7 +110,7 @@ static void refresh(struct session *s)
 		return;
 	m->tried_ns = clock_ns(CLOCK_MONOTONIC);
 	if (m->fn.kind == ALLOCSTATS_GLIBC) {
-		ret = allocstats_glibc(s->t, &m->fn, GLIBC_BUDGET_NS, &as);
+		ret = allocstats_glibc(s->t, &m->fn, budget_ns, &as);
 		if (ret)
 			snprintf(m->why, sizeof(m->why), "%s", m->fn.why);
 	} else {
@@ -118,7 +129,7 @@ void memreport_poll(struct session *s)
 
 	if (s->tv && m->fn.kind == ALLOCSTATS_GLIBC &&
 	    clock_ns(CLOCK_MONOTONIC) - m->tried_ns >= TOP_EVERY_NS)
-		refresh(s);
+		refresh(s, TOP_BUDGET_NS);
 }
 
 void memreport_snapshot(struct session *s)
@@ -127,7 +138,7 @@ void memreport_snapshot(struct session *s)
 
 	if (s->ev.gone || s->ev.exec_seen)
 		return;
-	refresh(s);
+	refresh(s, GLIBC_BUDGET_NS);
 	if (rss_smaps_read(s->ev.reader, &sm) == 0) {
 		s->mr.sm = sm;
 		s->mr.have_sm = 1;

@@ -22,7 +22,7 @@
 struct ask {
 	const struct allocstats_fn *fn;
 	uint64_t val[ALLOCSTATS_MAX_NAMES];
-	int refused;            /* tcmalloc's instance is not its own */
+	int refused;            /* tcmalloc's instance: -EPERM not its own, -EBUSY none yet */
 };
 
 static void put64(uint8_t *d, size_t at, uint64_t v)
@@ -76,13 +76,19 @@ static int ask_one(struct remote_ctx *ctx, const struct allocstats_fn *fn, const
 }
 
 /* tcmalloc: whether its MallocExtension instance is TCMallocImplementation
- * (not a program's subclass, whose methods the call would run). */
-static int instance_ok(pid_t tid, const struct allocstats_fn *fn)
+ * (not a program's subclass, whose methods the call would run): 0,
+ * -EPERM if not, -EBUSY if there is none yet. */
+static int instance_check(pid_t tid, const struct allocstats_fn *fn)
 {
 	uint64_t obj, vt;
 
-	return !remote_mem_read(tid, fn->instance_at, &obj, sizeof(obj)) && obj &&
-	       !remote_mem_read(tid, obj, &vt, sizeof(vt)) && vt == fn->vtable;
+	if (remote_mem_read(tid, fn->instance_at, &obj, sizeof(obj)))
+		return -EPERM;
+	if (!obj)
+		return -EBUSY;
+	if (remote_mem_read(tid, obj, &vt, sizeof(vt)) || vt != fn->vtable)
+		return -EPERM;
+	return 0;
 }
 
 static int op_ask(struct remote_ctx *ctx, void *arg)
@@ -92,9 +98,9 @@ static int op_ask(struct remote_ctx *ctx, void *arg)
 	uint64_t epoch;
 	int err = 0;
 
-	if (fn->kind == ALLOCSTATS_PROPERTY && !instance_ok(ctx->tid, fn)) {
-		a->refused = 1;
-		return -EPERM;
+	if (fn->kind == ALLOCSTATS_PROPERTY && (err = instance_check(ctx->tid, fn))) {
+		a->refused = err;
+		return err;
 	}
 	if (fn->kind == ALLOCSTATS_MALLCTL)
 		err = ask_one(ctx, fn, NULL, &epoch);
@@ -119,9 +125,13 @@ int statscall_ask(const struct safecall_env *env, const struct allocstats_fn *fn
 	for (size_t i = 0; i < fn->nfork; i++)
 		safecall_code_add(&code, fn->fork[i].lo, fn->fork[i].hi, "in fork");
 	ret = safecall_run(env, &code, op_ask, &a, why, whylen);
+	if (a.refused == -EBUSY) {
+		snprintf(why, whylen, "tcmalloc's MallocExtension is not set up yet");
+		return -EBUSY;
+	}
 	if (a.refused) {
 		snprintf(why, whylen, "tcmalloc's MallocExtension instance is not "
-			 "TCMallocImplementation (the program's own, or not set up): not called");
+			 "TCMallocImplementation's (the program's own?): not called");
 		return -EPERM;
 	}
 	if (ret == -ETIMEDOUT || ret == -EFAULT)

@@ -282,7 +282,8 @@ int allocstats_find(struct target *t, pid_t pid, const struct hook_set *hooks,
  * blocks of the target's memory. Free lists mostly run along the heap,
  * and a read of 64 KiB costs a system call about twice what one of a
  * chunk's 24 bytes does, so a list walked block by block takes far fewer
- * calls (and sees each block as it was at one moment).
+ * calls (and sees each block as it was at one moment). A walk whose
+ * blocks serve fewer than 4 reads each stops using them.
  */
 #define BLOCK_SHIFT     16
 #define BLOCK           (1u << BLOCK_SHIFT)
@@ -293,6 +294,7 @@ struct timed_read {
 	uint64_t deadline;
 	unsigned n;                     /* reads asked for */
 	unsigned calls;                 /* reads made of the target */
+	unsigned fetches, n_at;         /* blocks read; n when the 64th last was */
 	uint8_t (*buf)[BLOCK];          /* NBLOCKS blocks */
 	uint64_t tag[NBLOCKS];          /* block address + 1; 0: empty */
 	uint32_t valid[NBLOCKS];        /* bytes read of it */
@@ -320,6 +322,16 @@ static int timed_read(void *arg, uint64_t addr, void *buf, size_t len)
 		return target_read(r->t, addr, buf, len);
 	}
 	if (r->tag[k] != base + 1 || off + len > r->valid[k]) {
+		/* lists that jump about make blocks a loss: from then on, read
+		 * what is asked (judged every 64 blocks) */
+		if (++r->fetches % 64 == 0 && r->n - r->n_at < 64 * 4) {
+			free(r->buf);
+			r->buf = NULL;
+			r->calls++;
+			return target_read(r->t, addr, buf, len);
+		}
+		if (r->fetches % 64 == 0)
+			r->n_at = r->n;
 		r->calls++;
 		got = target_read_some(r->t, base, r->buf[k], BLOCK);
 		r->tag[k] = got > 0 ? base + 1 : 0;
@@ -348,29 +360,38 @@ void allocstats_from_glibc(const struct glibc_figures *f, struct allocstats *out
 	out->how[0] = 0;
 }
 
-int allocstats_glibc(struct target *t, struct allocstats_fn *fn, uint64_t budget_ns,
-		     struct allocstats *out)
+int allocstats_glibc_find(struct target *t, struct allocstats_fn *fn)
 {
 	const struct proc_map *m = target_map_at(t, fn->glibc_map);
-	struct timed_read tr = { .t = t, .deadline = mono_ns() + budget_ns };
-	struct glibc_figures f;
 	int ret;
 
 	if (!m) {
 		say(fn, "glibc's libc is no longer mapped");
 		return -ENOENT;
 	}
-	if (!fn->glibc_ready) {
-		ret = glibc_find(t, m, &fn->glibc, &fn->glibc_how, fn->why, sizeof(fn->why));
-		if (ret == -ENODATA)
-			say(fn, "glibc's malloc has not set up its arenas yet");
-		if (ret)
-			return ret;
-		fn->glibc_ready = 1;
-	}
+	if (fn->glibc_ready)
+		return 0;
+	ret = glibc_find(t, m, &fn->glibc, &fn->glibc_how, fn->why, sizeof(fn->why));
+	if (ret == -ENODATA)
+		say(fn, "glibc's malloc has not set up its arenas yet");
+	fn->glibc_ready = !ret;
+	return ret;
+}
+
+int allocstats_glibc(struct target *t, struct allocstats_fn *fn, uint64_t budget_ns,
+		     struct allocstats *out)
+{
+	struct timed_read tr = { .t = t };
+	struct glibc_figures f;
+	int ret;
+
+	ret = allocstats_glibc_find(t, fn);
+	if (ret)
+		return ret;
+	tr.deadline = mono_ns() + budget_ns;
 	tr.buf = xmalloc(NBLOCKS * sizeof(*tr.buf));
 	ret = glibc_walk(&fn->glibc, timed_read, &tr, GLIBC_WALK_CHUNKS, &f);
-	free(tr.buf);
+	free(tr.buf);	/* NULL once the blocks were given up */
 	pr_debug("glibc's arenas: %u walked, %llu free chunks, %u reads (%u of the target's) "
 		 "in %.1f ms%s%s", f.arenas, (unsigned long long)f.chunks, tr.n, tr.calls,
 		 (mono_ns() - (tr.deadline - budget_ns)) / 1e6, f.cut ? ", cut" : "",
