@@ -21,10 +21,12 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
 TOOL_BIN := $(TOOL_SRC:tests/tools/%.c=$(B)/tools/%)
-FIX_C    := $(filter-out fixtures/swaplib.c fixtures/sharefs_alloc.c,$(wildcard fixtures/*.c))
+FIX_C    := $(filter-out fixtures/swaplib.c fixtures/sharefs_alloc.c fixtures/mi2wrap.c \
+		fixtures/ctlwrap.c,$(wildcard fixtures/*.c))
 FIX_CXX  := $(wildcard fixtures/*.cc)
 FIX_BIN  := $(FIX_C:fixtures/%.c=$(B)/fixtures/%) $(FIX_CXX:fixtures/%.cc=$(B)/fixtures/%) \
-	    $(B)/fixtures/libswapa.so $(B)/fixtures/libswapb.so $(B)/fixtures/libsharefs_alloc.so
+	    $(B)/fixtures/libswapa.so $(B)/fixtures/libswapb.so $(B)/fixtures/libsharefs_alloc.so \
+	    $(B)/fixtures/libmi2wrap.so $(B)/fixtures/libctlwrap.so
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 
@@ -132,6 +134,12 @@ $(B)/fixtures/libsharefs_alloc.so: fixtures/sharefs_alloc.c
 
 $(B)/fixtures/sharefs: $(B)/fixtures/libsharefs_alloc.so
 $(B)/fixtures/sharefs: FIX_LIBS = -L$(B)/fixtures -lsharefs_alloc -Wl,-rpath,'$$ORIGIN'
+
+# fixtures/mi2wrap.c: an LD_PRELOAD wrapper of glibc's malloc with its own
+# mallinfo2; fixtures/ctlwrap.c: an LD_PRELOAD object with its own mallctl
+$(B)/fixtures/libmi2wrap.so $(B)/fixtures/libctlwrap.so: $(B)/fixtures/lib%.so: fixtures/%.c
+	@mkdir -p $(dir $@)
+	$(QCC)$(CC) -O1 -g -shared -fPIC -o $@ $< -ldl
 
 $(B)/fixtures/%: fixtures/%.cc $(wildcard fixtures/*.h)
 	@mkdir -p $(dir $@)

@@ -162,14 +162,4 @@ int agent_link_hostile(const struct agent_link *l);
  * or "" for none, into buf. */
 void agent_link_drop_reasons(uint32_t why, char *buf, size_t len);
 
-struct allocstats_fn;
-/* Tell the agent which statistics function to call (allocstats.h). */
-void agent_link_stats_arm(struct agent_link *l, const struct allocstats_fn *fn);
-/* Ask for fresh statistics: the next sampled call outside the allocator
- * answers. Does nothing while an earlier request is unanswered. */
-void agent_link_stats_ask(struct agent_link *l);
-/* 1 and the answer's first n words (shm_hdr.stats_val, the target's) if
- * the last request was answered and not taken yet, else 0. */
-int agent_link_stats_take(struct agent_link *l, uint64_t *val, size_t n);
-
 #endif

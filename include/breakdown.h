@@ -14,7 +14,8 @@ struct profile;
 /* What a breakdown is computed from; each part may be missing. */
 struct breakdown_in {
 	const struct rss_smaps *sm;     /* NULL: smaps could not be read */
-	const struct allocstats *as;    /* NULL: the allocator did not answer */
+	const struct allocstats *as;    /* NULL: no figures of the allocator's */
+	const char *as_why;             /* and why not (NULL: not said) */
 	const struct profile *prof;     /* live blocks seen since attach */
 };
 
@@ -36,6 +37,8 @@ struct breakdown {
 	unsigned arenas;
 	int measured;           /* smaps was read (else only the profile's line is known) */
 	const char *allocator;  /* NULL: no allocator figures */
+	const char *source;     /* where the allocator's figures come from (as->how),
+				 * or why there are none (as_why); may be NULL */
 };
 
 /* Compute the table. The depth-0 lines add up to in->sm's RSS exactly
@@ -48,7 +51,9 @@ uint64_t breakdown_profile_live(const struct profile *p);
 /*
  * The table as text lines (for stderr, -v and profile comments), each
  * written to line(arg, text). The first is a machine-readable record,
- * "heapattach-rss: key=bytes ...", that `heapattach report` reads back.
+ * "heapattach-rss: key=bytes ...", that `heapattach report` reads back;
+ * the last says where the allocator's figures come from or why there
+ * are none.
  */
 void breakdown_print(const struct breakdown *b, void (*line)(void *arg, const char *text),
 		     void *arg);

@@ -95,6 +95,15 @@ int hooks_resolve_target(struct target *t, pid_t pid, const struct proc_maps *ma
 			 struct hook_set *set);
 void hooks_free(struct hook_set *set);
 /*
+ * The definition a call of name from the target binds to, as
+ * hooks_resolve finds it (the lookup order, or a static executable's own
+ * symbols): its runtime address in *addr and the lowest mapping of its
+ * object in *map (one of maps). 0, -ENOENT if nothing defines name, or
+ * -errno.
+ */
+int hooks_binding(struct target *t, pid_t pid, const struct proc_maps *maps, const char *name,
+		  uint64_t *addr, const struct proc_map **map);
+/*
  * One line per entry: "0xADDR name[=alias...] PATH". Entries not to patch
  * are printed as comments: "# unsupported ifunc 0xADDR names PATH" and
  * "# forwards to NAME 0xADDR names PATH".

@@ -12,24 +12,26 @@
 struct session;
 
 struct memreport {
-	struct allocstats_fn fn;        /* the allocator's statistics function, if found */
-	struct allocstats as;           /* its latest answer */
+	struct allocstats_fn fn;        /* the allocator, and how its figures are had */
+	struct allocstats as;           /* the latest figures */
 	int have_as;
-	uint64_t as_ns;                 /* when it came (CLOCK_MONOTONIC) */
-	uint64_t asked_ns;              /* when the last request went out */
+	uint64_t as_ns;                 /* when they were had (CLOCK_MONOTONIC) */
+	uint64_t tried_ns;              /* when they were last asked for */
+	int calls_off;                  /* a call failed for good: no more calls */
+	char why[224];                  /* the last try's failure (no figures, or old ones) */
 	struct rss_smaps sm;            /* smaps at the last snapshot */
 	int have_sm;
 	char **census;                  /* --census: its lines, kept for every profile */
 	size_t ncensus;
 };
 
-/* Fast mode, once attached: find the allocator's statistics function and
- * tell the agent (nothing in trap mode). */
+/* Once attached: find the allocator and how to get its figures (allocstats.h). */
 void memreport_arm(struct session *s);
-/* Between drains: take an answer that came, ask again once a second. */
+/* Between drains: with --top, glibc's figures read again once a second. */
 void memreport_poll(struct session *s);
-/* Read smaps now (before a dump, and before detaching: afterwards
- * heapattach's own area is gone from it). */
+/* Before a dump, and before detaching (afterwards heapattach's own area is
+ * gone from smaps): the allocator's figures (glibc's read, or jemalloc's
+ * and tcmalloc's asked at a safe point) and smaps now. */
 void memreport_snapshot(struct session *s);
 /* The breakdown of the last snapshot, with the latest allocator figures. */
 void memreport_compute(struct session *s, struct breakdown *b);

@@ -1,4 +1,4 @@
-/* Tracee memory access and system calls run inside a ptrace-stopped thread. */
+/* Tracee memory access, and system calls and function calls run inside a ptrace-stopped thread. */
 /* SPDX-License-Identifier: MIT */
 #ifndef HEAPATTACH_REMOTE_H
 #define HEAPATTACH_REMOTE_H
@@ -43,6 +43,8 @@ struct remote_ctx {
 				 * SIGSYS, which was dropped */
 	uint64_t deadline_ns;	/* CLOCK_MONOTONIC; 0: none (see REMOTE_F_SECCOMP_TRAP) */
 	int timed_out;		/* the last call was still in its syscall at the deadline */
+	int running;		/* remote_call gave up waiting: the thread runs on by
+				 * itself (PTRACE_CONT), in no stop of ours */
 };
 
 /*
@@ -137,7 +139,8 @@ int remote_syscall(struct remote_ctx *ctx, long nr, long a1, long a2, long a3,
  * n: 1 frame written, 2 registers pointed at the syscall, 3 signals
  * blocked, 4 resumed, 5 in the syscall's entry stop, 6 in its exit stop,
  * 7 interrupted, 8 mask back, 9 registers back, 10 resumed into the final
- * stop.
+ * stop. remote_call: the same, but 2 pointed at the function, 5 in the
+ * entry stop of the rt_sigreturn it returned into, 6 in its exit stop.
  */
 extern int remote_die_at;
 
@@ -167,6 +170,41 @@ int remote_get_sp(pid_t tid, uint64_t *sp);
  * 0 or -errno.
  */
 int remote_exit_frame(struct remote_ctx *ctx, uint64_t top, uint64_t *at);
+/* A function call for remote_call. */
+#define REMOTE_CALL_DATA 256
+struct remote_call {
+	uint64_t fn;                    /* the function, in the target */
+	long args[6];                   /* its integer arguments */
+	unsigned data_args;             /* bit i: args[i] is an offset into data, passed as
+					 * the address the data has in the target */
+	uint8_t data[REMOTE_CALL_DATA]; /* copied into the target before the call, read
+					 * back after it (what the function wrote there) */
+	size_t data_len;
+	uint64_t stack_need;            /* bytes of stack the function may use */
+	uint64_t timeout_ns;            /* how long it may take */
+};
+
+/*
+ * Call c->fn in ctx->tid and read c->data back, kill-safe as remote_syscall
+ * is: the thread borrows the same frame below its red zone (c->data goes
+ * in the scratch area above it, at most REMOTE_CALL_DATA bytes), the
+ * function is entered with a return address below the frame that points
+ * at the `ret` of the borrowed "syscall; ret", which returns into the
+ * frame's rt_sigreturn: a tool that dies at any instant leaves a thread
+ * that finishes the call and resumes as it was. Signals are blocked
+ * during the call; the function's result register is not kept (rt_sigreturn
+ * overwrites it): results come back through c->data. Nothing checks what
+ * the function does: the caller makes sure the call is safe (safecall.h).
+ *
+ * Entry and exit as for remote_syscall. -EAGAIN: this thread cannot serve
+ * (picky refusal, no room for the frame, or fewer than c->stack_need
+ * readable bytes below it). -EFAULT: the function faulted (the thread is
+ * put back as it was, the call abandoned). -ETIMEDOUT: it did not return
+ * in c->timeout_ns; the thread was let go with PTRACE_CONT to finish the
+ * call by itself (ctx->running is set: it is in no stop of ours and
+ * resumes its own code through the frame when the function returns).
+ */
+int remote_call(struct remote_ctx *ctx, struct remote_call *c);
 
 /* Wrappers: 0 or -errno, where -errno is the syscall's own error if it ran. */
 int remote_mmap(struct remote_ctx *ctx, uint64_t addr, size_t len, int prot,

@@ -54,8 +54,9 @@ struct seccomp_plan {
 	unsigned inject_flags;  /* INJECT_F_ANON: no memfd; INJECT_F_NO_ANON: no fallback */
 	uint32_t shm_flags;     /* SHM_F_NO_FUTEX, SHM_F_NO_YIELD: what the agent avoids */
 	int no_stack_copy;      /* the agent sends no stack copies (no process_vm_readv) */
-	int no_alloc_stats;     /* the allocator is not asked for its statistics (its
-				 * locks, contended, make private futex calls) */
+	int no_alloc_stats;     /* jemalloc and tcmalloc are not called for their
+				 * statistics (their locks, contended, make private
+				 * futex calls; glibc's are read, not asked) */
 	int filtered;           /* some thread runs under a filter */
 	int remote_listed;      /* remote syscalls run only in threads marked remote_ok */
 	char note[160];         /* what was avoided, for -v and the profile ("" if nothing) */

@@ -81,10 +81,10 @@
  *
  * The agent never traps and never blocks, except in exact mode while the
  * heartbeat is fresh (and at most a second once its ring stood still
- * through a drain); it calls into the target's libraries only to answer a
- * request for the allocator's statistics (stats_*, below): with the tool
- * gone (even SIGKILLed) the
- * trampolines keep working, the ring fills and events are counted as drops.
+ * through a drain); it never calls into the target's code (the stats_*
+ * fields below are reserved, unused): with the tool gone (even SIGKILLed)
+ * the trampolines keep working, the ring fills and events are counted as
+ * drops.
  */
 
 #include <stdint.h>
@@ -110,8 +110,8 @@
 #define SHM_STACK_COPY  8192                    /* bytes copied on a frame-table miss */
 #define SHM_NSTACKS     16384                   /* power of two */
 #define SHM_STACK_PROBES 8
-#define SHM_STATS_MAX   16                      /* allocator statistics asked at once */
-#define SHM_STATS_NAME  40                      /* bytes of each one's name */
+#define SHM_STATS_MAX   16                      /* reserved: the size of stats_val */
+#define SHM_STATS_NAME  40                      /* reserved: the size of stats_names */
 #define SHM_FP_RANGES   32                      /* frame-pointer code ranges (JIT) */
 #define SHM_MEMO_WAYS   4                       /* walk memo entries per counter slot */
 #define SHM_MEMO_FRAMES 32                      /* the most frames an entry holds */
@@ -364,23 +364,24 @@ struct shm_hdr {
 					 * clears tool_asleep, bumps it and wakes the tool */
 
 	/*
-	 * The allocator's own statistics (allocstats.c). The tool sets the
-	 * function and names once, then bumps stats_req to ask; the next
-	 * sampled call that is not nested in the allocator (so its thread
-	 * holds no allocator lock) calls the function, fills stats_val and
-	 * sets stats_done to the request it answered. One thread at a time
-	 * (stats_busy, cmpxchg).
+	 * Reserved, unused: where the agent once answered the tool's requests
+	 * for the allocator's statistics by calling the allocator from inside
+	 * a sampled call (a lock the target could hold, a function the target
+	 * could define). The agent no longer reads them and the tool writes
+	 * zeros (and checks they stay so); the figures are the tool's own
+	 * business now (memreport.c). Kept in place so that the fields after
+	 * them do not move.
 	 */
 	volatile uint32_t stats_req;
 	volatile uint32_t stats_done;
 	volatile uint32_t stats_busy;
-	uint32_t stats_kind;            /* SHM_STATS_*; 0: none */
-	uint64_t stats_fn;              /* the function, in the target */
-	uint32_t stats_n;               /* names (MALLCTL, PROPERTY), at most SHM_STATS_MAX */
+	uint32_t stats_kind;            /* reserved: 0 */
+	uint64_t stats_fn;              /* reserved: 0 */
+	uint32_t stats_n;               /* reserved: 0 */
 	volatile uint32_t drop_why;     /* SHM_DROP_*: why writers dropped events (lock or,
 					 * once per reason); the tool only reports it */
-	volatile uint64_t stats_val[SHM_STATS_MAX];	/* UINT64_MAX: that one failed */
-	char stats_names[SHM_STATS_MAX][SHM_STATS_NAME];
+	volatile uint64_t stats_val[SHM_STATS_MAX];	/* reserved, unused */
+	char stats_names[SHM_STATS_MAX][SHM_STATS_NAME];	/* reserved: zeros */
 
 	volatile uint64_t drained;      /* CLOCK_MONOTONIC ns when the tool last finished
 					 * a drain: a writer whose ring stood still while
@@ -460,7 +461,7 @@ static inline uint32_t shm_depth(uint32_t max_depth)
 #define SHM_DROP_LATCH    64u   /* exact mode: another writer had given up just before */
 #define SHM_DROP_ALL      127u
 
-/* shm_hdr.stats_kind: how the agent calls stats_fn. */
+/* shm_hdr.stats_kind's old values (reserved, unused: the agent calls nothing). */
 #define SHM_STATS_MALLINFO2 1   /* glibc: struct mallinfo2 mallinfo2(void): 10 words */
 #define SHM_STATS_MALLCTL   2   /* jemalloc: mallctl("epoch", ..., &1, 8) to refresh, then
 				 * mallctl(name, &v, &8, NULL, 0) for each name */

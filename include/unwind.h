@@ -131,6 +131,24 @@ int unwind_copy_steps(struct unwinder *u, struct unwind_regs *r, const void *sta
  */
 int unwind_truncated(const struct unwinder *u);
 /*
+ * How the last walk on u went, UNWIND_WALK_* bits: END, it reached the
+ * outermost frame (the unwind info says there is no caller: a thread's or
+ * the program's entry), not a step that failed or a limit; SIGNAL (only
+ * looked for by unwind_stack_judged), a frame on the way is a signal
+ * trampoline's (rt_sigreturn): the thread runs a signal handler.
+ */
+#define UNWIND_WALK_END    1
+#define UNWIND_WALK_SIGNAL 2
+unsigned unwind_walk_flags(const struct unwinder *u);
+/*
+ * unwind_stack() of a live thread that also looks at each frame's code for
+ * a signal trampoline (a read per frame, which the walks of events skip):
+ * the frames as unwind_stack returns them, and in *flags the walk's
+ * UNWIND_WALK_* (END cleared when max frames were taken).
+ */
+int unwind_stack_judged(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
+			uint64_t *pcs, size_t max, unsigned *flags);
+/*
  * Check the header of an .eh_frame_hdr section (buf[0..len), the start of
  * a PT_GNU_EH_FRAME segment of seg_size bytes): version 1, fixed-size
  * encodings, a table of DW_EH_PE_datarel | DW_EH_PE_sdata4 pairs that fits

@@ -25,7 +25,11 @@
  */
 extern uint64_t zsection_section_max;   /* 256 MiB; test seam */
 extern uint64_t zsection_total_max;     /* 1 GiB; test seam */
-#define ZSECTION_GRACE_NS (250 * 1000000ULL)    /* inflating after a stop is seen */
+#define ZSECTION_GRACE_NS (1000 * 1000000ULL)   /* inflating after a stop is seen, and for the
+						 * final profile's names */
+#define ZSECTION_MIN_NS (2000 * 1000000ULL)     /* the least a --duration leaves inflating:
+						 * libc's debug file took more than 300 ms on
+						 * a loaded machine (fork-unmap.test) */
 
 /* zsection_prepare()'s which */
 #define ZSECTION_STRTABS 1u     /* SHT_STRTAB sections (elf_strptr inflates them): always */

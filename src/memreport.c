@@ -1,54 +1,135 @@
 /* The run's view of the target's memory: smaps and allocator figures gathered while attached, for the breakdown in every dump. */
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
-#include "agentlink.h"
 #include "census.h"
 #include "clock.h"
+#include "events.h"
+#include "implant.h"
 #include "log.h"
 #include "memreport.h"
 #include "remote.h"
 #include "session.h"
+#include "statscall.h"
 #include "xmalloc.h"
 
-#define ASK_EVERY_NS 1000000000ULL      /* a fresh answer a second is plenty */
+/*
+ * No code of the target's runs for these figures but at a safe point:
+ * glibc's are read from its memory (no lock, no call), jemalloc's and
+ * tcmalloc's are asked by a call the tool makes itself once every thread
+ * is stopped outside the allocator (statscall.h). Both happen at a
+ * snapshot (a dump, the detach), and glibc's also once a second for --top.
+ */
+
+#define GLIBC_BUDGET_NS   500000000ULL  /* a walk of glibc's arenas: at most 500 ms */
+#define TOP_EVERY_NS      1000000000ULL /* --top: glibc's figures once a second, */
+#define TOP_BUDGET_NS     100000000ULL  /* a walk of at most 100 ms */
+#define SAFE_TRIES        5             /* stops a snapshot tries for a safe point */
+#define SAFE_GAP_NS       20000000ULL   /* and how far apart */
+#define STALE_NS          2000000000ULL /* older figures are said to be */
 
 void memreport_arm(struct session *s)
 {
 	struct memreport *m = &s->mr;
+	struct allocstats_fn *fn = &m->fn;
+	uint64_t t0;
 
-	if (!s->link || s->sc.no_alloc_stats || allocstats_find(s->ev.reader, &s->hooks, &m->fn))
+	if (!s->t || allocstats_find(s->t, s->pid, &s->hooks, fn)) {
+		snprintf(m->why, sizeof(m->why), "%s", fn->why);
+		pr_debug("allocator statistics: none: %s", fn->why);
 		return;
-	agent_link_stats_arm(s->link, &m->fn);
-	pr_debug("allocator statistics: %s, through its function at %#llx", m->fn.allocator,
-		 (unsigned long long)m->fn.addr);
-	agent_link_stats_ask(s->link);
-	m->asked_ns = clock_ns(CLOCK_MONOTONIC);
+	}
+	if ((fn->kind == ALLOCSTATS_MALLCTL || fn->kind == ALLOCSTATS_PROPERTY) &&
+	    (!s->link || s->sc.no_alloc_stats)) {
+		snprintf(fn->why, sizeof(fn->why), "%s's function is called in fast mode only, "
+			 "and only where the target's seccomp filter allows its locks' futex calls",
+			 fn->allocator);
+		fn->kind = 0;
+	}
+	snprintf(m->why, sizeof(m->why), "%s", fn->kind ? "not asked yet" : fn->why);
+	/* symbols, perhaps a debug file: now, not in the first dump */
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	if (fn->kind == ALLOCSTATS_GLIBC && allocstats_glibc_find(s->t, fn) == -ENOENT) {
+		snprintf(m->why, sizeof(m->why), "%s", fn->why);
+		fn->kind = 0;
+	}
+	if (fn->kind == ALLOCSTATS_GLIBC)
+		pr_debug("allocator statistics: glibc, its arenas read from its memory (%s, "
+			 "%.1f ms)", fn->glibc_ready ? fn->glibc_how : "not set up yet",
+			 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
+	else if (fn->kind)
+		pr_debug("allocator statistics: %s, through its function at %#llx at a safe point",
+			 fn->allocator, (unsigned long long)fn->addr);
+	else
+		pr_debug("allocator statistics: none: %s", fn->why);
+}
+
+static int in_ours(void *arg, uint64_t ip)
+{
+	return arg && implant_in_region(arg, ip);
+}
+
+/* jemalloc's or tcmalloc's figures at a safe point, up to SAFE_TRIES stops. */
+static int ask_calls(struct session *s, struct allocstats *as)
+{
+	struct memreport *m = &s->mr;
+	struct safecall_env env = {
+		.pid = s->pid, .tr = &s->tr, .unw = s->unw, .sc = &s->sc,
+		.on_event = events_dispatch, .event_arg = &s->ev,
+		.in_ours = in_ours, .ours_arg = s->im,
+	};
+	int ret = -EBUSY;
+
+	for (int i = 0; i < SAFE_TRIES && ret == -EBUSY && !s->ev.gone; i++) {
+		struct timespec gap = { 0, (long)SAFE_GAP_NS };
+
+		if (i)
+			nanosleep(&gap, NULL);
+		ret = statscall_ask(&env, &m->fn, as, m->why, sizeof(m->why));
+	}
+	if (ret == -EBUSY)
+		pr_debug("allocator statistics: no safe point in %d stops: %s", SAFE_TRIES, m->why);
+	else if (ret == -ETIMEDOUT || ret == -EFAULT || ret == -EPERM)
+		m->calls_off = 1;	/* it hung, faulted or is not the allocator's own */
+	return ret;
+}
+
+/* The allocator's figures now, into m->as when had; glibc's walk takes at
+ * most budget_ns. */
+static void refresh(struct session *s, uint64_t budget_ns)
+{
+	struct memreport *m = &s->mr;
+	struct allocstats as;
+	int ret;
+
+	if (!m->fn.kind || m->calls_off || s->ev.gone || s->ev.exec_seen)
+		return;
+	m->tried_ns = clock_ns(CLOCK_MONOTONIC);
+	if (m->fn.kind == ALLOCSTATS_GLIBC) {
+		ret = allocstats_glibc(s->t, &m->fn, budget_ns, &as);
+		if (ret)
+			snprintf(m->why, sizeof(m->why), "%s", m->fn.why);
+	} else {
+		ret = ask_calls(s, &as);
+	}
+	if (ret)
+		return;
+	m->as = as;
+	m->have_as = 1;
+	m->as_ns = clock_ns(CLOCK_MONOTONIC);
 }
 
 void memreport_poll(struct session *s)
 {
 	struct memreport *m = &s->mr;
-	uint64_t val[SHM_STATS_MAX], now;
 
-	if (!s->link || !m->fn.allocator)
-		return;
-	now = clock_ns(CLOCK_MONOTONIC);
-	if (agent_link_stats_take(s->link, val, SHM_STATS_MAX)) {
-		struct allocstats as;
-
-		if (allocstats_decode(&m->fn, val, SHM_STATS_MAX, &as) == 0) {
-			m->as = as;
-			m->have_as = 1;
-			m->as_ns = now;
-		}
-	}
-	if (now - m->asked_ns >= ASK_EVERY_NS) {
-		agent_link_stats_ask(s->link);
-		m->asked_ns = now;
-	}
+	if (s->tv && m->fn.kind == ALLOCSTATS_GLIBC &&
+	    clock_ns(CLOCK_MONOTONIC) - m->tried_ns >= TOP_EVERY_NS)
+		refresh(s, TOP_BUDGET_NS);
 }
 
 void memreport_snapshot(struct session *s)
@@ -57,7 +138,7 @@ void memreport_snapshot(struct session *s)
 
 	if (s->ev.gone || s->ev.exec_seen)
 		return;
-	memreport_poll(s);
+	refresh(s, GLIBC_BUDGET_NS);
 	if (rss_smaps_read(s->ev.reader, &sm) == 0) {
 		s->mr.sm = sm;
 		s->mr.have_sm = 1;
@@ -66,12 +147,22 @@ void memreport_snapshot(struct session *s)
 
 void memreport_compute(struct session *s, struct breakdown *b)
 {
+	struct memreport *m = &s->mr;
+	static struct allocstats as;	/* the breakdown points at its how */
 	struct breakdown_in in = {
-		.sm = s->mr.have_sm ? &s->mr.sm : NULL,
-		.as = s->mr.have_as ? &s->mr.as : NULL,
+		.sm = m->have_sm ? &m->sm : NULL,
+		.as = m->have_as ? &as : NULL,
+		.as_why = m->why,
 		.prof = s->prof,
 	};
 
+	as = m->as;
+	if (m->have_as && m->tried_ns > m->as_ns + STALE_NS) {
+		size_t len = strlen(as.how);
+
+		snprintf(as.how + len, sizeof(as.how) - len, "; from %.0f s before (since: %.60s)",
+			 (m->tried_ns - m->as_ns) / 1e9, m->why);
+	}
 	breakdown_compute(&in, b);
 }
 

@@ -925,7 +925,8 @@ int session_run(const struct options *opt)
 	 * and, before the attach, where the symbols' loading does */
 	zsection_watch_stop(&stop_signal);
 	if (opt->duration_ns)
-		zsection_set_deadline(t0 + opt->duration_ns / 2);
+		zsection_set_deadline(t0 + (opt->duration_ns / 2 > ZSECTION_MIN_NS ?
+					    opt->duration_ns / 2 : ZSECTION_MIN_NS));
 	if (tracee_check(s.pid))
 		return 1;
 	s.ev.reader = tracee_live_tid(s.pid);	/* the leader may have exited */
@@ -998,7 +999,8 @@ int session_run(const struct options *opt)
 	urgent(0);
 	if (rc)
 		goto out;
-	zsection_set_deadline(opt->duration_ns ? s.start_ns + opt->duration_ns : 0);
+	zsection_set_deadline(opt->duration_ns ? s.start_ns + (opt->duration_ns > ZSECTION_MIN_NS ?
+							      opt->duration_ns : ZSECTION_MIN_NS) : 0);
 	{
 		size_t npatches;
 

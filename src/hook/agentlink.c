@@ -28,7 +28,6 @@
 #include <linux/futex.h>
 #include <time.h>
 #include "agentlink.h"
-#include "allocstats.h"
 #include "clock.h"
 #include "copywalk.h"
 #include "frametab.h"
@@ -105,11 +104,9 @@ struct agent_link {
 	pthread_t beat_thread;
 	pthread_mutex_t beat_lock;
 	pthread_cond_t beat_cond;
-	int stats_armed;                /* the allocator's statistics function is set */
 	int fp_stale;                   /* a walk missed in code of no known range */
 	uint32_t fp_ranges;             /* frame-pointer ranges published */
 	uint64_t fp_read_ns;            /* when the maps were last read for them */
-	uint32_t stats_asked, stats_taken; /* our last request, and the last one answered */
 	unsigned py_max;                /* Python words an event may carry (0: none) */
 
 	/* Sampled mode: the interval in force is p.rate << shift (adapt). */
@@ -585,38 +582,6 @@ static void fp_missed(struct agent_link *l, uint64_t ip)
 
 	if (!walk_fp_has(&fp, ip))
 		l->fp_stale = 1;
-}
-
-/* ---- the allocator's statistics (allocstats.h) ---- */
-
-void agent_link_stats_arm(struct agent_link *l, const struct allocstats_fn *fn)
-{
-	if (!ready(l) || l->hostile)
-		return;
-	allocstats_arm(l->shm, (struct shm_hdr *)l->want, fn);
-	l->stats_asked = l->stats_taken = 0;
-	l->stats_armed = 1;
-}
-
-void agent_link_stats_ask(struct agent_link *l)
-{
-	if (!ready(l) || l->hostile || !l->stats_armed || l->stats_asked != l->stats_taken)
-		return;
-	/* the agent answers with stats_done = this request: ours to count */
-	l->stats_asked++;
-	shm_barrier();
-	__atomic_store_n(&l->shm->stats_req, l->stats_asked, __ATOMIC_RELEASE);
-}
-
-int agent_link_stats_take(struct agent_link *l, uint64_t *val, size_t n)
-{
-	if (!ready(l) || l->hostile || !l->stats_armed || l->stats_taken == l->stats_asked ||
-	    __atomic_load_n(&l->shm->stats_done, __ATOMIC_ACQUIRE) != l->stats_asked)
-		return 0;
-	l->stats_taken = l->stats_asked;
-	for (size_t i = 0; i < n && i < SHM_STATS_MAX; i++)
-		val[i] = l->shm->stats_val[i];
-	return 1;
 }
 
 /* Header fields the tool wrote and nothing else does, by name. */

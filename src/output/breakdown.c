@@ -136,6 +136,7 @@ void breakdown_compute(const struct breakdown_in *in, struct breakdown *b)
 	b->swap = sm->total.swap;
 	b->arenas = sm->arenas;
 	b->allocator = in->as ? in->as->allocator : NULL;
+	b->source = in->as ? in->as->how : in->as_why;
 	anon_all = sm->kind[RSS_BRK].rss + sm->kind[RSS_ARENA].rss + sm->kind[RSS_ANON].rss;
 	heap = heap_rss(sm, in->as, &how);
 	if (heap > anon_all)
@@ -177,7 +178,7 @@ static void fmt_size(char *buf, size_t len, int64_t v)
 void breakdown_print(const struct breakdown *b, void (*line)(void *arg, const char *text),
 		     void *arg)
 {
-	char rec[1024], text[256], sz[32];
+	char rec[1024], text[512], sz[32];
 	size_t off;
 
 	if (!b->measured) {
@@ -203,6 +204,11 @@ void breakdown_print(const struct breakdown *b, void (*line)(void *arg, const ch
 		fmt_size(sz, sizeof(sz), b->v[i].bytes);
 		snprintf(text, sizeof(text), "%*s%-*s %11s  %s", 2 + 2 * b->v[i].depth, "",
 			 36 - 2 * b->v[i].depth, b->v[i].label, sz, b->v[i].how);
+		line(arg, text);
+	}
+	if (b->source && b->source[0]) {
+		snprintf(text, sizeof(text), "  %s: %s", b->allocator ? "allocator figures" :
+			 "no allocator figures", b->source);
 		line(arg, text);
 	}
 }

@@ -113,6 +113,8 @@ struct unwinder {
 	const uint8_t *win;		/* [stk_lo, stk_hi): stk, or the caller's copy */
 	uint64_t stk_lo, stk_hi;
 	int truncated;			/* the last walk stopped with frames left */
+	unsigned walk_flags;		/* the last walk's UNWIND_WALK_* */
+	int want_signal;		/* look for signal frames (unwind_stack_judged) */
 	int past_copy;			/* it failed to read the stack past the copy */
 	struct unwind_stats st;
 };
@@ -737,6 +739,8 @@ static void walk_begin(struct unwinder *u, pid_t tid, const struct unwind_regs *
 	u->gen++;
 }
 
+static int sigreturn_at(struct unwinder *u, uint64_t ip);
+
 /* The walk behind unwind_stack and unwind_stack_copy: with copy == NULL the
  * stack is read from the live thread, else from copy[0..copy_len) taken at
  * start->sp; a frame whose return address lies beyond the copy is not
@@ -755,6 +759,7 @@ static int walk(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
 	if (!u || !start || !pcs || !max)
 		return -EINVAL;
 	u->truncated = 0;
+	u->walk_flags = 0;
 	if (in_range(start->ip, stop_lo, stop_hi))
 		return -UNWIND_ENESTED;
 	pcs[n++] = start->ip;
@@ -779,11 +784,20 @@ static int walk(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
 		goto out;
 	prev_ip = u->regs.ip;
 	prev_sp = start->sp;
+	if (u->want_signal && sigreturn_at(u, start->ip))
+		u->walk_flags |= UNWIND_WALK_SIGNAL;
 	for (;;) {
-		if (unw_step(&c) <= 0)
+		int step = unw_step(&c);
+
+		if (step <= 0) {
+			if (!step)
+				u->walk_flags |= UNWIND_WALK_END;
 			break;
+		}
 		if (unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0)
 			break;
+		if (u->want_signal && sigreturn_at(u, ip))
+			u->walk_flags |= UNWIND_WALK_SIGNAL;
 		if (in_range(ip, stop_lo, stop_hi)) {
 			u->st.nested++;
 			ret = -UNWIND_ENESTED;
@@ -899,6 +913,27 @@ out:
 int unwind_truncated(const struct unwinder *u)
 {
 	return u && u->truncated;
+}
+
+unsigned unwind_walk_flags(const struct unwinder *u)
+{
+	return u ? u->walk_flags : 0;
+}
+
+int unwind_stack_judged(struct unwinder *u, pid_t tid, const struct unwind_regs *start,
+			uint64_t *pcs, size_t max, unsigned *flags)
+{
+	int n;
+
+	if (!u)
+		return -EINVAL;
+	u->want_signal = 1;
+	n = walk(u, tid, start, NULL, 0, pcs, max, 0, 0);
+	u->want_signal = 0;
+	*flags = u->walk_flags;
+	if (u->truncated)
+		*flags &= ~(unsigned)UNWIND_WALK_END;
+	return n;
 }
 
 int unwind_stack(struct unwinder *u, pid_t tid, const struct unwind_regs *start,

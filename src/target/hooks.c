@@ -992,6 +992,31 @@ out:
 	return ret;
 }
 
+int hooks_binding(struct target *t, pid_t pid, const struct proc_maps *maps, const char *name,
+		  uint64_t *addr, const struct proc_map **map)
+{
+	struct objlist l = { .t = t };
+	int is_static = 0, ret;
+
+	*addr = 0;
+	*map = NULL;
+	ret = build_order(&l, pid, maps, &is_static);
+	for (size_t i = 0; !ret && i < l.n; i++) {
+		const struct obj *o = &l.v[i];
+		const struct elfobj_sym *s = o->elf ? elfobj_lookup(o->elf, name, !is_static) : NULL;
+
+		if (!s || !o->have_bias)
+			continue;
+		*addr = o->bias + s->value;
+		*map = o->map;
+		break;
+	}
+	objlist_free(&l);
+	if (!ret && !*map)
+		ret = -ENOENT;
+	return ret;
+}
+
 void hooks_free(struct hook_set *set)
 {
 	for (size_t i = 0; i < set->n; i++)

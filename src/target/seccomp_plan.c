@@ -38,7 +38,7 @@ enum need {
 	NEED_YIELD,     /* agent: exact mode, futex refused */
 	NEED_CLOCK,     /* agent: exact mode, how long it waited */
 	NEED_TRAP,      /* trampolines: --mode trap's trap (bkpt.h) */
-	NEED_STATS,     /* the allocator's statistics: its locks, contended (allocstats.c) */
+	NEED_STATS,     /* jemalloc's, tcmalloc's statistics: their function takes their locks (statscall.c) */
 	NEED_POPULATE,  /* agent: mapping in a ring's next chunk (SHM_RING_CHUNK) */
 };
 
@@ -88,7 +88,8 @@ void seccomp_plan_calls(const struct seccomp_params *pp, struct seccomp_call *c)
 			       "waits for ring room; a sampling rate does not" },
 		[SC_GETPID] = { "getpid", SYS_getpid, NEED_TRAP, 0x3f, ARGS(0),
 			        "in --mode trap, whose traps are getpid calls (--mode fast has none)" },
-		/* glibc's and the other allocators' mutexes, contended */
+		/* jemalloc's and tcmalloc's mutexes, contended (glibc's figures are
+		 * read from its memory: nothing runs in the target for them) */
 		[SC_LOCK_WAIT] = { "futex", SYS_futex, NEED_STATS, 0x02,
 				   ARGS(0, FUTEX_WAIT | FUTEX_PRIVATE_FLAG), "" },
 		[SC_LOCK_WAKE] = { "futex", SYS_futex, NEED_STATS, 0x02,
@@ -287,10 +288,10 @@ int seccomp_plan_decide(struct seccomp_chain *chains, size_t n,
 		plan->shm_flags |= SHM_F_NO_POPULATE;
 		note_add(plan, "rings mapped in by page faults", 0, c, SC_POPULATE, u);
 	}
-	/* asking the allocator for its statistics may contend on its locks */
+	/* calling jemalloc or tcmalloc for its statistics may wait on its locks */
 	if (!SURE(u, SC_LOCK_WAIT) || !SURE(u, SC_LOCK_WAKE)) {
 		plan->no_alloc_stats = 1;
-		note_add(plan, "no allocator statistics", 0, c,
+		note_add(plan, "no calls for jemalloc's or tcmalloc's statistics", 0, c,
 			 SURE(u, SC_LOCK_WAIT) ? SC_LOCK_WAKE : SC_LOCK_WAIT, u);
 	}
 out:

@@ -15,6 +15,11 @@
  *   -d STEP -t TID: only run getpid in thread TID (picky, see remote.h),
  *        dying by SIGKILL at step STEP of remote_syscall (remote_die_at);
  *        exits 3 if the call returned instead, 4 if the thread was refused
+ *   -c   function calls (remote_call) instead: in every thread, libc's
+ *        snprintf into the data it passes (read back and checked), and in
+ *        one thread usleep(300 ms) given 30 ms, which must time out and
+ *        let the thread finish it by itself; with -d STEP -t TID, one
+ *        call of usleep(20 ms) in TID dying at step STEP of remote_call
  * Exits 0 when every check passes, 1 otherwise (after detaching).
  *
  * The seize/interrupt/detach code here is a minimal local stand-in for the
@@ -37,7 +42,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "elfobj.h"
 #include "inject.h"
+#include "proc.h"
 #include "log.h"
 #include "remote.h"
 #include "sys_compat.h"
@@ -433,6 +440,113 @@ static void check_region(pid_t pid, uint64_t libc, unsigned flags)
 	      "fd count unchanged at the end");
 }
 
+/* ---- remote_call (-c) ---- */
+
+/* The address of libc's function name in pid, or 0. */
+static uint64_t libc_fn(pid_t pid, const char *name)
+{
+	struct proc_maps maps = { 0 };
+	const struct elfobj_sym *s;
+	struct elfobj *e = NULL;
+	uint64_t bias, at = 0;
+
+	if (proc_maps_read(pid, &maps))
+		return 0;
+	for (size_t i = 0; i < maps.n && !at; i++) {
+		const struct proc_map *m = &maps.v[i];
+
+		if (!m->path || !strstr(m->path, "/libc.so") || !(m->prot & PROC_MAP_X))
+			continue;
+		e = elfobj_open_fd(proc_open_mapped(pid, m));
+		if (e && !elfobj_load_bias(e, m, &bias) && (s = elfobj_lookup(e, name, 1)))
+			at = bias + s->value;
+		elfobj_free(e);
+	}
+	proc_maps_free(&maps);
+	return at;
+}
+
+/* snprintf(data + 64, 32, data, 4242, data + 16) in every thread: "4242-ok". */
+static void check_calls(pid_t pid)
+{
+	uint64_t fn = libc_fn(pid, "snprintf");
+
+	check(fn != 0, "snprintf found in libc");
+	for (int i = 0; fn && i < ntids; i++) {
+		struct remote_call c = {
+			.fn = fn, .args = { 64, 32, 0, 4242, 16 }, .data_args = 1 | 4 | 16,
+			.data_len = 96, .stack_need = 16384, .timeout_ns = 5000000000ULL,
+		};
+		struct remote_ctx ctx;
+		int err;
+
+		strcpy((char *)c.data, "%d-%s");
+		strcpy((char *)c.data + 16, "ok");
+		remote_ctx_init(&ctx, pid, tids[i]);
+		err = remote_call(&ctx, &c);
+		check(!err, "call in %d: %s", (int)tids[i], strerror(-err));
+		check(err || !strcmp((char *)c.data + 64, "4242-ok"), "snprintf wrote \"%.32s\"",
+		      (char *)c.data + 64);
+	}
+}
+
+/* usleep(300 ms) given 30 ms in the first thread that takes it (picky: a
+ * thread let go resumes through the frame, as if the tool had died): it
+ * times out, the thread finishes by itself; stopped again for the detach. */
+static void check_call_timeout(pid_t pid)
+{
+	struct remote_call c = {
+		.fn = libc_fn(pid, "usleep"), .args = { 300000 }, .stack_need = 16384,
+		.timeout_ns = 30000000ULL,
+	};
+	struct remote_ctx ctx;
+	int err = -EAGAIN;
+
+	check(c.fn != 0, "usleep found in libc");
+	for (int i = 0; c.fn && i < ntids && err == -EAGAIN; i++) {
+		remote_ctx_init(&ctx, pid, tids[i]);
+		ctx.picky = 1;
+		err = remote_call(&ctx, &c);
+	}
+	if (!c.fn || err == -EAGAIN)
+		return;
+	check(err == -ETIMEDOUT && ctx.running, "usleep given 30 ms: %s, running %d",
+	      strerror(-err), ctx.running);
+	if (ctx.running) {
+		usleep(400000);	/* it returns through the frame meanwhile */
+		if (ptrace(PTRACE_INTERRUPT, ctx.tid, NULL, NULL) < 0 || wait_event_stop(ctx.tid))
+			check(0, "stop %d again", (int)ctx.tid);
+	}
+}
+
+/* -c -d: one usleep(20 ms) in thread tid that dies at step die_step. Exit 3 or 4. */
+static int die_in_call(pid_t pid, pid_t tid, int die_step)
+{
+	struct remote_call c = {
+		.fn = libc_fn(pid, "usleep"), .args = { 20000 }, .stack_need = 16384,
+		.timeout_ns = 5000000000ULL,
+	};
+	struct remote_ctx ctx;
+	int err;
+
+	if (!c.fn) {
+		detach_all();
+		return 1;
+	}
+	remote_ctx_init(&ctx, pid, tid);
+	ctx.picky = 1;
+	remote_die_at = die_step;
+	err = remote_call(&ctx, &c);
+	remote_die_at = 0;
+	detach_all();
+	if (err == -EAGAIN) {
+		printf("injtest: thread %d refused (restart would be lost)\n", (int)tid);
+		return 4;
+	}
+	printf("injtest: call step %d not reached in %d: %d\n", die_step, (int)tid, err);
+	return 3;
+}
+
 /* -d: one getpid in thread tid that dies at step die_step. Exit 3 or 4. */
 static int die_in(pid_t pid, pid_t tid, int die_step)
 {
@@ -463,12 +577,15 @@ static int die_in(pid_t pid, pid_t tid, int die_step)
 int main(int argc, char **argv)
 {
 	unsigned flags = 0;
-	int sigdeliver = 0, pendstop = 0, die_step = 0, opt, err;
+	int sigdeliver = 0, pendstop = 0, die_step = 0, calls = 0, opt, err;
 	pid_t pid, die_tid = 0;
 	uint64_t libc;
 
-	while ((opt = getopt(argc, argv, "ab:d:ot:vm:")) != -1) {
+	while ((opt = getopt(argc, argv, "ab:cd:ot:vm:")) != -1) {
 		switch (opt) {
+		case 'c':
+			calls = 1;
+			break;
 		case 'd':
 			die_step = atoi(optarg);
 			break;
@@ -508,8 +625,18 @@ int main(int argc, char **argv)
 		detach_all();
 		return 1;
 	}
+	if (die_step && calls)
+		return die_in_call(pid, die_tid ? die_tid : pid, die_step);
 	if (die_step)
 		return die_in(pid, die_tid ? die_tid : pid, die_step);
+	if (calls) {
+		check_calls(pid);
+		check_call_timeout(pid);
+		check_calls(pid);
+		detach_all();
+		printf("injtest: %d threads, calls, %d failures\n", ntids, failures);
+		return failures ? 1 : 0;
+	}
 	libc = find_libc(pid);
 	check(libc != 0, "libc found in maps");
 	if (sigdeliver)
@@ -530,7 +657,7 @@ int main(int argc, char **argv)
 	       requeued, failures);
 	return failures ? 1 : 0;
 usage:
-	fprintf(stderr, "usage: injtest [-a] [-o] [-v] [-b N] [-m sigdeliver|pendstop|groupstop] "
+	fprintf(stderr, "usage: injtest [-a] [-c] [-o] [-v] [-b N] [-m sigdeliver|pendstop|groupstop] "
 		"[-d STEP [-t TID]] PID\n");
 	return 2;
 }

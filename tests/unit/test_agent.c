@@ -2091,84 +2091,55 @@ static void test_nested(void)
 	expect_int_eq(drain(ev, 4), 1);
 }
 
-/* ---- the allocator's statistics ---- */
+/* ---- the allocator's statistics: never the agent's ---- */
 
 static int fake_calls;
 
-struct mi2_words {
-	uint64_t w[10];
-};
-
-static struct mi2_words fake_mallinfo2(void)
-{
-	struct mi2_words r;
-
-	fake_calls++;
-	for (int i = 0; i < 10; i++)
-		r.w[i] = 1000 + (uint64_t)i;
-	return r;
-}
-
 static int fake_property(const char *name, uint64_t *v)
 {
+	(void)name;
 	fake_calls++;
-	if (strcmp(name, "generic.heap_size"))
-		return 0;
 	*v = 4242;
 	return 1;
 }
 
-/* A request is answered once, by a sampled call that is not nested, with
- * what the function returns; a name the allocator refuses is UINT64_MAX. */
-static void test_stats(void)
+/* Header words that once asked the agent to call a statistics function
+ * (now reserved) make it call nothing and write nothing there, sampled
+ * or exact. */
+static void test_stats_never(void)
 {
 	struct ev ev[16];
 	uint64_t p;
 
 	if (!ready)
 		return;
-	mode_exact();
-	fake_calls = 0;
-	hdr->stats_kind = SHM_STATS_MALLINFO2;
-	hdr->stats_fn = (uintptr_t)fake_mallinfo2;
-	hdr->stats_req = 1;
-	/* nested: its thread may hold an allocator lock, no answer */
-	p = hcall(nested_stub, (uintptr_t)hooks[H_MALLOC].fn, 64, 0, 0);
-	expect_int_eq(fake_calls, 0);
-	expect_int_eq(hdr->stats_done, 0);
-	CALL1(H_FREE, p);
-	p = CALL1(H_MALLOC, 64);
-	expect_int_eq(fake_calls, 1);
-	expect_int_eq(hdr->stats_done, 1);
-	expect_int_eq(hdr->stats_busy, 0);
-	expect_u64_eq(hdr->stats_val[0], 1000);
-	expect_u64_eq(hdr->stats_val[9], 1009);
-	CALL1(H_FREE, p);
-	p = CALL1(H_MALLOC, 64);		/* answered already: no call */
-	expect_int_eq(fake_calls, 1);
-	CALL1(H_FREE, p);
-	/* one at a time: a call while another thread answers does not call */
-	hdr->stats_req = 2;
-	hdr->stats_busy = 1;
-	p = CALL1(H_MALLOC, 64);
-	expect_int_eq(fake_calls, 1);
-	CALL1(H_FREE, p);
-	hdr->stats_busy = 0;
-	hdr->stats_kind = SHM_STATS_PROPERTY;
-	hdr->stats_fn = (uintptr_t)fake_property;
-	hdr->stats_n = 2;
-	strcpy(hdr->stats_names[0], "generic.heap_size");
-	memset(hdr->stats_names[1], 'x', SHM_STATS_NAME);	/* unterminated: ended by the agent */
-	p = CALL1(H_MALLOC, 64);
-	expect_int_eq(fake_calls, 3);		/* once per name */
-	expect_int_eq(hdr->stats_done, 2);
-	expect_u64_eq(hdr->stats_val[0], 4242);
-	expect_u64_eq(hdr->stats_val[1], UINT64_MAX);
-	CALL1(H_FREE, p);
-	expect_int_eq(drain(ev, 16), 9);	/* the nested block's free, 4 pairs */
-	hdr->stats_fn = 0;
-	hdr->stats_kind = 0;
-	hdr->stats_n = 0;
+	for (int exact = 0; exact < 2; exact++) {
+		if (exact)
+			mode_exact();
+		else
+			mode_sampled(0, 0);	/* every call sampled */
+		fake_calls = 0;
+		hdr->stats_kind = 3;	/* the old SHM_STATS_PROPERTY */
+		hdr->stats_fn = (uintptr_t)fake_property;
+		hdr->stats_n = 1;
+		strcpy(hdr->stats_names[0], "generic.heap_size");
+		hdr->stats_req = 1;
+		hdr->stats_done = 0;
+		for (int i = 0; i < 4; i++) {
+			p = CALL1(H_MALLOC, 64);
+			CALL1(H_FREE, p);
+		}
+		expect_int_eq(fake_calls, 0);
+		expect_int_eq(hdr->stats_done, 0);
+		expect_int_eq(hdr->stats_busy, 0);
+		expect_u64_eq(hdr->stats_val[0], 0);
+		drain(ev, 16);
+		hdr->stats_fn = 0;
+		hdr->stats_kind = 0;
+		hdr->stats_n = 0;
+		hdr->stats_req = 0;
+		memset(hdr->stats_names[0], 0, sizeof(hdr->stats_names[0]));
+	}
 }
 
 /* The writable alias of an address in the CODE view (same memfd offset). */
@@ -2968,7 +2939,7 @@ HARNESS_MAIN("agent",
 	T(test_exp_gap), T(test_setup), T(test_layouts), T(test_rate_large), T(test_exact_events),
 	T(test_guest),
 	T(test_exact_walk), T(test_exact_memo), T(test_exact_memo_window), T(test_xacct),
-	T(test_sampled_free), T(test_sampled_nocopy), T(test_ring_full), T(test_ring_populate), T(test_nested), T(test_stats),
+	T(test_sampled_free), T(test_sampled_nocopy), T(test_ring_full), T(test_ring_populate), T(test_nested), T(test_stats_never),
 	T(test_callthru),
 	T(test_patched_fake), T(test_kinds_args), T(test_kinds_after), T(test_kinds_sampled),
 	T(test_threads_exact), T(test_python), T(test_bench), T(test_teardown))

@@ -121,27 +121,34 @@ static void hostile(void)
 
 static void decode(void)
 {
-	struct allocstats_fn fn = { .allocator = "glibc", .kind = SHM_STATS_MALLINFO2 };
-	uint64_t mi[SHM_STATS_MAX] = { 300 * MB, 0, 0, 2, 7 * MB, 0, 0, 100 * MB, 190 * MB, 0 };
-	uint64_t je[SHM_STATS_MAX] = { 80 * MB, 90 * MB, 11 * MB, 270 * MB, 300 * MB, 0 };
+	struct allocstats_fn fn = { .allocator = "jemalloc", .kind = ALLOCSTATS_MALLCTL, .n = 6 };
+	struct glibc_figures mi = { .arena = 300 * MB, .fordblks = 190 * MB, .hblks = 2,
+				    .hblkhd = 7 * MB };
+	uint64_t je[ALLOCSTATS_MAX_NAMES] = { 80 * MB, 90 * MB, 11 * MB, 270 * MB, 300 * MB, 0 };
 	struct allocstats as;
 
-	expect_int_eq(allocstats_decode(&fn, mi, SHM_STATS_MAX, &as), 0);
-	expect_u64_eq(as.in_use, 107 * MB);
+	/* glibc: what mallinfo2 would say, read from its arenas */
+	allocstats_from_glibc(&mi, &as);
+	expect_u64_eq(as.in_use, 117 * MB);	/* uordblks + hblkhd */
 	expect_u64_eq(as.free, 190 * MB);
 	expect_u64_eq(as.mmapped, 7 * MB);
-	expect_u64_eq(as.metadata, 10 * MB);
+	expect_u64_eq(as.system, 300 * MB);
+	expect_u64_eq(as.metadata, 0);
 	expect_u64_eq(as.resident, UINT64_MAX);
-	mi[8] = 1ULL << 60;	/* no allocator reports that */
-	expect_int_eq(allocstats_decode(&fn, mi, SHM_STATS_MAX, &as), -EINVAL);
-	fn = (struct allocstats_fn){ .allocator = "jemalloc", .kind = SHM_STATS_MALLCTL, .n = 6 };
-	expect_int_eq(allocstats_decode(&fn, je, SHM_STATS_MAX, &as), 0);
+	mi.hblkhd = UINT64_MAX;			/* mp_ not found: no mmapped figure */
+	allocstats_from_glibc(&mi, &as);
+	expect_u64_eq(as.in_use, 110 * MB);
+	expect_u64_eq(as.mmapped, UINT64_MAX);
+
+	expect_int_eq(allocstats_decode(&fn, je, ALLOCSTATS_MAX_NAMES, &as), 0);
 	expect_u64_eq(as.in_use, 80 * MB);
 	expect_u64_eq(as.resident, 270 * MB);
 	expect_u64_eq(as.free, 179 * MB);
 	expect_u64_eq(as.metadata, 11 * MB);
+	je[3] = 1ULL << 60;	/* no allocator reports that */
+	expect_int_eq(allocstats_decode(&fn, je, ALLOCSTATS_MAX_NAMES, &as), -EINVAL);
 	fn.kind = 99;
-	expect_int_eq(allocstats_decode(&fn, je, SHM_STATS_MAX, &as), -EINVAL);
+	expect_int_eq(allocstats_decode(&fn, je, ALLOCSTATS_MAX_NAMES, &as), -EINVAL);
 }
 
 static int64_t line_of(const struct breakdown *b, const char *key)
@@ -157,7 +164,8 @@ static int64_t line_of(const struct breakdown *b, const char *key)
 static void table(void)
 {
 	struct rss_smaps sm = { 0 };
-	struct allocstats as = { "glibc", 107 * MB, 190 * MB, 0, UINT64_MAX, 7 * MB, 300 * MB };
+	struct allocstats as = { "glibc", 107 * MB, 190 * MB, 0, UINT64_MAX, 7 * MB, 300 * MB,
+				 "read from glibc's memory" };
 	struct profile *p = profile_new(1);
 	uint64_t pcs[1] = { 0x401000 };
 	struct breakdown b;
@@ -172,7 +180,7 @@ static void table(void)
 	sm.total.rss = 408 * MB;
 	for (int i = 0; i < 20; i++)
 		profile_record_alloc(p, pcs, 1, 1 * MB, 0x1000000 + (uint64_t)i * MB);
-	breakdown_compute(&(struct breakdown_in){ &sm, &as, p }, &b);
+	breakdown_compute(&(struct breakdown_in){ .sm = &sm, .as = &as, .prof = p }, &b);
 	for (size_t i = 0; i < b.n; i++)
 		if (!b.v[i].depth)
 			sum += b.v[i].bytes;
@@ -184,9 +192,48 @@ static void table(void)
 	expect_int_eq(line_of(&b, "anon_other"), (int64_t)(103 * MB));
 	expect_int_eq(line_of(&b, "unexplained"), 0);
 	/* without smaps: said, not made up */
-	breakdown_compute(&(struct breakdown_in){ NULL, &as, p }, &b);
+	breakdown_compute(&(struct breakdown_in){ .as = &as, .prof = p }, &b);
 	expect_int_eq(b.measured, 0);
 	profile_free(p);
 }
 
-HARNESS_MAIN("breakdown", T(kinds), T(not_stacks), T(hostile), T(decode), T(table))
+/* Collects what breakdown_print writes. */
+struct lines {
+	char text[32][600];
+	int n;
+};
+
+static void keep(void *arg, const char *text)
+{
+	struct lines *l = arg;
+
+	if (l->n < 32)
+		snprintf(l->text[l->n++], sizeof(l->text[0]), "%s", text);
+}
+
+/* The last line says where the allocator's figures come from, or why
+ * there are none. */
+static void source(void)
+{
+	struct rss_smaps sm = { 0 };
+	struct allocstats as = { .allocator = "glibc", .in_use = MB, .free = MB,
+				 .metadata = 0, .resident = UINT64_MAX, .mmapped = 0,
+				 .system = 2 * MB, .how = "read from glibc's memory" };
+	struct breakdown b;
+	struct lines l = { .n = 0 };
+
+	sm.kind[RSS_BRK].rss = 2 * MB;
+	sm.total.rss = 2 * MB;
+	breakdown_compute(&(struct breakdown_in){ .sm = &sm, .as = &as }, &b);
+	breakdown_print(&b, keep, &l);
+	expect_true(l.n > 2);
+	expect_str_eq(l.text[l.n - 1], "  allocator figures: read from glibc's memory");
+	l.n = 0;
+	breakdown_compute(&(struct breakdown_in){ .sm = &sm, .as_why = "thread 7 inside jemalloc" },
+			  &b);
+	breakdown_print(&b, keep, &l);
+	expect_str_eq(l.text[l.n - 1], "  no allocator figures: thread 7 inside jemalloc");
+	expect_true(strstr(l.text[0], "allocator=none") != NULL);
+}
+
+HARNESS_MAIN("breakdown", T(kinds), T(not_stacks), T(hostile), T(decode), T(table), T(source))

@@ -50,6 +50,32 @@ static void test_branches(void)
 	expect_int_eq(disasm_branches(code, sizeof(code), 0x400, b, 1), 1);
 }
 
+/* Rip-relative operands: an address taken, a 4-byte and an 8-byte load
+ * (glibc's mallinfo2 reading main_arena and mp_'s fields). */
+static void test_data_refs(void)
+{
+	static const uint8_t code[] = {
+		0x4c, 0x8d, 0x25, 0xa9, 0x9e, 0x13, 0x00,	/* 0x1000 lea 0x139ea9(%rip),%r12 */
+		0x48, 0x8b, 0x9b, 0x70, 0x08, 0x00, 0x00,	/* 0x1007 mov 0x870(%rbx),%rbx */
+		0x48, 0x63, 0x05, 0x10, 0xea, 0x13, 0x00,	/* 0x100e movslq 0x13ea10(%rip),%rax */
+		0x0f, 0x16, 0x05, 0x18, 0xea, 0x13, 0x00,	/* 0x1015 movhps 0x13ea18(%rip),%xmm0 */
+		0xc3,						/* 0x101c ret */
+	};
+	struct disasm_ref r[8];
+	size_t n = disasm_data_refs(code, sizeof(code), 0x1000, r, 8);
+
+	expect_int_eq(n, 3);
+	expect_u64_eq(r[0].at, 0x1000);
+	expect_u64_eq(r[0].to, 0x1007 + 0x139ea9);
+	expect_int_eq(r[0].size, 0);
+	expect_u64_eq(r[1].to, 0x1015 + 0x13ea10);
+	expect_int_eq(r[1].size, 4);
+	expect_u64_eq(r[2].to, 0x101c + 0x13ea18);
+	expect_int_eq(r[2].size, 8);
+	expect_int_eq(disasm_data_refs(code, sizeof(code), 0x1000, r, 2), 2);
+}
+
 HARNESS_MAIN("disasm",
 	T(test_plt_slot),
-	T(test_branches))
+	T(test_branches),
+	T(test_data_refs))

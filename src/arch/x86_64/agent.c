@@ -6,8 +6,9 @@
  * target and called by the fast trampolines (tramp_fast.h, ABI in
  * agent.h). Rules: no libc, no data or bss (all state is in the DATA view
  * passed in rsi), no jump tables, no absolute relocations, no trap, never
- * block except in exact mode while the tool's heartbeat is fresh, call
- * into the target only for the allocator's statistics (answer_stats). The
+ * block except in exact mode while the tool's heartbeat is fresh, never
+ * call the target's code (nor take a lock the target may hold: the
+ * allocator's statistics are the tool's business, memreport.c). The
  * Makefile checks that the object has no undefined symbols, no absolute
  * relocations and a bounded stack.
  *
@@ -861,71 +862,6 @@ static void free_block(uint64_t ptr, struct shm_hdr *h);
 
 #include "agent_py.h"
 
-/* ---- the allocator's statistics ---- */
-
-struct mallinfo2_words {
-	uint64_t w[10];
-};
-
-typedef struct mallinfo2_words (*mallinfo2_fn)(void);
-typedef int (*mallctl_fn)(const char *name, void *oldp, uint64_t *oldlenp, void *newp,
-			  uint64_t newlen);
-typedef int (*property_fn)(const char *name, uint64_t *value);
-
-/*
- * Answer the tool's request for the allocator's statistics (shm.h): the
- * caller is a sampled call that returned to code outside the allocator,
- * so this thread holds none of its locks.
- */
-static NOINLINE void answer_stats(struct shm_hdr *h)
-{
-	uint32_t req = h->stats_req, idle = 0, n = h->stats_n;
-	uint64_t fn = h->stats_fn;
-
-	if (!fn || !__atomic_compare_exchange_n(&h->stats_busy, &idle, 1, 0, __ATOMIC_ACQUIRE,
-						 __ATOMIC_RELAXED))
-		return;
-	if (n > SHM_STATS_MAX)
-		n = SHM_STATS_MAX;
-	switch (h->stats_kind) {
-	case SHM_STATS_MALLINFO2: {
-		struct mallinfo2_words r = ((mallinfo2_fn)fn)();
-
-		for (unsigned i = 0; i < 10 && i < SHM_STATS_MAX; i++)
-			h->stats_val[i] = r.w[i];
-		break;
-	}
-	case SHM_STATS_MALLCTL: {
-		uint64_t epoch = 1, v, len = 8;
-
-		((mallctl_fn)fn)("epoch", &v, &len, &epoch, 8);
-		for (unsigned i = 0; i < n; i++) {
-			h->stats_names[i][SHM_STATS_NAME - 1] = 0;
-			v = 0;
-			len = 8;
-			h->stats_val[i] = ((mallctl_fn)fn)(h->stats_names[i], &v, &len, 0, 0) ||
-							  len != 8 ? ~0ULL : v;
-		}
-		break;
-	}
-	case SHM_STATS_PROPERTY: {
-		uint64_t v;
-
-		for (unsigned i = 0; i < n; i++) {
-			h->stats_names[i][SHM_STATS_NAME - 1] = 0;
-			v = 0;
-			h->stats_val[i] = ((property_fn)fn)(h->stats_names[i], &v) ? v : ~0ULL;
-		}
-		break;
-	}
-	default:
-		break;
-	}
-	barrier();
-	h->stats_done = req;
-	__atomic_store_n(&h->stats_busy, 0, __ATOMIC_RELEASE);
-}
-
 /* ---- the agent's scratch (shm.h, scratch[]) ---- */
 
 /*
@@ -994,8 +930,6 @@ HIDDEN void agent_alloc(struct agent_frame *f, struct shm_hdr *h)
 		c->nested++;
 		return;
 	}
-	if (h->stats_req != h->stats_done)
-		answer_stats(h);
 	if (AGENT_INFO_SZ(info) >= AGENT_SZ_POST) {
 		/* every call comes here: the fast path's work is ours */
 		if (str)

@@ -1,4 +1,4 @@
-/* What generic code asks of machine code (x86-64, capstone): PLT stubs and direct branches. */
+/* What generic code asks of machine code (x86-64, capstone): PLT stubs, direct branches and data references. */
 /* SPDX-License-Identifier: MIT */
 #include <capstone/capstone.h>
 
@@ -64,6 +64,36 @@ size_t disasm_branches(const uint8_t *code, size_t len, uint64_t vaddr,
 			continue;
 		out[found++] = (struct disasm_branch){ insn[i].address,
 						      (uint64_t)x->operands[0].imm, call };
+	}
+	if (n)
+		cs_free(insn, n);
+	return found;
+}
+
+size_t disasm_data_refs(const uint8_t *code, size_t len, uint64_t vaddr,
+			struct disasm_ref *out, size_t max)
+{
+	size_t n, found = 0;
+	cs_insn *insn;
+	csh cs;
+
+	if (handle(&cs))
+		return 0;
+	n = cs_disasm(cs, code, len, vaddr, 0, &insn);
+	for (size_t i = 0; i < n && found < max; i++) {
+		cs_x86 *x = &insn[i].detail->x86;
+		int lea = insn[i].id == X86_INS_LEA;
+
+		for (unsigned k = 0; k < x->op_count && found < max; k++) {
+			const cs_x86_op *op = &x->operands[k];
+
+			if (op->type != X86_OP_MEM || op->mem.base != X86_REG_RIP ||
+			    op->mem.index != X86_REG_INVALID)
+				continue;
+			out[found++] = (struct disasm_ref){
+				insn[i].address, insn[i].address + insn[i].size + op->mem.disp,
+				lea ? 0 : op->size };
+		}
 	}
 	if (n)
 		cs_free(insn, n);

@@ -1,4 +1,4 @@
-/* What generic code asks of machine code (x86-64): PLT stubs and direct branches. */
+/* What generic code asks of machine code (x86-64): PLT stubs, direct branches and data references. */
 /* SPDX-License-Identifier: MIT */
 #ifndef HEAPATTACH_ARCH_DISASM_H
 #define HEAPATTACH_ARCH_DISASM_H
@@ -27,5 +27,20 @@ struct disasm_branch {
  */
 size_t disasm_branches(const uint8_t *code, size_t len, uint64_t vaddr,
 		       struct disasm_branch *out, size_t max);
+
+/* A reference to data at a fixed distance from the code (x86-64: rip-relative). */
+struct disasm_ref {
+	uint64_t at;            /* the instruction */
+	uint64_t to;            /* the address it refers to */
+	unsigned size;          /* bytes it loads or stores there; 0: only its address
+				 * is taken (lea) */
+};
+
+/*
+ * The data references of code[0..len), decoded from vaddr until the first
+ * undecodable byte, in order: at most max into out. Returns how many.
+ */
+size_t disasm_data_refs(const uint8_t *code, size_t len, uint64_t vaddr,
+			struct disasm_ref *out, size_t max);
 
 #endif

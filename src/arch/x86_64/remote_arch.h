@@ -77,6 +77,34 @@ static inline void remote_arch_setup_syscall(remote_regs_t *r, uint64_t ip, uint
 }
 
 /*
+ * Turn r into the state for a call of the function at fn(a[0..5]) with the
+ * stack pointer at sp, where the return address is (a function is entered
+ * with sp 8 bytes off a 16-byte boundary). rax = 0: no vector registers
+ * hold arguments of a variadic call.
+ */
+static inline void remote_arch_setup_call(remote_regs_t *r, uint64_t fn, uint64_t sp,
+					  const long a[6])
+{
+	r->rdi = (uint64_t)a[0];
+	r->rsi = (uint64_t)a[1];
+	r->rdx = (uint64_t)a[2];
+	r->rcx = (uint64_t)a[3];
+	r->r8 = (uint64_t)a[4];
+	r->r9 = (uint64_t)a[5];
+	r->rax = 0;
+	r->rip = fn;
+	r->rsp = sp;
+	r->orig_rax = (uint64_t)-1;
+	r->eflags &= ~(uint64_t)(REMOTE_EFLAGS_TF | REMOTE_EFLAGS_DF);
+}
+
+/* The syscall a thread in a syscall-stop with registers r makes. */
+static inline long remote_arch_syscall_nr(const remote_regs_t *r)
+{
+	return (long)r->orig_rax;
+}
+
+/*
  * Whether a thread stopped in state r is inside a syscall that the kernel
  * would restart through restart_syscall (-ERESTART_RESTARTBLOCK) and that
  * was already restarted once that way: its first syscall number is lost
@@ -86,6 +114,16 @@ static inline int remote_arch_restart_unknown(const remote_regs_t *r)
 {
 	return (long)r->orig_rax == SYS_restart_syscall &&
 	       (long)r->rax == -REMOTE_ERESTART_RESTARTBLOCK;
+}
+
+/*
+ * Whether a thread stopped in state r is inside a syscall that the kernel
+ * would restart through its restart block (-ERESTART_RESTARTBLOCK), which
+ * an rt_sigreturn replaces (with one that fails: -EINTR).
+ */
+static inline int remote_arch_restart_block(const remote_regs_t *r)
+{
+	return (long)r->orig_rax >= 0 && (long)r->rax == -REMOTE_ERESTART_RESTARTBLOCK;
 }
 
 /*

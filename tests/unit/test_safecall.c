@@ -1,0 +1,68 @@
+/* Unit tests for the safe point of a call into the allocator: the verdict on a thread's frames (safecall.c). */
+/* SPDX-License-Identifier: MIT */
+#include <stdint.h>
+
+#include "harness.h"
+#include "safecall.h"
+#include "unwind.h"
+
+static struct safecall_code code(void)
+{
+	struct safecall_code c = { .n = 0 };
+
+	expect_int_eq(safecall_code_add(&c, 0x7000, 0x8000, "inside jemalloc"), 0);
+	expect_int_eq(safecall_code_add(&c, 0x9000, 0x9100, "in fork"), 0);
+	return c;
+}
+
+static int ours(void *arg, uint64_t ip)
+{
+	(void)arg;
+	return ip >= 0x50000 && ip < 0x60000;
+}
+
+/* A walk to the outermost frame outside every range: safe. */
+static void test_safe(void)
+{
+	struct safecall_code c = code();
+	uint64_t pcs[] = { 0x1234, 0x2000, 0x8000 + 5, 0x3000 };
+
+	expect_true(safecall_judge(pcs, 4, UNWIND_WALK_END, &c, ours, NULL) == NULL);
+	/* a return address right after a range is its call's: inside */
+	pcs[2] = 0x8000;
+	expect_str_eq(safecall_judge(pcs, 4, UNWIND_WALK_END, &c, ours, NULL), "inside jemalloc");
+	/* but the exact ip of the stopped thread is where it is */
+	pcs[2] = 0x2000;
+	pcs[0] = 0x8000;
+	expect_true(safecall_judge(pcs, 4, UNWIND_WALK_END, &c, ours, NULL) == NULL);
+	pcs[0] = 0x7000;
+	expect_str_eq(safecall_judge(pcs, 4, UNWIND_WALK_END, &c, ours, NULL), "inside jemalloc");
+}
+
+/* Any of the four reasons makes the point unsafe. */
+static void test_unsafe(void)
+{
+	struct safecall_code c = code();
+	uint64_t pcs[] = { 0x1234, 0x2000, 0x9050, 0x3000 };
+
+	expect_str_eq(safecall_judge(pcs, 4, UNWIND_WALK_END, &c, ours, NULL), "in fork");
+	pcs[2] = 0x2100;
+	expect_str_eq(safecall_judge(pcs, 4, UNWIND_WALK_END | UNWIND_WALK_SIGNAL, &c, ours, NULL),
+		      "in a signal handler");
+	expect_str_eq(safecall_judge(pcs, 4, 0, &c, ours, NULL), "on a stack not walked to its end");
+	pcs[1] = 0x50010;
+	expect_str_eq(safecall_judge(pcs, 4, UNWIND_WALK_END, &c, ours, NULL),
+		      "in heapattach's trampolines");
+	expect_true(safecall_judge(pcs, 4, UNWIND_WALK_END, &c, NULL, NULL) == NULL);
+}
+
+static void test_full(void)
+{
+	struct safecall_code c = { .n = 0 };
+
+	for (int i = 0; i < SAFECALL_MAX_RANGES; i++)
+		expect_int_eq(safecall_code_add(&c, (uint64_t)i, (uint64_t)i + 1, "x"), 0);
+	expect_int_eq(safecall_code_add(&c, 100, 101, "x"), -ENOSPC);
+}
+
+HARNESS_MAIN("safecall", T(test_safe), T(test_unsafe), T(test_full))
