@@ -174,6 +174,7 @@ static void test_wear(void)
 	tcred_release(&self);
 
 	/* a thread that is gone keeps the credentials it was last read with */
+	tcred_release(&c);
 	expect_int_eq(tcred_read(nb.pid, &c), 0);
 	tcred_release(&c);
 	{
