@@ -25,7 +25,11 @@ struct memreport {
 	size_t ncensus;
 };
 
-/* Once attached: find the allocator and how to get its figures (allocstats.h). */
+/* Before the attach, while the target runs untouched: find the allocator
+ * and how to get its figures (allocstats.h; glibc's state from symbols,
+ * perhaps a debug file). */
+void memreport_prepare(struct session *s);
+/* Once attached: what the mode and the seccomp plan allow of that. */
 void memreport_arm(struct session *s);
 /* Between drains: with --top, glibc's figures read again once a second. */
 void memreport_poll(struct session *s);

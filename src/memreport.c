@@ -32,40 +32,45 @@
 #define SAFE_GAP_NS       20000000ULL   /* and how far apart */
 #define STALE_NS          2000000000ULL /* older figures are said to be */
 
+void memreport_prepare(struct session *s)
+{
+	struct memreport *m = &s->mr;
+	struct allocstats_fn *fn = &m->fn;
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+
+	if (!s->t || allocstats_find(s->t, s->pid, &s->hooks, fn)) {
+		snprintf(m->why, sizeof(m->why), "%s", fn->why);
+		return;
+	}
+	/* symbols, perhaps a debug file: while the target runs untouched */
+	if (fn->kind == ALLOCSTATS_GLIBC && allocstats_glibc_find(s->t, fn) == -ENOENT)
+		fn->kind = 0;
+	snprintf(m->why, sizeof(m->why), "%s", fn->kind ? "not asked yet" : fn->why);
+	pr_debug("allocator statistics: %s found in %.1f ms", fn->allocator ? fn->allocator :
+		 "no allocator", (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
+}
+
 void memreport_arm(struct session *s)
 {
 	struct memreport *m = &s->mr;
 	struct allocstats_fn *fn = &m->fn;
-	uint64_t t0;
 
-	if (!s->t || allocstats_find(s->t, s->pid, &s->hooks, fn)) {
-		snprintf(m->why, sizeof(m->why), "%s", fn->why);
-		pr_debug("allocator statistics: none: %s", fn->why);
-		return;
-	}
 	if ((fn->kind == ALLOCSTATS_MALLCTL || fn->kind == ALLOCSTATS_PROPERTY) &&
 	    (!s->link || s->sc.no_alloc_stats)) {
 		snprintf(fn->why, sizeof(fn->why), "%s's function is called in fast mode only, "
 			 "and only where the target's seccomp filter allows its locks' futex calls",
 			 fn->allocator);
-		fn->kind = 0;
-	}
-	snprintf(m->why, sizeof(m->why), "%s", fn->kind ? "not asked yet" : fn->why);
-	/* symbols, perhaps a debug file: now, not in the first dump */
-	t0 = clock_ns(CLOCK_MONOTONIC);
-	if (fn->kind == ALLOCSTATS_GLIBC && allocstats_glibc_find(s->t, fn) == -ENOENT) {
 		snprintf(m->why, sizeof(m->why), "%s", fn->why);
 		fn->kind = 0;
 	}
 	if (fn->kind == ALLOCSTATS_GLIBC)
-		pr_debug("allocator statistics: glibc, its arenas read from its memory (%s, "
-			 "%.1f ms)", fn->glibc_ready ? fn->glibc_how : "not set up yet",
-			 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
+		pr_debug("allocator statistics: glibc, its arenas read from its memory (%s)",
+			 fn->glibc_ready ? fn->glibc_how : "not set up yet");
 	else if (fn->kind)
 		pr_debug("allocator statistics: %s, through its function at %#llx at a safe point",
 			 fn->allocator, (unsigned long long)fn->addr);
 	else
-		pr_debug("allocator statistics: none: %s", fn->why);
+		pr_debug("allocator statistics: none: %s", m->why);
 }
 
 static int in_ours(void *arg, uint64_t ip)

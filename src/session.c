@@ -986,6 +986,8 @@ int session_run(const struct options *opt)
 	zsection_notes(&s);
 	if (opt->census && !stop_signal)
 		memreport_census(&s);
+	if (!stop_signal)
+		memreport_prepare(&s);
 	if (stop_signal) {
 		fprintf(stderr, "heapattach: interrupted before attaching; PID %d untouched\n", s.pid);
 		goto out;
