@@ -22,6 +22,8 @@ struct run_stats {
 				 * (no event: SHM_F_XACCT), by its lanes' totals... */
 	uint64_t xacct_frees;   /* ...and the frees of those blocks */
 	uint32_t drop_why;      /* fast mode: why events were dropped (SHM_DROP_*) */
+	uint64_t wait_max_ns;   /* exact mode: the longest a writer waited for ring room
+				 * (the target's figure: debug only) */
 };
 
 #endif

@@ -349,7 +349,9 @@ struct shm_hdr {
 	volatile uint64_t drops;        /* events lost: ring full (lock inc) */
 	volatile uint64_t no_stack_copy; /* set by the agent once process_vm_readv
 					 * is refused (seccomp): later misses send no copy */
-	uint64_t reserved[2];           /* free (was one span of nested calls: nest[]) */
+	volatile uint64_t wait_max_ns;  /* the longest an exact-mode writer waited for room
+					 * (ns, to its last look at the clock: a sleep short) */
+	uint64_t reserved;              /* free (was one span of nested calls: nest[]) */
 	volatile uint64_t wait_giveup;  /* CLOCK_MONOTONIC ns when an exact-mode writer
 					 * last gave up waiting for room (1 s cap) */
 	uint64_t gap_mul;       /* rate * ln 2 in 48.16 fixed point (shm_exp_gap);
@@ -576,7 +578,8 @@ static inline unsigned shm_memo_way(uint64_t ip)
 #define SHM_EV_PAD      3
 
 #define SHM_EVF_STACK   1   /* a stack copy (stack_len bytes) follows the registers */
-#define SHM_EVF_TRUNC   2   /* the walk stopped at the depth (shm_depth) with frames left */
+#define SHM_EVF_TRUNC   2   /* the walk stopped at the depth (shm_depth) with frames left,
+			     * or there was none (nframes 0: every scratch was held) */
 #define SHM_EVF_MISS    4   /* the walk missed: the last frame has no usable rule;
 			     * a struct frame_regs follows the frames */
 #define SHM_EVF_UNTABLED 8  /* sampled mode: not entered in the live table (its bucket

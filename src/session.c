@@ -1045,12 +1045,12 @@ int session_run(const struct options *opt)
 	if (s.stats.walks)
 		pr_debug("agent: %llu walks, %llu misses, %llu from the memo, %llu nested, "
 			 "%llu doorbells, %llu allocations and %llu frees accounted in the target "
-			 "(no events)",
+			 "(no events), writers waited at most %.1f ms for room",
 			 (unsigned long long)s.stats.walks, (unsigned long long)s.stats.walk_misses,
 			 (unsigned long long)s.stats.memo_hits, (unsigned long long)s.stats.nested,
 			 (unsigned long long)s.stats.doorbells,
 			 (unsigned long long)s.stats.xacct_allocs,
-			 (unsigned long long)s.stats.xacct_frees);
+			 (unsigned long long)s.stats.xacct_frees, s.stats.wait_max_ns / 1e6);
 	if (s.py)
 		pr_debug("python: %llu samples found their thread's Python state, %llu did not",
 			 (unsigned long long)s.stats.py_found,

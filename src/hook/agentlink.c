@@ -868,10 +868,11 @@ static void on_free(struct agent_link *l, const struct shm_ev_free *e)
 /*
  * Whether an allocation record of len bytes (our copy) is one the agent
  * writes: at most our depth of frames, exactly our depth if the walk was
- * cut there (never on a miss), at most the Python words we allow, its length exactly what its frames,
- * registers and copy take (agent_alloc; NOCOPY only on a miss of sampled
- * mode, with no copy), a stack id is one we gave out,
- * and its pointer and size are user-space figures of a call that succeeded.
+ * cut there, or none if there was no walk (cut at 0: every scratch held;
+ * never on a miss), at most the Python words we allow, its length exactly
+ * what its frames, registers and copy take (agent_alloc; NOCOPY only on a
+ * miss of sampled mode, with no copy), a stack id is one we gave out, and
+ * its pointer and size are user-space figures of a call that succeeded.
  */
 static int alloc_ok(const struct agent_link *l, const struct shm_ev_alloc *e, uint32_t len)
 {
@@ -881,8 +882,10 @@ static int alloc_ok(const struct agent_link *l, const struct shm_ev_alloc *e, ui
 	if (e->nframes > l->depth || SHM_EVF_PY(f) > l->py_max || (f & ~EVF_KNOWN) || !e->ptr ||
 	    e->ptr >= SHM_ADDR_LIMIT || e->size >= SHM_ADDR_LIMIT)
 		return 0;
+	/* cut at the depth, or at 0: a call with no scratch free, not walked */
 	if ((f & SHM_EVF_TRUNC) &&
-	    ((f & SHM_EVF_MISS) || (!(f & SHM_EVF_STACKID) && e->nframes != l->depth)))
+	    ((f & SHM_EVF_MISS) ||
+	     (!(f & SHM_EVF_STACKID) && e->nframes != l->depth && e->nframes)))
 		return 0;
 	if ((f & SHM_EVF_NOCOPY) && (l->exact || !(f & SHM_EVF_MISS) || (f & SHM_EVF_STACK)))
 		return 0;
@@ -1335,6 +1338,7 @@ static void sync_stats(struct agent_link *l)
 	l->p.stats->nested = sum[2];
 	l->p.stats->memo_hits = sum[3];
 	l->p.stats->doorbells = __atomic_load_n(&l->shm->doorbell, __ATOMIC_RELAXED);
+	l->p.stats->wait_max_ns = __atomic_load_n(&l->shm->wait_max_ns, __ATOMIC_RELAXED);
 	if (l->xslots)
 		xacct_stats(l);
 	if (l->py_max) {	/* said with -v only: a hostile figure misleads nobody */

@@ -725,7 +725,10 @@ static void sleep_us(long us)
  * Once the original bytes are back no thread can enter a trampoline again,
  * so only the threads still inside one need to run: resume just those for
  * a moment, re-stop them, look again. Every eighth round everyone runs, in
- * case a thread inside waits for a lock that a stopped one holds.
+ * case a thread inside waits for a lock that a stopped one holds. A
+ * thread found outside stays outside: after the first round only those
+ * found inside are looked at again (with thousands of threads each look,
+ * a walk of the live stack, is what the target waits for).
  */
 int implant_wait_quiet(struct implant *im, int *busy)
 {
@@ -737,10 +740,15 @@ int implant_wait_quiet(struct implant *im, int *busy)
 		for (size_t i = 0; i < tr->n; i++) {
 			struct thread *th = &tr->t[i];
 
+			if (round > 1 && !th->mark)
+				continue;
 			th->mark = !th->vfork_child && th->state == TS_STOPPED &&
 				   implant_in_flight(im, th->tid);
 			*busy += th->mark;
 		}
+		if (round == 1 || !*busy)
+			pr_debug("%d thread(s) inside a hooked call after round %d, %.1f ms",
+				 *busy, round, (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 		if (!*busy || target_gone(im))
 			return 0;
 		if (clock_ns(CLOCK_MONOTONIC) - t0 >= INFLIGHT_WAIT_MS * 1000000ULL)

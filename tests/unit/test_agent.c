@@ -2056,6 +2056,7 @@ static void test_ring_full(void)
 	expect_true(mono_ns() - t0 < 3000000000LL);
 	expect_int_eq(hdr->drops, 1);
 	expect_int_eq(hdr->drop_why, SHM_DROP_STUCK);
+	expect_true(hdr->wait_max_ns >= 900000000LL);	/* the longest wait, as it saw it */
 	t0 = mono_ns();
 	p[2 * n + 4] = CALL1(H_MALLOC, 64);
 	expect_true(mono_ns() - t0 < 100000000LL);

@@ -228,16 +228,16 @@ static void test_sampled_nocopy(void)
 }
 
 /*
- * Write an allocation record as a target could into ring 0 (nframes
- * frames, the registers of a miss, and copy bytes of stack after them)
- * and drain it: whether the link took it (not hostile after).
+ * Write an allocation record as a target could into ring 0: nframes
+ * frames (at most 1), then len bytes in all (the registers of a miss, a
+ * stack copy, as flags say), and drain it: whether the link took it (not
+ * hostile after).
  */
-static int forged_ok(uint64_t rate, uint32_t flags, uint32_t copy)
+static int forged_rec(uint64_t rate, uint32_t flags, uint16_t nframes, uint32_t len)
 {
 	struct shm_hdr *h;
 	struct shm_ev_alloc *e;
 	uint64_t *head;
-	uint32_t len = sizeof(*e) + 8 + sizeof(struct frame_regs) + copy;
 	int ok;
 
 	if (start(rate, 0))
@@ -247,18 +247,43 @@ static int forged_ok(uint64_t rate, uint32_t flags, uint32_t copy)
 	e = (struct shm_ev_alloc *)((char *)h + SHM_OFF_RING + (*head & (h->ring_size - 1)));
 	memset(e, 0, len);
 	e->kind = SHM_EV_ALLOC;
-	e->nframes = 1;
+	e->nframes = nframes;
 	e->tsc = 1;
 	e->flags = flags;
 	e->size = 64;
 	e->ptr = 0x10000;
-	e->frames[0] = (uintptr_t)alloc_here;
+	if (nframes)
+		e->frames[0] = (uintptr_t)alloc_here;
 	__atomic_store_n(head, *head + len, __ATOMIC_RELEASE);
 	__atomic_store_n(&e->len, len, __ATOMIC_RELEASE);
 	agent_link_drain(link_, AGENT_LINK_DRAIN_ALL);
 	ok = !agent_link_hostile(link_);
 	stop();
 	return ok;
+}
+
+/* forged_rec of one frame, the registers of a miss and copy bytes. */
+static int forged_ok(uint64_t rate, uint32_t flags, uint32_t copy)
+{
+	return forged_rec(rate, flags, 1, sizeof(struct shm_ev_alloc) + 8 +
+			  sizeof(struct frame_regs) + copy);
+}
+
+/*
+ * A call made while every scratch is held (thousands of threads inside
+ * the agent, waiting for ring room) comes with no frames, cut at 0: the
+ * link takes it, in both modes; a cut short of the depth with frames does
+ * not come from an agent.
+ */
+static void test_noscratch(void)
+{
+	uint32_t len = sizeof(struct shm_ev_alloc);
+
+	expect_int_eq(forged_rec(1, SHM_EVF_TRUNC, 0, len), 1);
+	expect_int_eq(forged_rec(64, SHM_EVF_TRUNC, 0, len), 1);
+	expect_int_eq(forged_rec(1, SHM_EVF_TRUNC, 1, len + 8), 0);
+	expect_int_eq(forged_rec(1, SHM_EVF_TRUNC | SHM_EVF_MISS, 0,
+				 len + sizeof(struct frame_regs)), 0);
 }
 
 /* A NOCOPY record is taken only as the agent writes it: sampled mode, a
@@ -696,6 +721,7 @@ HARNESS_MAIN("agentlink",
 	T(test_sampled_gone),
 	T(test_sampled_nocopy),
 	T(test_nocopy_forged),
+	T(test_noscratch),
 	T(test_drain_after_remove),
 	T(test_nap),
 	T(test_not_ready),

@@ -172,6 +172,7 @@ struct waiting {
 	int64_t since;          /* when the tail was last seen to move (0: not yet looked) */
 	uint64_t tail;          /* the tail then */
 	int64_t stale;          /* when the heartbeat was first seen stale (0: fresh) */
+	int64_t first;          /* the first look at the clock (0: not yet) */
 };
 
 /*
@@ -250,6 +251,10 @@ static unsigned wait_room(struct shm_hdr *h, struct waiting *w, const volatile u
 	now = now_ns();
 	if (!hb || !now || now - hb > GONE_NS)
 		return SHM_DROP_NO_TOOL;
+	if (!w->first)
+		w->first = now;
+	else if ((uint64_t)(now - w->first) > h->wait_max_ns)
+		h->wait_max_ns = (uint64_t)(now - w->first);	/* a race loses a figure: said */
 	if (!w->since) {
 		if (now - (int64_t)h->wait_giveup < STALE_NS)
 			return SHM_DROP_LATCH;
@@ -374,7 +379,7 @@ static char *ring_reserve(struct shm_hdr *h, unsigned r, uint32_t len, uint64_t 
 	char *ring = (char *)h + SHM_OFF_RING + r * size;
 	uint64_t *headp = ring_headp(h, r);
 	const volatile uint64_t *tailp = ring_tailp(h, r);
-	struct waiting w = { 0, 0, 0, 0 };
+	struct waiting w = { 0, 0, 0, 0, 0 };
 	unsigned why = SHM_DROP_HUGE;
 
 	if (len > size)
