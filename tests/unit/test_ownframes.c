@@ -1,4 +1,4 @@
-/* Unit tests for the rules of heapattach's own code: the fast trampolines' frame maps against their decoded code, the agent's rules. */
+/* Unit tests for ownframes.c: the fast trampolines' frame maps against their decoded code, the agent's rules, the lookups. */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <stdlib.h>
@@ -8,6 +8,7 @@
 #include "agent.h"
 #include "agent_cfi.h"
 #include "hooks.h"
+#include "ownframes.h"
 #include "reloc.h"
 #include "shm.h"
 #include "tramp.h"
@@ -181,5 +182,58 @@ static void test_agent_rules(void)
 	expect_int_eq(agent_cfi_rule(size + 64, &rule), -ENOENT);
 }
 
+/* Lookups: a trampoline's stack rule and its hooked function, RELOC
+ * moved into that function, the agent's rows (a return address takes its
+ * call's), and nothing outside. */
+static void test_lookups(void)
+{
+	const uint64_t agent = AT - 0x10000;
+	uint8_t buf[TRAMP_FAST_MAX_SIZE];
+	struct hook h = { .kind = HOOK_ALLOC, .nargs = 1 };
+	struct reloc_result r;
+	struct tramp_layout lay;
+	struct shm_frame rule;
+	uint64_t moved = 0, entry = 1, slow;
+	struct ownframes *o = ownframes_new();
+	struct tramp_fast_env e = { 0 };
+	size_t size = tramp_fast_agent_size();
+	uint8_t *blob = malloc(size);
+
+	expect_int_eq(tramp_fast_agent_install(blob, size, agent, &e), 0);
+	free(blob);
+	expect_int_eq(emit(&h, buf, &r, &lay), TRAMP_ALLOC);
+	ownframes_set_agent(o, agent, agent + size);
+	ownframes_add_tramp(o, AT, &lay, &r);
+	expect_true(ownframes_has(o, AT));
+	expect_true(ownframes_has(o, AT + lay.size - 1));
+	expect_true(!ownframes_has(o, AT + lay.size));
+	expect_true(ownframes_has(o, e.agent_alloc));
+	expect_true(!ownframes_has(o, agent + size));
+	expect_true(!ownframes_has(NULL, AT));
+
+	/* the ALLOC check: nothing pushed */
+	expect_int_eq(ownframes_rule(o, AT, 1, &rule, &moved, &entry), OWNFRAMES_RULE);
+	expect_u64_eq(entry, FROM);
+	expect_int_eq(rule.cfa_off, 8);
+	/* RELOC's third instruction (push %rbx) was malloc's at +3 */
+	expect_int_eq(ownframes_rule(o, AT + lay.reloc_off + 3, 1, &rule, &moved, &entry),
+		      OWNFRAMES_MOVED);
+	expect_u64_eq(moved, FROM + 3);
+	expect_int_eq(ownframes_rule(o, AT + lay.reloc_off + 1, 1, &rule, &moved, &entry), -ENOENT);
+	/* SLOW's return from RELOC (three words), and from agent_alloc (eleven) */
+	slow = AT + lay.reloc_off + r.code_len;
+	expect_int_eq(ownframes_rule(o, slow + 8, 0, &rule, &moved, &entry), OWNFRAMES_RULE);
+	expect_int_eq(rule.cfa_off, 32);
+	expect_int_eq(ownframes_rule(o, slow + 39, 0, &rule, &moved, &entry), OWNFRAMES_RULE);
+	expect_int_eq(rule.cfa_off, (int)sizeof(struct agent_frame));
+	/* the agent: its entry, exact; a return address there has no call */
+	expect_int_eq(ownframes_rule(o, e.agent_alloc, 1, &rule, &moved, &entry), OWNFRAMES_RULE);
+	expect_u64_eq(entry, 0);
+	expect_int_eq(rule.cfa_off, 8);
+	expect_int_eq(ownframes_rule(o, agent, 0, &rule, &moved, &entry), -ENOENT);
+	expect_int_eq(ownframes_rule(o, AT + lay.size, 1, &rule, &moved, &entry), -ENOENT);
+	ownframes_free(o);
+}
+
 HARNESS_MAIN("ownframes",
-	T(test_maps_decoded), T(test_agent_rules))
+	T(test_maps_decoded), T(test_agent_rules), T(test_lookups))
