@@ -62,11 +62,13 @@ $(B)/%.o: %.c
 # the entry offsets. No undefined symbols, data, bss or absolute relocations,
 # and its deepest chain of frames (from gcc's call graph) within what the
 # budget counts for it (agent.h, AGENT_STACK_BLOB): it runs on the target's
-# stack (docs/threat-model.md, "the agent as a guest").
+# stack (docs/threat-model.md, "the agent as a guest"). Its unwind tables
+# stay out of the blob: gen/agent_cfi_rows.h makes the tool's rules of them
+# (agent_cfi.awk), for stacks whose thread a signal interrupted in it.
 AGENT_STACK_MAX = $$(sed -n 's/^\#define AGENT_STACK_BLOB[[:space:]]*\([0-9]*\).*/\1/p' src/arch/$(ARCH)/agent.h)
 AGENT_CFLAGS := -std=gnu11 -O2 -Wall -Wextra -ffreestanding -fno-builtin -nostdlib \
 	-fPIC -fno-plt -fvisibility=hidden -fno-stack-protector -fno-jump-tables \
-	-fno-asynchronous-unwind-tables -fno-unwind-tables -fno-exceptions \
+	-fasynchronous-unwind-tables -fno-exceptions \
 	-fno-tree-loop-distribute-patterns -fcf-protection=none -mgeneral-regs-only \
 	-Iinclude -Isrc/arch/$(ARCH) -MMD -MP $(if $(filter true,$(CI)),-Werror)
 
@@ -97,8 +99,13 @@ $(B)/gen/agent_blob.o: $(B)/gen/agent.bin
 		$(B)/gen/agent.bin > $(B)/gen/agent_blob.S
 	$(QCC)$(CC) -c -o $@ $(B)/gen/agent_blob.S
 
+$(B)/gen/agent_cfi_rows.h: $(B)/gen/agent.bin src/arch/$(ARCH)/agent_cfi.awk
+	$(Q)readelf -wF $(B)/gen/agent.elf | awk -f src/arch/$(ARCH)/agent_cfi.awk > $@.tmp && mv $@.tmp $@
+
 $(B)/src/arch/$(ARCH)/tramp_fast.o: $(B)/gen/agent_syms.h
 $(B)/src/arch/$(ARCH)/tramp_fast.o: override CFLAGS += -I$(B)/gen
+$(B)/src/arch/$(ARCH)/agent_cfi.o: $(B)/gen/agent_cfi_rows.h
+$(B)/src/arch/$(ARCH)/agent_cfi.o: override CFLAGS += -I$(B)/gen
 
 $(B)/tests/%: tests/unit/%.c $(B)/libheapattach.a tests/unit/harness.h
 	@mkdir -p $(dir $@)

@@ -113,16 +113,17 @@ int unwind_stack_copy(struct unwinder *u, const struct unwind_regs *start,
  * UNWIND_IP_EXACT), libunwind steps to the callers and appends their
  * return addresses to pcs (at most max), until the walk ends (as in
  * unwind_stack_copy; unwind_truncated() says whether it was cut short),
- * or until a caller's return address ip for which resume(arg, ip) says
+ * or until a caller's return address ip for which resume(arg, ip, 0) says
  * that the caller walks on: then that frame's registers are in *r (ip not
  * appended; the registers libunwind does not know stay as they were) and
- * *more is 1. The frame a signal trampoline returns to is never handed
- * back (its ip is exact). Returns the count (>= 0) or -EINVAL. resume may
- * be NULL (walk to the end).
+ * *more is 1. The frame a signal trampoline returns to, whose ip is exact,
+ * is asked for as resume(arg, ip, 1), and handed back with
+ * UNWIND_IP_EXACT in r->flags. Returns the count (>= 0) or -EINVAL.
+ * resume may be NULL (walk to the end).
  */
 int unwind_copy_steps(struct unwinder *u, struct unwind_regs *r, const void *stack, size_t len,
 		      uint64_t stack_sp, uint64_t *pcs, size_t max,
-		      int (*resume)(void *arg, uint64_t ip), void *arg, int *more);
+		      int (*resume)(void *arg, uint64_t ip, int exact), void *arg, int *more);
 /*
  * Whether the last unwind_stack()/unwind_stack_copy() on u stopped with a
  * frame left: max frames were taken, or the stack copy ended. Its root is

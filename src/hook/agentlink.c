@@ -34,6 +34,7 @@
 #include "framewalk.h"
 #include "log.h"
 #include "mapguard.h"
+#include "ownframes.h"
 #include "proc.h"
 #include "profile.h"
 #include "pyframes.h"
@@ -82,6 +83,8 @@ struct agent_link {
 					 * over (the target's are gone), and its size */
 	size_t map_size;
 	struct frametab *ftab;          /* frame rules the agent walks with */
+	struct ownframes *own;          /* rules of our own code there (trampolines, agent) */
+	struct copywalk_stats cwst;     /* walks of copies through it */
 	int watching;                   /* on_code_change is the target's listener */
 	struct tramp_fast_env fenv;     /* where trampolines find the data and the agent */
 	struct toolguard guard;         /* tool_alive and the agent's faults (toolguard.h) */
@@ -247,6 +250,7 @@ struct agent_link *agent_link_new(const struct agent_link_params *p)
 	uint64_t x = p->xlive_slots;
 
 	l->p = *p;
+	l->own = ownframes_new();
 	l->exact = p->rate == 1;
 	l->depth = shm_depth(p->max_depth);
 	if (l->exact && x && !(x & (x - 1)) && x <= SHM_XLIVE_MAX)
@@ -911,6 +915,8 @@ static struct copywalk copywalk_of(struct agent_link *l)
 		.table = (const struct shm_frame *)(data_of(l) + SHM_OFF_FRAMES),
 		.fp = { l->want->fp, l->want->fp_n },
 		.depth = l->depth,
+		.own = l->own,
+		.st = &l->cwst,
 	};
 }
 
@@ -1764,9 +1770,14 @@ void agent_link_free(struct agent_link *l)
 			 "read while they changed", (unsigned long long)l->p.stats->xacct_allocs,
 			 (unsigned long long)l->p.stats->xacct_frees, (unsigned long long)l->xsyncs,
 			 l->xsync_max_ns / 1e6, (unsigned long long)l->xtorn);
+	if (l->cwst.own || l->cwst.own_stuck)
+		pr_debug("stack copies walked through heapattach's code (a signal interrupted a "
+			 "trampoline or the agent): %llu, %llu more ended there",
+			 (unsigned long long)l->cwst.own, (unsigned long long)l->cwst.own_stuck);
 	free(l->xcount_pages.seen);
 	free(l->xlive_pages.seen);
 	frametab_free(l->ftab);
+	ownframes_free(l->own);
 	if (l->map) {
 		mapguard_remove(l->map);
 		munmap(l->map, l->map_size);
@@ -1800,6 +1811,7 @@ static int ops_setup(void *arg, struct implant_area *a)
 	if (rc)
 		return rc;
 	a->used = at + tramp_fast_agent_size();
+	ownframes_set_agent(l->own, a->code_remote + at, a->code_remote + a->used);
 	pr_debug("agent at +%#zx, trampolines below", at);
 	return 0;
 }
@@ -1816,8 +1828,11 @@ static int ops_emit(void *arg, const struct hook *h, enum tramp_class cls, uint6
 		    struct tramp_layout *lay)
 {
 	struct agent_link *l = arg;
+	int rc = tramp_fast_emit(cls, h, at, r, &l->fenv, buf, len, lay);
 
-	return tramp_fast_emit(cls, h, at, r, &l->fenv, buf, len, lay);
+	if (!rc)
+		ownframes_add_tramp(l->own, at, lay, r);
+	return rc;
 }
 
 /* exact mode: a thread inside a trampoline may be waiting for ring room */

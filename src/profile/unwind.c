@@ -837,7 +837,7 @@ static int sigreturn_at(struct unwinder *u, uint64_t ip)
 
 int unwind_copy_steps(struct unwinder *u, struct unwind_regs *r, const void *stack, size_t len,
 		      uint64_t stack_sp, uint64_t *pcs, size_t max,
-		      int (*resume)(void *arg, uint64_t ip), void *arg, int *more)
+		      int (*resume)(void *arg, uint64_t ip, int exact), void *arg, int *more)
 {
 	static const struct { unw_regnum_t reg; size_t off; } keep[] = {
 		{ UNW_X86_64_RBP, offsetof(struct unwind_regs, bp) },
@@ -882,11 +882,11 @@ int unwind_copy_steps(struct unwinder *u, struct unwind_regs *r, const void *sta
 			u->truncated = 1;	/* ip was read past the copy */
 			break;
 		}
-		if (!sig && resume && resume(arg, ip)) {
+		if (resume && resume(arg, ip, sig)) {
 			/* the caller walks on from here */
 			r->ip = ip;
 			r->sp = sp;
-			r->flags = 0;
+			r->flags = sig ? UNWIND_IP_EXACT : 0;
 			for (size_t i = 0; i < sizeof(keep) / sizeof(keep[0]); i++)
 				if (unw_get_reg(&c, keep[i].reg, &v) == 0)
 					memcpy((char *)r + keep[i].off, &v, sizeof(v));

@@ -367,6 +367,26 @@ static void test_map_ip(void)
 	expect_int_eq(reloc_map_ip(&r, FROM + 9, &ip), -ENOENT);
 }
 
+static void test_map_back(void)
+{
+	/* the same: endbr64 kept; je rel8 at copy+0 (6 bytes), mov at copy+6,
+	 * the jmp back at copy+9 */
+	static const uint8_t c[] = { 0xf3, 0x0f, 0x1e, 0xfa, 0x74, 0x10, 0x48, 0x89, 0xfb };
+	uint64_t ip = 0;
+	struct reloc_result r;
+
+	expect_int_eq(reloc_prologue(c, sizeof(c), FROM, TO, &r), 0);
+	expect_int_eq(reloc_map_back(&r, TO, &ip), 0);
+	expect_u64_eq(ip, FROM + 4);
+	expect_int_eq(reloc_map_back(&r, TO + 6, &ip), 0);
+	expect_u64_eq(ip, FROM + 6);
+	expect_int_eq(reloc_map_back(&r, TO + 9, &ip), 0);
+	expect_u64_eq(ip, FROM + 9);			/* after the covered bytes */
+	expect_int_eq(reloc_map_back(&r, TO + 3, &ip), -EINVAL);
+	expect_int_eq(reloc_map_back(&r, TO + r.code_len, &ip), -ENOENT);
+	expect_int_eq(reloc_map_back(&r, TO - 1, &ip), -ENOENT);
+}
+
 static void test_branch_into(void)
 {
 	/* test rdi,rdi; je +0x10; [+9] ... jmp back to +3 (into the region) */
@@ -664,6 +684,6 @@ HARNESS_MAIN("reloc",
 	T(test_jmp_rel32_and_rel8), T(test_riprel_cmpb), T(test_endbr64),
 	T(test_branch_within_region), T(test_refusals), T(test_call_flag),
 	T(test_far_copy), T(test_encode_jmp), T(test_decode_jmp),
-	T(test_patch_skip), T(test_map_ip), T(test_branch_into),
+	T(test_patch_skip), T(test_map_ip), T(test_map_back), T(test_branch_into),
 	T(test_libc_prologues), T(test_libc_sweep), T(test_execute_relocated),
 	T(test_libstdcxx))

@@ -67,6 +67,8 @@
  * The tool finds each faulting load and its fixup by the symbols
  * agent_guest_*_at and agent_guest_*_fix (gen/agent_syms.h): a fault at
  * _at resumes at _fix. Nothing but these instructions may sit at _at.
+ * Their CFI (nothing pushed) is for the tool's walks of a stack whose
+ * thread a signal interrupted in them (agent_cfi.awk).
  */
 __attribute__((visibility("hidden"))) int guest_ld(uint64_t addr, uint64_t *v);
 __attribute__((visibility("hidden"))) uint64_t guest_fs0(void);
@@ -74,6 +76,7 @@ __asm__(".pushsection .text\n"
 	".p2align 4\n"
 	".globl guest_ld\n.hidden guest_ld\n.type guest_ld, @function\n"
 	"guest_ld:\n"
+	".cfi_startproc\n"
 	".globl agent_guest_ld_at\n.hidden agent_guest_ld_at\n"
 	"agent_guest_ld_at:\n"
 	"\tmovq (%rdi), %rax\n"
@@ -84,9 +87,11 @@ __asm__(".pushsection .text\n"
 	"agent_guest_ld_fix:\n"
 	"\tmovl $-1, %eax\n"
 	"\tret\n"
+	".cfi_endproc\n"
 	".size guest_ld, . - guest_ld\n"
 	".globl guest_fs0\n.hidden guest_fs0\n.type guest_fs0, @function\n"
 	"guest_fs0:\n"
+	".cfi_startproc\n"
 	".globl agent_guest_fs0_at\n.hidden agent_guest_fs0_at\n"
 	"agent_guest_fs0_at:\n"
 	"\tmovq %fs:0, %rax\n"
@@ -95,6 +100,7 @@ __asm__(".pushsection .text\n"
 	"agent_guest_fs0_fix:\n"
 	"\txorl %eax, %eax\n"
 	"\tret\n"
+	".cfi_endproc\n"
 	".size guest_fs0, . - guest_fs0\n"
 	".popsection\n");
 

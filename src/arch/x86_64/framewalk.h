@@ -196,6 +196,34 @@ miss:
 	return n;
 }
 
+/*
+ * One step by rule r (not an END) from the frame whose registers are *s:
+ * its caller's ip, sp (the CFA) and bp into *s, the others left as they
+ * are. 0, or -1 when the CFA does not move up the stack or a read leaves
+ * w. (The tool's walks through its own code, copywalk.c; walk_frames_to
+ * steps the same way.)
+ */
+static inline int walk_step(const struct shm_frame *r, struct frame_regs *s,
+			    const struct walk_window *w)
+{
+	uint64_t cfa, ip, bp = s->bp;
+
+	if (r->base == SHM_BASE_RSP)
+		cfa = s->sp + (uint64_t)(int64_t)r->cfa_off;
+	else if (r->base == SHM_BASE_RBP)
+		cfa = s->bp + (uint64_t)(int64_t)r->cfa_off;
+	else
+		return -1;
+	if (cfa <= s->sp || (cfa & 7) || walk_read(w, cfa - 8, &ip))
+		return -1;
+	if (r->rbp_saved && walk_read(w, cfa + (uint64_t)(int64_t)r->rbp_off, &bp))
+		return -1;
+	s->ip = ip;
+	s->sp = cfa;
+	s->bp = bp;
+	return 0;
+}
+
 static inline unsigned walk_frames(const struct shm_frame *table, const struct walk_fp *fp,
 				   const struct frame_regs *start, const struct walk_window *w,
 				   uint64_t *out, unsigned max, uint32_t *flags, uint64_t *hash)

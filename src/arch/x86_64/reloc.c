@@ -512,3 +512,20 @@ int reloc_map_ip(const struct reloc_result *r, uint64_t ip, uint64_t *new_ip)
 	}
 	return -EINVAL;
 }
+
+int reloc_map_back(const struct reloc_result *r, uint64_t ip, uint64_t *orig)
+{
+	if (ip < r->to || ip - r->to >= r->code_len)
+		return -ENOENT;
+	if (ip - r->to == r->code_len - RELOC_JMP_LEN) {
+		*orig = r->patch_addr + r->covered;	/* the jmp back */
+		return 0;
+	}
+	for (size_t i = 0; i < r->n_insns && i < RELOC_MAX_INSNS; i++) {
+		if (r->to + r->map[i].reloc_off == ip) {
+			*orig = r->patch_addr + r->map[i].orig_off;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}

@@ -93,4 +93,13 @@ size_t reloc_patch_skip(const uint8_t *code, size_t avail);
  */
 int reloc_map_ip(const struct reloc_result *r, uint64_t ip, uint64_t *new_ip);
 
+/*
+ * The other way: the instruction of the original function that the
+ * relocated copy's instruction at ip (encoded for r->to) was made from,
+ * its jmp back standing for the first instruction after the covered
+ * bytes; a thread there is in the state it would be in at *orig. 0,
+ * -ENOENT when ip is outside the copy, -EINVAL inside an instruction.
+ */
+int reloc_map_back(const struct reloc_result *r, uint64_t ip, uint64_t *orig);
+
 #endif

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "bkpt.h"
+#include "shm.h"
 #include "tramp.h"
 
 #define PUSH_RDI	0x57
@@ -96,6 +97,7 @@ int tramp_emit(enum tramp_class cls, uint64_t at, const struct reloc_result *r,
 	memcpy(buf + reloc, r->code, r->code_len);
 	lay->reloc_off = reloc;
 	lay->size = reloc + r->code_len;
+	lay->nframes = 0;	/* trap mode's stacks are walked from the trap */
 	return 0;
 }
 
@@ -116,4 +118,22 @@ int tramp_trap_kind(const struct tramp_layout *lay, uint64_t at, uint64_t ip)
 	if (lay->exit_trap >= 0 && trap == at + lay->exit_trap)
 		return TRAMP_TRAP_EXIT;
 	return -ENOENT;
+}
+
+int tramp_frame_rule(const struct tramp_layout *lay, uint64_t off, struct shm_frame *rule)
+{
+	const struct tramp_frame *f = NULL;
+
+	if (off >= lay->size)
+		return -ENOENT;
+	for (unsigned i = 0; i < lay->nframes && i < TRAMP_FRAMES_MAX && lay->frames[i].off <= off; i++)
+		f = &lay->frames[i];
+	if (!f)
+		return -ENOENT;
+	if (f->kind == TRAMP_FR_RELOC)
+		return TRAMP_FR_RELOC;
+	memset(rule, 0, sizeof(*rule));
+	rule->base = SHM_BASE_RSP;
+	rule->cfa_off = 8 * ((int32_t)f->words + 1);
+	return TRAMP_FR_STACK;
 }

@@ -61,11 +61,35 @@ enum tramp_trap {
 #define TRAMP_ALLOC_PREFIX	27
 #define TRAMP_MAX_SIZE		(BKPT_SEQ_LEN + TRAMP_ALLOC_PREFIX + RELOC_MAX_CODE)
 
+/*
+ * A trampoline's frame at each offset, for a walk of a stack whose thread
+ * a signal interrupted in it (ownframes.c): from offset off on, until the
+ * next entry, TRAMP_FR_STACK: the trampoline has pushed `words` words
+ * since its entry (the CFA is rsp + 8 * (words + 1), the caller's return
+ * address just below it, every callee-saved register the caller's);
+ * TRAMP_FR_RELOC: the relocated prologue, whose state at each instruction
+ * is the hooked function's at the instruction it was copied from.
+ */
+enum tramp_frame_kind {
+	TRAMP_FR_STACK,
+	TRAMP_FR_RELOC,
+};
+
+struct tramp_frame {
+	uint16_t off;
+	uint8_t kind;		/* enum tramp_frame_kind */
+	uint8_t words;
+};
+
+#define TRAMP_FRAMES_MAX	40
+
 struct tramp_layout {
 	size_t size;		/* total bytes written */
 	size_t reloc_off;	/* where RELOC starts */
 	int entry_trap;		/* offset of the entry trap's syscall, or -1 */
 	int exit_trap;		/* offset of the exit trap's syscall, or -1 */
+	unsigned nframes;	/* entries of frames[], by offset (0: none, trap mode's) */
+	struct tramp_frame frames[TRAMP_FRAMES_MAX];
 };
 
 /*
@@ -96,5 +120,14 @@ int tramp_trap_kind(const struct tramp_layout *lay, uint64_t at, uint64_t ip);
  * trap sequence: saved holds the BKPT_SAVED words at r->rsp.
  */
 void tramp_trap_regs(struct user_regs_struct *r, const uint64_t saved[3]);
+
+/*
+ * How the frame of code at offset off of a trampoline laid out as lay is
+ * stepped: TRAMP_FR_STACK with *rule (CFA = rsp + K, rbp kept: shm.h
+ * struct shm_frame, ip left 0), TRAMP_FR_RELOC (reloc_map_back finds where
+ * in the hooked function), or -ENOENT (off past the end, or no map).
+ */
+struct shm_frame;
+int tramp_frame_rule(const struct tramp_layout *lay, uint64_t off, struct shm_frame *rule);
 
 #endif

@@ -24,6 +24,8 @@ struct emitter {
 	size_t n;
 	uint64_t at;		/* target address of p[0] */
 	int err;
+	struct tramp_layout *lay;	/* its frame map (tramp.h), or NULL */
+	int words;		/* pushed since the trampoline's entry, here */
 };
 
 static void put(struct emitter *e, const void *bytes, size_t len)
@@ -54,6 +56,37 @@ static void put8(struct emitter *e, uint8_t v)
 static void put_imm32(struct emitter *e, uint32_t v)
 {
 	put(e, &v, 4);
+}
+
+/* The frame map from here on (tramp.h): kind, with e->words pushed. */
+static void mark(struct emitter *e, enum tramp_frame_kind kind)
+{
+	struct tramp_layout *lay = e->lay;
+	struct tramp_frame f = { (uint16_t)e->n, (uint8_t)kind, (uint8_t)e->words };
+
+	if (!lay)
+		return;
+	if (lay->nframes && lay->frames[lay->nframes - 1].off == e->n)
+		lay->nframes--;		/* what held for no byte */
+	if (lay->nframes == TRAMP_FRAMES_MAX || e->words < 0 || e->words > 255) {
+		e->err = -E2BIG;
+		return;
+	}
+	lay->frames[lay->nframes++] = f;
+}
+
+/* A segment the trampoline jumps to with nothing pushed: SLOW, CALLTHRU. */
+static void segment(struct emitter *e)
+{
+	e->words = 0;
+	mark(e, TRAMP_FR_STACK);
+}
+
+/* n words pushed (popped, if negative) by the instruction just emitted. */
+static void pushed(struct emitter *e, int n)
+{
+	e->words += n;
+	mark(e, TRAMP_FR_STACK);
 }
 
 /* ---- registers (their encoding numbers) ---- */
@@ -209,6 +242,7 @@ static void put_push(struct emitter *e, int r)
 	if (r >= 8)
 		put8(e, 0x41);
 	put8(e, (uint8_t)(0x50 | (r & 7)));
+	pushed(e, 1);
 }
 
 static void put_pop(struct emitter *e, int r)
@@ -216,6 +250,7 @@ static void put_pop(struct emitter *e, int r)
 	if (r >= 8)
 		put8(e, 0x41);
 	put8(e, (uint8_t)(0x58 | (r & 7)));
+	pushed(e, -1);
 }
 
 /* The argument registers a FREE check saves around agent_free: rdi, rsi,
@@ -350,14 +385,19 @@ static size_t slow_len(const struct plan *p)
 static void emit_slow(struct emitter *e, const struct plan *p, uint64_t reloc, uint32_t info,
 		      const struct tramp_fast_env *env)
 {
-	PUT(e, 0x57, 0x56);				/* push %rdi, %rsi */
+	static const int saved[] = { RAX, 3 /* rbx */, 5 /* rbp */, 12, 13, 14, 15 };
+
+	segment(e);
+	put_push(e, RDI);
+	put_push(e, RSI);
 	put_push(e, p->sz == AGENT_SZ_PUSHED ? R11 : RDX); /* push %rdx (or the size) */
 	PUT(e, 0xe8);					/* call RELOC */
 	put_rel32(e, reloc);
-	PUT(e, 0x50, 0x53, 0x55);			/* push %rax, %rbx, %rbp */
-	PUT(e, 0x41, 0x54, 0x41, 0x55, 0x41, 0x56, 0x41, 0x57); /* push %r12..%r15 */
+	for (size_t i = 0; i < sizeof(saved) / sizeof(saved[0]); i++)
+		put_push(e, saved[i]);			/* push %rax, %rbx, %rbp, %r12..%r15 */
 	PUT(e, 0x68);					/* push $info */
 	put_imm32(e, info);
+	pushed(e, 1);
 	PUT(e, 0x48, 0x89, 0xe7);			/* mov %rsp,%rdi */
 	PUT(e, 0x48, 0x8d, 0x35);			/* lea DATA(%rip),%rsi */
 	put_rel32(e, env->data);
@@ -365,6 +405,7 @@ static void emit_slow(struct emitter *e, const struct plan *p, uint64_t reloc, u
 	put_rel32(e, env->agent_alloc);
 	PUT(e, 0x48, 0x8b, 0x44, 0x24, 0x38);		/* mov 0x38(%rsp),%rax */
 	PUT(e, 0x48, 0x83, 0xc4, 0x58);			/* add $0x58,%rsp */
+	pushed(e, -11);
 	PUT(e, 0xc3);					/* ret */
 }
 
@@ -376,18 +417,21 @@ static void emit_slow(struct emitter *e, const struct plan *p, uint64_t reloc, u
  */
 static void emit_callthru(struct emitter *e, const struct plan *p, uint64_t reloc)
 {
+	segment(e);
 	if (p->scratch == R10)
 		PUT(e, 0x4d, 0x8d, 0x1c, 0x02);		/* lea (%r10,%rax,1),%r11 */
 	else
 		PUT(e, 0x4c, 0x8d, 0x1c, 0x01);		/* lea (%rcx,%rax,1),%r11 */
-	PUT(e, 0x41, 0x53);				/* push %r11 */
+	put_push(e, R11);
 	PUT(e, 0x41, 0xff, 0x33);			/* push (%r11) */
+	pushed(e, 1);
 	PUT(e, 0x49, 0xc7, 0x03, 0xff, 0xff, 0xff, 0x7f); /* movq $0x7fffffff,(%r11) */
-	PUT(e, 0x41, 0x53);				/* push %r11 (alignment) */
+	put_push(e, R11);				/* (alignment) */
 	PUT(e, 0xe8);					/* call RELOC */
 	put_rel32(e, reloc);
-	PUT(e, 0x59, 0x59);				/* pop %rcx (twice) */
-	PUT(e, 0x41, 0x5b);				/* pop %r11 */
+	put_pop(e, RCX);
+	put_pop(e, RCX);
+	put_pop(e, R11);
 	PUT(e, 0x49, 0x89, 0x0b);			/* mov %rcx,(%r11) */
 	PUT(e, 0xc3);					/* ret */
 }
@@ -437,7 +481,7 @@ int tramp_fast_emit(enum tramp_class cls, const struct hook *h, uint64_t at,
 		    const struct reloc_result *r, const struct tramp_fast_env *env,
 		    uint8_t *buf, size_t bufsz, struct tramp_layout *lay)
 {
-	struct emitter e = { .p = buf, .at = at };
+	struct emitter e = { .p = buf, .at = at, .lay = lay };
 	struct plan p;
 	uint64_t slow;
 	size_t total;
@@ -454,13 +498,17 @@ int tramp_fast_emit(enum tramp_class cls, const struct hook *h, uint64_t at,
 	if (total > bufsz)
 		return -ENOSPC;
 
+	lay->nframes = 0;
+	segment(&e);
 	if (p.slow_only) {
 		emit_head(&e, &p, 0, env);
 		emit_slow(&e, &p, at + reloc, AGENT_INFO(p.sz, h->kind), env);
+		mark(&e, TRAMP_FR_RELOC);
 		put(&e, r->code, r->code_len);
 	} else {
 		slow = at + reloc + r->code_len;
 		emit_head(&e, &p, slow, env);
+		mark(&e, TRAMP_FR_RELOC);
 		put(&e, r->code, r->code_len);
 		if (cls != TRAMP_FREE) {
 			emit_slow(&e, &p, at + reloc, AGENT_INFO(p.sz, h->kind), env);
