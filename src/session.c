@@ -406,7 +406,8 @@ static int live_may_rise(const struct session *s, uint64_t est)
  * a loaded machine would otherwise put off the next one by 600 ms, past a
  * short peak or a whole --inuse-interval step). With in-target accounting
  * a count also reads the agent's tables, whose lines the target then
- * takes back from our CPU's cache one miss at a time. Between reads (at least one a second) an estimate
+ * takes back from our CPU's cache one miss at a time. Between reads (at
+ * least one a second) an estimate
  * stands in: the last count, plus what the lanes' totals say the agent
  * holds more, plus every byte the events allocated since (their frees
  * left out: an estimate too high only reads sooner). The tables are read
