@@ -4,11 +4,15 @@
 #define HEAPATTACH_LOG_H
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 extern int log_verbose;
 
 void log_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A reason into the caller's buffer of len bytes, if it gave one (buf NULL
+ * or len 0: nothing). */
+void log_say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #define pr_err(fmt, ...)   log_msg(fmt "\n", ##__VA_ARGS__)
 #define pr_warn(fmt, ...)  log_msg("warning: " fmt "\n", ##__VA_ARGS__)

@@ -2,7 +2,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -23,17 +22,6 @@
  */
 
 #define SAFECALL_MAX_FRAMES 1024
-
-static void say(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-}
 
 int safecall_code_add(struct safecall_code *c, uint64_t lo, uint64_t hi, const char *what)
 {
@@ -136,7 +124,7 @@ int safecall_run(const struct safecall_env *env, const struct safecall_code *c,
 			held[nheld++] = tr->t[i].tid;	/* stopped already: left so */
 	rc = tracee_stop_all(tr, env->on_event, env->event_arg);
 	if (rc == -ETIMEDOUT) {
-		say(why, whylen, "thread %d did not stop", (int)tr->unstopped);
+		log_say(why, whylen, "thread %d did not stop", (int)tr->unstopped);
 		rc = -EBUSY;
 		goto resume;
 	}
@@ -149,14 +137,14 @@ int safecall_run(const struct safecall_env *env, const struct safecall_code *c,
 			continue;
 		w = judge_thread(env, c, tr->t[i].tid, pcs);
 		if (w) {
-			say(why, whylen, "thread %d %s", (int)tr->t[i].tid, w);
+			log_say(why, whylen, "thread %d %s", (int)tr->t[i].tid, w);
 			rc = -EBUSY;
 			goto resume;
 		}
 	}
 	rc = run_op(env, op, arg);
 	if (rc == -ESRCH)
-		say(why, whylen, "no thread could make the call");
+		log_say(why, whylen, "no thread could make the call");
 resume:
 	for (size_t i = 0; i < tr->n; i++)
 		if (tr->t[i].state == TS_STOPPED && !was_held(held, nheld, tr->t[i].tid))

@@ -1,7 +1,6 @@
 /* Find the CPython interpreter in a target: the object holding _PyRuntime, its version and layout, the agent's addresses. */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,17 +36,6 @@ struct cand {
 	uint64_t bias;
 	int major, minor;		/* from the file name; -1 if none */
 };
-
-static void say(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* "python3.11", "libpython3.7m.so.1.0", "python2.7": the version in a file
  * name's last component, 0 (major, minor set) or -1. */
@@ -227,7 +215,7 @@ static int find_runtime_object(struct target *t, struct cand *c, char *err, size
 		exe[n - 10] = 0;
 
 	if (!maps) {
-		say(err, errlen, "cannot read the target's maps");
+		log_say(err, errlen, "cannot read the target's maps");
 		if (root >= 0)
 			close(root);
 		return -ESRCH;
@@ -257,11 +245,11 @@ static int find_runtime_object(struct target *t, struct cand *c, char *err, size
 	if (root >= 0)
 		close(root);
 	if (ret && old[0]) {
-		say(err, errlen, "%s: not supported, native frames only", old);
+		log_say(err, errlen, "%s: not supported, native frames only", old);
 		return -ENOTSUP;
 	}
 	if (ret)
-		say(err, errlen, "no Python interpreter (_PyRuntime) in the target");
+		log_say(err, errlen, "no Python interpreter (_PyRuntime) in the target");
 	return ret;
 }
 
@@ -348,17 +336,17 @@ int py_debug_offsets_parse(const void *buf, size_t len, uint64_t py_version,
 	uint64_t v, gil_state, holder;
 
 	if (len < PY_DEBUG_OFFSETS_LEN || memcmp(buf, "xdebugpy", 8)) {
-		say(err, errlen, "Python 3.13: no _Py_DebugOffsets cookie at _PyRuntime");
+		log_say(err, errlen, "Python 3.13: no _Py_DebugOffsets cookie at _PyRuntime");
 		return -ENOTSUP;
 	}
 	v = dw(buf, DO_VERSION);
 	if ((v >> 16) != 0x030d || (py_version && v != py_version)) {
-		say(err, errlen, "Python 3.13: _Py_DebugOffsets names version 0x%llx",
+		log_say(err, errlen, "Python 3.13: _Py_DebugOffsets names version 0x%llx",
 		    (unsigned long long)v);
 		return -ENOTSUP;
 	}
 	if (dw(buf, DO_FREE_THREADED)) {
-		say(err, errlen, "Python 3.13 free-threaded build: not supported, native frames only");
+		log_say(err, errlen, "Python 3.13 free-threaded build: not supported, native frames only");
 		return -ENOTSUP;
 	}
 	for (size_t i = 0; i < sizeof(do_fields) / sizeof(do_fields[0]); i++) {
@@ -369,7 +357,7 @@ int py_debug_offsets_parse(const void *buf, size_t len, uint64_t py_version,
 		if (f->width == 0)	/* a size, not an offset: at most its struct */
 			off = off <= size ? off : UINT64_MAX;
 		if (!size || size > PY_STRUCT_MAX || off >= size || size - off < f->width) {
-			say(err, errlen, "Python 3.13: _Py_DebugOffsets: %s (%llu) outside its struct (%llu bytes)",
+			log_say(err, errlen, "Python 3.13: _Py_DebugOffsets: %s (%llu) outside its struct (%llu bytes)",
 			    f->name, (unsigned long long)off, (unsigned long long)size);
 			return -ENOTSUP;
 		}
@@ -380,7 +368,7 @@ int py_debug_offsets_parse(const void *buf, size_t len, uint64_t py_version,
 	gil_state = dw(buf, DO_IS_GIL_STATE);
 	holder = dw(buf, DO_IS_GIL_HOLDER);
 	if (holder < gil_state || holder - gil_state >= PY_STRUCT_MAX) {
-		say(err, errlen, "Python 3.13: _Py_DebugOffsets: the GIL's holder is outside the GIL");
+		log_say(err, errlen, "Python 3.13: _Py_DebugOffsets: the GIL's holder is outside the GIL");
 		return -ENOTSUP;
 	}
 	l.gil_last_holder = (uint32_t)(holder - gil_state);
@@ -396,13 +384,13 @@ int py_debug_offsets_parse(const void *buf, size_t len, uint64_t py_version,
 		uint32_t b = *(const uint32_t *)((const char *)tab + f->lay_off);
 
 		if (a != b) {
-			say(err, errlen, "Python 3.13: layout differs from a release build's (%s at %u, not %u)",
+			log_say(err, errlen, "Python 3.13: layout differs from a release build's (%s at %u, not %u)",
 			    f->name, a, b);
 			return -ENOTSUP;
 		}
 	}
 	if (l.gil_last_holder != tab->gil_last_holder) {
-		say(err, errlen, "Python 3.13: layout differs from a release build's (gil_last_holder)");
+		log_say(err, errlen, "Python 3.13: layout differs from a release build's (gil_last_holder)");
 		return -ENOTSUP;
 	}
 	*lay = l;
@@ -420,7 +408,7 @@ static int find_version(struct target *t, const struct cand *c, struct py_target
 		int ma = (int)(*pyver >> 24), mi = (int)((*pyver >> 16) & 0xff);
 
 		if (major >= 0 && (ma != major || mi != minor)) {
-			say(err, errlen, "Python in %s: its name says %d.%d, Py_Version %d.%d",
+			log_say(err, errlen, "Python in %s: its name says %d.%d, Py_Version %d.%d",
 			    c->path, major, minor, ma, mi);
 			return -ENOTSUP;
 		}
@@ -431,11 +419,11 @@ static int find_version(struct target *t, const struct cand *c, struct py_target
 	} else if (major >= 0) {
 		snprintf(out->version, sizeof(out->version), "%d.%d", major, minor);
 	} else {
-		say(err, errlen, "Python in %s: version unknown, native frames only", c->path);
+		log_say(err, errlen, "Python in %s: version unknown, native frames only", c->path);
 		return -ENOTSUP;
 	}
 	if (major != 3 || !py_layout_for(minor)) {
-		say(err, errlen, "Python %d.%d: not supported, native frames only", major, minor);
+		log_say(err, errlen, "Python %d.%d: not supported, native frames only", major, minor);
 		return -ENOTSUP;
 	}
 	out->minor = minor;
@@ -452,16 +440,16 @@ static int read_state_ptr(struct target *t, const struct py_target *pt, uint64_t
 			  char *err, size_t errlen)
 {
 	if (read_word(t, addr, p)) {
-		say(err, errlen, "Python %s: cannot read %s at 0x%llx", pt->version, what,
+		log_say(err, errlen, "Python %s: cannot read %s at 0x%llx", pt->version, what,
 		    (unsigned long long)addr);
 		return -EIO;
 	}
 	if (!*p) {
-		say(err, errlen, "Python %s: %s", pt->version, unset);
+		log_say(err, errlen, "Python %s: %s", pt->version, unset);
 		return -EAGAIN;
 	}
 	if (!ptr_ok(t, *p, span)) {
-		say(err, errlen, "Python %s: %s 0x%llx is not in writable memory", pt->version,
+		log_say(err, errlen, "Python %s: %s 0x%llx is not in writable memory", pt->version,
 		    what, (unsigned long long)*p);
 		return -ENOTSUP;
 	}
@@ -503,7 +491,7 @@ int py_target_find(struct target *t, struct py_target *out, char *err, size_t er
 	int ret;
 
 	memset(out, 0, sizeof(*out));
-	say(err, errlen, "%s", "");
+	log_say(err, errlen, "%s", "");
 	ret = find_runtime_object(t, &c, err, errlen);
 	if (ret)
 		return ret;
@@ -519,13 +507,13 @@ int py_target_find(struct target *t, struct py_target *out, char *err, size_t er
 	if (out->lay.rt_tstate_current + 8 > need)
 		need = out->lay.rt_tstate_current + 8;
 	if (s->size && s->size < need) {
-		say(err, errlen, "Python %s: _PyRuntime is %llu bytes, smaller than the layout's %llu",
+		log_say(err, errlen, "Python %s: _PyRuntime is %llu bytes, smaller than the layout's %llu",
 		    out->version, (unsigned long long)s->size, (unsigned long long)need);
 		ret = -ENOTSUP;
 		goto out;
 	}
 	if (sym_addr(t, &c, s, need, PROC_MAP_R | PROC_MAP_W, &out->runtime)) {
-		say(err, errlen, "Python %s: _PyRuntime is not in writable memory of %s",
+		log_say(err, errlen, "Python %s: _PyRuntime is not in writable memory of %s",
 		    out->version, c.path);
 		ret = -ENOTSUP;
 		goto out;
@@ -534,7 +522,7 @@ int py_target_find(struct target *t, struct py_target *out, char *err, size_t er
 		uint8_t buf[PY_DEBUG_OFFSETS_LEN];
 
 		if (target_read(t, out->runtime, buf, sizeof(buf))) {
-			say(err, errlen, "cannot read _PyRuntime at 0x%llx",
+			log_say(err, errlen, "cannot read _PyRuntime at 0x%llx",
 			    (unsigned long long)out->runtime);
 			ret = -EIO;
 			goto out;

@@ -2,7 +2,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <elf.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,6 +10,7 @@
 #include "disasm.h"
 #include "elfobj.h"
 #include "glibcfind.h"
+#include "log.h"
 #include "target.h"
 #include "tfile.h"
 
@@ -44,17 +44,6 @@ static const struct {
 	{ 136, 60, 80 },        /* 2.35 to 2.42 */
 	{ 144, 68, 88 },        /* 2.43 */
 };
-
-static void say(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-}
 
 int glibc_find_no_symbols;
 
@@ -224,11 +213,11 @@ int glibc_find(struct target *t, const struct proc_map *m, struct glibc_state *g
 	memset(g, 0, sizeof(*g));
 	*how = NULL;
 	if (!e || target_map_bias(t, m, e, &bias)) {
-		say(why, whylen, "cannot read %s", m->path ? m->path : "glibc");
+		log_say(why, whylen, "cannot read %s", m->path ? m->path : "glibc");
 		return -ENOENT;
 	}
 	if (!glibc_is_malloc(e)) {
-		say(why, whylen, "glibc before 2.33 (no mallinfo2)");
+		log_say(why, whylen, "glibc before 2.33 (no mallinfo2)");
 		return -ENOENT;
 	}
 	ret = glibc_find_no_symbols ? -ENOENT : from_symbols(t, e, bias, g);
@@ -246,7 +235,7 @@ int glibc_find(struct target *t, const struct proc_map *m, struct glibc_state *g
 		if (ret == -ENODATA)
 			return ret;
 		if (ret) {
-			say(why, whylen, "glibc's main_arena, from its %s, does not hold an arena "
+			log_say(why, whylen, "glibc's main_arena, from its %s, does not hold an arena "
 			    "of the %s layout", *how, g->lay->name);
 			return -ENOENT;
 		}
@@ -256,7 +245,7 @@ int glibc_find(struct target *t, const struct proc_map *m, struct glibc_state *g
 	if (!ret)
 		*how = "mallinfo2's code";
 	else if (ret == -ENOENT)
-		say(why, whylen, "glibc's main_arena not found (no symbols, and mallinfo2's code "
+		log_say(why, whylen, "glibc's main_arena not found (no symbols, and mallinfo2's code "
 		    "names no arena of a known layout)");
 	return ret;
 }
