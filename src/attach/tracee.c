@@ -250,7 +250,8 @@ static int is_group_stop(int status)
 }
 
 /* Interrupt th unless it is stopped: again even if an interrupt is
- * outstanding, since any other stop it reported meanwhile used that up. */
+ * outstanding, since any stop it entered after that one used it up (the
+ * stops it stood in before are collected first: take_reported). */
 static int interrupt_one(struct thread *th)
 {
 	if (th->state == TS_STOPPED)
@@ -274,6 +275,28 @@ static int drop_dead_leader(struct tracee *tr, struct thread *th)
 	pr_debug("the leader %d has exited; its other threads go on", th->tid);
 	tracee_remove(tr, th->tid);
 	return 1;
+}
+
+/* One status from waitpid while stopping everyone: our interrupt's stop
+ * or a group stop marks the thread stopped, anything else goes to fn. */
+static int take_stop(struct tracee *tr, pid_t tid, int status, tracee_event_fn fn, void *arg)
+{
+	struct thread *th = tracee_find(tr, tid);
+
+	if (th && WIFSTOPPED(status) && (status >> 16) == PTRACE_EVENT_STOP &&
+	    th->interrupted && !is_group_stop(status)) {
+		th->interrupted = 0;
+		th->state = TS_STOPPED;
+		return 0;
+	}
+	if (th && WIFSTOPPED(status) && is_group_stop(status)) {
+		/* A group stop counts as stopped; it also consumes our interrupt. */
+		th->interrupted = 0;
+		th->state = TS_STOPPED;
+		th->pending_sig = -1;	/* resume with PTRACE_LISTEN */
+		return 0;
+	}
+	return fn(arg, tid, status);
 }
 
 /* Wait for every thread to be TS_STOPPED, feeding other stops to fn. */
@@ -313,24 +336,32 @@ static int wait_all_stopped(struct tracee *tr, tracee_event_fn fn, void *arg)
 			rc = -errno;
 			break;
 		}
-		th = tracee_find(tr, tid);
-		if (th && WIFSTOPPED(status) && (status >> 16) == PTRACE_EVENT_STOP &&
-		    th->interrupted && !is_group_stop(status)) {
-			th->interrupted = 0;
-			th->state = TS_STOPPED;
-			continue;
-		}
-		if (th && WIFSTOPPED(status) && is_group_stop(status)) {
-			/* A group stop counts as stopped; it also consumes our interrupt. */
-			th->interrupted = 0;
-			th->state = TS_STOPPED;
-			th->pending_sig = -1;	/* resume with PTRACE_LISTEN */
-			continue;
-		}
-		rc = fn(arg, tid, status);
+		rc = take_stop(tr, tid, status, fn, arg);
 		if (rc)
 			break;
 	}
+	tracee_stopping--;
+	return rc;
+}
+
+/*
+ * Collect the stops already reported, before any interrupt is sent: an
+ * interrupt sent to a thread that stands in an uncollected stop stays
+ * pending in the kernel (only a stop entered after it clears it), so the
+ * next resume would stop the thread again at once, before it ran, and a
+ * caller that resumes and re-stops a thread in rounds (implant_wait_quiet)
+ * would hold it there for good.
+ */
+static int take_reported(struct tracee *tr, tracee_event_fn fn, void *arg)
+{
+	int status, rc = 0;
+	pid_t tid;
+
+	tracee_stopping++;
+	while (!rc && ((tid = waitpid(-1, &status, __WALL | WNOHANG)) > 0 ||
+		       (tid < 0 && errno == EINTR)))
+		if (tid > 0)
+			rc = take_stop(tr, tid, status, fn, arg);
 	tracee_stopping--;
 	return rc;
 }
@@ -342,6 +373,10 @@ int tracee_thread_alive(pid_t pid, pid_t tid)
 
 int tracee_stop_all(struct tracee *tr, tracee_event_fn fn, void *arg)
 {
+	int rc = take_reported(tr, fn, arg);
+
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < tr->n;) {
 		int rc = interrupt_one(&tr->t[i]);
 
