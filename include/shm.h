@@ -92,7 +92,7 @@
 #include "frame_regs.h"
 
 #define SHM_MAGIC       0x3174746170616568ULL	/* "heapatt1" little-endian */
-#define SHM_VERSION     5
+#define SHM_VERSION     6
 
 #define SHM_NCOUNTERS   64
 #define SHM_NRINGS      16                      /* event rings: one per thread, mostly */
@@ -652,8 +652,8 @@ static inline uint32_t shm_ev_max_len(uint32_t depth, uint32_t npy)
  * as before. No time stamp orders these: the xlive table is the state.
  * The regions follow the rings (their offsets depend on ring_size):
  *
- *   xlanes[SHM_NRINGS]      one cache line each (struct shm_xlane)
- *   xcounts[SHM_NRINGS][SHM_XCOUNTS]  per lane, (stack, size) -> count:
+ *   xlanes[SHM_NLANES]      one cache line each (struct shm_xlane)
+ *   xcounts[SHM_NLANES][SHM_XCOUNTS]  per lane, (stack, size) -> count:
  *                           SHM_XHASHED hashed (key, count) entries, then
  *                           the lane's count pages (below)
  *   xlive[xlive_slots]      accounted blocks still live (struct shm_xlive)
@@ -667,8 +667,14 @@ static inline uint32_t shm_ev_max_len(uint32_t depth, uint32_t npy)
  * accounting if not.
  * Only the owner writes its lane's line and counters (plain adds: a
  * signal handler nesting on the same thread interrupts only between
- * instructions). A thread with no lane of its own takes the event path
- * for its allocations. Two threads with one fs base would both own a
+ * instructions). A thread with no lane of its own (its ring's lane is
+ * another thread's) counts in the shared lane, SHM_XLANE_SHARED, which
+ * no one owns, with locked instructions: its claims are lock cmpxchg, its
+ * adds lock add. Before it, such a thread took the event path, and with
+ * thousands of threads on 16 lanes nearly every allocation was an event:
+ * one writer preempted between its reservation and its commit held every
+ * ring's reader, the rings filled and the writers waited up to seconds
+ * (issue 29, finding 8). Two threads with one fs base would both own a
  * lane and lose each other's adds: the tool checks every thread it
  * stopped at the attach, and every new one at its first stop, before it
  * runs (agent_link_xacct_thread); a new one that shares a thread's id
@@ -716,6 +722,8 @@ static inline uint32_t shm_ev_max_len(uint32_t depth, uint32_t npy)
 #define SHM_XLIVE_MAX   (1ULL << 24)
 #define SHM_XID_MAX     ((1u << 24) - 2)        /* the largest stack id a key holds */
 #define SHM_XSIZE_MAX   ((1ULL << 40) - 1)      /* the largest size a key holds */
+#define SHM_NLANES      (SHM_NRINGS + 1)        /* a lane per ring, and the shared one */
+#define SHM_XLANE_SHARED SHM_NRINGS             /* the lane of threads that own none */
 
 struct shm_xlane {
 	volatile uint64_t owner;        /* fs base of the owning thread; 0: free */
@@ -751,9 +759,9 @@ static inline uint64_t shm_xkey_size(uint64_t key)
 }
 
 #define SHM_OFF_XLANES(ring_size)  (SHM_OFF_RING + SHM_NRINGS * (uint64_t)(ring_size))
-#define SHM_OFF_XCOUNTS(ring_size) (SHM_OFF_XLANES(ring_size) + SHM_NRINGS * 64)
+#define SHM_OFF_XCOUNTS(ring_size) (SHM_OFF_XLANES(ring_size) + SHM_NLANES * 64)
 #define SHM_OFF_XLIVE(ring_size)   (SHM_OFF_XCOUNTS(ring_size) + \
-				    (uint64_t)SHM_NRINGS * SHM_XCOUNTS * sizeof(struct shm_xcount))
+				    (uint64_t)SHM_NLANES * SHM_XCOUNTS * sizeof(struct shm_xcount))
 /* Bytes of the accounting regions with xlive_slots slots (0: none). */
 #define SHM_XACCT_SIZE(slots) ((slots) ? SHM_OFF_XLIVE(0) - SHM_OFF_RING + \
 			       (uint64_t)(slots) * sizeof(struct shm_xlive) : 0)

@@ -867,9 +867,15 @@ static void detach(struct session *s)
 }
 
 /*
- * While the target is stopped every millisecond counts, and with many busy
- * threads on few CPUs the tool would wait its turn behind them: run at a
- * higher priority for attach and detach when allowed (root), else as is.
+ * Run at a higher priority from the attach to the end of the detach when
+ * allowed (root), else as is: while the target is stopped every
+ * millisecond counts, and while it runs its writers wait for the drain
+ * (exact mode) or lose what a full ring cannot take. With many busy
+ * threads on few CPUs the tool, one thread among them, would wait its
+ * turn behind them all. Its work follows the target's events and it
+ * naps when there are none: it takes no more CPU than otherwise, only
+ * sooner. Before the attach and after the detach the target does not
+ * wait for the tool, and runs first.
  */
 static void urgent(int on)
 {
@@ -1002,7 +1008,6 @@ int session_run(const struct options *opt)
 	urgent(1);
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	rc = attach(&s);
-	urgent(0);
 	if (rc)
 		goto out;
 	zsection_set_deadline(opt->duration_ns ? s.start_ns + (opt->duration_ns > ZSECTION_MIN_NS ?
@@ -1028,7 +1033,6 @@ int session_run(const struct options *opt)
 	if (s.ev.exec_seen && !s.ev.gone)
 		fprintf(stderr, "heapattach: %d called exec; profile of the old image ends here\n",
 			s.pid);
-	urgent(1);
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	detach(&s);
 	s.attached = 0;
@@ -1102,6 +1106,7 @@ out:
 	memreport_free(&s.mr);
 	hooks_free(&s.hooks);
 out_maps:
+	urgent(0);
 	target_free(s.t);
 	proc_maps_free(&s.maps);
 	tracee_release(&s.tr);

@@ -1408,7 +1408,7 @@ static uint64_t xlanes_sum(const struct agent_link *l, size_t off, int *bad)
 {
 	uint64_t sum = 0;
 
-	for (unsigned r = 0; r < SHM_NRINGS; r++) {
+	for (unsigned r = 0; r < SHM_NLANES; r++) {
 		const volatile uint64_t *f = (const volatile uint64_t *)
 					     ((const uint8_t *)&xlanes(l)[r] + off);
 		uint64_t v = *f;
@@ -1648,13 +1648,13 @@ void agent_link_xacct_sync(struct agent_link *l)
 		l->xfinal_read = 1;	/* the writers are gone: this reading is the last */
 	if (!l->xcount_pages.n) {
 		l->xcount_pages = (struct xpages){ SHM_OFF_XCOUNTS(l->p.ring_size),
-						   (uint64_t)SHM_NRINGS * SHM_XCOUNTS, NULL };
+						   (uint64_t)SHM_NLANES * SHM_XCOUNTS, NULL };
 		l->xlive_pages = (struct xpages){ SHM_OFF_XLIVE(l->p.ring_size), l->xslots, NULL };
 	}
 	xpages_update(l, &l->xcount_pages);
 	xpages_update(l, &l->xlive_pages);
 	profile_xacct_reset(l->p.prof);
-	for (unsigned r = 0; r < SHM_NRINGS; r++) {
+	for (unsigned r = 0; r < SHM_NLANES; r++) {
 		uint64_t at = (uint64_t)r * SHM_XCOUNTS;
 
 		xpages_each(l, &l->xcount_pages, at, at + SHM_XHASHED, xcount_one);

@@ -1640,15 +1640,26 @@ static void xacct_case(uint64_t idflag)
 	expect_int_eq(drain(ev, 4), 1);
 	expect_free(&ev[0], p);
 
-	/* our lane taken by another thread: the event path (with the id) */
+	/* our lane taken by another thread: counted in the shared lane (no
+	 * owner, locked adds), no event; its free, by a thread that owns no
+	 * lane, counts foreign */
 	xlane(lane)->owner = 0x1234;
+	na = xlane(lane)->alloc_count;
 	p = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 33, 0, 0);
-	expect_int_eq(drain(ev, 4), 1);
-	expect_int_eq(ev[0].flags & SHM_EVF_STACKID, SHM_EVF_STACKID);
-	expect_int_eq(ev[0].stack_id, 41);
-	expect_true(xlive_find(p) == NULL);
+	expect_int_eq(drain(ev, 4), 0);
+	expect_true(xlive_find(p) != NULL);
+	expect_u64_eq(xlane(lane)->alloc_count, na);
+	expect_u64_eq(xlane(SHM_XLANE_SHARED)->owner, 0);
+	expect_u64_eq(xlane(SHM_XLANE_SHARED)->alloc_count, 1);
+	expect_u64_eq(xlane(SHM_XLANE_SHARED)->alloc_bytes, 33);
+	expect_u64_eq(xcount_of(SHM_XLANE_SHARED, key), 1);
+	expect_u64_eq(xpage_dir(SHM_XLANE_SHARED)[0], 42);
 	CALL1(H_FREE, p);
-	expect_int_eq(drain(ev, 4), 1);
+	expect_int_eq(drain(ev, 4), 0);
+	expect_true(xlive_find(p) == NULL);
+	expect_u64_eq(hdr->xforeign_count, 1);
+	expect_u64_eq(hdr->xforeign_bytes, 33);
+	hdr->xforeign_count = hdr->xforeign_bytes = 0;
 	/* ... and a free of an accounted block by a thread that owns no lane */
 	xlane(lane)->owner = 0;
 	p = hcall(chain_f0, (uintptr_t)hooks[H_MALLOC].fn, 33, 0, 0);

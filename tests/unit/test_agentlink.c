@@ -481,23 +481,34 @@ static void test_xacct_sync(void)
 	expect_int_eq(t.alloc_count, 25 + 8);
 	expect_int_eq(t.inuse_count, 4);
 
+	/* the shared lane (of threads whose ring's lane is another's, no
+	 * owner) counts like the others */
+	xcount_put(h, SHM_XLANE_SHARED, shm_xkey(sb, 32), 3);
+	xlane(h, SHM_XLANE_SHARED)->alloc_count = 3;
+	xlane(h, SHM_XLANE_SHARED)->alloc_bytes = 3 * 32;
+	xlane(h, SHM_XLANE_SHARED)->free_count = 1;
+	agent_link_xacct_sync(link_);
+	t = totals();
+	expect_int_eq(t.alloc_count, 25 + 8 + 3);
+	expect_int_eq(t.inuse_count, 4);
+
 	/* the lanes' totals: -v, and --interval's bytes */
 	agent_link_reconcile(link_);
-	expect_int_eq(stats.xacct_allocs, 22);
-	expect_int_eq(stats.xacct_frees, 5);
-	expect_int_eq(stats.bytes, 15 * 64 + 7 * 32);
+	expect_int_eq(stats.xacct_allocs, 22 + 3);
+	expect_int_eq(stats.xacct_frees, 5 + 1);
+	expect_int_eq(stats.bytes, 15 * 64 + 7 * 32 + 3 * 32);
 	xlane(h, 0)->alloc_bytes += 1000;
 	agent_link_drain(link_, AGENT_LINK_DRAIN_ALL);
-	expect_int_eq(stats.bytes, 15 * 64 + 7 * 32 + 1000);
+	expect_int_eq(stats.bytes, 15 * 64 + 7 * 32 + 3 * 32 + 1000);
 	xlane(h, 0)->alloc_bytes = 0;			/* a total going back adds nothing */
 	agent_link_drain(link_, AGENT_LINK_DRAIN_ALL);
-	expect_int_eq(stats.bytes, 15 * 64 + 7 * 32 + 1000);
+	expect_int_eq(stats.bytes, 15 * 64 + 7 * 32 + 3 * 32 + 1000);
 	xlane(h, 0)->alloc_bytes = 50;
 	agent_link_drain(link_, AGENT_LINK_DRAIN_ALL);
-	expect_int_eq(stats.bytes, 15 * 64 + 7 * 32 + 1050);
-	xlane(h, 5)->alloc_count = UINT64_MAX;		/* implausible: the figures stay */
+	expect_int_eq(stats.bytes, 15 * 64 + 7 * 32 + 3 * 32 + 1050);
+	xlane(h, SHM_XLANE_SHARED)->alloc_count = UINT64_MAX;	/* implausible: the figures stay */
 	agent_link_reconcile(link_);
-	expect_int_eq(stats.xacct_allocs, 22);
+	expect_int_eq(stats.xacct_allocs, 22 + 3);
 	expect_true(!agent_link_hostile(link_));
 
 	/* after the writers are gone, the first reading is the last */
@@ -506,7 +517,7 @@ static void test_xacct_sync(void)
 	xcount_put(h, 0, shm_xkey(sa, 64), 100);
 	agent_link_xacct_sync(link_);
 	t = totals();
-	expect_int_eq(t.alloc_count, 25 + 8);
+	expect_int_eq(t.alloc_count, 25 + 8 + 3);
 	stop();
 }
 

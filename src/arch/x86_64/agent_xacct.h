@@ -73,9 +73,34 @@ static struct shm_xlane *xlane_mine(const struct shm_hdr *h, const struct xacct 
 					   __ATOMIC_RELAXED) ? l : NULL;
 }
 
+/*
+ * Claim *p for v if it is 0: the value found there (0 if claimed now).
+ * In an owned lane without lock (atomic against a signal handler of ours,
+ * and no other thread writes there); in the shared one with lock.
+ */
+static inline uint64_t xclaim(volatile uint64_t *p, uint64_t v, int shared)
+{
+	uint64_t d = 0;
+
+	if (shared)
+		__atomic_compare_exchange_n(p, &d, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+	else
+		__asm__ __volatile__("cmpxchgq %2, %1" : "+a"(d), "+m"(*p) : "r"(v) : "memory", "cc");
+	return d;
+}
+
+/* *c += v: a plain add in an owned lane, a locked one in the shared lane. */
+static inline void xadd(volatile uint64_t *c, uint64_t v, int shared)
+{
+	if (shared)
+		__atomic_fetch_add(c, v, __ATOMIC_RELAXED);
+	else
+		__asm__ __volatile__("addq %1, %0" : "+m"(*c) : "r"(v) : "memory");
+}
+
 /* key's count in its stack's count page of lane t (claiming a page for
  * the stack if one is free), or NULL: a size too large, no page. */
-static volatile uint64_t *xpage_count(struct shm_xcount *t, uint64_t key)
+static volatile uint64_t *xpage_count(struct shm_xcount *t, uint64_t key, int shared)
 {
 	volatile uint64_t *dir = (volatile uint64_t *)((char *)t + SHM_XPAGES_OFF);
 	uint64_t size = shm_xkey_size(key), id1 = key & 0xffffff;
@@ -86,9 +111,7 @@ static volatile uint64_t *xpage_count(struct shm_xcount *t, uint64_t key)
 		uint64_t d = dir[i];
 
 		if (!d) {
-			/* without lock, as xcount_add's claim */
-			__asm__ __volatile__("cmpxchgq %2, %1"
-					     : "+a"(d), "+m"(dir[i]) : "r"(id1) : "memory", "cc");
+			d = xclaim(&dir[i], id1, shared);
 			if (!d)
 				d = id1;
 		}
@@ -98,16 +121,17 @@ static volatile uint64_t *xpage_count(struct shm_xcount *t, uint64_t key)
 	return NULL;
 }
 
-/* One more of key in lane `lane`'s counts (only its owner writes them): 0,
- * or -1 if the key's window is full. */
-static int xcount_add(const struct xacct *x, unsigned lane, uint64_t key)
+/* One more of key in lane `lane`'s counts (only its owner writes an
+ * owned lane's; shared: the shared lane): 0, or -1 if the key's window is
+ * full. */
+static int xcount_add(const struct xacct *x, unsigned lane, uint64_t key, int shared)
 {
 	struct shm_xcount *t = x->counts + (size_t)lane * SHM_XCOUNTS;
-	volatile uint64_t *c = xpage_count(t, key);
+	volatile uint64_t *c = xpage_count(t, key, shared);
 	uint32_t s = shm_xcount_slot(key);
 
 	if (c) {
-		__asm__ __volatile__("incq %0" : "+m"(*c) :: "memory");
+		xadd(c, 1, shared);
 		return 0;
 	}
 	for (int i = 0; i < SHM_XPROBES; i++) {
@@ -115,17 +139,13 @@ static int xcount_add(const struct xacct *x, unsigned lane, uint64_t key)
 		uint64_t k = e->key;
 
 		if (!k) {
-			/* cmpxchg without lock: atomic against a signal
-			 * handler of ours, and no other thread writes here */
-			__asm__ __volatile__("cmpxchgq %2, %1"
-					     : "+a"(k), "+m"(e->key)
-					     : "r"(key) : "memory", "cc");
+			k = xclaim(&e->key, key, shared);
 			if (k && k != key)
-				continue;	/* a handler took it for another key */
+				continue;	/* another (a handler, a thread) took it */
 			k = key;
 		}
 		if (k == key) {
-			__asm__ __volatile__("incq %0" : "+m"(e->count) :: "memory");
+			xadd(&e->count, 1, shared);
 			return 0;
 		}
 	}
@@ -155,9 +175,10 @@ static struct shm_xlive *xlive_add(const struct xacct *x, uint64_t ptr, uint64_t
 
 /*
  * Account an allocation of size bytes at ptr with stack id `id`, made on
- * the stack at sp: 1 if done (no event to send), 0 if it must take the
- * event path (no lane of ours, lanes closed (SHM_F_XSHARED), a window
- * full, a key that cannot hold it).
+ * the stack at sp, in this thread's lane or, if its ring's lane is
+ * another's, in the shared lane: 1 if done (no event to send), 0 if it
+ * must take the event path (lanes closed (SHM_F_XSHARED), a window full,
+ * a key that cannot hold it).
  */
 static int xacct_alloc(const struct shm_hdr *h, uint64_t sp, uint64_t ptr, int64_t id,
 		       uint64_t size)
@@ -167,21 +188,27 @@ static int xacct_alloc(const struct shm_hdr *h, uint64_t sp, uint64_t ptr, int64
 	struct shm_xlive *e;
 	uint64_t key;
 	unsigned lane = ring_of(sp);
+	int shared = 0;
 
 	if (id < 0 || id > SHM_XID_MAX || size > SHM_XSIZE_MAX || ptr <= 2 ||
-	    (h->flags & SHM_F_XSHARED) || !xacct_geometry(h, &x) ||
-	    !(l = xlane_mine(h, &x, lane)))
+	    (h->flags & SHM_F_XSHARED) || !xacct_geometry(h, &x))
 		return 0;
+	l = xlane_mine(h, &x, lane);
+	if (!l) {
+		shared = 1;
+		lane = SHM_XLANE_SHARED;
+		l = &x.lanes[lane];
+	}
 	key = shm_xkey((uint32_t)id, size);
 	e = xlive_add(&x, ptr, key);
 	if (!e)
 		return 0;
-	if (xcount_add(&x, lane, key)) {
+	if (xcount_add(&x, lane, key, shared)) {
 		e->ptr = 1;	/* ours until now: nobody else looked it up */
 		return 0;
 	}
-	__asm__ __volatile__("incq %0" : "+m"(l->alloc_count) :: "memory");
-	__asm__ __volatile__("addq %1, %0" : "+m"(l->alloc_bytes) : "r"(size) : "memory");
+	xadd(&l->alloc_count, 1, shared);
+	xadd(&l->alloc_bytes, size, shared);
 	return 1;
 }
 
