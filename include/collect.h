@@ -7,6 +7,7 @@
 
 #include "implant.h"
 #include "runstats.h"
+#include "shm.h"
 
 struct profile;
 struct sampler;
@@ -28,8 +29,8 @@ struct collect_ctx {
 int collect_trap(const struct collect_ctx *c, pid_t tid, int record);
 
 /* Bytes of each region's data part in trap mode: the header a successor
- * reads (recover.c). */
-#define COLLECT_DATA_SIZE 4096
+ * reads (recover.c), its pages (shm.h: SHM_OFF_COUNTERS). */
+#define COLLECT_DATA_SIZE SHM_OFF_COUNTERS
 /* What a trampoline and its traps push on the stack of the thread that
  * made a hooked call (tramp.h, bkpt.h: 7 words), rounded up. */
 #define COLLECT_STACK 128

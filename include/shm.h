@@ -11,7 +11,7 @@
  * seen after the stores before it), so publication needs only compiler
  * barriers on the writer's side.
  *
- *   struct shm_hdr          one page: identity, settings, patch records
+ *   struct shm_hdr          two pages: identity, settings, patch records
  *   counters[SHM_NCOUNTERS] one cache line each: bytes until the next sample
  *   heads[SHM_NRINGS]       one cache line each: a ring's head (u64), cmpxchg
  *   tails[SHM_NRINGS]       each ring's tail (u64), written by the tool
@@ -104,7 +104,8 @@
 #define SHM_LIVE_OVERFLOW 1                     /* bit 0 of the last word: the bucket overflowed */
 #define SHM_NFRAMES     65536                   /* power of two */
 #define SHM_FRAME_PROBES 16
-#define SHM_MAX_PATCHES 64
+#define SHM_MAX_PATCHES 192                     /* jumps a region records (CPython 3.13
+						 * with its mimalloc: 80) */
 #define SHM_MAX_DEPTH   1024                    /* the most frames a walk takes (--max-depth) */
 #define SHM_DEFAULT_DEPTH 128                   /* frames a walk takes by default */
 #define SHM_STACK_COPY  8192                    /* bytes copied on a frame-table miss */
@@ -140,7 +141,7 @@ static inline uint64_t shm_ring_chunk_ahead(uint64_t pos, uint64_t len)
 	return ((pos + len) / SHM_RING_CHUNK + 1) * SHM_RING_CHUNK;
 }
 
-#define SHM_OFF_COUNTERS 4096
+#define SHM_OFF_COUNTERS 8192                   /* the header: two pages */
 #define SHM_OFF_HEADS   (SHM_OFF_COUNTERS + SHM_NCOUNTERS * SHM_COUNTER_STRIDE)
 #define SHM_OFF_TAILS   (SHM_OFF_HEADS + SHM_NRINGS * 64)
 #define SHM_OFF_LIVE    (SHM_OFF_TAILS + SHM_NRINGS * 8)
@@ -438,7 +439,7 @@ struct shm_hdr {
 	struct shm_range nest[SHM_NEST_RANGES];
 };
 
-_Static_assert(sizeof(struct shm_hdr) <= SHM_OFF_COUNTERS, "the header is one page");
+_Static_assert(sizeof(struct shm_hdr) <= SHM_OFF_COUNTERS, "the header fits its pages");
 
 /*
  * The frames a walk takes, from the header's max_depth: the target can

@@ -213,7 +213,7 @@ static const uint8_t f_endbr[] = {
 	0x48, 0x89, 0xd8, 0x5b, 0x5d, 0x41, 0x5c, 0xc3,
 };
 
-#define FAKE_MAX_HOOKS 80
+#define FAKE_MAX_HOOKS 256
 
 static struct hook fake_hookv[FAKE_MAX_HOOKS];
 static struct hook_set fake_hooks;              /* what the implant hooks */

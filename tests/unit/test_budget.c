@@ -197,7 +197,7 @@ static void test_fit_memcg(void)
 	expect_int_eq(budget_fit(&trap, &r, &c, why, sizeof(why)), 0);
 	r.cg.avail = MIB;	/* trap mode's regions, written by heapattach, in the cgroup */
 	expect_int_eq(budget_fit(&trap, &r, &c, why, sizeof(why)), -ENOSPC);
-	expect_true(strstr(why, "(up to 16 regions of 68 KiB;") != NULL);
+	expect_true(strstr(why, "(up to 16 regions of 72 KiB;") != NULL);
 }
 
 /* Locked memory counts only when the target locks its own. */
