@@ -31,12 +31,16 @@ struct topview_in {
 
 /*
  * A view on out (a terminal: full screen, redrawn in place, keys read from
- * in without echo; else a plain text table appended every second, and in
- * may be -1). NULL only when out of memory.
+ * in without echo, if heapattach is in the terminal's foreground process
+ * group: a background one, e.g. under timeout(1), reads no keys and
+ * leaves the terminal's modes alone; else a plain text table appended
+ * every second, and in may be -1). NULL only when out of memory.
  */
 struct topview *topview_new(int in, int out);
 /* Restore the terminal and free. NULL is fine. */
 void topview_free(struct topview *tv);
+/* A line shown under the title until the next one (e.g. "wrote FILE"). */
+void topview_say(struct topview *tv, const char *msg);
 /* Between drains: read the keys typed, redraw once a second. */
 enum topview_action topview_tick(struct topview *tv, const struct topview_in *ti, uint64_t now_ns);
 

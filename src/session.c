@@ -1,6 +1,7 @@
 /* One profiling run: attach, collect until told to stop, dump, detach. */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -119,6 +120,11 @@ static void install_signals(void)
 	sa.sa_handler = on_dump_signal;
 	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* a background heapattach (timeout(1), &) that writes to its terminal
+	 * or sets its modes must not stop while attached: the target's
+	 * signals and faults would wait for it */
+	signal(SIGTTOU, SIG_IGN);
+	signal(SIGTTIN, SIG_IGN);
 	setitimer(ITIMER_REAL, &it, NULL);
 }
 
@@ -447,6 +453,18 @@ static void track_live(struct session *s, uint64_t now, int final)
 	}
 }
 
+/* --top's d: a numbered profile now, and the view says which file. */
+static void top_dump(struct session *s)
+{
+	char *path = dump_numbered_path(s->output, ++s->dump_seq);
+	char msg[PATH_MAX + 32];
+
+	snprintf(msg, sizeof(msg), "%s %s", session_dump(s, s->dump_seq) ? "could not write" :
+		 "wrote", path);
+	topview_say(s->tv, msg);
+	free(path);
+}
+
 /* --top: the view's keys and refresh. 1: the user quit. */
 static int top_tick(struct session *s, uint64_t now)
 {
@@ -462,7 +480,7 @@ static int top_tick(struct session *s, uint64_t now)
 	case TOPVIEW_QUIT:
 		return 1;
 	case TOPVIEW_DUMP:
-		session_dump(s, ++s->dump_seq);
+		top_dump(s);
 		break;
 	default:
 		break;

@@ -57,6 +57,7 @@ struct topview {
 	struct totals tot, prev;        /* this refresh's and the one before */
 	int redraw;                     /* the sort changed: draw again now */
 	const struct topview_in *ti;    /* during a tick */
+	char said[256];                 /* topview_say's line, or "" */
 };
 
 static const char *const sort_names[NSORTS] = { "live", "growth", "alloc rate" };
@@ -70,7 +71,8 @@ struct topview *topview_new(int in, int out)
 	tv->out = out;
 	tv->tty = isatty(out);
 	tv->sites = xcalloc(MAX_SITES, sizeof(*tv->sites));
-	if (tv->tty && in >= 0 && isatty(in) && tcgetattr(in, &tv->term) == 0) {
+	if (tv->tty && in >= 0 && isatty(in) && tcgetpgrp(in) == getpgrp() &&
+	    tcgetattr(in, &tv->term) == 0) {
 		struct termios t = tv->term;
 
 		t.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
@@ -263,12 +265,14 @@ static void draw(struct topview *tv)
 		ioctl(tv->out, TIOCGWINSZ, &ws);
 		fprintf(f, "\033[H\033[2J");
 	}
-	rows = tv->tty ? (ws.ws_row > 8 ? ws.ws_row - 7u : 1u) : 15;
+	rows = tv->tty ? (ws.ws_row > 9 ? ws.ws_row - 7u - !!tv->said[0] : 1u) : 15;
 	fmt_bytes(a, sizeof(a), rss, 0);
 	fmt_bytes(b, sizeof(b), t->live, 0);
 	fprintf(f, "heapattach --top  pid %d  attached %02u:%02u:%02u  dumps %u  sorted by %s\n",
 		(int)ti->pid, secs / 3600, secs / 60 % 60, secs % 60, ti->dumps,
 		sort_names[tv->sort]);
+	if (tv->said[0])
+		fprintf(f, "%s\n", tv->said);
 	fprintf(f, "RSS %s  live since attach %s", rss >= 0 ? a : "?", b);
 	if (ti->as && ti->as->in_use != UINT64_MAX) {
 		fmt_bytes(a, sizeof(a), (int64_t)ti->as->in_use, 0);
@@ -293,6 +297,14 @@ static void draw(struct topview *tv)
 		fputc('\n', f);
 	fclose(f);
 	free(v);
+}
+
+void topview_say(struct topview *tv, const char *msg)
+{
+	if (!tv)
+		return;
+	snprintf(tv->said, sizeof(tv->said), "%s", msg);
+	tv->redraw = 1;
 }
 
 enum topview_action topview_tick(struct topview *tv, const struct topview_in *ti, uint64_t now_ns)
