@@ -10,13 +10,15 @@
 
 #include "allocstats.h"
 #include "profile.h"
+#include "skipsites.h"
 #include "symbolize.h"
 #include "topview.h"
 #include "xmalloc.h"
 
 /*
- * A site is where the allocator returned to (a bucket's first frame):
- * buckets are summed by it every second, and each site keeps its live
+ * A site is the first frame of a bucket's stack whose function is not an
+ * allocator wrapper (skipsites.h; the leaf when all are): buckets are
+ * summed by it every second, and each site keeps its live
  * bytes of the last HIST seconds, so that growth over that window and the
  * allocation rate can be shown beside the live bytes. Plain ANSI escapes
  * (the alternate screen, home and clear), as top does without curses for
@@ -28,6 +30,7 @@
 #define HIST 10                 /* seconds of growth shown */
 #define MAX_SITES 65536         /* beyond: one "(other sites)" row */
 #define NAME_LEN 72
+#define PC_CACHE 16384          /* frames whose wrapper test is remembered */
 
 enum sort_by { BY_LIVE, BY_GROWTH, BY_RATE, NSORTS };
 
@@ -58,14 +61,28 @@ struct topview {
 	int redraw;                     /* the sort changed: draw again now */
 	const struct topview_in *ti;    /* during a tick */
 	char said[256];                 /* topview_say's line, or "" */
+	struct skipsites *skip;
+	struct pc_wrap {                /* a direct-mapped cache of frames tested */
+		uint64_t pc;
+		int wrapper;
+	} *pcs;
 };
 
 static const char *const sort_names[NSORTS] = { "live", "growth", "alloc rate" };
 static const char sort_keys[NSORTS] = { 'l', 'g', 'a' };
 
-struct topview *topview_new(int in, int out)
+struct topview *topview_new(int in, int out, const char *const *skip, size_t nskip)
 {
 	struct topview *tv = xcalloc(1, sizeof(*tv));
+
+	tv->skip = skipsites_new();
+	if (!tv->skip) {
+		free(tv);
+		return NULL;
+	}
+	for (size_t i = 0; i < nskip; i++)
+		skipsites_add(tv->skip, skip[i]);	/* checked by cli.c */
+	tv->pcs = xcalloc(PC_CACHE, sizeof(*tv->pcs));
 
 	tv->in = in;
 	tv->out = out;
@@ -94,6 +111,8 @@ void topview_free(struct topview *tv)
 	if (tv->raw)
 		tcsetattr(tv->in, TCSANOW, &tv->term);
 	free(tv->sites);
+	free(tv->pcs);
+	skipsites_free(tv->skip);
 	free(tv);
 }
 
@@ -140,10 +159,35 @@ static void name_site(struct topview *tv, struct site *s)
 		 (unsigned long long)s->pc);
 }
 
+/* 1 if the function of return address pc is an allocator wrapper. */
+static int is_wrapper(struct topview *tv, uint64_t pc)
+{
+	struct pc_wrap *c = &tv->pcs[(pc * 0x9E3779B97F4A7C15ULL >> 50) & (PC_CACHE - 1)];
+	struct sym_info si;
+
+	if (c->pc != pc) {
+		c->pc = pc;
+		c->wrapper = tv->ti->sym && pc > 1 &&
+			     symbolizer_lookup(tv->ti->sym, pc - 1, &si) == 0 &&
+			     skipsites_match(tv->skip, si.function);
+	}
+	return c->wrapper;
+}
+
+/* The return address that names b's site: its first frame outside the
+ * allocator's wrappers (the leaf when every frame is one); 2 for no stack. */
+static uint64_t site_pc(struct topview *tv, const struct profile_bucket *b)
+{
+	for (size_t k = 0; k < b->npcs; k++)
+		if (!is_wrapper(tv, b->pcs[k]))
+			return b->pcs[k];
+	return b->npcs ? b->pcs[0] : 2;
+}
+
 static int add_bucket(const struct profile_bucket *b, void *arg)
 {
 	struct topview *tv = arg;
-	uint64_t pc = b->npcs ? b->pcs[0] : 2;	/* 2: the empty stack's site */
+	uint64_t pc = site_pc(tv, b);
 	struct site *s = site_of(tv, pc);
 	int64_t lc, lb, ac, ab;
 
