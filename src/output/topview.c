@@ -20,12 +20,13 @@
 /*
  * A site is the first frame of a bucket's stack whose function is not an
  * allocator wrapper (named so, skipsites.h, or found so by its code,
- * is_wrapper; the leaf when all are): buckets are summed by it every second, and each site keeps its live
- * bytes of the last HIST seconds, so that growth over that window and the
- * allocation rate can be shown beside the live bytes. Plain ANSI escapes
- * (the alternate screen, home and clear), as top does without curses for
- * a screen this simple; the terminal's settings are put back on every way
- * out of the view (topview_free, which session.c calls on its one exit).
+ * is_wrapper; the leaf when all are): buckets are summed by it every
+ * second, and each site keeps its live bytes of the last HIST seconds, so
+ * that growth over that window and the allocation rate can be shown beside
+ * the live bytes. Plain ANSI escapes (the alternate screen, home and
+ * clear), as top does without curses for a screen this simple; the
+ * terminal's settings are put back on every way out of the view
+ * (topview_free, which session.c calls on its one exit).
  */
 
 #define REFRESH_NS 1000000000ULL

@@ -33,7 +33,8 @@ struct report_opts {
 	size_t nfiles;
 };
 
-enum { OPT_JSON = 256, OPT_FORMAT, OPT_TOP, OPT_SITE, OPT_BASE, OPT_PLOT, OPT_FLAME, OPT_HTML, OPT_SKIP };
+enum { OPT_JSON = 256, OPT_FORMAT, OPT_TOP, OPT_SITE, OPT_BASE, OPT_PLOT, OPT_FLAME, OPT_HTML,
+       OPT_SKIP };
 
 static const struct option report_long[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
