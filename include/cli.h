@@ -16,6 +16,8 @@
  * SHM_MAX_DEPTH, shm.h). */
 #define CLI_DEFAULT_DEPTH 128
 #define CLI_MAX_DEPTH 1024
+/* --skip: expressions at most */
+#define CLI_MAX_SKIP 16
 
 enum run_mode { MODE_TRAP, MODE_FAST };
 
@@ -26,6 +28,8 @@ struct options {
 	uint64_t interval;        /* bytes allocated between numbered dumps; 0 = off */
 	uint64_t inuse_interval;  /* a numbered dump at each new high of live bytes by this much */
 	int top;                  /* --top: the live view on stdout */
+	const char *skip[CLI_MAX_SKIP]; /* --skip: more wrappers for --top's sites */
+	size_t nskip;
 	int census;               /* --census: walk glibc's heaps before attaching */
 	int no_python;            /* --no-python: native frames only */
 	int python_c_frames;      /* --python-c-frames: keep the interpreter's frames */

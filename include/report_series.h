@@ -6,9 +6,13 @@
 #include <stddef.h>
 #include "report_pprof.h"
 
+struct skipsites;
+
 /*
- * A site is one stack (its frames by name, leaf first); a function is a
- * leaf frame, its sites' figures added up (pprof's "flat"). Each has four
+ * A site is one stack (its frames by name, leaf first); a function is the
+ * first frame of a stack that is not an allocator wrapper (skipsites.h;
+ * the leaf when all are), its sites' figures added up (pprof's "flat" once
+ * the wrappers are folded into their callers). Each has four
  * figures per dump: live bytes and objects, allocated bytes and objects
  * (since the profiler started), absent = 0.
  *
@@ -40,6 +44,7 @@ struct rseries_trend {
 struct rseries_site {
 	const char **frames;    /* leaf first; names live as long as the series */
 	size_t nframes;
+	size_t skip;            /* leading wrapper frames: frames[skip] names the site */
 	double *fig[RS_NFIG];   /* [ndumps] each */
 	struct rseries_trend trend;
 };
@@ -66,6 +71,9 @@ struct rseries {
 
 /* A series of ndumps dumps (at least 1), nothing added yet. */
 struct rseries *rseries_new(size_t ndumps);
+/* The wrappers that rseries_add skips to find each stack's function
+ * (NULL: none); ss must outlive the adds. */
+void rseries_set_skip(struct rseries *s, const struct skipsites *ss);
 /* Add profile p, read from path, as dump number i (0 <= i < ndumps). 0, or
  * -EINVAL when p has no live-bytes sample type (inuse_space; for a profile
  * with one type, that one). */
@@ -79,8 +87,9 @@ void rseries_free(struct rseries *s);
 /* Why a site with trend t over ndumps dumps is no suspect, in a few
  * words, or NULL if it is one. */
 const char *rseries_why(const struct rseries_trend *t, size_t ndumps);
-/* "leaf < caller < caller's caller" (at most depth names, a run of unnamed
- * frames one "[N unnamed]"), malloc'd. */
+/* "site < caller < caller's caller" from the first frame past the wrappers
+ * (at most depth names, a run of unnamed frames one "[N unnamed]"), then
+ * " [via leaf < wrapper]" when wrappers were skipped; malloc'd. */
 char *rseries_site_name(const struct rseries_site *site, size_t depth);
 /* Site (or function) order for a diff of dump a against dump b: by growth of
  * live bytes, largest first. idx gets n indices into sites (or funcs). */

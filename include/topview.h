@@ -3,6 +3,7 @@
 #ifndef HEAPATTACH_TOPVIEW_H
 #define HEAPATTACH_TOPVIEW_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -34,9 +35,11 @@ struct topview_in {
  * in without echo, if heapattach is in the terminal's foreground process
  * group: a background one, e.g. under timeout(1), reads no keys and
  * leaves the terminal's modes alone; else a plain text table appended
- * every second, and in may be -1). NULL only when out of memory.
+ * every second, and in may be -1), naming each site past the allocator's
+ * wrappers: the built-in ones and the functions matching skip[0..nskip)
+ * (skipsites.h; expressions that compile). NULL only when out of memory.
  */
-struct topview *topview_new(int in, int out);
+struct topview *topview_new(int in, int out, const char *const *skip, size_t nskip);
 /* Restore the terminal and free. NULL is fine. */
 void topview_free(struct topview *tv);
 /* A line shown under the title until the next one (e.g. "wrote FILE"). */

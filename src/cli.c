@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,7 @@
 
 enum { OPT_SAMPLE_RATE = 256, OPT_INTERVAL, OPT_EVERY, OPT_DURATION, OPT_FORMAT,
        OPT_LIST_HOOKS, OPT_MODE, OPT_MAX_DEPTH, OPT_VERSION, OPT_INUSE_INTERVAL, OPT_TOP,
-       OPT_CENSUS, OPT_NO_PYTHON, OPT_PYTHON_C_FRAMES, OPT_NO_SECCOMP_PROBE };
+       OPT_CENSUS, OPT_NO_PYTHON, OPT_PYTHON_C_FRAMES, OPT_NO_SECCOMP_PROBE, OPT_SKIP };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -25,6 +26,7 @@ static const struct option long_opts[] = {
 	{ "max-depth", required_argument, NULL, OPT_MAX_DEPTH },
 	{ "list-hooks", no_argument, NULL, OPT_LIST_HOOKS },
 	{ "top", no_argument, NULL, OPT_TOP },
+	{ "skip", required_argument, NULL, OPT_SKIP },
 	{ "census", no_argument, NULL, OPT_CENSUS },
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 	{ "python-c-frames", no_argument, NULL, OPT_PYTHON_C_FRAMES },
@@ -64,6 +66,12 @@ void cli_usage(FILE *f)
 "      --top                a live view: RSS, allocation rate, top sites, every\n"
 "                           second (keys: q quit, d dump now, s sort); a plain\n"
 "                           table when stdout is not a terminal\n"
+"      --skip REGEX         --top names a site by its first frame that is not an\n"
+"                           allocator wrapper (known ones: zmalloc, ngx_alloc,\n"
+"                           palloc, PyMem_Malloc, xmalloc, ...; and functions\n"
+"                           whose code returns what they allocate); also skip\n"
+"                           the functions matching REGEX (grep -E; repeatable,\n"
+"                           up to %d). The profile keeps every frame\n"
 "      --census             before attaching, walk glibc's heaps once: chunks in\n"
 "                           use and free by size (what no sample can show)\n"
 "      --no-python          no Python frames: in a CPython target (3.8 to 3.13)\n"
@@ -86,7 +94,8 @@ void cli_usage(FILE *f)
 "status); 1 could not attach or write; 2 bad command line; 3 profile\n"
 "written, but the target was killed by a signal; 4 profile written, but\n"
 "heapattach mappings had to stay in the target; 5 profile written, but\n"
-"--sample-rate 1 lost events (how many is said, and in the profile).\n");
+"--sample-rate 1 lost events (how many is said, and in the profile).\n",
+		CLI_MAX_SKIP);
 }
 
 int cli_parse_size(const char *s, uint64_t *out)
@@ -211,6 +220,17 @@ int cli_parse(int argc, char **argv, struct options *o)
 		case OPT_TOP:
 			o->top = 1;
 			break;
+		case OPT_SKIP: {
+			regex_t re;
+
+			if (o->nskip == CLI_MAX_SKIP)
+				return bad("--skip (too many)", optarg);
+			if (regcomp(&re, optarg, REG_EXTENDED | REG_NOSUB))
+				return bad("regular expression", optarg);
+			regfree(&re);
+			o->skip[o->nskip++] = optarg;
+			break;
+		}
 		case OPT_CENSUS:
 			o->census = 1;
 			break;

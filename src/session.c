@@ -1041,7 +1041,7 @@ int session_run(const struct options *opt)
 	}
 	memreport_arm(&s);
 	if (opt->top)
-		s.tv = topview_new(STDIN_FILENO, STDOUT_FILENO);
+		s.tv = topview_new(STDIN_FILENO, STDOUT_FILENO, opt->skip, opt->nskip);
 	test_delay("HEAPATTACH_TEST_START_DELAY_MS");
 	s.mode->loop(&s);
 	topview_free(s.tv);

@@ -9,25 +9,33 @@
 #include <unistd.h>
 
 #include "allocstats.h"
+#include "disasm.h"
 #include "profile.h"
+#include "remote.h"
+#include "skipsites.h"
 #include "symbolize.h"
 #include "topview.h"
 #include "xmalloc.h"
 
 /*
- * A site is where the allocator returned to (a bucket's first frame):
- * buckets are summed by it every second, and each site keeps its live
- * bytes of the last HIST seconds, so that growth over that window and the
- * allocation rate can be shown beside the live bytes. Plain ANSI escapes
- * (the alternate screen, home and clear), as top does without curses for
- * a screen this simple; the terminal's settings are put back on every way
- * out of the view (topview_free, which session.c calls on its one exit).
+ * A site is the first frame of a bucket's stack whose function is not an
+ * allocator wrapper (named so, skipsites.h, or found so by its code,
+ * is_wrapper; the leaf when all are): buckets are summed by it every
+ * second, and each site keeps its live bytes of the last HIST seconds, so
+ * that growth over that window and the allocation rate can be shown beside
+ * the live bytes. Plain ANSI escapes (the alternate screen, home and
+ * clear), as top does without curses for a screen this simple; the
+ * terminal's settings are put back on every way out of the view
+ * (topview_free, which session.c calls on its one exit).
  */
 
 #define REFRESH_NS 1000000000ULL
 #define HIST 10                 /* seconds of growth shown */
 #define MAX_SITES 65536         /* beyond: one "(other sites)" row */
 #define NAME_LEN 72
+#define PC_CACHE 16384          /* frames whose wrapper test is remembered */
+#define WRAP_CODE 512           /* bytes of code read after a call to follow its result */
+#define IMPURE_MAX 4096         /* functions found impure at most (a power of 2) */
 
 enum sort_by { BY_LIVE, BY_GROWTH, BY_RATE, NSORTS };
 
@@ -58,14 +66,32 @@ struct topview {
 	int redraw;                     /* the sort changed: draw again now */
 	const struct topview_in *ti;    /* during a tick */
 	char said[256];                 /* topview_say's line, or "" */
+	struct skipsites *skip;
+	struct pc_wrap {                /* a direct-mapped cache of frames tested */
+		uint64_t pc;
+		uint64_t fn;            /* its function's start; 0 unknown */
+		int named, pure;        /* skipsites_match; returns_result */
+	} *pcs;
+	uint64_t *impure;               /* open addressing: functions with a call site
+					 * whose result they do not return */
 };
 
 static const char *const sort_names[NSORTS] = { "live", "growth", "alloc rate" };
 static const char sort_keys[NSORTS] = { 'l', 'g', 'a' };
 
-struct topview *topview_new(int in, int out)
+struct topview *topview_new(int in, int out, const char *const *skip, size_t nskip)
 {
 	struct topview *tv = xcalloc(1, sizeof(*tv));
+
+	tv->skip = skipsites_new();
+	if (!tv->skip) {
+		free(tv);
+		return NULL;
+	}
+	for (size_t i = 0; i < nskip; i++)
+		skipsites_add(tv->skip, skip[i]);	/* checked by cli.c */
+	tv->pcs = xcalloc(PC_CACHE, sizeof(*tv->pcs));
+	tv->impure = xcalloc(IMPURE_MAX, sizeof(*tv->impure));
 
 	tv->in = in;
 	tv->out = out;
@@ -94,6 +120,9 @@ void topview_free(struct topview *tv)
 	if (tv->raw)
 		tcsetattr(tv->in, TCSANOW, &tv->term);
 	free(tv->sites);
+	free(tv->pcs);
+	free(tv->impure);
+	skipsites_free(tv->skip);
 	free(tv);
 }
 
@@ -140,10 +169,89 @@ static void name_site(struct topview *tv, struct site *s)
 		 (unsigned long long)s->pc);
 }
 
+/* 1 if the target's code at return address pc (in an object file's
+ * function) returns the result of the call before it: that function is a
+ * pure wrapper of it (disasm.h). */
+static int returns_result(const struct topview *tv, uint64_t pc)
+{
+	uint8_t code[WRAP_CODE];
+	size_t len = sizeof(code);
+
+	/* a short read near the end of a mapping: as far as its page goes */
+	if (remote_mem_read(tv->ti->pid, pc, code, len)) {
+		len = 4096 - (pc & 4095);
+		if (len > sizeof(code) || remote_mem_read(tv->ti->pid, pc, code, len))
+			return 0;
+	}
+	return disasm_returns_result(code, len, pc);
+}
+
+/* The slot of function start fn among the impure ones: its own, or the
+ * empty one where it would go; NULL when the table is full. */
+static uint64_t *impure_slot(struct topview *tv, uint64_t fn)
+{
+	size_t i = (size_t)(fn * 0x9E3779B97F4A7C15ULL >> 52) & (IMPURE_MAX - 1);
+
+	for (size_t n = 0; n < IMPURE_MAX; n++, i = (i + 1) & (IMPURE_MAX - 1))
+		if (tv->impure[i] == fn || !tv->impure[i])
+			return &tv->impure[i];
+	return NULL;
+}
+
+/*
+ * 1 if the function of return address pc is an allocator wrapper: named
+ * so (skipsites.h), or one whose every allocating call seen (each a frame
+ * reached past wrappers only) returns the result (returns_result): a
+ * function that also allocates for itself, a header say, is a site for
+ * all its calls once that call is seen (a full table: none is a wrapper
+ * by its code).
+ */
+static int is_wrapper(struct topview *tv, uint64_t pc)
+{
+	struct pc_wrap *c = &tv->pcs[(pc * 0x9E3779B97F4A7C15ULL >> 50) & (PC_CACHE - 1)];
+	struct sym_info si;
+	uint64_t *slot;
+
+	if (c->pc != pc) {
+		*c = (struct pc_wrap){ .pc = pc };
+		if (tv->ti->sym && pc > 1 && symbolizer_lookup(tv->ti->sym, pc - 1, &si) == 0 &&
+		    si.function) {
+			c->named = skipsites_match(tv->skip, si.function);
+			c->fn = pc - 1 - si.offset;
+			c->pure = !c->named && si.map && returns_result(tv, pc);
+			slot = c->fn && !c->named && !c->pure ? impure_slot(tv, c->fn) : NULL;
+			if (slot)
+				*slot = c->fn;
+		}
+	}
+	if (c->named || !c->pure)
+		return c->named;
+	slot = impure_slot(tv, c->fn);
+	return slot && !*slot;
+}
+
+/* The return address that names b's site: its first frame outside the
+ * allocator's wrappers (the leaf when every frame is one); 2 for no stack. */
+static uint64_t site_pc(struct topview *tv, const struct profile_bucket *b)
+{
+	for (size_t k = 0; k < b->npcs; k++)
+		if (!is_wrapper(tv, b->pcs[k]))
+			return b->pcs[k];
+	return b->npcs ? b->pcs[0] : 2;
+}
+
+/* Before summing: walk every stack's wrappers, so that a function found
+ * impure at one call is so for all of its calls in this refresh. */
+static int test_bucket(const struct profile_bucket *b, void *arg)
+{
+	site_pc(arg, b);
+	return 0;
+}
+
 static int add_bucket(const struct profile_bucket *b, void *arg)
 {
 	struct topview *tv = arg;
-	uint64_t pc = b->npcs ? b->pcs[0] : 2;	/* 2: the empty stack's site */
+	uint64_t pc = site_pc(tv, b);
 	struct site *s = site_of(tv, pc);
 	int64_t lc, lb, ac, ab;
 
@@ -181,6 +289,7 @@ static void gather(struct topview *tv)
 		tv->sites[i].prev_alloc = tv->sites[i].alloc;
 		tv->sites[i].live = tv->sites[i].alloc = 0;
 	}
+	profile_foreach(tv->ti->prof, test_bucket, tv);
 	profile_foreach(tv->ti->prof, add_bucket, tv);
 	for (size_t i = 0; i < MAX_SITES; i++) {
 		struct site *s = &tv->sites[i];

@@ -14,6 +14,7 @@
 #include "report_pprof.h"
 #include "report_series.h"
 #include "report_text.h"
+#include "skipsites.h"
 #include "xmalloc.h"
 
 #define REPORT_MAX_TOP   1000
@@ -27,11 +28,13 @@ struct report_opts {
 	const char *base, *plot, *flame, *html;
 	regex_t re[REPORT_MAX_SITES];
 	size_t nre;
+	struct skipsites *skip;
 	char **files;
 	size_t nfiles;
 };
 
-enum { OPT_JSON = 256, OPT_FORMAT, OPT_TOP, OPT_SITE, OPT_BASE, OPT_PLOT, OPT_FLAME, OPT_HTML };
+enum { OPT_JSON = 256, OPT_FORMAT, OPT_TOP, OPT_SITE, OPT_BASE, OPT_PLOT, OPT_FLAME, OPT_HTML,
+       OPT_SKIP };
 
 static const struct option report_long[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
@@ -42,6 +45,7 @@ static const struct option report_long[] = {
 	{ "plot", required_argument, NULL, OPT_PLOT },
 	{ "flame", required_argument, NULL, OPT_FLAME },
 	{ "html", required_argument, NULL, OPT_HTML },
+	{ "skip", required_argument, NULL, OPT_SKIP },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -67,6 +71,10 @@ static void report_usage(FILE *f)
 "                           the last dump (growth with --base)\n"
 "      --html FILE          write one offline HTML page with it all\n"
 "      --base FILE          what grew from FILE to the one FILE given\n"
+"      --skip REGEX         a site is named by its first frame that is not an\n"
+"                           allocator wrapper (known ones: zmalloc, ngx_alloc,\n"
+"                           palloc, PyMem_Malloc, xmalloc, ...); also skip the\n"
+"                           functions matching REGEX (grep -E; repeatable)\n"
 "  -h, --help               this help\n"
 "\n"
 "Exit status: 0 done; 1 a file could not be read or written; 2 bad command line.\n",
@@ -119,6 +127,10 @@ static int parse(int argc, char **argv, struct report_opts *o)
 			if (regcomp(&o->re[o->nre], optarg, REG_EXTENDED | REG_NOSUB))
 				return bad("regular expression", optarg);
 			o->nre++;
+			break;
+		case OPT_SKIP:
+			if (skipsites_add(o->skip, optarg))
+				return bad("regular expression", optarg);
 			break;
 		case OPT_BASE:
 			o->base = optarg;
@@ -286,12 +298,19 @@ int report_main(int argc, char **argv)
 	size_t idx[REPORT_MAX_SITES];
 	struct outs out;
 	char title[512];
-	int diff, rc = parse(argc, argv, &o);
+	int diff, rc;
 
+	o.skip = skipsites_new();
+	if (!o.skip) {
+		fprintf(stderr, "heapattach report: out of memory\n");
+		return 1;
+	}
+	rc = parse(argc, argv, &o);
 	if (rc)
 		goto out;
 	diff = o.base != NULL;
 	s = rseries_new(diff ? 2 : o.nfiles);
+	rseries_set_skip(s, o.skip);
 	if (diff)
 		rc = add_file(s, 0, o.base) || add_file(s, 1, o.files[0]);
 	for (size_t i = 0; !diff && i < o.nfiles && !rc; i++)
@@ -328,5 +347,6 @@ out:
 	rseries_free(s);
 	for (size_t i = 0; i < o.nre; i++)
 		regfree(&o.re[i]);
+	skipsites_free(o.skip);
 	return rc == 1 && !s ? 0 : rc;
 }

@@ -23,11 +23,13 @@ static void row(FILE *f, const struct rseries *s, const struct rseries_site *st,
 		st->fig[RS_ALLOC_N][last], frees > 0 ? frees : 0, why ? why : "suspect");
 	if (color)
 		fprintf(f, "<span class=\"sw\" style=\"background:%s\"></span>", color);
+	/* the site in bold, the wrappers skipped to reach it grey */
 	for (size_t k = 0; k < st->nframes; k++) {
-		fputs(k ? "<br>&lt; " : "<b>", f);
+		if (k)
+			fputs("<br>&lt; ", f);
+		fputs(k < st->skip ? "<span class=\"w\">" : k == st->skip ? "<b>" : "", f);
 		rfmt_xml(f, st->frames[k]);
-		if (!k)
-			fputs("</b>", f);
+		fputs(k < st->skip ? "</span>" : k == st->skip ? "</b>" : "", f);
 	}
 	if (!st->nframes)
 		fputs("[no stack]", f);
@@ -66,7 +68,7 @@ int rhtml_write(FILE *f, const struct rseries *s, const size_t *idx, size_t n,
 	      "table{border-collapse:collapse;margin:8px 0 20px}\n"
 	      "td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}\n"
 	      "th{background:#eee}td.n{text-align:right;white-space:nowrap}\n"
-	      "td.s{font-family:monospace;font-size:12px}\n"
+	      "td.s{font-family:monospace;font-size:12px}\n.w{color:#888}\n"
 	      ".sw{display:inline-block;width:12px;height:12px;margin-right:6px}\n"
 	      "svg{display:block;margin:8px 0;max-width:100%;height:auto}\n"
 	      "</style></head><body>\n<h1>heapattach report</h1>\n", f);
@@ -94,7 +96,8 @@ int rhtml_write(FILE *f, const struct rseries *s, const size_t *idx, size_t n,
 	table(f, "others", "site (leaf &lt; callers)");
 	for (k = nsus; k < s->nsites && k - nsus < top; k++)
 		row(f, s, &s->sites[k], k + 1, color_of(idx, n, k));
-	fputs("</table>\n<h2>Functions (the allocator's caller, over all its stacks)</h2>\n", f);
+	fputs("</table>\n<h2>Functions (the first caller past the allocator's wrappers, over "
+	      "all its stacks)</h2>\n", f);
 	table(f, "functions", "function");
 	for (k = 0; k < s->nfuncs && k < top; k++)
 		row(f, s, &s->funcs[k], k + 1, NULL);

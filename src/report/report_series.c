@@ -14,6 +14,7 @@
 #include <string.h>
 #include "hash.h"
 #include "report_series.h"
+#include "skipsites.h"
 #include "xmalloc.h"
 
 struct table {
@@ -24,7 +25,9 @@ struct table {
 struct priv {
 	struct table names, sites, funcs;
 	char **name;            /* interned names */
+	signed char *wrapper;   /* per name: -1 untested, else skipsites_match */
 	size_t nnames;
+	const struct skipsites *skip;
 	size_t site_cap, func_cap;
 };
 
@@ -69,13 +72,38 @@ static const char *intern(struct priv *p, const char *s)
 		p->names.slot = slot;
 		p->names.cap = cap;
 		p->name = xrealloc(p->name, cap / 2 * sizeof(char *));
+		p->wrapper = xrealloc(p->wrapper, cap / 2);
 	}
 	for (i = h & (p->names.cap - 1); p->names.slot[i]; i = (i + 1) & (p->names.cap - 1))
 		if (!strcmp(p->name[p->names.slot[i] - 1], s))
 			return p->name[p->names.slot[i] - 1];
 	p->name[p->nnames] = xstrdup(s);
+	p->wrapper[p->nnames] = -1;
 	p->names.slot[i] = ++p->nnames;
 	return p->name[p->nnames - 1];
+}
+
+/* 1 if interned name s is an allocator wrapper (tested once per name). */
+static int is_wrapper(struct priv *p, const char *s)
+{
+	size_t i = hash_bytes(s, strlen(s)) & (p->names.cap - 1);
+
+	while (p->name[p->names.slot[i] - 1] != s)
+		i = (i + 1) & (p->names.cap - 1);
+	i = p->names.slot[i] - 1;
+	if (p->wrapper[i] < 0)
+		p->wrapper[i] = (signed char)skipsites_match(p->skip, s);
+	return p->wrapper[i];
+}
+
+/* Leading wrapper frames of f[0..n): 0 when all are. */
+static size_t wrappers_of(struct priv *p, const char **f, size_t n)
+{
+	size_t k = 0;
+
+	while (k < n && p->skip && is_wrapper(p, f[k]))
+		k++;
+	return k < n ? k : 0;
 }
 
 /* ---- site tables ---- */
@@ -177,6 +205,11 @@ struct rseries *rseries_new(size_t ndumps)
 	return s;
 }
 
+void rseries_set_skip(struct rseries *s, const struct skipsites *ss)
+{
+	((struct priv *)s->priv)->skip = ss;
+}
+
 int rseries_add(struct rseries *s, size_t d, const char *path, const struct rprof *p)
 {
 	struct priv *pv = s->priv;
@@ -217,7 +250,8 @@ int rseries_add(struct rseries *s, size_t d, const char *path, const struct rpro
 			frames[k] = intern(pv, sm->frames[k]);
 		site = site_get(&pv->sites, &s->sites, &s->nsites, &pv->site_cap, frames,
 				sm->nframes, s->ndumps);
-		leaf = sm->nframes ? frames[0] : intern(pv, "[no stack]");
+		site->skip = wrappers_of(pv, frames, sm->nframes);
+		leaf = sm->nframes ? frames[site->skip] : intern(pv, "[no stack]");
 		fn = site_get(&pv->funcs, &s->funcs, &s->nfuncs, &pv->func_cap, &leaf, 1, s->ndumps);
 		for (int k = 0; k < RS_NFIG; k++) {
 			double v = col[k] < 0 ? 0 : (double)sm->values[col[k]];
@@ -403,7 +437,7 @@ static int unnamed(const char *frame)
 
 char *rseries_site_name(const struct rseries_site *site, size_t depth)
 {
-	size_t len = 1, i, shown = 0;
+	size_t len = 64, i, shown = 0;
 	char *out, *p;
 
 	if (!site->nframes)
@@ -413,7 +447,7 @@ char *rseries_site_name(const struct rseries_site *site, size_t depth)
 	out = p = xmalloc(len + 6);
 	/* leaf first, depth names; a run of unnamed frames (a stripped
 	 * library's) is one, so that the named callers behind it show */
-	for (i = 0; i < site->nframes && shown < depth; shown++) {
+	for (i = site->skip; i < site->nframes && shown < depth; shown++) {
 		size_t run = 0;
 
 		while (i + run < site->nframes && unnamed(site->frames[i + run]))
@@ -425,7 +459,13 @@ char *rseries_site_name(const struct rseries_site *site, size_t depth)
 		i += run > 1 ? run : 1;
 	}
 	if (i < site->nframes)
-		strcpy(p, " < ...");
+		p = stpcpy(p, " < ...");
+	for (i = 0; i < site->skip && i < 3; i++)
+		p += sprintf(p, "%s%s", i ? " < " : " [via ", site->frames[i]);
+	if (site->skip > 3)
+		p += sprintf(p, " < %zu more", site->skip - 3);
+	if (site->skip)
+		strcpy(p, "]");
 	return out;
 }
 
@@ -458,6 +498,7 @@ void rseries_free(struct rseries *s)
 	for (size_t i = 0; i < pv->nnames; i++)
 		free(pv->name[i]);
 	free(pv->name);
+	free(pv->wrapper);
 	free(pv->names.slot);
 	free(pv->sites.slot);
 	free(pv->funcs.slot);

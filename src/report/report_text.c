@@ -93,7 +93,8 @@ void rtext_suspects(FILE *f, const struct rseries *s, size_t top)
 		for (k = nsus; k < s->nsites && k - nsus < top; k++)
 			trend_row(f, s, &s->sites[k], k + 1, 1);
 	}
-	fprintf(f, "\nFunctions (the allocator's caller, over all its stacks):\n");
+	fprintf(f, "\nFunctions (the first caller past the allocator's wrappers, over all "
+		   "its stacks):\n");
 	trend_head(f, "function");
 	for (k = 0; k < s->nfuncs && k < top; k++) {
 		trend_row(f, s, &s->funcs[k], k + 1, !s->funcs[k].trend.suspect);
@@ -117,6 +118,10 @@ static void json_stack(FILE *f, const struct rseries_site *st)
 		rfmt_json(f, st->frames[k]);
 	}
 	fputc(']', f);
+	if (st->nframes) {
+		fputs(",\"site\":", f);
+		rfmt_json(f, st->frames[st->skip]);
+	}
 }
 
 static void json_trend(FILE *f, const struct rseries *s, const struct rseries_site *st, size_t rank)
@@ -245,7 +250,7 @@ void rtext_diff(FILE *f, const struct rseries *s, size_t top)
 		rfmt_bytes(g, sizeof(g), d));
 	fprintf(f, "By site:\n");
 	diff_table(f, s, 0, top);
-	fprintf(f, "\nBy function (the allocator's caller):\n");
+	fprintf(f, "\nBy function (the first caller past the allocator's wrappers):\n");
 	diff_table(f, s, 1, top);
 }
 

@@ -75,7 +75,51 @@ static void test_data_refs(void)
 	expect_int_eq(disasm_data_refs(code, sizeof(code), 0x1000, r, 2), 2);
 }
 
+/* A call's result followed to the return: through register copies and
+ * other calls (callee-saved), past a NULL test's failure path; a store,
+ * an overwrite, a loop or an indirect jump is no pure return. */
+static void test_returns_result(void)
+{
+	static const uint8_t copied[] = {
+		0x48, 0x89, 0xc3,		/* mov %rax,%rbx */
+		0x48, 0x89, 0xc7,		/* mov %rax,%rdi */
+		0xe8, 0x00, 0x00, 0x00, 0x00,	/* call (memset, say) */
+		0x48, 0x89, 0xd8,		/* mov %rbx,%rax */
+		0x5b, 0xc3,			/* pop %rbx; ret */
+	};
+	static const uint8_t null_je[] = {
+		0x48, 0x85, 0xc0, 0x74, 0x01,	/* test %rax,%rax; je +1 */
+		0xc3, 0x0f, 0x0b,		/* ret; ud2 */
+	};
+	static const uint8_t null_jne[] = {
+		0x48, 0x85, 0xc0, 0x75, 0x02,	/* test %rax,%rax; jne +2 */
+		0x31, 0xc0, 0xc3,		/* xor %eax,%eax; ret (NULL anyway) */
+	};
+	static const uint8_t stored[] = {
+		0x48, 0x89, 0x43, 0x08,		/* mov %rax,8(%rbx) */
+		0x48, 0x89, 0xd8, 0xc3,		/* mov %rbx,%rax; ret */
+	};
+	static const uint8_t zeroed[] = { 0x31, 0xc0, 0xc3 };
+	static const uint8_t loop[] = { 0xeb, 0xfe };
+	static const uint8_t indirect[] = { 0xff, 0xe0 };
+	static const uint8_t lost[] = {
+		0xe8, 0x00, 0x00, 0x00, 0x00, 0xc3,	/* call; ret: rax is the callee's */
+	};
+
+	expect_int_eq(disasm_returns_result(copied, sizeof(copied), 0x1000), 1);
+	expect_int_eq(disasm_returns_result(copied, sizeof(copied) - 1, 0x1000), 0);
+	expect_int_eq(disasm_returns_result(null_je, sizeof(null_je), 0x1000), 1);
+	expect_int_eq(disasm_returns_result(null_jne, sizeof(null_jne), 0x1000), 1);
+	expect_int_eq(disasm_returns_result(null_jne + 3, sizeof(null_jne) - 3, 0x1003), 0);
+	expect_int_eq(disasm_returns_result(stored, sizeof(stored), 0x1000), 0);
+	expect_int_eq(disasm_returns_result(zeroed, sizeof(zeroed), 0x1000), 0);
+	expect_int_eq(disasm_returns_result(loop, sizeof(loop), 0x1000), 0);
+	expect_int_eq(disasm_returns_result(indirect, sizeof(indirect), 0x1000), 0);
+	expect_int_eq(disasm_returns_result(lost, sizeof(lost), 0x1000), 0);
+}
+
 HARNESS_MAIN("disasm",
 	T(test_plt_slot),
 	T(test_branches),
-	T(test_data_refs))
+	T(test_data_refs),
+	T(test_returns_result))

@@ -11,6 +11,7 @@
 #include "report_fmt.h"
 #include "report_pprof.h"
 #include "report_series.h"
+#include "skipsites.h"
 
 /* Our writer's output for a small exact profile, in *len bytes (malloc'd). */
 static uint8_t *written_profile(size_t *len)
@@ -330,6 +331,50 @@ static void test_site_name(void)
 	free(name);
 }
 
+/* Sites past the wrappers: known ones (xmalloc, zmalloc, operator new) and
+ * --skip's; a function that all frames are wrappers of keeps its leaf. */
+static void test_skip(void)
+{
+	static const char *ty[] = { "inuse_space" };
+	const char *a[] = { "xmalloc", "buf_get", "site_a", "main" };
+	const char *b[] = { "zmalloc_usable", "site_b", "main" };
+	const char *c[] = { "operator new(unsigned long)", "xmalloc" };
+	const int64_t va = 100, vb = 20, vc = 3;
+	struct rprof_sample sm[] = { { a, 4, &va }, { b, 3, &vb }, { c, 2, &vc } };
+	struct rprof p = { .ntypes = 1, .type = ty, .unit = ty, .nsamples = 3, .samples = sm };
+	struct skipsites *ss = skipsites_new();
+	struct rseries *s = rseries_new(1);
+	char *name;
+
+	expect_true(ss != NULL);
+	expect_int_eq(skipsites_match(ss, "xmalloc"), 1);
+	expect_int_eq(skipsites_match(ss, "ngx_palloc"), 1);
+	expect_int_eq(skipsites_match(ss, "PyObject_Malloc"), 1);
+	expect_int_eq(skipsites_match(ss, "std::__new_allocator<int>::allocate(unsigned long, void const*)"), 1);
+	expect_int_eq(skipsites_match(ss, "xmalloc_table"), 0);
+	expect_int_eq(skipsites_match(ss, "buf_get"), 0);
+	expect_int_eq(skipsites_add(ss, "("), -EINVAL);
+	expect_int_eq(skipsites_add(ss, "^buf_"), 0);
+	expect_int_eq(skipsites_match(ss, "buf_get"), 1);
+	expect_int_eq(skipsites_count(ss, c, 2), 0);
+	rseries_set_skip(s, ss);
+	expect_int_eq(rseries_add(s, 0, "x", &p), 0);
+	rseries_finish(s, 0);
+	expect_int_eq(s->nfuncs, 3);
+	expect_str_eq(s->funcs[0].frames[0], "site_a");
+	expect_str_eq(s->funcs[1].frames[0], "site_b");
+	expect_str_eq(s->funcs[2].frames[0], "operator new(unsigned long)");
+	expect_int_eq(s->sites[0].skip, 2);
+	name = rseries_site_name(&s->sites[0], 4);
+	expect_str_eq(name, "site_a < main [via xmalloc < buf_get]");
+	free(name);
+	name = rseries_site_name(&s->sites[2], 1);
+	expect_str_eq(name, "operator new(unsigned long) < ...");
+	free(name);
+	rseries_free(s);
+	skipsites_free(ss);
+}
+
 static void test_no_live(void)
 {
 	static const char *ty[] = { "samples", "cpu" };
@@ -372,5 +417,5 @@ static void test_escaping(void)
 	expect_str_eq(rfmt_bytes(b, sizeof(b), -3.0 * 1024 * 1024), "-3.0 MiB");
 }
 
-HARNESS_MAIN("report", T(test_site_name), T(test_roundtrip), T(test_hostile), T(test_go_profile), T(test_bad_refs), T(test_ranking),
+HARNESS_MAIN("report", T(test_site_name), T(test_skip), T(test_roundtrip), T(test_hostile), T(test_go_profile), T(test_bad_refs), T(test_ranking),
 	     T(test_diff), T(test_no_live), T(test_folded_line), T(test_escaping))

@@ -1,4 +1,4 @@
-/* What generic code asks of machine code (x86-64): PLT stubs, direct branches and data references. */
+/* What generic code asks of machine code (x86-64): PLT stubs, direct branches, data references, whether a call's result is returned. */
 /* SPDX-License-Identifier: MIT */
 #ifndef HEAPATTACH_ARCH_DISASM_H
 #define HEAPATTACH_ARCH_DISASM_H
@@ -42,5 +42,16 @@ struct disasm_ref {
  */
 size_t disasm_data_refs(const uint8_t *code, size_t len, uint64_t vaddr,
 			struct disasm_ref *out, size_t max);
+
+/*
+ * 1 if the code from vaddr, the return address of a call, returns that
+ * call's result unchanged on every path on which it is not NULL (then the
+ * function is a pure wrapper of what it called there), from its first len
+ * bytes at code; 0 if some path changes, drops or stores it before
+ * returning, or cannot be followed within code (an indirect jump, a loop
+ * past the budget). Register copies are followed, memory is not; a call
+ * keeps only the callee-saved registers.
+ */
+int disasm_returns_result(const uint8_t *code, size_t len, uint64_t vaddr);
 
 #endif

@@ -1,0 +1,29 @@
+/* Allocator wrappers: the frames skipped to name an allocation's site (a built-in list and --skip). */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_SKIPSITES_H
+#define HEAPATTACH_SKIPSITES_H
+
+#include <stddef.h>
+
+/*
+ * A stack's site is its first frame, from the leaf, whose function is not
+ * an allocator wrapper: a function known to return what it got from the
+ * allocator (a built-in list of redis, nginx, PostgreSQL, CPython, glib,
+ * C++ and the usual xmalloc family), or one matching a --skip expression
+ * (POSIX extended, unanchored, as grep -E). The profile keeps every frame;
+ * only the site shown (--top, the report's tables) moves past wrappers.
+ */
+struct skipsites;
+
+/* The built-in list alone. NULL only when out of memory. */
+struct skipsites *skipsites_new(void);
+/* Also skip functions matching regex. 0, or -EINVAL when it does not compile. */
+int skipsites_add(struct skipsites *ss, const char *regex);
+/* 1 if function is a wrapper to skip, else 0 (also for NULL ss or name). */
+int skipsites_match(const struct skipsites *ss, const char *function);
+/* Leading frames of names[0..n) (leaf first) to skip: the wrappers before
+ * the first other frame; 0 when every frame is one (the leaf is shown). */
+size_t skipsites_count(const struct skipsites *ss, const char *const *names, size_t n);
+void skipsites_free(struct skipsites *ss);
+
+#endif
