@@ -50,6 +50,15 @@ struct debugfile_dwarf {
  */
 int debugfile_dwarf_begin(struct debugfile_dwarf *out, struct elfobj *e, int root, pid_t as,
 			  const char *where);
+/*
+ * The same in two steps, for a caller that opens the files while the
+ * target is there and reads them later (its root and its access are
+ * needed to open, not to read): e's alt file, found as above, or NULL;
+ * then libdw over e with alt (owned from then on, freed on failure too;
+ * NULL: none found, an empty one is handed to libdw).
+ */
+struct elfobj *debugfile_alt_open(const struct elfobj *e, int root, pid_t as, const char *where);
+int debugfile_dwarf_begin_alt(struct debugfile_dwarf *out, struct elfobj *e, struct elfobj *alt);
 void debugfile_dwarf_end(struct debugfile_dwarf *d);
 
 #endif

@@ -52,8 +52,7 @@ struct session {
 	struct profile *prof;
 	struct sampler sampler;
 	struct unwinder *unw;
-	struct symbolizer *sym;         /* kept warm while the target lives */
-	size_t warm_next;               /* next map whose symbols warm_step loads */
+	struct symbolizer *sym;
 	struct membudget mem;           /* rings sized to the target's memory cgroup */
 	struct perfmap *jit;            /* the target's perf map (JIT names), or NULL */
 	struct pyattach *py;            /* the target's CPython (Python frames), or NULL */

@@ -33,6 +33,18 @@ void symbolizer_free(struct symbolizer *s);
  * Strings stay valid until symbolizer_free. 0 when a symbol or a source line
  * was found (missing parts are NULL/0), else -ENOENT. */
 int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out);
+/*
+ * Open the files that naming addr's object takes (the object, its separate
+ * debug file, that file's dwz alt file), and no more: to open them takes
+ * the target (its root, its access), to read them does not, so the
+ * lookups of that object work after the target is gone. Their DWARF and
+ * the sorted table of functions are read by the first lookup (tens of
+ * milliseconds for a big object, many times that on a loaded machine);
+ * this costs the opening (with the files' symbols, as target_object and
+ * debugfile_open read them). 0, or -ENOENT when no object is mapped at
+ * addr.
+ */
+int symbolizer_hold(struct symbolizer *s, uint64_t addr);
 /* Name code that is in no ELF object from pm (may be NULL: none), which
  * must outlive s; its names are valid until its next refresh. */
 void symbolizer_set_perfmap(struct symbolizer *s, const struct perfmap *pm);

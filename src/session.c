@@ -515,23 +515,54 @@ static int housekeeping(struct session *s)
 }
 
 /*
- * Load the symbols of one more mapped object, so that names are there even
- * if the target exits before the dump. They are all loaded before the
- * attach, then one at a time between drains (objects found later):
- * loading a big object's DWARF must not hold up the rings.
+ * Whether symbols may still be read before the attach: while half of
+ * --duration is left since t0, when heapattach started. Tests only: never
+ * with HEAPATTACH_TEST_HOLD_ONLY=1, so that the dump reads every object,
+ * as after a short --duration on a loaded machine.
  */
-static void warm_step(struct session *s)
+static int warm_may_load(const struct session *s, uint64_t t0)
 {
+	const char *v = getenv("HEAPATTACH_TEST_HOLD_ONLY");
+	uint64_t d = s->opt->duration_ns;
+
+	if (v && *v == '1')
+		return 0;
+	return !d || clock_ns(CLOCK_MONOTONIC) - t0 < d / 2;
+}
+
+/*
+ * Before the attach, while the target runs untouched: make every object
+ * of the maps the hooks were resolved in nameable by a dump, even one
+ * written after the target is gone. One at a time, as long as no stop is
+ * asked for: its symbols and DWARF read (tens of milliseconds for a big
+ * object, hundreds on a loaded machine) while warm_may_load, else only
+ * its files opened (symbolizer_hold), for the dump's first lookup to
+ * read. Never after the attach, where nothing would drain the rings
+ * meanwhile: an object mapped after it is opened by a dump's lookup,
+ * which may find its files gone with the target.
+ */
+static void warm_all(struct session *s, uint64_t t0)
+{
+	uint64_t w0 = clock_ns(CLOCK_MONOTONIC);
+	size_t taken[2] = { 0, 0 };	/* only opened, read */
 	struct sym_info si;
 
-	while (s->sym && s->warm_next < s->maps.n) {
-		const struct proc_map *m = &s->maps.v[s->warm_next++];
+	for (size_t i = 0; s->sym && i < s->maps.n && !stop_signal; i++) {
+		const struct proc_map *m = &s->maps.v[i];
+		int load;
 
-		if ((m->prot & PROC_MAP_X) && m->path && m->path[0] == '/') {
+		if (!(m->prot & PROC_MAP_X) || !m->path || m->path[0] != '/')
+			continue;
+		load = warm_may_load(s, t0);
+		if (load)
 			symbolizer_lookup(s->sym, m->start, &si);
-			return;
-		}
+		else
+			symbolizer_hold(s->sym, m->start);
+		taken[load]++;
 	}
+	pr_debug("symbols of %zu code mappings read before the attach, of %zu more only opened "
+		 "(the dump reads them), in %.1f ms", taken[1], taken[0],
+		 (clock_ns(CLOCK_MONOTONIC) - w0) / 1e6);
 }
 
 /* ---- fast mode: the agent decides in the target, events come through rings ---- */
@@ -630,7 +661,6 @@ static void fast_loop(struct session *s)
 		}
 		if (got && agent_link_busy(s->link))
 			continue;	/* no nap, unless a writer mid-record held the drain */
-		warm_step(s);
 		agent_link_nap(s->link, agent_link_nap_ns(s->link));
 	}
 	/* the heartbeat goes on until the detach has stopped every thread
@@ -996,14 +1026,7 @@ int session_run(const struct options *opt)
 	s.im = new_implant(&s);
 	s.trap = (struct collect_ctx){ s.im, s.prof, &s.sampler, s.unw, &s.stats,
 				       opt->max_depth };
-	/* Symbols first, while the target runs untouched: loading a big
-	 * object's DWARF takes tens of milliseconds, in which a busy target
-	 * would fill the rings with events the tool cannot yet keep up with.
-	 * One object at a time, as long as no stop was asked for and half of
-	 * --duration is left; what is not loaded now is loaded at the dump. */
-	while (s.warm_next < s.maps.n && !stop_signal &&
-	       !(opt->duration_ns && clock_ns(CLOCK_MONOTONIC) - t0 >= opt->duration_ns / 2))
-		warm_step(&s);
+	warm_all(&s, t0);
 	if (!jit_refresh(&s)) {
 		struct perfmap_stats st;
 

@@ -172,8 +172,7 @@ static struct elfobj *empty_elf(void)
 	return elfobj_open_mem(img, sizeof(img));
 }
 
-/* e's dwz alt file, found as debugfile_dwarf_begin says, or NULL. */
-static struct elfobj *open_alt(const struct elfobj *e, int root, pid_t as, const char *where)
+struct elfobj *debugfile_alt_open(const struct elfobj *e, int root, pid_t as, const char *where)
 {
 	const char *id, *name = elfobj_altlink(e, &id);
 	char path[2 * ELFOBJ_PATH_MAX + 8];
@@ -198,11 +197,18 @@ static struct elfobj *open_alt(const struct elfobj *e, int root, pid_t as, const
 int debugfile_dwarf_begin(struct debugfile_dwarf *out, struct elfobj *e, int root, pid_t as,
 			  const char *where)
 {
+	return debugfile_dwarf_begin_alt(out, e, debugfile_alt_open(e, root, as, where));
+}
+
+int debugfile_dwarf_begin_alt(struct debugfile_dwarf *out, struct elfobj *e, struct elfobj *alt)
+{
 	memset(out, 0, sizeof(*out));
 	out->dw = elfobj_dwarf_begin(e);
-	if (!out->dw)
+	if (!out->dw) {
+		elfobj_free(alt);
 		return -ENOENT;
-	out->alt = open_alt(e, root, as, where);
+	}
+	out->alt = alt;
 	if (out->alt)
 		out->alt_dw = elfobj_dwarf_begin(out->alt);
 	if (!out->alt_dw) {

@@ -21,12 +21,15 @@
  * One cache entry per object of the target (target_object, opened with its
  * symbols): the separate debug file if any, a libdw handle for line
  * numbers, and a table of function symbols sorted by link-time address for
- * binary search. Each mapping of the target's maps points to its entry and
- * has its own load bias (a file may be mapped twice at unrelated
- * addresses), found once per maps version, so a repeated lookup costs a
- * binary search over the maps, one over the symbols, and (with DWARF)
- * libdw's own cached CU and line table search. When the target's code
- * mappings change, the entries of objects no longer mapped go.
+ * binary search. The files are opened first (hold_obj: that takes the
+ * target, its root and its access), read on the first lookup (load_obj:
+ * that takes only the files, so it works after the target is gone). Each
+ * mapping of the target's maps points to its entry and has its own load
+ * bias (a file may be mapped twice at unrelated addresses), found once
+ * per maps version, so a repeated lookup costs a binary search over the
+ * maps, one over the symbols, and (with DWARF) libdw's own cached CU and
+ * line table search. When the target's code mappings change, the entries
+ * of objects no longer mapped go.
  */
 
 struct fsym {
@@ -39,6 +42,9 @@ struct fsym {
 struct symobj {
 	struct elfobj *elf;             /* the target's */
 	struct elfobj *dbg;
+	struct elfobj *dwelf;           /* elf or dbg: the one with .debug_info, or NULL */
+	struct elfobj *alt;             /* dwelf's dwz alt file until loaded, or NULL */
+	int loaded;                     /* dwarf and syms read */
 	struct debugfile_dwarf dwarf;
 	Dwarf *dw;                      /* dwarf.dw, or NULL */
 	struct fsym *syms;
@@ -166,26 +172,40 @@ static void build_table(struct symobj *o)
 	o->nsyms = j + 1;
 }
 
-/* A cache entry for object e, the file behind m. */
-static struct symobj *load_obj(struct symbolizer *s, const struct proc_map *m,
+/* A cache entry for object e, the file behind m, with the files it
+ * takes opened (its debug file, that one's alt file), none read yet. */
+static struct symobj *hold_obj(struct symbolizer *s, const struct proc_map *m,
 			       struct elfobj *e)
 {
 	struct symobj *o = xcalloc(1, sizeof(*o));
-	struct elfobj *dwelf = NULL;
 	char *where = NULL;
 
 	o->elf = e;
 	if (elfobj_has_debug_info(o->elf)) {
-		dwelf = o->elf;
+		o->dwelf = o->elf;
 		where = xstrdup(m->path);
 	} else if ((o->dbg = debugfile_open(o->elf, s->root, target_reader(s->t), m->path,
 					    &where)) &&
 		   elfobj_has_debug_info(o->dbg)) {
-		dwelf = o->dbg;
+		o->dwelf = o->dbg;
 	}
-	if (dwelf && !debugfile_dwarf_begin(&o->dwarf, dwelf, s->root, target_reader(s->t), where))
-		o->dw = o->dwarf.dw;
+	if (o->dwelf)
+		o->alt = debugfile_alt_open(o->dwelf, s->root, target_reader(s->t), where);
 	free(where);
+	return o;
+}
+
+/* Read what o's names take from its files: libdw over its DWARF (tens of
+ * milliseconds for a big object, many times that on a loaded machine)
+ * and the function table. Returns o. */
+static struct symobj *load_obj(struct symobj *o)
+{
+	if (o->loaded)
+		return o;
+	o->loaded = 1;
+	if (o->dwelf && !debugfile_dwarf_begin_alt(&o->dwarf, o->dwelf, o->alt))
+		o->dw = o->dwarf.dw;
+	o->alt = NULL;	/* the dwarf's now, or freed */
 	build_table(o);
 	return o;
 }
@@ -196,6 +216,7 @@ static void free_obj(struct symobj *o)
 		free(o->syms[i].demangled);
 	free(o->syms);
 	debugfile_dwarf_end(&o->dwarf);
+	elfobj_free(o->alt);
 	elfobj_free(o->dbg);
 	free(o);
 }
@@ -215,8 +236,9 @@ static struct mapsym *map_entries(struct symbolizer *s, const struct proc_maps *
 	return s->by_map;
 }
 
-/* The cache entry for mapping m of maps (and its bias in *ms), loading it
- * on first use; NULL for anonymous and special ([vdso], [heap]) mappings. */
+/* The cache entry for mapping m of maps (and its bias in *ms), its files
+ * opened on first use (not read: load_obj); none for anonymous and
+ * special ([vdso], [heap]) mappings. */
 static struct mapsym *obj_for(struct symbolizer *s, const struct proc_maps *maps,
 			      const struct proc_map *m)
 {
@@ -394,10 +416,18 @@ int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
 	out->map = m;
 	if (!m || !(ms = obj_for(s, maps, m)) || !ms->o || !ms->have_bias)
 		return jit_lookup(s, addr, out);
-	return name_in(ms->o, addr - ms->bias, out);
+	return name_in(load_obj(ms->o), addr - ms->bias, out);
 }
 
-/* The cache entry for object e (the file behind m), loaded if new. */
+int symbolizer_hold(struct symbolizer *s, uint64_t addr)
+{
+	const struct proc_maps *maps = target_maps(s->t);
+	const struct proc_map *m = maps ? proc_maps_find(maps, addr) : NULL;
+
+	return m && obj_for(s, maps, m)->o ? 0 : -ENOENT;
+}
+
+/* The cache entry for object e (the file behind m), its files opened if new. */
 static struct symobj *symobj_of(struct symbolizer *s, const struct proc_map *m,
 				struct elfobj *e)
 {
@@ -406,7 +436,7 @@ static struct symobj *symobj_of(struct symbolizer *s, const struct proc_map *m,
 	for (size_t i = 0; i < s->nobjs; i++)
 		if (s->objs[i]->elf == e)
 			return s->objs[i];
-	o = load_obj(s, m, e);
+	o = hold_obj(s, m, e);
 	if (s->nobjs == s->capobjs) {
 		s->capobjs = s->capobjs ? s->capobjs * 2 : 16;
 		s->objs = xrealloc(s->objs, s->capobjs * sizeof(*s->objs));
@@ -483,7 +513,7 @@ uint64_t symbolizer_retire(struct symbolizer *s, const struct proc_maps *old, ui
 		return pc;
 	e = target_object(s->t, m, TARGET_OBJ_SYMS, NULL);
 	if (e && !elfobj_load_bias(e, m, &bias))
-		name_in(symobj_of(s, m, e), pc - 1 - bias, &si);
+		name_in(load_obj(symobj_of(s, m, e)), pc - 1 - bias, &si);
 	if (s->nret == s->capret) {
 		s->capret = s->capret ? s->capret * 2 : 64;
 		s->ret = xrealloc(s->ret, s->capret * sizeof(*s->ret));

@@ -214,12 +214,13 @@ static int add_altlink(const char *file, const char *name, const char *id)
 }
 
 /* The dwz alt file comes from the target's root, by name or build id, or
- * is an empty one: libdw never looks for it by itself. */
+ * is an empty one: libdw never looks for it by itself. Opened first, it is
+ * read after it left the root. */
 static void test_alt(void)
 {
 	const char *b = build_dir();
 	struct debugfile_dwarf dd;
-	struct elfobj *alt, *d;
+	struct elfobj *alt, *d, *a;
 	char p[256], fifo[256];
 	const char *id;
 
@@ -259,6 +260,14 @@ static void test_alt(void)
 			 dir, dir, dir, id, b, dir, id, id + 2), 0);
 	expect_int_eq(debugfile_dwarf_begin(&dd, d, root, TFILE_SELF, NULL), 0);
 	expect_true(dd.alt && elfobj_build_id(dd.alt) && !strcmp(elfobj_build_id(dd.alt), id));
+	debugfile_dwarf_end(&dd);
+	/* in two steps: opened, then read once it is gone from the root */
+	a = debugfile_alt_open(d, root, TFILE_SELF, NULL);
+	expect_true(a && elfobj_build_id(a) && !strcmp(elfobj_build_id(a), id));
+	expect_int_eq(sh("rm %s/root/usr/lib/debug/.build-id/%.2s/%s.debug", dir, id, id + 2), 0);
+	expect_true(debugfile_alt_open(d, root, TFILE_SELF, NULL) == NULL);
+	expect_int_eq(debugfile_dwarf_begin_alt(&dd, d, a), 0);
+	expect_true(dd.alt == a && dd.alt_dw && dwarf_getalt(dd.dw) == dd.alt_dw);
 	debugfile_dwarf_end(&dd);
 	elfobj_free(d);
 out:

@@ -109,28 +109,28 @@ static void test_speed(void)
 	proc_maps_free(&m);
 }
 
-/* Another process (a C++ fixture): libstdc++'s operator new, demangled. */
-static void test_other_process_cxx(void)
+/*
+ * Start fixture (fixtures/printaddrs*: "NAME 0xADDR" lines, then "ready")
+ * and read the address it prints for name into *addr (0 if none). Its
+ * pid, or -1 (said) when it cannot run.
+ */
+static pid_t start_printer(const char *fixture, const char *name, unsigned long *addr)
 {
 	const char *b = getenv("BUILD") ? getenv("BUILD") : "build";
 	char path[4096], line[256];
-	unsigned long addr = 0;
-	struct proc_maps m;
-	struct symbolizer *s;
-	struct target *t;
-	struct sym_info si;
 	int fds[2];
 	pid_t pid;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/fixtures/printaddrs_cxx", b);
+	*addr = 0;
+	snprintf(path, sizeof(path), "%s/fixtures/%s", b, fixture);
 	if (access(path, X_OK)) {
 		fprintf(stderr, "no %s (run make fixtures)\n", path);
 		expect_true(0);
-		return;
+		return -1;
 	}
 	if (pipe(fds))
-		return;
+		return -1;
 	pid = fork();
 	if (pid == 0) {
 		dup2(fds[1], 1);
@@ -140,11 +140,29 @@ static void test_other_process_cxx(void)
 	}
 	close(fds[1]);
 	f = fdopen(fds[0], "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		sscanf(line, "_Znwm %lx", &addr);
-		if (!strncmp(line, "ready", 5))
-			break;
+	while (f && fgets(line, sizeof(line), f) && strncmp(line, "ready", 5)) {
+		size_t n = strlen(name);
+
+		if (!strncmp(line, name, n) && line[n] == ' ')
+			*addr = strtoul(line + n + 1, NULL, 16);
 	}
+	if (f)
+		fclose(f);
+	return pid;
+}
+
+/* Another process (a C++ fixture): libstdc++'s operator new, demangled. */
+static void test_other_process_cxx(void)
+{
+	unsigned long addr;
+	struct proc_maps m;
+	struct symbolizer *s;
+	struct target *t;
+	struct sym_info si;
+	pid_t pid = start_printer("printaddrs_cxx", "_Znwm", &addr);
+
+	if (pid < 0)
+		return;
 	expect_true(addr != 0);
 	expect_int_eq(proc_maps_read(pid, &m), 0);
 	t = target_new(pid, 0);
@@ -160,8 +178,46 @@ static void test_other_process_cxx(void)
 	proc_maps_free(&m);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
-	if (f)
-		fclose(f);
+}
+
+/*
+ * Files opened (symbolizer_hold) while another process lived name its
+ * code once it is gone, reaped: libc's malloc, read only then, as a
+ * symbolizer that read it while the process lived names it (with the
+ * file and line of libc's debug file, when the host has one).
+ */
+static void test_hold_gone(void)
+{
+	struct symbolizer *held, *read;
+	struct target *t, *t2;
+	struct sym_info a, b;
+	unsigned long addr;
+	char proc[64];
+	pid_t pid = start_printer("printaddrs", "malloc", &addr);
+
+	if (pid < 0)
+		return;
+	expect_true(addr != 0);
+	t = target_new(pid, 0);
+	t2 = target_new(pid, 0);
+	held = symbolizer_new(t);
+	read = symbolizer_new(t2);
+	expect_int_eq(symbolizer_hold(held, addr + 1), 0);
+	expect_int_eq(symbolizer_hold(held, 1), -ENOENT);
+	expect_int_eq(symbolizer_lookup(read, addr + 1, &b), 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
+	expect_true(access(proc, F_OK) != 0);
+	expect_int_eq(symbolizer_lookup(held, addr + 1, &a), 0);
+	expect_true(a.function && strstr(a.function, "malloc"));
+	expect_str_eq(a.function, b.function);
+	expect_true(a.file == b.file || (a.file && b.file && !strcmp(a.file, b.file)));
+	expect_int_eq(a.line, b.line);
+	symbolizer_free(held);
+	symbolizer_free(read);
+	target_free(t);
+	target_free(t2);
 }
 
 /* Code that is gone keeps its name through a stand-in. */
@@ -190,4 +246,5 @@ static void test_retire(void)
 	proc_maps_free(&old);
 }
 
-HARNESS_MAIN("symbolize", T(test_self), T(test_retire), T(test_speed), T(test_other_process_cxx))
+HARNESS_MAIN("symbolize", T(test_self), T(test_retire), T(test_speed), T(test_other_process_cxx),
+	     T(test_hold_gone))
