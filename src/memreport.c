@@ -31,6 +31,7 @@
 #define SAFE_TRIES        5             /* stops a snapshot tries for a safe point */
 #define SAFE_GAP_NS       20000000ULL   /* and how far apart */
 #define STALE_NS          2000000000ULL /* older figures are said to be */
+#define MMCHUNKS_BUDGET_NS 200000000ULL /* glibc's mmapped blocks: at most 200 ms */
 
 void memreport_prepare(struct session *s)
 {
@@ -148,6 +149,8 @@ void memreport_snapshot(struct session *s)
 		s->mr.sm = sm;
 		s->mr.have_sm = 1;
 	}
+	s->mr.have_mmc = s->mr.fn.kind == ALLOCSTATS_GLIBC && s->mr.have_as &&
+			 mmchunks_measure(s->ev.reader, MMCHUNKS_BUDGET_NS, &s->mr.mmc) == 0;
 }
 
 void memreport_compute(struct session *s, struct breakdown *b)
@@ -159,6 +162,7 @@ void memreport_compute(struct session *s, struct breakdown *b)
 		.as = m->have_as ? &as : NULL,
 		.as_why = m->why,
 		.prof = s->prof,
+		.mmc = m->have_mmc ? &m->mmc : NULL,
 	};
 
 	as = m->as;
