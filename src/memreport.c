@@ -194,12 +194,17 @@ static void keep_census(void *arg, const char *text)
 void memreport_census(struct session *s)
 {
 	struct census c;
+	struct mmchunks mm;
 
 	if (census_walk(&s->maps, census_read, s, &c)) {
 		keep_census(&s->mr, "census: no glibc heap could be walked (another allocator, "
 				    "or the heaps changed during the walk)");
 		return;
 	}
+	c.mm_known = mmchunks_measure(s->pid, MMCHUNKS_BUDGET_NS, &mm) == 0 && !mm.cut;
+	c.mm_n = mm.count;
+	c.mm_b = mm.mapped;
+	c.mm_res = mm.resident;
 	census_print(&c, keep_census, &s->mr);
 }
 
