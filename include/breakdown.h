@@ -19,6 +19,8 @@ struct breakdown_in {
 	const char *as_why;             /* and why not (NULL: not said) */
 	const struct profile *prof;     /* live blocks seen since attach */
 	const struct mmchunks *mmc;     /* glibc's mmapped blocks measured (NULL: not) */
+	const struct mmchunks *big;     /* others: the pages of the large blocks the
+					 * profile holds live (NULL: not looked at) */
 };
 
 /* What a line counts. */

@@ -24,6 +24,8 @@ struct memreport {
 	int have_sm;
 	struct mmchunks mmc;            /* glibc: its mmapped blocks at the last snapshot */
 	int have_mmc;
+	struct mmchunks big;            /* others: the profile's large live blocks' pages then */
+	int have_big;
 	char **census;                  /* --census: its lines, kept for every profile */
 	size_t ncensus;
 };

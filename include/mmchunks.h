@@ -1,4 +1,4 @@
-/* glibc's mmapped blocks in the target: found by their headers in anonymous mappings, their resident part read from pagemap. */
+/* Large blocks' resident pages in the target, from pagemap: glibc's mmapped blocks (found by their headers) and the large blocks the profile holds live. */
 /* SPDX-License-Identifier: MIT */
 #ifndef HEAPATTACH_MMCHUNKS_H
 #define HEAPATTACH_MMCHUNKS_H
@@ -27,5 +27,20 @@ struct mmchunks {
  * filled, or -errno (maps or pagemap unreadable).
  */
 int mmchunks_measure(pid_t pid, uint64_t budget_ns, struct mmchunks *out);
+
+/* An address range [lo, hi) of the target's. */
+struct mmchunks_range {
+	uint64_t lo, hi;
+};
+
+/*
+ * The whole pages inside each of n blocks r (large blocks the profile
+ * holds live, of any allocator): out->count the blocks, out->mapped
+ * their pages' bytes, out->resident and out->swapped those resident and
+ * swapped (the rest was never touched, or given back), from pagemap, for
+ * at most budget_ns. 0, or -errno (pagemap unreadable).
+ */
+int mmchunks_pages(pid_t pid, const struct mmchunks_range *r, size_t n, uint64_t budget_ns,
+		   struct mmchunks *out);
 
 #endif

@@ -12,6 +12,7 @@
 #include "implant.h"
 #include "log.h"
 #include "memreport.h"
+#include "profile.h"
 #include "remote.h"
 #include "session.h"
 #include "statscall.h"
@@ -138,6 +139,39 @@ void memreport_poll(struct session *s)
 		refresh(s, TOP_BUDGET_NS);
 }
 
+#define BIG_BLOCK (64u << 10)  /* blocks the profile holds whose pages are looked at */
+
+struct ranges {
+	struct mmchunks_range *v;
+	size_t n, cap;
+};
+
+static void add_range(uint64_t ptr, uint64_t size, void *arg)
+{
+	struct ranges *r = arg;
+
+	if (r->n == r->cap) {
+		r->cap = r->cap ? 2 * r->cap : 64;
+		r->v = xrealloc(r->v, r->cap * sizeof(*r->v));
+	}
+	r->v[r->n++] = (struct mmchunks_range){ ptr, ptr + size };
+}
+
+/* jemalloc, tcmalloc: how much of the large blocks the profile holds live
+ * is not resident (their resident figure counts those pages whole). */
+static void big_blocks(struct session *s)
+{
+	struct memreport *m = &s->mr;
+	struct ranges r = { 0 };
+
+	m->have_big = 0;
+	if (!s->prof || !m->have_as || m->as.resident == UINT64_MAX)
+		return;
+	profile_foreach_live(s->prof, BIG_BLOCK, add_range, &r);
+	m->have_big = mmchunks_pages(s->ev.reader, r.v, r.n, MMCHUNKS_BUDGET_NS, &m->big) == 0;
+	free(r.v);
+}
+
 void memreport_snapshot(struct session *s)
 {
 	struct rss_smaps sm;
@@ -151,6 +185,8 @@ void memreport_snapshot(struct session *s)
 	}
 	s->mr.have_mmc = s->mr.fn.kind == ALLOCSTATS_GLIBC && s->mr.have_as &&
 			 mmchunks_measure(s->ev.reader, MMCHUNKS_BUDGET_NS, &s->mr.mmc) == 0;
+	if (s->mr.fn.kind != ALLOCSTATS_GLIBC)
+		big_blocks(s);
 }
 
 void memreport_compute(struct session *s, struct breakdown *b)
@@ -163,6 +199,7 @@ void memreport_compute(struct session *s, struct breakdown *b)
 		.as_why = m->why,
 		.prof = s->prof,
 		.mmc = m->have_mmc ? &m->mmc : NULL,
+		.big = m->have_big ? &m->big : NULL,
 	};
 
 	as = m->as;

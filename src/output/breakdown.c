@@ -160,9 +160,18 @@ static uint64_t heap_rss(const struct breakdown_in *in, const struct rss_smaps *
 		return arenas + *mm_res;
 	}
 	if (as && known(as->resident)) {
-		*how = "allocator: its resident bytes (an upper bound: pages it never touched "
-		       "may count)";
-		return as->resident < arenas + anon ? as->resident : arenas + anon;
+		uint64_t res = as->resident, none = 0;
+
+		if (in->big) {
+			none = in->big->mapped - in->big->resident - in->big->swapped;
+			res = res > none ? res - none : 0;
+		}
+		*how = in->big && none ?
+		       "estimated: the allocator's resident bytes minus the pages never touched "
+		       "of the large blocks seen since attach (pagemap)" :
+		       "allocator: its resident bytes (an upper bound: pages never touched of "
+		       "large blocks may count)";
+		return res < arenas + anon ? res : arenas + anon;
 	}
 	*how = "measured: smaps ([heap] and arenas); no allocator figures";
 	return arenas;

@@ -1,4 +1,4 @@
-/* glibc's mmapped blocks in the target: found by their headers in anonymous mappings, their resident part read from pagemap. */
+/* Large blocks' resident pages in the target, from pagemap: glibc's mmapped blocks (found by their headers) and the large blocks the profile holds live. */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
@@ -172,5 +172,51 @@ out:
 		close(fd);
 	free(ent);
 	proc_maps_free(&maps);
+	return ret;
+}
+
+int mmchunks_pages(pid_t pid, const struct mmchunks_range *r, size_t n, uint64_t budget_ns,
+		   struct mmchunks *out)
+{
+	uint64_t deadline = now_ns() + budget_ns;
+	uint64_t *ent = xmalloc(PM_BATCH * sizeof(*ent));
+	char path[64];
+	int fd, ret = 0;
+
+	memset(out, 0, sizeof(*out));
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	for (size_t j = 0; j < n && !out->cut; j++) {
+		uint64_t lo = (r[j].lo + PAGE - 1) & ~(PAGE - 1), hi = r[j].hi & ~(PAGE - 1);
+
+		if (hi <= lo)
+			continue;
+		out->count++;
+		for (uint64_t at = lo; at < hi; at += PM_BATCH * PAGE) {
+			uint64_t np = (hi - at) / PAGE < PM_BATCH ? (hi - at) / PAGE : PM_BATCH;
+
+			if (now_ns() >= deadline) {
+				out->cut = 1;
+				break;
+			}
+			if (pagemap_read(fd, at, np, ent))
+				break;	/* freed and unmapped since */
+			out->mapped += np * PAGE;
+			for (uint64_t k = 0; k < np; k++) {
+				if (ent[k] & PM_PRESENT)
+					out->resident += PAGE;
+				else if (ent[k] & PM_SWAPPED)
+					out->swapped += PAGE;
+			}
+		}
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	free(ent);
 	return ret;
 }

@@ -252,6 +252,43 @@ static void source(void)
 	expect_true(strstr(l.text[0], "allocator=none") != NULL);
 }
 
+static void count_big(uint64_t ptr, uint64_t size, void *arg)
+{
+	uint64_t *n = arg;
+
+	(void)ptr;
+	*n += size;
+}
+
+/* jemalloc's resident count less the untouched pages of the large blocks
+ * the profile holds live (which profile_foreach_live lists). */
+static void big_blocks(void)
+{
+	struct rss_smaps sm = { 0 };
+	struct allocstats as = { .allocator = "jemalloc", .in_use = 90 * MB, .free = MB,
+				 .metadata = MB, .resident = 100 * MB, .mmapped = UINT64_MAX,
+				 .system = UINT64_MAX, .how = "jemalloc's mallctl" };
+	struct mmchunks big = { .count = 20, .mapped = 80 * MB, .resident = MB };
+	struct profile *p = profile_new(1);
+	uint64_t pcs[1] = { 0x401000 }, sum = 0;
+	struct breakdown b;
+
+	profile_record_alloc(p, pcs, 1, 4 * MB, 0x1000000);
+	profile_record_alloc(p, pcs, 1, 100, 0x2000000);
+	profile_foreach_live(p, 64 << 10, count_big, &sum);
+	expect_u64_eq(sum, 4 * MB);
+	sm.kind[RSS_ANON].rss = 150 * MB;
+	sm.total.rss = 150 * MB;
+	breakdown_compute(&(struct breakdown_in){ .sm = &sm, .as = &as, .big = &big }, &b);
+	expect_int_eq(line_of(&b, "heap"), (int64_t)(21 * MB));
+	expect_int_eq(line_of(&b, "anon_other"), (int64_t)(129 * MB));
+	big.resident = 90 * MB;	/* more than it counts: the heap is never negative */
+	big.mapped = 200 * MB;
+	breakdown_compute(&(struct breakdown_in){ .sm = &sm, .as = &as, .big = &big }, &b);
+	expect_int_eq(line_of(&b, "heap"), 0);
+	profile_free(p);
+}
+
 /* Requested sizes rounded to what each allocator counts. */
 static void usable(void)
 {
@@ -271,4 +308,4 @@ static void usable(void)
 }
 
 HARNESS_MAIN("breakdown", T(kinds), T(not_stacks), T(hostile), T(decode), T(table), T(source),
-	     T(usable))
+	     T(usable), T(big_blocks))
