@@ -169,6 +169,10 @@ static void big_blocks(struct session *s)
 		return;
 	profile_foreach_live(s->prof, BIG_BLOCK, add_range, &r);
 	m->have_big = mmchunks_pages(s->ev.reader, r.v, r.n, MMCHUNKS_BUDGET_NS, &m->big) == 0;
+	pr_debug("large blocks the profile holds live: %zu listed, %llu looked at, %llu bytes of "
+		 "pages, %llu resident%s", r.n, (unsigned long long)m->big.count,
+		 (unsigned long long)m->big.mapped, (unsigned long long)m->big.resident,
+		 m->big.cut ? " (cut short)" : "");
 	free(r.v);
 }
 
