@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agentlink.h"
 #include "census.h"
 #include "clock.h"
 #include "events.h"
@@ -139,7 +140,6 @@ void memreport_poll(struct session *s)
 		refresh(s, TOP_BUDGET_NS);
 }
 
-#define BIG_BLOCK (64u << 10)  /* blocks the profile holds whose pages are looked at */
 
 struct ranges {
 	struct mmchunks_range *v;
@@ -157,8 +157,9 @@ static void add_range(uint64_t ptr, uint64_t size, void *arg)
 	r->v[r->n++] = (struct mmchunks_range){ ptr, ptr + size };
 }
 
-/* jemalloc, tcmalloc: how much of the large blocks the profile holds live
- * is not resident (their resident figure counts those pages whole). */
+/* jemalloc, tcmalloc: how much of the large blocks the profile holds live,
+ * and those exact mode accounts in the target, is not resident (their
+ * resident figure counts those pages whole). */
 static void big_blocks(struct session *s)
 {
 	struct memreport *m = &s->mr;
@@ -167,7 +168,12 @@ static void big_blocks(struct session *s)
 	m->have_big = 0;
 	if (!s->prof || !m->have_as || m->as.resident == UINT64_MAX)
 		return;
-	profile_foreach_live(s->prof, BIG_BLOCK, add_range, &r);
+	profile_foreach_live(s->prof, AGENT_LINK_BIG, add_range, &r);
+	if (s->link) {
+		/* exact mode's accounted blocks, as they are now */
+		agent_link_xacct_sync(s->link);
+		agent_link_xacct_big(s->link, add_range, &r);
+	}
 	m->have_big = mmchunks_pages(s->ev.reader, r.v, r.n, MMCHUNKS_BUDGET_NS, &m->big) == 0;
 	pr_debug("large blocks the profile holds live: %zu listed, %llu looked at, %llu bytes of "
 		 "pages, %llu resident%s", r.n, (unsigned long long)m->big.count,
