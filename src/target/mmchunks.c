@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "mmchunks.h"
 #include "proc.h"
 #include "xmalloc.h"
@@ -29,13 +30,12 @@
 #define PM_BATCH        4096            /* pagemap entries read at a time */
 #define WINDOW          1024            /* pages whose headers are read in one call */
 #define ARENA_ALIGN     (64ULL << 20)   /* glibc's HEAP_MAX_SIZE on 64-bit */
+#define MAX_PAGES       (1ULL << 21)    /* larger mappings (8 GiB) are not searched
+					 * (their states would take 16 MiB): "cut" */
 
 static uint64_t now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	return clock_ns(CLOCK_MONOTONIC);
 }
 
 /* One mapping's pages' states, into ent[0 .. npages). 0 or -errno. */
@@ -149,13 +149,21 @@ int mmchunks_measure(pid_t pid, uint64_t budget_ns, struct mmchunks *out)
 		ret = -errno;
 		goto out;
 	}
-	for (size_t j = 0; j < maps.n && !out->cut; j++) {
+	for (size_t j = 0; j < maps.n; j++) {
 		const struct proc_map *m = &maps.v[j];
 		uint64_t npages = (m->end - m->start) / PAGE;
 
+		if (now_ns() >= deadline) {
+			out->cut = 1;
+			break;
+		}
 		if (m->path || (m->prot & PROC_MAP_SHARED) || arena_part(&maps, j) ||
 		    (m->prot & (PROC_MAP_R | PROC_MAP_W)) != (PROC_MAP_R | PROC_MAP_W))
 			continue;
+		if (npages > MAX_PAGES) {
+			out->cut = 1;
+			continue;
+		}
 		if (npages > cap) {
 			cap = npages;
 			free(ent);
@@ -164,8 +172,6 @@ int mmchunks_measure(pid_t pid, uint64_t budget_ns, struct mmchunks *out)
 		if (pagemap_read(fd, m->start, npages, ent))
 			continue;	/* unmapped since: its blocks are gone too */
 		scan_map(pid, m->start, m->end, ent, deadline, out);
-		if (now_ns() >= deadline)
-			out->cut = 1;
 	}
 out:
 	if (fd >= 0)
