@@ -101,6 +101,15 @@ int agent_link_xacct_thread(struct agent_link *l, struct tracee *tr, struct thre
  */
 void agent_link_xacct_sync(struct agent_link *l);
 /*
+ * cb(ptr, size, arg) for each block of AGENT_LINK_BIG bytes or more
+ * (requested) the agent accounted live at the last agent_link_xacct_sync
+ * (the heap's resident bytes take off their pages never touched).
+ */
+#define AGENT_LINK_BIG (64u << 10)
+void agent_link_xacct_big(const struct agent_link *l,
+			  void (*cb)(uint64_t ptr, uint64_t size, void *arg), void *arg);
+
+/*
  * The bytes the lanes' totals say the agent holds live (allocated minus
  * freed, foreign frees too) into *bytes, without reading the table: 0, or
  * -ENODATA without accounting or once hostile. Unchecked (the target

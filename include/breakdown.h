@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "allocstats.h"
+#include "mmchunks.h"
 #include "rss.h"
 
 struct profile;
@@ -17,6 +18,16 @@ struct breakdown_in {
 	const struct allocstats *as;    /* NULL: no figures of the allocator's */
 	const char *as_why;             /* and why not (NULL: not said) */
 	const struct profile *prof;     /* live blocks seen since attach */
+	const struct mmchunks *mmc;     /* glibc's mmapped blocks measured (NULL: not) */
+	const struct mmchunks *big;     /* others: the pages of the large blocks the
+					 * profile holds live (NULL: not looked at) */
+};
+
+/* What a line counts. */
+enum breakdown_unit {
+	BREAKDOWN_RESIDENT,     /* resident bytes (smaps, pagemap): parts of the RSS */
+	BREAKDOWN_ALLOCATED,    /* bytes of blocks as the allocator counts them,
+				 * resident or not: never added to resident bytes */
 };
 
 /* One line of the table. */
@@ -24,7 +35,8 @@ struct breakdown_line {
 	const char *key;        /* stable name (the machine-readable record's key) */
 	const char *label;      /* for people */
 	int depth;              /* 0: part of the total; 1: detail of the line above */
-	int64_t bytes;          /* resident bytes (may be negative for "unexplained") */
+	enum breakdown_unit unit;
+	int64_t bytes;          /* never negative */
 	const char *how;        /* measured, estimated or derived, and from what */
 };
 
@@ -41,12 +53,24 @@ struct breakdown {
 				 * or why there are none (as_why); may be NULL */
 };
 
-/* Compute the table. The depth-0 lines add up to in->sm's RSS exactly
- * (the last one, "unexplained", takes the rest). */
+/* Compute the table. The depth-0 lines are resident bytes and add up to
+ * in->sm's RSS exactly (the last one, "unexplained", takes the rest); the
+ * allocated lines, details of the heap, follow them. */
 void breakdown_compute(const struct breakdown_in *in, struct breakdown *out);
 
 /* Bytes the profile holds live, unsampled as pprof would show them. */
 uint64_t breakdown_profile_live(const struct profile *p);
+
+/*
+ * The same with each block's requested size rounded up to what allocator
+ * ("glibc", "jemalloc", "tcmalloc"; NULL or another: 16 bytes) counts
+ * for it: glibc's chunk (header included), jemalloc's size class;
+ * tcmalloc's classes are approximated by 16 bytes up to 1 KiB, 128 up to
+ * 8 KiB and pages above.
+ */
+uint64_t breakdown_profile_live_usable(const struct profile *p, const char *allocator);
+/* One size so rounded. */
+uint64_t breakdown_usable(const char *allocator, uint64_t size);
 
 /*
  * The table as text lines (for stderr, -v and profile comments), each

@@ -21,6 +21,9 @@ struct census {
 	struct census_class cls[CENSUS_CLASSES];
 	uint64_t top_b;                 /* the arenas' top chunks: free, at the end of each heap */
 	unsigned heaps, walked;         /* glibc heaps found, and walked to their end */
+	int mm_known;                   /* the blocks glibc mmapped for themselves (no
+					 * heap's chunks) were looked for (mmchunks.h): */
+	uint64_t mm_n, mm_b, mm_res;    /* found, their mapped and their resident bytes */
 	uint64_t ns;                    /* how long the walk took */
 };
 
@@ -41,7 +44,8 @@ typedef int (*census_read_fn)(void *arg, uint64_t addr, void *buf, size_t len);
 int census_walk(const struct proc_maps *maps, census_read_fn read, void *arg, struct census *out);
 
 /* The census as text lines: first "heapattach-census: key=value ...", then
- * a table for people. */
+ * a table for people, then the mmapped blocks (or that they are not
+ * counted). */
 void census_print(const struct census *c, void (*line)(void *arg, const char *text), void *arg);
 
 #endif

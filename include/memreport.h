@@ -7,6 +7,7 @@
 
 #include "allocstats.h"
 #include "breakdown.h"
+#include "mmchunks.h"
 #include "rss.h"
 
 struct session;
@@ -21,6 +22,10 @@ struct memreport {
 	char why[224];                  /* the last try's failure (no figures, or old ones) */
 	struct rss_smaps sm;            /* smaps at the last snapshot */
 	int have_sm;
+	struct mmchunks mmc;            /* glibc: its mmapped blocks at the last snapshot */
+	int have_mmc;
+	struct mmchunks big;            /* others: the profile's large live blocks' pages then */
+	int have_big;
 	char **census;                  /* --census: its lines, kept for every profile */
 	size_t ncensus;
 };
@@ -35,7 +40,8 @@ void memreport_arm(struct session *s);
 void memreport_poll(struct session *s);
 /* Before a dump, and before detaching (afterwards heapattach's own area is
  * gone from smaps): the allocator's figures (glibc's read, or jemalloc's
- * and tcmalloc's asked at a safe point) and smaps now. */
+ * and tcmalloc's asked at a safe point), smaps, and glibc's mmapped
+ * blocks' resident pages now. */
 void memreport_snapshot(struct session *s);
 /* The breakdown of the last snapshot, with the latest allocator figures. */
 void memreport_compute(struct session *s, struct breakdown *b);

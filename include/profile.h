@@ -155,6 +155,10 @@ uint64_t profile_xacct_allocs(const struct profile *p);
  * the accounted ones. */
 uint64_t profile_total_alloc_bytes(const struct profile *p);
 uint64_t profile_total_alloc_count(const struct profile *p);
+/* cb(ptr, size, arg) for each block of the live table of at least
+ * min_size bytes (requested), in no order. */
+void profile_foreach_live(const struct profile *p, uint64_t min_size,
+			  void (*cb)(uint64_t ptr, uint64_t size, void *arg), void *arg);
 /* Bytes of the live table (its size follows profile_nlive, up and down). */
 size_t profile_live_bytes(const struct profile *p);
 /* Table sizes: live pointers (and accounted blocks in use), (stack, size)

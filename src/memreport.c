@@ -6,12 +6,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "agentlink.h"
 #include "census.h"
 #include "clock.h"
 #include "events.h"
 #include "implant.h"
 #include "log.h"
 #include "memreport.h"
+#include "profile.h"
 #include "remote.h"
 #include "session.h"
 #include "statscall.h"
@@ -31,6 +33,7 @@
 #define SAFE_TRIES        5             /* stops a snapshot tries for a safe point */
 #define SAFE_GAP_NS       20000000ULL   /* and how far apart */
 #define STALE_NS          2000000000ULL /* older figures are said to be */
+#define MMCHUNKS_BUDGET_NS 200000000ULL /* glibc's mmapped blocks: at most 200 ms */
 
 void memreport_prepare(struct session *s)
 {
@@ -137,6 +140,48 @@ void memreport_poll(struct session *s)
 		refresh(s, TOP_BUDGET_NS);
 }
 
+
+struct ranges {
+	struct mmchunks_range *v;
+	size_t n, cap;
+};
+
+static void add_range(uint64_t ptr, uint64_t size, void *arg)
+{
+	struct ranges *r = arg;
+
+	if (r->n == r->cap) {
+		r->cap = r->cap ? 2 * r->cap : 64;
+		r->v = xrealloc(r->v, r->cap * sizeof(*r->v));
+	}
+	r->v[r->n++] = (struct mmchunks_range){ ptr, ptr + size };
+}
+
+/* jemalloc, tcmalloc: how much of the large blocks the profile holds live,
+ * and those exact mode accounts in the target, is not resident (their
+ * resident figure counts those pages whole). */
+static void big_blocks(struct session *s)
+{
+	struct memreport *m = &s->mr;
+	struct ranges r = { 0 };
+
+	m->have_big = 0;
+	if (!s->prof || !m->have_as || m->as.resident == UINT64_MAX)
+		return;
+	profile_foreach_live(s->prof, AGENT_LINK_BIG, add_range, &r);
+	if (s->link) {
+		/* exact mode's accounted blocks, as they are now */
+		agent_link_xacct_sync(s->link);
+		agent_link_xacct_big(s->link, add_range, &r);
+	}
+	m->have_big = mmchunks_pages(s->ev.reader, r.v, r.n, MMCHUNKS_BUDGET_NS, &m->big) == 0;
+	pr_debug("large blocks the profile holds live: %zu listed, %llu looked at, %llu bytes of "
+		 "pages, %llu resident%s", r.n, (unsigned long long)m->big.count,
+		 (unsigned long long)m->big.mapped, (unsigned long long)m->big.resident,
+		 m->big.cut ? " (cut short)" : "");
+	free(r.v);
+}
+
 void memreport_snapshot(struct session *s)
 {
 	struct rss_smaps sm;
@@ -148,6 +193,10 @@ void memreport_snapshot(struct session *s)
 		s->mr.sm = sm;
 		s->mr.have_sm = 1;
 	}
+	s->mr.have_mmc = s->mr.fn.kind == ALLOCSTATS_GLIBC && s->mr.have_as &&
+			 mmchunks_measure(s->ev.reader, MMCHUNKS_BUDGET_NS, &s->mr.mmc) == 0;
+	if (s->mr.fn.kind != ALLOCSTATS_GLIBC)
+		big_blocks(s);
 }
 
 void memreport_compute(struct session *s, struct breakdown *b)
@@ -159,6 +208,8 @@ void memreport_compute(struct session *s, struct breakdown *b)
 		.as = m->have_as ? &as : NULL,
 		.as_why = m->why,
 		.prof = s->prof,
+		.mmc = m->have_mmc ? &m->mmc : NULL,
+		.big = m->have_big ? &m->big : NULL,
 	};
 
 	as = m->as;
@@ -190,12 +241,17 @@ static void keep_census(void *arg, const char *text)
 void memreport_census(struct session *s)
 {
 	struct census c;
+	struct mmchunks mm;
 
 	if (census_walk(&s->maps, census_read, s, &c)) {
 		keep_census(&s->mr, "census: no glibc heap could be walked (another allocator, "
 				    "or the heaps changed during the walk)");
 		return;
 	}
+	c.mm_known = mmchunks_measure(s->pid, MMCHUNKS_BUDGET_NS, &mm) == 0 && !mm.cut;
+	c.mm_n = mm.count;
+	c.mm_b = mm.mapped;
+	c.mm_res = mm.resident;
 	census_print(&c, keep_census, &s->mr);
 }
 

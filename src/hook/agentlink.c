@@ -145,6 +145,9 @@ struct agent_link {
 	int xbad_noted;                 /* said once (debug) */
 	uint64_t xsyncs, xsync_max_ns;  /* readings, and the longest (debug) */
 	int xfinal_read;                /* read after agent_link_final: nothing changes now */
+	struct { uint64_t ptr, size; } *xbig;   /* accounted blocks of AGENT_LINK_BIG bytes
+						 * or more at the last reading */
+	size_t nxbig, xbig_cap;
 };
 
 uint64_t agent_link_ring_size(uint64_t rate)
@@ -1574,6 +1577,22 @@ static void xcount_pages_of(struct agent_link *l, const uint8_t *t)
 	}
 }
 
+/* An accounted block that checked out: counted, and listed if large. */
+static void xlive_keep(struct agent_link *l, uint64_t ptr, uint64_t key)
+{
+	uint64_t size = shm_xkey_size(key);
+
+	profile_xacct_inuse(l->p.prof, shm_xkey_id(key), size);
+	if (size < AGENT_LINK_BIG)
+		return;
+	if (l->nxbig == l->xbig_cap) {
+		l->xbig_cap = l->xbig_cap ? 2 * l->xbig_cap : 64;
+		l->xbig = xrealloc(l->xbig, l->xbig_cap * sizeof(*l->xbig));
+	}
+	l->xbig[l->nxbig].ptr = ptr;
+	l->xbig[l->nxbig++].size = size;
+}
+
 /* One struct shm_xlive: ptr, key, ptr again (0 never used, 1 freed, 2
  * being filled). */
 static void xlive_one(struct agent_link *l, const volatile uint64_t *e)
@@ -1592,7 +1611,7 @@ static void xlive_one(struct agent_link *l, const volatile uint64_t *e)
 	else if (!xkey_ok(l, key))
 		l->xbad_keys++;
 	else
-		profile_xacct_inuse(l->p.prof, shm_xkey_id(key), shm_xkey_size(key));
+		xlive_keep(l, ptr, key);
 }
 
 /* Close the lanes for good (SHM_F_XSHARED): the agent claims and counts in
@@ -1660,6 +1679,7 @@ void agent_link_xacct_sync(struct agent_link *l)
 		xpages_each(l, &l->xcount_pages, at, at + SHM_XHASHED, xcount_one);
 		xcount_pages_of(l, data_of(l) + l->xcount_pages.off + at * 16);
 	}
+	l->nxbig = 0;
 	xpages_each(l, &l->xlive_pages, 0, l->xslots, xlive_one);
 	l->xsyncs++;
 	t0 = clock_ns(CLOCK_MONOTONIC) - t0;
@@ -1673,6 +1693,13 @@ void agent_link_xacct_sync(struct agent_link *l)
 			 (unsigned long long)bad, (unsigned long long)l->xbad_keys,
 			 (unsigned long long)l->xbad_counts, (unsigned long long)l->xbad_ptrs);
 	}
+}
+
+void agent_link_xacct_big(const struct agent_link *l,
+			  void (*cb)(uint64_t ptr, uint64_t size, void *arg), void *arg)
+{
+	for (size_t i = 0; i < l->nxbig; i++)
+		cb(l->xbig[i].ptr, l->xbig[i].size, arg);
 }
 
 int agent_link_xacct_live(struct agent_link *l, uint64_t *bytes)
@@ -1776,6 +1803,7 @@ void agent_link_free(struct agent_link *l)
 			 (unsigned long long)l->cwst.own, (unsigned long long)l->cwst.own_stuck);
 	free(l->xcount_pages.seen);
 	free(l->xlive_pages.seen);
+	free(l->xbig);
 	frametab_free(l->ftab);
 	ownframes_free(l->own);
 	if (l->map) {

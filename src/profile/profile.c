@@ -965,6 +965,21 @@ size_t profile_nlive(const struct profile *p)
 	return (size_t)sat_add(p->nlive, p->xinuse_count);
 }
 
+void profile_foreach_live(const struct profile *p, uint64_t min_size,
+			  void (*cb)(uint64_t ptr, uint64_t size, void *arg), void *arg)
+{
+	for (size_t i = 0; i < p->live_cap; i++) {
+		const struct live *l = &p->live[i];
+		uint64_t size;
+
+		if (!l->ptr)
+			continue;
+		size = p->buckets[l->bucket & ~LIVE_KEPT].size;
+		if (size >= min_size)
+			cb(l->ptr, size, arg);
+	}
+}
+
 size_t profile_live_bytes(const struct profile *p)
 {
 	return p->live_cap * sizeof(*p->live);

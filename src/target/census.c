@@ -186,6 +186,11 @@ void census_print(const struct census *c, void (*line)(void *arg, const char *te
 			       (unsigned long long)un, (unsigned long long)ub,
 			       (unsigned long long)fn, (unsigned long long)fb,
 			       (unsigned long long)c->top_b);
+	if (c->mm_known)
+		off += (size_t)snprintf(rec + off, sizeof(rec) - off,
+					" mmapped_n=%llu mmapped_b=%llu mmapped_res=%llu",
+					(unsigned long long)c->mm_n, (unsigned long long)c->mm_b,
+					(unsigned long long)c->mm_res);
 	for (unsigned i = 0; i < CENSUS_CLASSES && off < sizeof(rec); i++)
 		if (c->cls[i].used_n || c->cls[i].free_n)
 			off += (size_t)snprintf(rec + off, sizeof(rec) - off, " le%llu=%llu/%llu/%llu/%llu",
@@ -219,4 +224,15 @@ void census_print(const struct census *c, void (*line)(void *arg, const char *te
 				 (unsigned long long)k->free_n, b);
 		line(arg, text);
 	}
+	if (c->mm_known) {
+		fmt_mib(a, sizeof(a), c->mm_b);
+		fmt_mib(b, sizeof(b), c->mm_res);
+		snprintf(text, sizeof(text), "  and %llu blocks mmapped for themselves, outside the "
+			 "heaps, all in use: %s mapped, %s of it resident",
+			 (unsigned long long)c->mm_n, a, b);
+	} else {
+		snprintf(text, sizeof(text), "  blocks mmapped for themselves (outside the heaps) "
+			 "not counted: the search for them failed or ran out of time");
+	}
+	line(arg, text);
 }

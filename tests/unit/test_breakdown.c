@@ -186,11 +186,27 @@ static void table(void)
 			sum += b.v[i].bytes;
 	expect_int_eq(sum, (int64_t)(408 * MB));
 	expect_int_eq(line_of(&b, "heap"), (int64_t)(297 * MB));
-	expect_int_eq(line_of(&b, "live_seen"), (int64_t)(20 * MB));
-	expect_int_eq(line_of(&b, "live_before"), (int64_t)(87 * MB));
+	/* 1 MiB asked: glibc maps 1 MiB and a page */
+	expect_int_eq(line_of(&b, "live_seen"), (int64_t)(20 * (MB + 4096)));
+	expect_int_eq(line_of(&b, "live_seen_requested"), (int64_t)(20 * MB));
+	expect_int_eq(line_of(&b, "live_before"), (int64_t)(87 * MB - 20 * 4096));
 	expect_int_eq(line_of(&b, "free"), (int64_t)(190 * MB));
 	expect_int_eq(line_of(&b, "anon_other"), (int64_t)(103 * MB));
 	expect_int_eq(line_of(&b, "unexplained"), 0);
+	/* the mmapped blocks measured: only their resident pages are heap */
+	breakdown_compute(&(struct breakdown_in){ .sm = &sm, .as = &as, .prof = p,
+						  .mmc = &(struct mmchunks){ .count = 3, .mapped = 7 * MB,
+								    .resident = MB } }, &b);
+	expect_int_eq(line_of(&b, "heap"), (int64_t)(291 * MB));
+	expect_int_eq(line_of(&b, "heap_mmapped"), (int64_t)MB);
+	expect_int_eq(line_of(&b, "anon_other"), (int64_t)(109 * MB));
+	expect_int_eq(line_of(&b, "mmapped"), (int64_t)(7 * MB));
+	for (size_t i = 0; i < b.n; i++)
+		expect_true(b.v[i].bytes >= 0);
+	/* more seen since attach than the allocator counts in use: 0 before, not less */
+	as.in_use = 10 * MB;
+	breakdown_compute(&(struct breakdown_in){ .sm = &sm, .as = &as, .prof = p }, &b);
+	expect_int_eq(line_of(&b, "live_before"), 0);
 	/* without smaps: said, not made up */
 	breakdown_compute(&(struct breakdown_in){ .as = &as, .prof = p }, &b);
 	expect_int_eq(b.measured, 0);
@@ -236,4 +252,60 @@ static void source(void)
 	expect_true(strstr(l.text[0], "allocator=none") != NULL);
 }
 
-HARNESS_MAIN("breakdown", T(kinds), T(not_stacks), T(hostile), T(decode), T(table), T(source))
+static void count_big(uint64_t ptr, uint64_t size, void *arg)
+{
+	uint64_t *n = arg;
+
+	(void)ptr;
+	*n += size;
+}
+
+/* jemalloc's resident count less the untouched pages of the large blocks
+ * the profile holds live (which profile_foreach_live lists). */
+static void big_blocks(void)
+{
+	struct rss_smaps sm = { 0 };
+	struct allocstats as = { .allocator = "jemalloc", .in_use = 90 * MB, .free = MB,
+				 .metadata = MB, .resident = 100 * MB, .mmapped = UINT64_MAX,
+				 .system = UINT64_MAX, .how = "jemalloc's mallctl" };
+	struct mmchunks big = { .count = 20, .mapped = 80 * MB, .resident = MB };
+	struct profile *p = profile_new(1);
+	uint64_t pcs[1] = { 0x401000 }, sum = 0;
+	struct breakdown b;
+
+	profile_record_alloc(p, pcs, 1, 4 * MB, 0x1000000);
+	profile_record_alloc(p, pcs, 1, 100, 0x2000000);
+	profile_foreach_live(p, 64 << 10, count_big, &sum);
+	expect_u64_eq(sum, 4 * MB);
+	sm.kind[RSS_ANON].rss = 150 * MB;
+	sm.total.rss = 150 * MB;
+	breakdown_compute(&(struct breakdown_in){ .sm = &sm, .as = &as, .big = &big }, &b);
+	expect_int_eq(line_of(&b, "heap"), (int64_t)(21 * MB));
+	expect_int_eq(line_of(&b, "anon_other"), (int64_t)(129 * MB));
+	big.resident = 90 * MB;	/* more than it counts: the heap is never negative */
+	big.mapped = 200 * MB;
+	breakdown_compute(&(struct breakdown_in){ .sm = &sm, .as = &as, .big = &big }, &b);
+	expect_int_eq(line_of(&b, "heap"), 0);
+	profile_free(p);
+}
+
+/* Requested sizes rounded to what each allocator counts. */
+static void usable(void)
+{
+	expect_u64_eq(breakdown_usable("glibc", 1), 32);
+	expect_u64_eq(breakdown_usable("glibc", 24), 32);
+	expect_u64_eq(breakdown_usable("glibc", 25), 48);
+	expect_u64_eq(breakdown_usable("glibc", 256), 272);
+	expect_u64_eq(breakdown_usable("glibc", 4 * MB), 4 * MB + 4096);
+	expect_u64_eq(breakdown_usable("jemalloc", 1), 8);
+	expect_u64_eq(breakdown_usable("jemalloc", 100), 112);
+	expect_u64_eq(breakdown_usable("jemalloc", 129), 160);
+	expect_u64_eq(breakdown_usable("jemalloc", 256), 256);
+	expect_u64_eq(breakdown_usable("jemalloc", 257), 320);
+	expect_u64_eq(breakdown_usable("jemalloc", 5000), 5120);
+	expect_u64_eq(breakdown_usable("jemalloc", 4 * MB + 1), 5 * MB);
+	expect_u64_eq(breakdown_usable(NULL, 0), 16);
+}
+
+HARNESS_MAIN("breakdown", T(kinds), T(not_stacks), T(hostile), T(decode), T(table), T(source),
+	     T(usable), T(big_blocks))
