@@ -347,8 +347,8 @@ static int pass(Elf *elf, int dwarf, const char *file, struct zsection_held *hel
 
 		if (!gelf_getshdr(scn, &sh))
 			return -EINVAL;
-		if (sh.sh_type == SHT_NOBITS || sh.sh_type == SHT_NULL)
-			continue;
+		if (sh.sh_type == SHT_NOBITS)
+			continue;	/* as libdw: it reads a SHT_NULL one by its name */
 		if (dwarf && (sh.sh_type == SHT_STRTAB || (sh.sh_flags & SHF_ALLOC)))
 			continue;	/* strtabs: the first pass; libelf inflates no SHF_ALLOC one */
 		if (!dwarf && sh.sh_type != SHT_STRTAB)
