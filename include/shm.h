@@ -87,6 +87,7 @@
  * drops.
  */
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "frame_regs.h"
@@ -440,6 +441,54 @@ struct shm_hdr {
 };
 
 _Static_assert(sizeof(struct shm_hdr) <= SHM_OFF_COUNTERS, "the header fits its pages");
+/* The header's offsets, as docs/shm-abi.md section 3 gives them: a field
+ * that moves must move there too (and take a new SHM_VERSION). */
+_Static_assert(offsetof(struct shm_hdr, magic) == 0, "shm-abi.md: magic");
+_Static_assert(offsetof(struct shm_hdr, version) == 8, "shm-abi.md: version");
+_Static_assert(offsetof(struct shm_hdr, flags) == 12, "shm-abi.md: flags");
+_Static_assert(offsetof(struct shm_hdr, total_size) == 16, "shm-abi.md: total_size");
+_Static_assert(offsetof(struct shm_hdr, data_remote) == 24, "shm-abi.md: data_remote");
+_Static_assert(offsetof(struct shm_hdr, code_remote) == 32, "shm-abi.md: code_remote");
+_Static_assert(offsetof(struct shm_hdr, code_size) == 40, "shm-abi.md: code_size");
+_Static_assert(offsetof(struct shm_hdr, tool_pid) == 48, "shm-abi.md: tool_pid");
+_Static_assert(offsetof(struct shm_hdr, target_pid) == 52, "shm-abi.md: target_pid");
+_Static_assert(offsetof(struct shm_hdr, ring_size) == 56, "shm-abi.md: ring_size");
+_Static_assert(offsetof(struct shm_hdr, rate) == 64, "shm-abi.md: rate");
+_Static_assert(offsetof(struct shm_hdr, npatches) == 72, "shm-abi.md: npatches");
+_Static_assert(offsetof(struct shm_hdr, max_depth) == 76, "shm-abi.md: max_depth");
+_Static_assert(offsetof(struct shm_hdr, patches) == 80, "shm-abi.md: patches");
+_Static_assert(offsetof(struct shm_hdr, heartbeat) == 4688, "shm-abi.md: heartbeat");
+_Static_assert(offsetof(struct shm_hdr, tool_alive) == 4696, "shm-abi.md: tool_alive");
+_Static_assert(offsetof(struct shm_hdr, drops) == 4752, "shm-abi.md: drops");
+_Static_assert(offsetof(struct shm_hdr, no_stack_copy) == 4760, "shm-abi.md: no_stack_copy");
+_Static_assert(offsetof(struct shm_hdr, wait_max_ns) == 4768, "shm-abi.md: wait_max_ns");
+_Static_assert(offsetof(struct shm_hdr, reserved) == 4776, "shm-abi.md: reserved");
+_Static_assert(offsetof(struct shm_hdr, wait_giveup) == 4784, "shm-abi.md: wait_giveup");
+_Static_assert(offsetof(struct shm_hdr, gap_mul) == 4792, "shm-abi.md: gap_mul");
+_Static_assert(offsetof(struct shm_hdr, waiters) == 4800, "shm-abi.md: waiters");
+_Static_assert(offsetof(struct shm_hdr, wake_seq) == 4804, "shm-abi.md: wake_seq");
+_Static_assert(offsetof(struct shm_hdr, tool_asleep) == 4808, "shm-abi.md: tool_asleep");
+_Static_assert(offsetof(struct shm_hdr, doorbell) == 4812, "shm-abi.md: doorbell");
+_Static_assert(offsetof(struct shm_hdr, stats_req) == 4816, "shm-abi.md: stats_req");
+_Static_assert(offsetof(struct shm_hdr, stats_done) == 4820, "shm-abi.md: stats_done");
+_Static_assert(offsetof(struct shm_hdr, stats_busy) == 4824, "shm-abi.md: stats_busy");
+_Static_assert(offsetof(struct shm_hdr, stats_kind) == 4828, "shm-abi.md: stats_kind");
+_Static_assert(offsetof(struct shm_hdr, stats_fn) == 4832, "shm-abi.md: stats_fn");
+_Static_assert(offsetof(struct shm_hdr, stats_n) == 4840, "shm-abi.md: stats_n");
+_Static_assert(offsetof(struct shm_hdr, drop_why) == 4844, "shm-abi.md: drop_why");
+_Static_assert(offsetof(struct shm_hdr, stats_val) == 4848, "shm-abi.md: stats_val");
+_Static_assert(offsetof(struct shm_hdr, stats_names) == 4976, "shm-abi.md: stats_names");
+_Static_assert(offsetof(struct shm_hdr, drained) == 5616, "shm-abi.md: drained");
+_Static_assert(offsetof(struct shm_hdr, fp_n) == 5624, "shm-abi.md: fp_n");
+_Static_assert(offsetof(struct shm_hdr, no_populate) == 5628, "shm-abi.md: no_populate");
+_Static_assert(offsetof(struct shm_hdr, fp) == 5632, "shm-abi.md: fp");
+_Static_assert(offsetof(struct shm_hdr, py) == 6144, "shm-abi.md: py");
+_Static_assert(offsetof(struct shm_hdr, xlive_slots) == 6232, "shm-abi.md: xlive_slots");
+_Static_assert(offsetof(struct shm_hdr, xforeign_count) == 6240, "shm-abi.md: xforeign_count");
+_Static_assert(offsetof(struct shm_hdr, walk_gen) == 6272, "shm-abi.md: walk_gen");
+_Static_assert(offsetof(struct shm_hdr, bad_pages) == 6336, "shm-abi.md: bad_pages");
+_Static_assert(offsetof(struct shm_hdr, nest_n) == 6464, "shm-abi.md: nest_n");
+_Static_assert(offsetof(struct shm_hdr, nest) == 6472, "shm-abi.md: nest");
 
 /*
  * The frames a walk takes, from the header's max_depth: the target can
