@@ -915,15 +915,15 @@ static void detach(struct session *s)
 }
 
 /*
- * Run at a higher priority from the attach to the end of the detach when
- * allowed (root), else as is: while the target is stopped every
- * millisecond counts, and while it runs its writers wait for the drain
- * (exact mode) or lose what a full ring cannot take. With many busy
- * threads on few CPUs the tool, one thread among them, would wait its
- * turn behind them all. Its work follows the target's events and it
- * naps when there are none: it takes no more CPU than otherwise, only
- * sooner. Before the attach and after the detach the target does not
- * wait for the tool, and runs first.
+ * Run at a higher priority when allowed (root), else as is: for the
+ * attach and the detach, where the target is stopped and every
+ * millisecond counts, and in exact mode for the whole session, where
+ * its writers wait for the drain: with many busy threads on few CPUs the
+ * tool, one thread among them, would wait its turn behind them all while
+ * they wait for it. A sampled session runs as is: a tool that cannot
+ * keep up raises its sampling interval (agentlink.c) rather than take
+ * the target's CPU. Before the attach and after the detach the target
+ * does not wait for the tool, and runs first.
  */
 static void urgent(int on)
 {
@@ -1051,6 +1051,8 @@ int session_run(const struct options *opt)
 	rc = attach(&s);
 	if (rc)
 		goto out;
+	if (opt->sample_rate != 1)
+		urgent(0);	/* sampled: a tool that cannot keep up samples less */
 	zsection_set_deadline(opt->duration_ns ? s.start_ns + (opt->duration_ns > ZSECTION_MIN_NS ?
 							      opt->duration_ns : ZSECTION_MIN_NS) : 0);
 	{
@@ -1074,6 +1076,7 @@ int session_run(const struct options *opt)
 	if (s.ev.exec_seen && !s.ev.gone)
 		fprintf(stderr, "heapattach: %d called exec; profile of the old image ends here\n",
 			s.pid);
+	urgent(1);
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	detach(&s);
 	s.attached = 0;
