@@ -21,6 +21,7 @@
 #define ALLOCSTATS_NAME_MAX  40         /* bytes of a name, its NUL included */
 #define ALLOCSTATS_MAX_TEXT  4          /* executable mappings of the allocator */
 #define ALLOCSTATS_MAX_FORK  4          /* fork's entry points */
+#define ALLOCSTATS_MAX_WAIT  4          /* libc's condition-variable waits */
 
 /* An address range [lo, hi) of the target's code. */
 struct allocstats_range {
@@ -48,6 +49,8 @@ struct allocstats_fn {
 	size_t ntext;
 	struct allocstats_range fork[ALLOCSTATS_MAX_FORK];
 	size_t nfork;
+	struct allocstats_range wait[ALLOCSTATS_MAX_WAIT];     /* safecall.h, parked */
+	size_t nwait;
 	uint64_t instance_at;           /* PROPERTY: where MallocExtension keeps its instance */
 	uint64_t vtable;                /* PROPERTY: the vtable that instance must have
 					 * (TCMallocImplementation's: no program's class) */

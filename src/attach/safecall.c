@@ -4,9 +4,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 
 #include "log.h"
 #include "regs.h"
+#include "remote_arch.h"
 #include "safecall.h"
 #include "seccomp_plan.h"
 #include "unwind.h"
@@ -23,28 +25,80 @@
 
 #define SAFECALL_MAX_FRAMES 1024
 
-int safecall_code_add(struct safecall_code *c, uint64_t lo, uint64_t hi, const char *what)
+static int add(struct safecall_range *v, size_t *n, size_t max, struct safecall_range r)
 {
-	if (c->n == SAFECALL_MAX_RANGES)
+	if (*n == max)
 		return -ENOSPC;
-	c->v[c->n++] = (struct safecall_range){ lo, hi, what };
+	v[(*n)++] = r;
 	return 0;
 }
 
-const char *safecall_judge(const uint64_t *pcs, size_t n, unsigned walk,
+int safecall_code_add(struct safecall_code *c, uint64_t lo, uint64_t hi, const char *what)
+{
+	return add(c->v, &c->n, SAFECALL_MAX_RANGES, (struct safecall_range){ lo, hi, what, 0 });
+}
+
+int safecall_code_add_own(struct safecall_code *c, uint64_t lo, uint64_t hi, const char *what)
+{
+	return add(c->v, &c->n, SAFECALL_MAX_RANGES, (struct safecall_range){ lo, hi, what, 1 });
+}
+
+int safecall_code_add_wait(struct safecall_code *c, uint64_t lo, uint64_t hi)
+{
+	return add(c->wait, &c->nwait, SAFECALL_MAX_WAITS,
+		   (struct safecall_range){ lo, hi, "in a wait", 0 });
+}
+
+/* The range of v[0..n) that holds ip, or NULL. */
+static const struct safecall_range *range_of(const struct safecall_range *v, size_t n,
+					     uint64_t ip)
+{
+	for (size_t k = 0; k < n; k++)
+		if (ip >= v[k].lo && ip < v[k].hi)
+			return &v[k];
+	return NULL;
+}
+
+/* Frame i's code address: pcs[0] exact, a return address its call. */
+static uint64_t frame_ip(const uint64_t *pcs, size_t i)
+{
+	return i ? pcs[i] - 1 : pcs[i];
+}
+
+/* For a thread blocked in a futex wait: the first frame of the allocator's
+ * own code if it called a condition-variable wait directly (the frame
+ * below it), which is where the thread is parked; else n. */
+static size_t parked_from(const uint64_t *pcs, size_t n, const struct safecall_code *c)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct safecall_range *r = range_of(c->v, c->n, frame_ip(pcs, i));
+
+		if (!r)
+			continue;
+		if (i && r->parks && range_of(c->wait, c->nwait, frame_ip(pcs, i - 1)))
+			return i;
+		return n;
+	}
+	return n;
+}
+
+const char *safecall_judge(const uint64_t *pcs, size_t n, unsigned walk, int blocked,
 			   const struct safecall_code *c, int (*in_ours)(void *arg, uint64_t ip),
 			   void *arg)
 {
+	size_t parked = blocked ? parked_from(pcs, n, c) : n;
+
 	if (walk & UNWIND_WALK_SIGNAL)
 		return "in a signal handler";
 	for (size_t i = 0; i < n; i++) {
-		uint64_t ip = i ? pcs[i] - 1 : pcs[i];	/* a return address: its call */
+		uint64_t ip = frame_ip(pcs, i);
+		const struct safecall_range *r;
 
 		if (in_ours && (in_ours(arg, pcs[i]) || in_ours(arg, ip)))
 			return "in heapattach's trampolines";
-		for (size_t k = 0; k < c->n; k++)
-			if (ip >= c->v[k].lo && ip < c->v[k].hi)
-				return c->v[k].what;
+		r = range_of(c->v, c->n, ip);
+		if (r && !(r->parks && i >= parked))
+			return r->what;
 	}
 	if (!(walk & UNWIND_WALK_END))
 		return "on a stack not walked to its end";
@@ -67,7 +121,8 @@ static const char *judge_thread(const struct safecall_env *env, const struct saf
 	n = unwind_stack_judged(env->unw, tid, &ur, pcs, SAFECALL_MAX_FRAMES, &walk);
 	if (n <= 0)
 		return "on an unreadable stack";
-	return safecall_judge(pcs, (size_t)n, walk, c, env->in_ours, env->ours_arg);
+	return safecall_judge(pcs, (size_t)n, walk, remote_arch_blocked_in(&r, SYS_futex), c,
+			      env->in_ours, env->ours_arg);
 }
 
 /* 1 if tid is among the n threads of held. */

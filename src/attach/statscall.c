@@ -119,11 +119,13 @@ int statscall_ask(const struct safecall_env *env, const struct allocstats_fn *fn
 	if (whylen)
 		why[0] = 0;
 	for (size_t i = 0; i < fn->ntext; i++)
-		safecall_code_add(&code, fn->text[i].lo, fn->text[i].hi,
+		safecall_code_add_own(&code, fn->text[i].lo, fn->text[i].hi,
 				  fn->kind == ALLOCSTATS_MALLCTL ? "inside jemalloc" :
 				  "inside tcmalloc");
 	for (size_t i = 0; i < fn->nfork; i++)
 		safecall_code_add(&code, fn->fork[i].lo, fn->fork[i].hi, "in fork");
+	for (size_t i = 0; i < fn->nwait; i++)
+		safecall_code_add_wait(&code, fn->wait[i].lo, fn->wait[i].hi);
 	ret = safecall_run(env, &code, op_ask, &a, why, whylen);
 	if (a.refused == -EBUSY) {
 		snprintf(why, whylen, "tcmalloc's MallocExtension is not set up yet");

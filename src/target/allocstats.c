@@ -57,7 +57,13 @@ static const struct {
 
 /* fork's entry points: between its prefork and postfork handlers the
  * allocators' locks are all held. */
-static const char *const fork_names[] = { "fork", "__fork", "__libc_fork", "_Fork" };
+static const char *const fork_names[] = { "fork", "__fork", "__libc_fork", "_Fork", NULL };
+
+/* The condition-variable waits an allocator's parked thread sits in
+ * (jemalloc's background threads). */
+static const char *const wait_names[] = {
+	"pthread_cond_wait", "pthread_cond_timedwait", "pthread_cond_clockwait", NULL,
+};
 
 #define INSTANCE_CODE 64        /* bytes of MallocExtension::instance() decoded */
 
@@ -108,10 +114,13 @@ static int is_executable(pid_t pid, const struct proc_maps *maps, const struct p
 	return entry && same_file(proc_maps_find(maps, entry), m);
 }
 
-/* fork's entry points in every mapped object that defines them (libc). */
-static void fork_of(struct target *t, const struct proc_maps *maps, struct allocstats_fn *fn)
+/* The functions of names (NULL-ended) in every mapped object that defines
+ * them (libc), into v[0..max); their count. */
+static size_t funcs_of(struct target *t, const struct proc_maps *maps, const char *const *names,
+		       struct allocstats_range *v, size_t max)
 {
-	fn->nfork = 0;
+	size_t n = 0;
+
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct proc_map *m = &maps->v[i];
 		struct elfobj *e;
@@ -122,20 +131,21 @@ static void fork_of(struct target *t, const struct proc_maps *maps, struct alloc
 		e = target_object(t, m, TARGET_OBJ_SYMS, NULL);
 		if (!e || target_map_bias(t, m, e, &bias))
 			continue;
-		for (size_t k = 0; k < sizeof(fork_names) / sizeof(fork_names[0]); k++) {
-			const struct elfobj_sym *s = elfobj_lookup(e, fork_names[k], 0);
+		for (size_t k = 0; names[k]; k++) {
+			const struct elfobj_sym *s = elfobj_lookup(e, names[k], 0);
 			struct allocstats_range r;
 			size_t j;
 
 			if (!s || s->type != STT_FUNC || !s->value || !s->size)
 				continue;
 			r = (struct allocstats_range){ bias + s->value, bias + s->value + s->size };
-			for (j = 0; j < fn->nfork && fn->fork[j].lo != r.lo; j++)
+			for (j = 0; j < n && v[j].lo != r.lo; j++)
 				;
-			if (j == fn->nfork && fn->nfork < ALLOCSTATS_MAX_FORK)
-				fn->fork[fn->nfork++] = r;
+			if (j == n && n < max)
+				v[n++] = r;
 		}
 	}
+	return n;
 }
 
 static void set_names(struct allocstats_fn *fn)
@@ -219,7 +229,8 @@ static int find_call(struct target *t, pid_t pid, const struct proc_maps *maps,
 	}
 	fn->addr = addr;
 	text_of(maps, m, fn);
-	fork_of(t, maps, fn);
+	fn->nfork = funcs_of(t, maps, fork_names, fn->fork, ALLOCSTATS_MAX_FORK);
+	fn->nwait = funcs_of(t, maps, wait_names, fn->wait, ALLOCSTATS_MAX_WAIT);
 	fn->kind = candidates[i].kind;
 	set_names(fn);
 	return 1;

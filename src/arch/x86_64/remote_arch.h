@@ -127,6 +127,24 @@ static inline int remote_arch_restart_block(const remote_regs_t *r)
 }
 
 /*
+ * Whether a thread stopped in state r was blocked in syscall nr (or in its
+ * restart through restart_syscall), which it goes on with when resumed.
+ */
+static inline int remote_arch_blocked_in(const remote_regs_t *r, long nr)
+{
+	if ((long)r->orig_rax != nr && (long)r->orig_rax != SYS_restart_syscall)
+		return 0;
+	switch ((long)r->rax) {
+	case -REMOTE_ERESTARTSYS:
+	case -REMOTE_ERESTARTNOINTR:
+	case -REMOTE_ERESTARTNOHAND:
+	case -REMOTE_ERESTART_RESTARTBLOCK:
+		return 1;
+	}
+	return 0;
+}
+
+/*
  * The user-mode state a thread stopped in state r resumes with when the
  * kernel lets it go without running a handler: for a syscall that asks for
  * a restart, rip back on the syscall instruction and rax = orig_rax, as the
