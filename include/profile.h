@@ -170,11 +170,22 @@ size_t profile_nstacks(const struct profile *p);
  * valid until the next record into p. */
 const uint64_t *profile_stack_pcs(const struct profile *p, uint32_t id, size_t *n);
 
+/*
+ * For each stack id of p, the id of the stack it is shown as (stackfill.c):
+ * itself, or for a stack cut short (PROFILE_PC_TRUNCATED after at least one
+ * frame), the one stack of p not cut short that begins with all of its
+ * frames and has more (none, or more than one: itself). NULL when every
+ * stack is shown as itself; else the caller frees it.
+ */
+uint32_t *profile_completions(const struct profile *p);
+
 /* Call cb for every bucket that has had any alloc or accounted count, in
  * creation order (a bucket once visited is visited for good, so that the
  * n-th stays the n-th: its figures may be 0); stops early and returns cb's
- * value if it is non-zero, else returns 0. b and b->pcs are valid only
- * during the call; cb must not record into p. */
+ * value if it is non-zero, else returns 0. A bucket's frames are those of
+ * the stack its stack is shown as (profile_completions), so two buckets
+ * may have the same frames and size. b and b->pcs are valid only during
+ * the call; cb must not record into p. */
 int profile_foreach(const struct profile *p,
 		    int (*cb)(const struct profile_bucket *b, void *arg), void *arg);
 

@@ -1008,13 +1008,15 @@ const uint64_t *profile_stack_pcs(const struct profile *p, uint32_t id, size_t *
 /*
  * Buckets are visited in creation order, each from the first time it has
  * a figure on (so the n-th stays the n-th: peak.c's snapshot relies on it),
- * even if its accounted figures are all 0 again. b->pcs points into the
+ * even if its accounted figures are all 0 again. A cut stack's buckets are
+ * shown with the frames of its completion (stackfill.c). b->pcs points into the
  * profile and is valid only during the callback; cb must not record into p.
  */
 int profile_foreach(const struct profile *p,
 		    int (*cb)(const struct profile_bucket *b, void *arg), void *arg)
 {
 	uint64_t *inuse = xcalloc(p->nbuckets ? p->nbuckets : 1, sizeof(*inuse));
+	uint32_t *shown = profile_completions(p);
 	int ret = 0;
 
 	for (size_t i = 0; i < p->live_cap; i++)
@@ -1022,7 +1024,7 @@ int profile_foreach(const struct profile *p,
 			inuse[p->live[i].bucket & ~LIVE_KEPT]++;
 	for (size_t i = 0; i < p->nbuckets && !ret; i++) {
 		const struct bucket *b = &p->buckets[i];
-		const struct stack *s = &p->stacks[b->stack];
+		const struct stack *s = &p->stacks[shown ? shown[b->stack] : b->stack];
 		uint64_t nuse = sat_add(inuse[i], b->xinuse_count);
 		struct profile_bucket pb = {
 			.pcs = p->pcs + s->off,
@@ -1038,6 +1040,7 @@ int profile_foreach(const struct profile *p,
 		if (b->alloc_count || b->xseen)
 			ret = cb(&pb, arg);
 	}
+	free(shown);
 	free(inuse);
 	return ret;
 }
