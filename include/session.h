@@ -73,6 +73,8 @@ struct session {
 	uint64_t alloc_read;            /* the profile's allocated bytes then */
 	struct peak peak;               /* the live set at the highest point so far */
 	struct topview *tv;             /* --top: the live view, while attached */
+	struct skipsites *skip;         /* the built-in wrappers and --skip, for dumps */
+	struct wrapfind *wf;            /* wrappers found by their code, for dumps */
 
 	struct run_stats stats;
 	int attached;                   /* hooks are live */

@@ -27,10 +27,12 @@
 #include "pyattach.h"
 #include "recover.h"
 #include "session.h"
+#include "skipsites.h"
 #include "symbolize.h"
 #include "target.h"
 #include "topview.h"
 #include "unwind.h"
+#include "wrapfind.h"
 #include "xmalloc.h"
 #include "zsection.h"
 
@@ -256,6 +258,41 @@ static void keep_line(void *arg, const char *text)
 		snprintf(t->v[t->n++], sizeof(t->v[0]), "%s", text);
 }
 
+static int read_target(void *arg, uint64_t addr, void *buf, size_t len)
+{
+	return target_read(arg, addr, buf, len);
+}
+
+/*
+ * The functions found allocator wrappers by their code (wrapfind.h) over
+ * the profile so far, each a "heapattach-wrapper: NAME" comment (at most
+ * WRAPPER_NOTES, into notes) so that heapattach report names sites past
+ * them as --top does; how many.
+ */
+#define WRAPPER_NOTES 32
+static size_t wrapper_notes(struct session *s, char (*notes)[WRAPFIND_NAME + 24])
+{
+	struct wrapfind_src src = { s->sym, read_target, s->t };
+	char (*names)[WRAPFIND_NAME];
+	size_t n;
+
+	if (!s->sym)
+		return 0;
+	if (!s->wf) {
+		s->skip = skipsites_new();
+		for (size_t i = 0; s->skip && i < s->opt->nskip; i++)
+			skipsites_add(s->skip, s->opt->skip[i]);	/* checked by cli.c */
+		s->wf = wrapfind_new(s->skip);
+	}
+	wrapfind_scan(s->wf, &src, s->prof);
+	names = xcalloc(WRAPPER_NOTES, sizeof(*names));
+	n = wrapfind_found(s->wf, &src, names, WRAPPER_NOTES);
+	for (size_t i = 0; i < n; i++)
+		snprintf(notes[i], sizeof(notes[i]), "heapattach-wrapper: %s", names[i]);
+	free(names);
+	return n;
+}
+
 int session_dump(struct session *s, unsigned seq)
 {
 	struct symbolizer *sym = s->sym;
@@ -263,7 +300,9 @@ int session_dump(struct session *s, unsigned seq)
 	char comment[128];
 	char sc_note[sizeof(s->sc.note) + 32];
 	const char **comments = xcalloc(5 + SESSION_MAX_NOTES + BREAKDOWN_MAX_LINES + 2 +
-					s->mr.ncensus, sizeof(*comments));
+					WRAPPER_NOTES + s->mr.ncensus, sizeof(*comments));
+	char (*wnotes)[WRAPFIND_NAME + 24] = xcalloc(WRAPPER_NOTES, sizeof(*wnotes));
+	size_t nwnotes;
 	struct breakdown_text bt = { .n = 0 };
 	struct breakdown bd;
 	size_t ncomments;
@@ -306,6 +345,9 @@ int session_dump(struct session *s, unsigned seq)
 		if (log_verbose || !seq)
 			fprintf(stderr, "heapattach: %s\n", bt.v[i]);
 	}
+	nwnotes = wrapper_notes(s, wnotes);
+	for (size_t i = 0; i < nwnotes; i++)
+		comments[ncomments++] = wnotes[i];
 	snprintf(comment, sizeof(comment), "events=%llu nested=%llu unwind_errors=%llu",
 		 (unsigned long long)s->stats.events, (unsigned long long)s->stats.nested,
 		 (unsigned long long)s->stats.unwind_errors);
@@ -330,6 +372,7 @@ int session_dump(struct session *s, unsigned seq)
 	if (!rc && !seq)
 		write_peak(s, &d, comments);
 	free(comments);
+	free(wnotes);
 	return rc;
 }
 
@@ -1146,6 +1189,8 @@ out:
 		unwinder_free(s.unw);
 	if (s.prof)
 		profile_free(s.prof);
+	wrapfind_free(s.wf);
+	skipsites_free(s.skip);
 	peak_free(&s.peak);
 	memreport_free(&s.mr);
 	hooks_free(&s.hooks);

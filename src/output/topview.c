@@ -9,18 +9,18 @@
 #include <unistd.h>
 
 #include "allocstats.h"
-#include "disasm.h"
 #include "profile.h"
 #include "remote.h"
 #include "skipsites.h"
 #include "symbolize.h"
 #include "topview.h"
+#include "wrapfind.h"
 #include "xmalloc.h"
 
 /*
  * A site is the first frame of a bucket's stack whose function is not an
  * allocator wrapper (named so, skipsites.h, or found so by its code,
- * is_wrapper; the leaf when all are): buckets are summed by it every
+ * wrapfind.h; the leaf when all are): buckets are summed by it every
  * second, and each site keeps its live bytes of the last HIST seconds, so
  * that growth over that window and the allocation rate can be shown beside
  * the live bytes. Plain ANSI escapes (the alternate screen, home and
@@ -33,9 +33,6 @@
 #define HIST 10                 /* seconds of growth shown */
 #define MAX_SITES 65536         /* beyond: one "(other sites)" row */
 #define NAME_LEN 72
-#define PC_CACHE 16384          /* frames whose wrapper test is remembered */
-#define WRAP_CODE 512           /* bytes of code read after a call to follow its result */
-#define IMPURE_MAX 4096         /* functions found impure at most (a power of 2) */
 
 enum sort_by { BY_LIVE, BY_GROWTH, BY_RATE, NSORTS };
 
@@ -67,13 +64,7 @@ struct topview {
 	const struct topview_in *ti;    /* during a tick */
 	char said[256];                 /* topview_say's line, or "" */
 	struct skipsites *skip;
-	struct pc_wrap {                /* a direct-mapped cache of frames tested */
-		uint64_t pc;
-		uint64_t fn;            /* its function's start; 0 unknown */
-		int named, pure;        /* skipsites_match; returns_result */
-	} *pcs;
-	uint64_t *impure;               /* open addressing: functions with a call site
-					 * whose result they do not return */
+	struct wrapfind *wf;            /* with skip */
 };
 
 static const char *const sort_names[NSORTS] = { "live", "growth", "alloc rate" };
@@ -90,8 +81,7 @@ struct topview *topview_new(int in, int out, const char *const *skip, size_t nsk
 	}
 	for (size_t i = 0; i < nskip; i++)
 		skipsites_add(tv->skip, skip[i]);	/* checked by cli.c */
-	tv->pcs = xcalloc(PC_CACHE, sizeof(*tv->pcs));
-	tv->impure = xcalloc(IMPURE_MAX, sizeof(*tv->impure));
+	tv->wf = wrapfind_new(tv->skip);
 
 	tv->in = in;
 	tv->out = out;
@@ -120,8 +110,7 @@ void topview_free(struct topview *tv)
 	if (tv->raw)
 		tcsetattr(tv->in, TCSANOW, &tv->term);
 	free(tv->sites);
-	free(tv->pcs);
-	free(tv->impure);
+	wrapfind_free(tv->wf);
 	skipsites_free(tv->skip);
 	free(tv);
 }
@@ -169,89 +158,22 @@ static void name_site(struct topview *tv, struct site *s)
 		 (unsigned long long)s->pc);
 }
 
-/* 1 if the target's code at return address pc (in an object file's
- * function) returns the result of the call before it: that function is a
- * pure wrapper of it (disasm.h). */
-static int returns_result(const struct topview *tv, uint64_t pc)
+static int read_target(void *arg, uint64_t addr, void *buf, size_t len)
 {
-	uint8_t code[WRAP_CODE];
-	size_t len = sizeof(code);
-
-	/* a short read near the end of a mapping: as far as its page goes */
-	if (remote_mem_read(tv->ti->pid, pc, code, len)) {
-		len = 4096 - (pc & 4095);
-		if (len > sizeof(code) || remote_mem_read(tv->ti->pid, pc, code, len))
-			return 0;
-	}
-	return disasm_returns_result(code, len, pc);
+	return remote_mem_read(*(const pid_t *)arg, addr, buf, len);
 }
 
-/* The slot of function start fn among the impure ones: its own, or the
- * empty one where it would go; NULL when the table is full. */
-static uint64_t *impure_slot(struct topview *tv, uint64_t fn)
+/* Where tv->wf reads the target, during a tick. */
+static struct wrapfind_src src_of(struct topview *tv)
 {
-	size_t i = (size_t)(fn * 0x9E3779B97F4A7C15ULL >> 52) & (IMPURE_MAX - 1);
-
-	for (size_t n = 0; n < IMPURE_MAX; n++, i = (i + 1) & (IMPURE_MAX - 1))
-		if (tv->impure[i] == fn || !tv->impure[i])
-			return &tv->impure[i];
-	return NULL;
-}
-
-/*
- * 1 if the function of return address pc is an allocator wrapper: named
- * so (skipsites.h), or one whose every allocating call seen (each a frame
- * reached past wrappers only) returns the result (returns_result): a
- * function that also allocates for itself, a header say, is a site for
- * all its calls once that call is seen (a full table: none is a wrapper
- * by its code).
- */
-static int is_wrapper(struct topview *tv, uint64_t pc)
-{
-	struct pc_wrap *c = &tv->pcs[(pc * 0x9E3779B97F4A7C15ULL >> 50) & (PC_CACHE - 1)];
-	struct sym_info si;
-	uint64_t *slot;
-
-	if (c->pc != pc) {
-		*c = (struct pc_wrap){ .pc = pc };
-		if (tv->ti->sym && pc > 1 && symbolizer_lookup(tv->ti->sym, pc - 1, &si) == 0 &&
-		    si.function) {
-			c->named = skipsites_match(tv->skip, si.function);
-			c->fn = pc - 1 - si.offset;
-			c->pure = !c->named && si.map && returns_result(tv, pc);
-			slot = c->fn && !c->named && !c->pure ? impure_slot(tv, c->fn) : NULL;
-			if (slot)
-				*slot = c->fn;
-		}
-	}
-	if (c->named || !c->pure)
-		return c->named;
-	slot = impure_slot(tv, c->fn);
-	return slot && !*slot;
-}
-
-/* The return address that names b's site: its first frame outside the
- * allocator's wrappers (the leaf when every frame is one); 2 for no stack. */
-static uint64_t site_pc(struct topview *tv, const struct profile_bucket *b)
-{
-	for (size_t k = 0; k < b->npcs; k++)
-		if (!is_wrapper(tv, b->pcs[k]))
-			return b->pcs[k];
-	return b->npcs ? b->pcs[0] : 2;
-}
-
-/* Before summing: walk every stack's wrappers, so that a function found
- * impure at one call is so for all of its calls in this refresh. */
-static int test_bucket(const struct profile_bucket *b, void *arg)
-{
-	site_pc(arg, b);
-	return 0;
+	return (struct wrapfind_src){ tv->ti->sym, read_target, (void *)&tv->ti->pid };
 }
 
 static int add_bucket(const struct profile_bucket *b, void *arg)
 {
 	struct topview *tv = arg;
-	uint64_t pc = site_pc(tv, b);
+	struct wrapfind_src src = src_of(tv);
+	uint64_t pc = wrapfind_site_pc(tv->wf, &src, b);
 	struct site *s = site_of(tv, pc);
 	int64_t lc, lb, ac, ab;
 
@@ -281,6 +203,7 @@ static int cmp_sites(const void *a, const void *b, void *arg)
  * window, allocation rate. */
 static void gather(struct topview *tv)
 {
+	struct wrapfind_src src = src_of(tv);
 	unsigned slot = tv->refreshes % HIST;
 
 	tv->prev = tv->tot;
@@ -289,7 +212,7 @@ static void gather(struct topview *tv)
 		tv->sites[i].prev_alloc = tv->sites[i].alloc;
 		tv->sites[i].live = tv->sites[i].alloc = 0;
 	}
-	profile_foreach(tv->ti->prof, test_bucket, tv);
+	wrapfind_scan(tv->wf, &src, tv->ti->prof);
 	profile_foreach(tv->ti->prof, add_bucket, tv);
 	for (size_t i = 0; i < MAX_SITES; i++) {
 		struct site *s = &tv->sites[i];

@@ -83,17 +83,37 @@ static const char *intern(struct priv *p, const char *s)
 	return p->name[p->nnames - 1];
 }
 
-/* 1 if interned name s is an allocator wrapper (tested once per name). */
-static int is_wrapper(struct priv *p, const char *s)
+/* The index of interned name s. */
+static size_t index_of(const struct priv *p, const char *s)
 {
 	size_t i = hash_bytes(s, strlen(s)) & (p->names.cap - 1);
 
 	while (p->name[p->names.slot[i] - 1] != s)
 		i = (i + 1) & (p->names.cap - 1);
-	i = p->names.slot[i] - 1;
+	return p->names.slot[i] - 1;
+}
+
+/* 1 if interned name s is an allocator wrapper (tested once per name). */
+static int is_wrapper(struct priv *p, const char *s)
+{
+	size_t i = index_of(p, s);
+
 	if (p->wrapper[i] < 0)
 		p->wrapper[i] = (signed char)skipsites_match(p->skip, s);
 	return p->wrapper[i];
+}
+
+/* A "heapattach-wrapper: NAME" comment (session.c): NAME was found an
+ * allocator wrapper by its code, as --top finds them; from this dump on. */
+static void read_wrapper(struct priv *p, const char *c)
+{
+	static const char tag[] = "heapattach-wrapper: ";
+	const char *name;
+
+	if (strncmp(c, tag, sizeof(tag) - 1) || !c[sizeof(tag) - 1])
+		return;
+	name = intern(p, c + sizeof(tag) - 1);	/* may move p->wrapper */
+	p->wrapper[index_of(p, name)] = 1;
 }
 
 /* Leading wrapper frames of f[0..n): 0 when all are. */
@@ -236,6 +256,7 @@ int rseries_add(struct rseries *s, size_t d, const char *path, const struct rpro
 	for (size_t i = 0; i < p->ncomments; i++) {
 		dump->comments[i] = xstrdup(p->comments[i]);
 		read_rss(dump, p->comments[i]);
+		read_wrapper(pv, p->comments[i]);
 	}
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct rprof_sample *sm = &p->samples[i];

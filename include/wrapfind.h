@@ -1,0 +1,48 @@
+/* Allocator wrappers found by their code: functions whose every allocating call seen returns what it got. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_WRAPFIND_H
+#define HEAPATTACH_WRAPFIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct profile;
+struct profile_bucket;
+struct skipsites;
+struct symbolizer;
+
+/*
+ * A site is a stack's first frame whose function is not an allocator
+ * wrapper: named so (skipsites.h), or found so by its code: a function
+ * whose every allocating call seen (a frame reached past wrappers only)
+ * returns the call's result (disasm_returns_result). A function that also
+ * allocates for itself, a header say, is a site for all its calls once
+ * that call is seen; what is found so stays found for the wrapfind's life.
+ */
+struct wrapfind;
+
+/* Where the target's code and names come from. */
+struct wrapfind_src {
+	struct symbolizer *sym;         /* NULL: nothing is a wrapper by its code */
+	int (*read)(void *arg, uint64_t addr, void *buf, size_t len);  /* 0 or -errno */
+	void *arg;
+};
+
+#define WRAPFIND_NAME 128               /* bytes of a name found, NUL included */
+
+/* Named wrappers are skip's (not owned, may be NULL); xcalloc'd. */
+struct wrapfind *wrapfind_new(const struct skipsites *skip);
+void wrapfind_free(struct wrapfind *wf);
+/* The return address that names b's site: its first frame that is no
+ * wrapper (the leaf when every frame is one); 2 for no stack. */
+uint64_t wrapfind_site_pc(struct wrapfind *wf, const struct wrapfind_src *src,
+			  const struct profile_bucket *b);
+/* Test the wrappers of every stack of prof, so that a function found
+ * impure at one call is so for all its calls in later wrapfind_site_pc. */
+void wrapfind_scan(struct wrapfind *wf, const struct wrapfind_src *src, const struct profile *prof);
+/* The functions found wrappers by their code alone (not by name), at most
+ * max, their names into v; how many. */
+size_t wrapfind_found(struct wrapfind *wf, const struct wrapfind_src *src,
+		      char (*v)[WRAPFIND_NAME], size_t max);
+
+#endif

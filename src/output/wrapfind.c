@@ -1,0 +1,165 @@
+/* Allocator wrappers found by their code: functions whose every allocating call seen returns what it got. */
+/* SPDX-License-Identifier: MIT */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "disasm.h"
+#include "profile.h"
+#include "skipsites.h"
+#include "symbolize.h"
+#include "wrapfind.h"
+#include "xmalloc.h"
+
+#define PC_CACHE 16384          /* frames whose wrapper test is remembered */
+#define WRAP_CODE 512           /* bytes of code read after a call to follow its result */
+#define IMPURE_MAX 4096         /* functions found impure at most (a power of 2) */
+
+struct wrapfind {
+	const struct skipsites *skip;
+	struct pc_wrap {                /* a direct-mapped cache of frames tested */
+		uint64_t pc;
+		uint64_t fn;            /* its function's start; 0 unknown */
+		int named, pure;        /* skipsites_match; returns_result */
+	} *pcs;
+	uint64_t *impure;               /* open addressing: functions with a call site
+					 * whose result they do not return */
+};
+
+struct wrapfind *wrapfind_new(const struct skipsites *skip)
+{
+	struct wrapfind *wf = xcalloc(1, sizeof(*wf));
+
+	wf->skip = skip;
+	wf->pcs = xcalloc(PC_CACHE, sizeof(*wf->pcs));
+	wf->impure = xcalloc(IMPURE_MAX, sizeof(*wf->impure));
+	return wf;
+}
+
+void wrapfind_free(struct wrapfind *wf)
+{
+	if (!wf)
+		return;
+	free(wf->pcs);
+	free(wf->impure);
+	free(wf);
+}
+
+/* 1 if the target's code at return address pc (in an object file's
+ * function) returns the result of the call before it: that function is a
+ * pure wrapper of it (disasm.h). */
+static int returns_result(const struct wrapfind_src *src, uint64_t pc)
+{
+	uint8_t code[WRAP_CODE];
+	size_t len = sizeof(code);
+
+	/* a short read near the end of a mapping: as far as its page goes */
+	if (src->read(src->arg, pc, code, len)) {
+		len = 4096 - (pc & 4095);
+		if (len > sizeof(code) || src->read(src->arg, pc, code, len))
+			return 0;
+	}
+	return disasm_returns_result(code, len, pc);
+}
+
+/* The slot of function start fn among the impure ones: its own, or the
+ * empty one where it would go; NULL when the table is full. */
+static uint64_t *impure_slot(struct wrapfind *wf, uint64_t fn)
+{
+	size_t i = (size_t)(fn * 0x9E3779B97F4A7C15ULL >> 52) & (IMPURE_MAX - 1);
+
+	for (size_t n = 0; n < IMPURE_MAX; n++, i = (i + 1) & (IMPURE_MAX - 1))
+		if (wf->impure[i] == fn || !wf->impure[i])
+			return &wf->impure[i];
+	return NULL;
+}
+
+/* 1 if the function of return address pc is an allocator wrapper (a full
+ * impure table: none is one by its code). */
+static int is_wrapper(struct wrapfind *wf, const struct wrapfind_src *src, uint64_t pc)
+{
+	struct pc_wrap *c = &wf->pcs[(pc * 0x9E3779B97F4A7C15ULL >> 50) & (PC_CACHE - 1)];
+	struct sym_info si;
+	uint64_t *slot;
+
+	if (c->pc != pc) {
+		*c = (struct pc_wrap){ .pc = pc };
+		if (src->sym && pc > 1 && symbolizer_lookup(src->sym, pc - 1, &si) == 0 &&
+		    si.function) {
+			c->named = skipsites_match(wf->skip, si.function);
+			c->fn = pc - 1 - si.offset;
+			c->pure = !c->named && si.map && returns_result(src, pc);
+			slot = c->fn && !c->named && !c->pure ? impure_slot(wf, c->fn) : NULL;
+			if (slot)
+				*slot = c->fn;
+		}
+	}
+	if (c->named || !c->pure)
+		return c->named;
+	slot = impure_slot(wf, c->fn);
+	return slot && !*slot;
+}
+
+uint64_t wrapfind_site_pc(struct wrapfind *wf, const struct wrapfind_src *src,
+			  const struct profile_bucket *b)
+{
+	for (size_t k = 0; k < b->npcs; k++)
+		if (!is_wrapper(wf, src, b->pcs[k]))
+			return b->pcs[k];
+	return b->npcs ? b->pcs[0] : 2;
+}
+
+struct scan {
+	struct wrapfind *wf;
+	const struct wrapfind_src *src;
+};
+
+static int scan_bucket(const struct profile_bucket *b, void *arg)
+{
+	struct scan *sc = arg;
+
+	wrapfind_site_pc(sc->wf, sc->src, b);
+	return 0;
+}
+
+void wrapfind_scan(struct wrapfind *wf, const struct wrapfind_src *src, const struct profile *prof)
+{
+	struct scan sc = { wf, src };
+
+	profile_foreach(prof, scan_bucket, &sc);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+size_t wrapfind_found(struct wrapfind *wf, const struct wrapfind_src *src,
+		      char (*v)[WRAPFIND_NAME], size_t max)
+{
+	uint64_t *seen = xcalloc(max ? max : 1, sizeof(*seen));
+	size_t n = 0;
+
+	for (size_t i = 0; i < PC_CACHE && n < max && src->sym; i++) {
+		const struct pc_wrap *c = &wf->pcs[i];
+		struct sym_info si;
+		uint64_t *slot;
+		size_t k;
+
+		if (!c->pc || !c->pure || c->named || !c->fn)
+			continue;
+		slot = impure_slot(wf, c->fn);
+		if (!slot || *slot)
+			continue;
+		for (k = 0; k < n && seen[k] != c->fn; k++)
+			;
+		if (k < n || symbolizer_lookup(src->sym, c->pc - 1, &si) || !si.function)
+			continue;
+		if ((size_t)snprintf(v[n], WRAPFIND_NAME, "%s", si.function) >= WRAPFIND_NAME)
+			continue;	/* cut: it would name another function */
+		seen[n++] = c->fn;
+	}
+	free(seen);
+	qsort(v, n, sizeof(*v), by_name);
+	return n;
+}
