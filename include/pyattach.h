@@ -3,6 +3,8 @@
 #ifndef HEAPATTACH_PYATTACH_H
 #define HEAPATTACH_PYATTACH_H
 
+#include <stdint.h>
+
 struct target;
 struct symbolizer;
 struct agent_link_params;
@@ -19,6 +21,8 @@ struct pyattach *pyattach_new(struct target *t, struct symbolizer *sym, unsigned
 			      int keep_c);
 /* Point the link's parameters at pa (NULL: no Python frames). */
 void pyattach_link(const struct pyattach *pa, struct agent_link_params *lp);
+/* The interpreter object's code [*lo, *hi); both 0 for NULL pa. */
+void pyattach_interp(const struct pyattach *pa, uint64_t *lo, uint64_t *hi);
 void pyattach_free(struct pyattach *pa);
 
 #endif

@@ -28,6 +28,7 @@ struct topview_in {
 	const struct allocstats *as;    /* the allocator's latest figures, or NULL */
 	uint64_t elapsed_ns;            /* since the attach */
 	unsigned dumps;                 /* numbered profiles written */
+	uint64_t interp_lo, interp_hi;  /* a Python interpreter's code (wrapfind.h), or 0, 0 */
 };
 
 /*

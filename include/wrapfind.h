@@ -18,6 +18,9 @@ struct symbolizer;
  * returns the call's result (disasm_returns_result). A function that also
  * allocates for itself, a header say, is a site for all its calls once
  * that call is seen; what is found so stays found for the wrapfind's life.
+ * In a Python target the interpreter's own frames between the wrappers
+ * and the first Python frame (list_repeat, type_call, ...: how Python
+ * code allocates) are passed over too: the site is the Python function.
  */
 struct wrapfind;
 
@@ -26,6 +29,7 @@ struct wrapfind_src {
 	struct symbolizer *sym;         /* NULL: nothing is a wrapper by its code */
 	int (*read)(void *arg, uint64_t addr, void *buf, size_t len);  /* 0 or -errno */
 	void *arg;
+	uint64_t interp_lo, interp_hi;  /* the Python interpreter's code, or 0, 0 */
 };
 
 #define WRAPFIND_NAME 128               /* bytes of a name found, NUL included */
@@ -40,8 +44,9 @@ uint64_t wrapfind_site_pc(struct wrapfind *wf, const struct wrapfind_src *src,
 /* Test the wrappers of every stack of prof, so that a function found
  * impure at one call is so for all its calls in later wrapfind_site_pc. */
 void wrapfind_scan(struct wrapfind *wf, const struct wrapfind_src *src, const struct profile *prof);
-/* The functions found wrappers by their code alone (not by name), at most
- * max, their names into v; how many. */
+/* The functions found wrappers by their code alone (not by name), and the
+ * interpreter's passed over, at most max, their names into v (an unnamed
+ * one as its frame's address, "0x..." as pprof.c writes it); how many. */
 size_t wrapfind_found(struct wrapfind *wf, const struct wrapfind_src *src,
 		      char (*v)[WRAPFIND_NAME], size_t max);
 

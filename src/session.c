@@ -269,13 +269,14 @@ static int read_target(void *arg, uint64_t addr, void *buf, size_t len)
  * WRAPPER_NOTES, into notes) so that heapattach report names sites past
  * them as --top does; how many.
  */
-#define WRAPPER_NOTES 32
+#define WRAPPER_NOTES 128
 static size_t wrapper_notes(struct session *s, char (*notes)[WRAPFIND_NAME + 24])
 {
-	struct wrapfind_src src = { s->sym, read_target, s->t };
+	struct wrapfind_src src = { s->sym, read_target, s->t, 0, 0 };
 	char (*names)[WRAPFIND_NAME];
 	size_t n;
 
+	pyattach_interp(s->py, &src.interp_lo, &src.interp_hi);
 	if (!s->sym)
 		return 0;
 	if (!s->wf) {
@@ -519,6 +520,7 @@ static int top_tick(struct session *s, uint64_t now)
 
 	if (!s->tv)
 		return 0;
+	pyattach_interp(s->py, &ti.interp_lo, &ti.interp_hi);
 	switch (topview_tick(s->tv, &ti, now)) {
 	case TOPVIEW_QUIT:
 		return 1;

@@ -166,7 +166,8 @@ static int read_target(void *arg, uint64_t addr, void *buf, size_t len)
 /* Where tv->wf reads the target, during a tick. */
 static struct wrapfind_src src_of(struct topview *tv)
 {
-	return (struct wrapfind_src){ tv->ti->sym, read_target, (void *)&tv->ti->pid };
+	return (struct wrapfind_src){ tv->ti->sym, read_target, (void *)&tv->ti->pid,
+				      tv->ti->interp_lo, tv->ti->interp_hi };
 }
 
 static int add_bucket(const struct profile_bucket *b, void *arg)

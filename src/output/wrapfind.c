@@ -1,11 +1,13 @@
 /* Allocator wrappers found by their code: functions whose every allocating call seen returns what it got. */
 /* SPDX-License-Identifier: MIT */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "disasm.h"
 #include "profile.h"
+#include "pyframes.h"
 #include "skipsites.h"
 #include "symbolize.h"
 #include "wrapfind.h"
@@ -21,6 +23,7 @@ struct wrapfind {
 		uint64_t pc;
 		uint64_t fn;            /* its function's start; 0 unknown */
 		int named, pure;        /* skipsites_match; returns_result */
+		int py;                 /* the interpreter's, passed over for a Python frame */
 	} *pcs;
 	uint64_t *impure;               /* open addressing: functions with a call site
 					 * whose result they do not return */
@@ -74,9 +77,8 @@ static uint64_t *impure_slot(struct wrapfind *wf, uint64_t fn)
 	return NULL;
 }
 
-/* 1 if the function of return address pc is an allocator wrapper (a full
- * impure table: none is one by its code). */
-static int is_wrapper(struct wrapfind *wf, const struct wrapfind_src *src, uint64_t pc)
+/* Return address pc's entry in the cache, tested. */
+static struct pc_wrap *entry(struct wrapfind *wf, const struct wrapfind_src *src, uint64_t pc)
 {
 	struct pc_wrap *c = &wf->pcs[(pc * 0x9E3779B97F4A7C15ULL >> 50) & (PC_CACHE - 1)];
 	struct sym_info si;
@@ -94,19 +96,45 @@ static int is_wrapper(struct wrapfind *wf, const struct wrapfind_src *src, uint6
 				*slot = c->fn;
 		}
 	}
+	return c;
+}
+
+/* 1 if the function of return address pc is an allocator wrapper (a full
+ * impure table: none is one by its code). */
+static int is_wrapper(struct wrapfind *wf, const struct wrapfind_src *src, uint64_t pc)
+{
+	struct pc_wrap *c = entry(wf, src, pc);
+	uint64_t *slot;
+
 	if (c->named || !c->pure)
 		return c->named;
 	slot = impure_slot(wf, c->fn);
 	return slot && !*slot;
 }
 
+/* 1 if return address pc is in the Python interpreter's code. */
+static int in_interp(const struct wrapfind_src *src, uint64_t pc)
+{
+	return pc - 1 >= src->interp_lo && pc - 1 < src->interp_hi;
+}
+
 uint64_t wrapfind_site_pc(struct wrapfind *wf, const struct wrapfind_src *src,
 			  const struct profile_bucket *b)
 {
-	for (size_t k = 0; k < b->npcs; k++)
-		if (!is_wrapper(wf, src, b->pcs[k]))
-			return b->pcs[k];
-	return b->npcs ? b->pcs[0] : 2;
+	size_t k = 0, j;
+
+	while (k < b->npcs && is_wrapper(wf, src, b->pcs[k]))
+		k++;
+	if (k == b->npcs)
+		return b->npcs ? b->pcs[0] : 2;
+	for (j = k; j < b->npcs && in_interp(src, b->pcs[j]); j++)
+		;
+	if (j == k || j == b->npcs || b->pcs[j] < PYFRAMES_PC_BASE)
+		return b->pcs[k];
+	/* the interpreter allocating for the Python code that called it */
+	while (k < j)
+		entry(wf, src, b->pcs[k++])->py = 1;
+	return b->pcs[j];
 }
 
 struct scan {
@@ -146,18 +174,23 @@ size_t wrapfind_found(struct wrapfind *wf, const struct wrapfind_src *src,
 		uint64_t *slot;
 		size_t k;
 
-		if (!c->pc || !c->pure || c->named || !c->fn)
+		uint64_t key;
+
+		if (!c->pc || c->named || (!c->pure && !c->py))
 			continue;
-		slot = impure_slot(wf, c->fn);
-		if (!slot || *slot)
+		slot = c->pure && !c->py ? impure_slot(wf, c->fn) : NULL;
+		if (c->pure && !c->py && (!c->fn || !slot || *slot))
 			continue;
-		for (k = 0; k < n && seen[k] != c->fn; k++)
+		key = c->fn ? c->fn : c->pc;
+		for (k = 0; k < n && seen[k] != key; k++)
 			;
-		if (k < n || symbolizer_lookup(src->sym, c->pc - 1, &si) || !si.function)
+		if (k < n)
 			continue;
-		if ((size_t)snprintf(v[n], WRAPFIND_NAME, "%s", si.function) >= WRAPFIND_NAME)
+		if (symbolizer_lookup(src->sym, c->pc - 1, &si) || !si.function)
+			snprintf(v[n], WRAPFIND_NAME, "0x%" PRIx64, c->pc - 1);
+		else if ((size_t)snprintf(v[n], WRAPFIND_NAME, "%s", si.function) >= WRAPFIND_NAME)
 			continue;	/* cut: it would name another function */
-		seen[n++] = c->fn;
+		seen[n++] = key;
 	}
 	free(seen);
 	qsort(v, n, sizeof(*v), by_name);

@@ -125,6 +125,12 @@ none:
 	return NULL;
 }
 
+void pyattach_interp(const struct pyattach *pa, uint64_t *lo, uint64_t *hi)
+{
+	*lo = pa ? pa->pt.interp_lo : 0;
+	*hi = pa ? pa->pt.interp_hi : 0;
+}
+
 void pyattach_link(const struct pyattach *pa, struct agent_link_params *lp)
 {
 	if (!pa)
