@@ -16,6 +16,7 @@
 #include "agentlink.h"
 #include "clock.h"
 #include "collect.h"
+#include "debugfetch.h"
 #include "dump.h"
 #include "events.h"
 #include "forkchild.h"
@@ -982,6 +983,9 @@ int session_run(const struct options *opt)
 	/* inflating a compressed section stops soon after a stop request,
 	 * and, before the attach, where the symbols' loading does */
 	zsection_watch_stop(&stop_signal);
+	debugfetch_watch_stop(&stop_signal);
+	if (opt->no_debuginfod)
+		debugfetch_disable();
 	if (opt->duration_ns)
 		zsection_set_deadline(t0 + (opt->duration_ns / 2 > ZSECTION_MIN_NS ?
 					    opt->duration_ns / 2 : ZSECTION_MIN_NS));
@@ -1026,7 +1030,10 @@ int session_run(const struct options *opt)
 	s.im = new_implant(&s);
 	s.trap = (struct collect_ctx){ s.im, s.prof, &s.sampler, s.unw, &s.stats,
 				       opt->max_depth };
+	/* debuginfod only where its wait stalls nothing: not attached */
+	symbolizer_allow_fetch(s.sym, 1);
 	warm_all(&s, t0);
+	symbolizer_allow_fetch(s.sym, 0);
 	if (!jit_refresh(&s)) {
 		struct perfmap_stats st;
 
@@ -1092,6 +1099,7 @@ int session_run(const struct options *opt)
 			(clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	}
 	stop_timer();
+	symbolizer_allow_fetch(s.sym, 1);	/* detached: for objects first named now */
 	if (s.mode->sync)
 		s.mode->sync(&s);	/* what the rings still hold (detach, exit or exec) */
 	if (s.stats.walks)
@@ -1140,6 +1148,7 @@ out:
 	implant_free(s.im);
 	if (s.sym)
 		symbolizer_free(s.sym);
+	debugfetch_end();
 	pyattach_free(s.py);
 	perfmap_free(s.jit);
 	if (s.unw)
