@@ -4,6 +4,7 @@
 #define HEAPATTACH_DEBUGFETCH_H
 
 #include <signal.h>
+#include <stdint.h>
 #include "elfobj.h"
 
 /*
@@ -33,6 +34,10 @@
 void debugfetch_disable(void);
 /* Cancel a fetch, and fetch no more, once *stop is nonzero. */
 void debugfetch_watch_stop(const volatile sig_atomic_t *stop);
+/* Cancel a fetch, and start none, from CLOCK_MONOTONIC time deadline_ns
+ * (0: no such deadline) until another is set: fetches cut so are not
+ * counted as timed out and leave fetching on. */
+void debugfetch_set_deadline(uint64_t deadline_ns);
 /* The debug file (with .debug_info or not) of build id build_id (lowercase
  * hex), or NULL: none, fetches off, out of time or failed. */
 struct elfobj *debugfetch_debuginfo(const char *build_id);

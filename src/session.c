@@ -1030,10 +1030,13 @@ int session_run(const struct options *opt)
 	s.im = new_implant(&s);
 	s.trap = (struct collect_ctx){ s.im, s.prof, &s.sampler, s.unw, &s.stats,
 				       opt->max_depth };
-	/* debuginfod only where its wait stalls nothing: not attached */
+	/* debuginfod only where its wait stalls nothing: not attached, and
+	 * before the attach within the half of --duration symbols may take */
 	symbolizer_allow_fetch(s.sym, 1);
+	debugfetch_set_deadline(opt->duration_ns ? t0 + opt->duration_ns / 2 : 0);
 	warm_all(&s, t0);
 	symbolizer_allow_fetch(s.sym, 0);
+	debugfetch_set_deadline(0);
 	if (!jit_refresh(&s)) {
 		struct perfmap_stats st;
 

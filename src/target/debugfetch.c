@@ -24,9 +24,11 @@ static const volatile sig_atomic_t *stop_flag;
 static uint64_t fetch_ns, session_ns;   /* the bounds */
 static uint64_t spent_ns;               /* by all fetches so far */
 static uint64_t deadline_ns;            /* the current fetch's */
+static uint64_t cut_ns;                 /* debugfetch_set_deadline's, or 0 */
 static int timed_out;                   /* the current fetch's progress callback cancelled it */
+static int cut;                         /* the same, for cut_ns */
 static struct {
-	unsigned asked, found, missing, mismatched, failed, timed_out, stopped;
+	unsigned asked, found, missing, mismatched, failed, timed_out, stopped, cut;
 } n;
 
 void debugfetch_disable(void)
@@ -39,16 +41,27 @@ void debugfetch_watch_stop(const volatile sig_atomic_t *stop)
 	stop_flag = stop;
 }
 
+void debugfetch_set_deadline(uint64_t deadline_ns)
+{
+	cut_ns = deadline_ns;
+}
+
 /* libdebuginfod's progress callback, called through a transfer (also while
  * the server is silent): nonzero cancels it. */
 static int progress(debuginfod_client *c, long a, long b)
 {
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
 	(void)c;
 	(void)a;
 	(void)b;
 	if (stop_flag && *stop_flag)
 		return 1;
-	if (clock_ns(CLOCK_MONOTONIC) >= deadline_ns) {
+	if (cut_ns && now >= cut_ns) {
+		cut = 1;
+		return 1;
+	}
+	if (now >= deadline_ns) {
 		timed_out = 1;
 		return 1;
 	}
@@ -105,7 +118,7 @@ static int may_fetch(void)
 
 	if (off || !urls || !urls[strspn(urls, " \t")])
 		return 0;
-	if (stop_flag && *stop_flag)
+	if ((stop_flag && *stop_flag) || (cut_ns && clock_ns(CLOCK_MONOTONIC) >= cut_ns))
 		return 0;
 	if (load()) {
 		off = 1;
@@ -146,7 +159,7 @@ struct elfobj *debugfetch_debuginfo(const char *build_id)
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	left = session_ns - spent_ns;
 	deadline_ns = t0 + (left < fetch_ns ? left : fetch_ns);
-	timed_out = 0;
+	timed_out = cut = 0;
 	fd = lib.find_debuginfo(client, (const unsigned char *)build_id, 0, &path);
 	spent_ns += clock_ns(CLOCK_MONOTONIC) - t0;
 	if (fd >= 0) {
@@ -156,6 +169,8 @@ struct elfobj *debugfetch_debuginfo(const char *build_id)
 	} else if (timed_out) {
 		n.timed_out++;
 		off = 1;	/* the server did not answer in time: not asked again */
+	} else if (cut) {
+		n.cut++;
 	} else if (stop_flag && *stop_flag) {
 		n.stopped++;
 	} else if (fd == -ENOENT) {
@@ -164,7 +179,8 @@ struct elfobj *debugfetch_debuginfo(const char *build_id)
 		n.failed++;
 	}
 	pr_debug("debuginfod: %s: %s in %.1f ms", build_id,
-		 fd >= 0 ? (d ? "found" : "rejected") : timed_out ? "timed out" : strerror(-fd),
+		 fd >= 0 ? (d ? "found" : "rejected") : timed_out ? "timed out" :
+		 cut ? "cut short" : strerror(-fd),
 		 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	free(path);
 	return d;
@@ -174,9 +190,11 @@ void debugfetch_end(void)
 {
 	if (n.asked) {
 		pr_err("debuginfod: %u debug files of %u asked for found (%u not there, %u failed, "
-		       "%u not for the build asked for%s%s) in %.1f s", n.found, n.asked, n.missing,
-		       n.failed, n.mismatched, n.timed_out ? "; timed out, no more asked" : "",
-		       n.stopped ? "; stopped" : "", spent_ns / 1e9);
+		       "%u not for the build asked for%s%s%s) in %.1f s", n.found, n.asked,
+		       n.missing, n.failed, n.mismatched,
+		       n.timed_out ? "; timed out, no more asked" : "",
+		       n.cut ? "; cut short by --duration" : "", n.stopped ? "; stopped" : "",
+		       spent_ns / 1e9);
 		memset(&n, 0, sizeof(n));
 	}
 	if (client)
