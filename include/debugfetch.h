@@ -32,15 +32,18 @@
 
 /* --no-debuginfod: no fetch from now on. */
 void debugfetch_disable(void);
-/* Cancel a fetch, and fetch no more, once *stop is nonzero. */
+/* Cancel a fetch, and fetch no more, once *stop is nonzero (stop NULL:
+ * no such flag). */
 void debugfetch_watch_stop(const volatile sig_atomic_t *stop);
 /* Cancel a fetch, and start none, from CLOCK_MONOTONIC time deadline_ns
  * (0: no such deadline) until another is set: fetches cut so are not
  * counted as timed out and leave fetching on. */
 void debugfetch_set_deadline(uint64_t deadline_ns);
 /* The debug file (with .debug_info or not) of build id build_id (lowercase
- * hex), or NULL: none, fetches off, out of time or failed. */
-struct elfobj *debugfetch_debuginfo(const char *build_id);
+ * hex): 0 and *out; -EAGAIN (*out NULL) if cut short or not started for
+ * debugfetch_set_deadline's deadline, worth asking again after another;
+ * -ENOENT for none, fetches off, out of time or failed. */
+int debugfetch_debuginfo(const char *build_id, struct elfobj **out);
 /* If any fetch was tried: one line on stderr, what was asked and what came
  * back; then libdebuginfod's client is freed. */
 void debugfetch_end(void);

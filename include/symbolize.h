@@ -41,8 +41,10 @@ int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
  * the sorted table of functions are read by the first lookup (tens of
  * milliseconds for a big object, many times that on a loaded machine);
  * this costs the opening (with the files' symbols, as target_object and
- * debugfile_open read them). 0, or -ENOENT when no object is mapped at
- * addr.
+ * debugfile_open read them, and what debuginfod adds while
+ * symbolizer_allow_fetch allows it). 0; 1 when a fetch for the object was
+ * put off (debugfetch_set_deadline: a lookup now would read the object
+ * without it, for good); -ENOENT when no object is mapped at addr.
  */
 int symbolizer_hold(struct symbolizer *s, uint64_t addr);
 /*

@@ -535,10 +535,10 @@ static int warm_may_load(const struct session *s, uint64_t t0)
  * Before the attach, while the target runs untouched: make every object
  * of the maps the hooks were resolved in nameable by a dump, even one
  * written after the target is gone. One at a time, as long as no stop is
- * asked for: its symbols and DWARF read (tens of milliseconds for a big
- * object, hundreds on a loaded machine) while warm_may_load, else only
- * its files opened (symbolizer_hold), for the dump's first lookup to
- * read. Never after the attach, where nothing would drain the rings
+ * asked for: its files opened (symbolizer_hold, with what debuginfod
+ * adds), then its symbols and DWARF read (tens of milliseconds for a big
+ * object, hundreds on a loaded machine) while warm_may_load and no fetch
+ * for it was put off, else left for the dump's first lookup to read. Never after the attach, where nothing would drain the rings
  * meanwhile: an object mapped after it is opened by a dump's lookup,
  * which may find its files gone with the target.
  */
@@ -554,11 +554,9 @@ static void warm_all(struct session *s, uint64_t t0)
 
 		if (!(m->prot & PROC_MAP_X) || !m->path || m->path[0] != '/')
 			continue;
-		load = warm_may_load(s, t0);
+		load = symbolizer_hold(s->sym, m->start) == 0 && warm_may_load(s, t0);
 		if (load)
 			symbolizer_lookup(s->sym, m->start, &si);
-		else
-			symbolizer_hold(s->sym, m->start);
 		taken[load]++;
 	}
 	pr_debug("symbols of %zu code mappings read before the attach, of %zu more only opened "
@@ -1102,7 +1100,10 @@ int session_run(const struct options *opt)
 			(clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	}
 	stop_timer();
-	symbolizer_allow_fetch(s.sym, 1);	/* detached: for objects first named now */
+	/* detached: for objects first named now, also after the stop that
+	 * ended the session (each fetch, and all, bounded in time) */
+	symbolizer_allow_fetch(s.sym, 1);
+	debugfetch_watch_stop(NULL);
 	if (s.mode->sync)
 		s.mode->sync(&s);	/* what the rings still hold (detach, exit or exec) */
 	if (s.stats.walks)

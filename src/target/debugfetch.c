@@ -3,8 +3,11 @@
 #include <dlfcn.h>
 #include <elfutils/debuginfod.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "clock.h"
 #include "debugfetch.h"
 #include "log.h"
@@ -28,7 +31,8 @@ static uint64_t cut_ns;                 /* debugfetch_set_deadline's, or 0 */
 static int timed_out;                   /* the current fetch's progress callback cancelled it */
 static int cut;                         /* the same, for cut_ns */
 static struct {
-	unsigned asked, found, missing, mismatched, failed, timed_out, stopped, cut;
+	unsigned asked, found, missing, mismatched, failed, timed_out, stopped;
+	unsigned cut;           /* cut short or not started for cut_ns */
 } n;
 
 void debugfetch_disable(void)
@@ -111,24 +115,54 @@ static int load(void)
 	return 0;
 }
 
-/* 1 if a fetch may start now (it loads libdebuginfod the first time). */
+/* 0 if a fetch may start now (it loads libdebuginfod the first time),
+ * -EAGAIN if not before another debugfetch_set_deadline, else -ENOENT. */
 static int may_fetch(void)
 {
 	const char *urls = getenv("DEBUGINFOD_URLS");
 
-	if (off || !urls || !urls[strspn(urls, " \t")])
-		return 0;
-	if ((stop_flag && *stop_flag) || (cut_ns && clock_ns(CLOCK_MONOTONIC) >= cut_ns))
-		return 0;
-	if (load()) {
-		off = 1;
-		return 0;
+	if (off || !urls || !urls[strspn(urls, " \t")] || (stop_flag && *stop_flag))
+		return -ENOENT;
+	if (cut_ns && clock_ns(CLOCK_MONOTONIC) >= cut_ns) {
+		n.cut++;
+		return -EAGAIN;
 	}
-	if (spent_ns >= session_ns) {
+	if (load() || spent_ns >= session_ns) {
 		off = 1;
-		return 0;
+		return -ENOENT;
 	}
-	return 1;
+	return 0;
+}
+
+/*
+ * libdebuginfod (0.188) leaves an empty BUILD_ID/debuginfo in its cache
+ * when a fetch is cancelled, which it takes for the server's "no such
+ * file" for cache_miss_s (600 s): remove it when it is that (a regular
+ * empty file changed since t0_real, CLOCK_REALTIME seconds), so that the
+ * fetch can be asked again, in this session and the next. The cache
+ * directory as libdebuginfod finds it: DEBUGINFOD_CACHE_PATH, else
+ * $XDG_CACHE_HOME/debuginfod_client, else ~/.cache/debuginfod_client.
+ */
+static void forget_cancelled(const char *build_id, time_t t0_real)
+{
+	const char *dir = getenv("DEBUGINFOD_CACHE_PATH"), *base = "", *sub = "";
+	char path[ELFOBJ_PATH_MAX + 1];
+	struct stat st;
+
+	if (!dir || !*dir) {
+		dir = getenv("XDG_CACHE_HOME");
+		sub = "/debuginfod_client";
+		if (!dir || !*dir) {
+			dir = getenv("HOME");
+			base = "/.cache";
+		}
+	}
+	if (!dir || !*dir || snprintf(path, sizeof(path), "%s%s%s/%s/debuginfo", dir, base, sub,
+				      build_id) >= (int)sizeof(path))
+		return;
+	if (!lstat(path, &st) && S_ISREG(st.st_mode) && !st.st_size && st.st_mtime >= t0_real &&
+	    unlink(path))
+		pr_debug("debuginfod: %s left in the cache: %s", path, strerror(errno));
 }
 
 /* Open what libdebuginfod returned (fd, at path) as a debug file of build_id. */
@@ -146,15 +180,20 @@ static struct elfobj *take(int fd, const char *path, const char *build_id)
 	return NULL;
 }
 
-struct elfobj *debugfetch_debuginfo(const char *build_id)
+int debugfetch_debuginfo(const char *build_id, struct elfobj **out)
 {
 	struct elfobj *d = NULL;
+	time_t t0_real = time(NULL) - 1;	/* whole seconds: an mtime in the one before */
 	uint64_t t0, left;
 	char *path = NULL;
-	int fd;
+	int fd, rc;
 
-	if (!build_id || strlen(build_id) < 2 * ELFOBJ_BUILD_ID_MIN || !may_fetch())
-		return NULL;
+	*out = NULL;
+	if (!build_id || strlen(build_id) < 2 * ELFOBJ_BUILD_ID_MIN)
+		return -ENOENT;
+	rc = may_fetch();
+	if (rc)
+		return rc;
 	n.asked++;
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	left = session_ns - spent_ns;
@@ -178,22 +217,25 @@ struct elfobj *debugfetch_debuginfo(const char *build_id)
 	} else {
 		n.failed++;
 	}
+	if (fd < 0 && (timed_out || cut || (stop_flag && *stop_flag)))
+		forget_cancelled(build_id, t0_real);
 	pr_debug("debuginfod: %s: %s in %.1f ms", build_id,
 		 fd >= 0 ? (d ? "found" : "rejected") : timed_out ? "timed out" :
 		 cut ? "cut short" : strerror(-fd),
 		 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	free(path);
-	return d;
+	*out = d;
+	return d ? 0 : cut ? -EAGAIN : -ENOENT;
 }
 
 void debugfetch_end(void)
 {
-	if (n.asked) {
+	if (n.asked || n.cut) {
 		pr_err("debuginfod: %u debug files of %u asked for found (%u not there, %u failed, "
 		       "%u not for the build asked for%s%s%s) in %.1f s", n.found, n.asked,
 		       n.missing, n.failed, n.mismatched,
 		       n.timed_out ? "; timed out, no more asked" : "",
-		       n.cut ? "; cut short by --duration" : "", n.stopped ? "; stopped" : "",
+		       n.cut ? "; put off by --duration" : "", n.stopped ? "; stopped" : "",
 		       spent_ns / 1e9);
 		memset(&n, 0, sizeof(n));
 	}

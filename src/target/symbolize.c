@@ -204,44 +204,37 @@ static struct symobj *hold_obj(struct symbolizer *s, const struct proc_map *m,
 	return o;
 }
 
-/* The dwz alt file of fetched (or found) debug file d from debuginfod by
- * its build id, or NULL. */
-static struct elfobj *fetch_alt(const struct elfobj *d)
-{
-	const char *id = NULL;
-
-	if (!elfobj_altlink(d, &id) || !id)
-		return NULL;
-	return debugfetch_debuginfo(id);
-}
-
 /*
  * What o lacks on disk from debuginfod, when the session allows it now and
- * o is not read yet: its debug file (kept if it has DWARF, with the alt
- * file that one names, from disk as debugfile_alt_open finds it or from
- * debuginfod), or the alt file of its DWARF. Once per object.
+ * o is not read yet: its debug file (kept if it has DWARF), then the dwz
+ * alt file its DWARF names if no disk has it (debugfile_alt_open). Once
+ * per object, unless a fetch was put off (-EAGAIN: the next call asks).
  */
 static void fetch_obj(struct symbolizer *s, struct symobj *o)
 {
+	const char *alt_id = NULL;
 	struct elfobj *d;
+	int rc;
 
 	if (!o->want_fetch || !s->fetch_ok || o->loaded)
 		return;
+	if (!o->dwelf) {
+		rc = debugfetch_debuginfo(elfobj_build_id(o->elf), &d);
+		if (rc == -EAGAIN)
+			return;
+		if (rc || !elfobj_has_debug_info(d)) {
+			elfobj_free(d);
+			o->want_fetch = 0;
+			return;
+		}
+		elfobj_free(o->dbg);
+		o->dbg = o->dwelf = d;
+		o->alt = debugfile_alt_open(d, s->root, target_reader(s->t), NULL);
+	}
 	o->want_fetch = 0;
-	if (o->dwelf) {
-		o->alt = fetch_alt(o->dwelf);
-		return;
-	}
-	d = debugfetch_debuginfo(elfobj_build_id(o->elf));
-	if (!d || !elfobj_has_debug_info(d)) {
-		elfobj_free(d);
-		return;
-	}
-	elfobj_free(o->dbg);
-	o->dbg = o->dwelf = d;
-	o->alt = debugfile_alt_open(d, s->root, target_reader(s->t), NULL);
-	if (!o->alt)
-		o->alt = fetch_alt(d);
+	if (!o->alt && elfobj_altlink(o->dwelf, &alt_id) && alt_id &&
+	    debugfetch_debuginfo(alt_id, &o->alt) == -EAGAIN)
+		o->want_fetch = 1;	/* the alt file, later */
 }
 
 /* Read what o's names take from its files: libdw over its DWARF (tens of
@@ -479,7 +472,7 @@ int symbolizer_hold(struct symbolizer *s, uint64_t addr)
 	if (!ms || !ms->o)
 		return -ENOENT;
 	fetch_obj(s, ms->o);
-	return 0;
+	return s->fetch_ok && ms->o->want_fetch && !ms->o->loaded;
 }
 
 void symbolizer_allow_fetch(struct symbolizer *s, int on)
