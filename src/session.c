@@ -538,9 +538,10 @@ static int warm_may_load(const struct session *s, uint64_t t0)
  * asked for: its files opened (symbolizer_hold, with what debuginfod
  * adds), then its symbols and DWARF read (tens of milliseconds for a big
  * object, hundreds on a loaded machine) while warm_may_load and no fetch
- * for it was put off, else left for the dump's first lookup to read. Never after the attach, where nothing would drain the rings
- * meanwhile: an object mapped after it is opened by a dump's lookup,
- * which may find its files gone with the target.
+ * for it was put off, else left for the dump's first lookup to read.
+ * Never after the attach, where nothing would drain the rings meanwhile:
+ * an object mapped after it is opened by a dump's lookup, which may find
+ * its files gone with the target.
  */
 static void warm_all(struct session *s, uint64_t t0)
 {
