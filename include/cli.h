@@ -32,6 +32,7 @@ struct options {
 	size_t nskip;
 	int census;               /* --census: walk glibc's heaps before attaching */
 	int no_python;            /* --no-python: native frames only */
+	int no_debuginfod;        /* --no-debuginfod: no debug file fetched (DEBUGINFOD_URLS) */
 	int python_c_frames;      /* --python-c-frames: keep the interpreter's frames */
 	int no_seccomp_probe;     /* --no-seccomp-probe: refuse a seccomp filter it
 				   * cannot read instead of asking a copy of the target */

@@ -41,10 +41,21 @@ int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
  * the sorted table of functions are read by the first lookup (tens of
  * milliseconds for a big object, many times that on a loaded machine);
  * this costs the opening (with the files' symbols, as target_object and
- * debugfile_open read them). 0, or -ENOENT when no object is mapped at
- * addr.
+ * debugfile_open read them, and what debuginfod adds while
+ * symbolizer_allow_fetch allows it). 0; 1 when a fetch for the object was
+ * put off (debugfetch_set_deadline: a lookup now would read the object
+ * without it, for good); -ENOENT when no object is mapped at addr.
  */
 int symbolizer_hold(struct symbolizer *s, uint64_t addr);
+/*
+ * Whether an object's DWARF (or dwz alt file) missing on disk may be
+ * fetched from debuginfod (include/debugfetch.h) now: by symbolizer_hold
+ * and by the first lookup of an object, each at most once per object and
+ * never after its names were read. Off at first: the caller allows it
+ * only where a wait of seconds stalls nothing (not while the target's
+ * records need draining).
+ */
+void symbolizer_allow_fetch(struct symbolizer *s, int on);
 /* Name code that is in no ELF object from pm (may be NULL: none), which
  * must outlive s; its names are valid until its next refresh. */
 void symbolizer_set_perfmap(struct symbolizer *s, const struct perfmap *pm);

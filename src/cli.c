@@ -11,7 +11,7 @@
 
 enum { OPT_SAMPLE_RATE = 256, OPT_INTERVAL, OPT_EVERY, OPT_DURATION, OPT_FORMAT,
        OPT_LIST_HOOKS, OPT_MODE, OPT_MAX_DEPTH, OPT_VERSION, OPT_INUSE_INTERVAL, OPT_TOP,
-       OPT_CENSUS, OPT_NO_PYTHON, OPT_PYTHON_C_FRAMES, OPT_NO_SECCOMP_PROBE, OPT_SKIP };
+       OPT_CENSUS, OPT_NO_PYTHON, OPT_NO_DEBUGINFOD, OPT_PYTHON_C_FRAMES, OPT_NO_SECCOMP_PROBE, OPT_SKIP };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -29,6 +29,7 @@ static const struct option long_opts[] = {
 	{ "skip", required_argument, NULL, OPT_SKIP },
 	{ "census", no_argument, NULL, OPT_CENSUS },
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
+	{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 	{ "python-c-frames", no_argument, NULL, OPT_PYTHON_C_FRAMES },
 	{ "no-seccomp-probe", no_argument, NULL, OPT_NO_SECCOMP_PROBE },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -79,6 +80,9 @@ void cli_usage(FILE *f)
 "                           in place of the interpreter's eval loop by default\n"
 "      --python-c-frames    keep the interpreter's own frames between Python\n"
 "                           frames (the eval loop, call dispatch)\n"
+"      --no-debuginfod      never fetch debug files from the debuginfod servers\n"
+"                           of DEBUGINFOD_URLS (by default asked for what the\n"
+"                           disk lacks before attaching and after detaching)\n"
 "      --no-seccomp-probe   refuse a target whose seccomp filter heapattach may\n"
 "                           not read (no CAP_SYS_ADMIN) instead of learning it\n"
 "                           from a throwaway copy of the target\n"
@@ -236,6 +240,9 @@ int cli_parse(int argc, char **argv, struct options *o)
 			break;
 		case OPT_NO_PYTHON:
 			o->no_python = 1;
+			break;
+		case OPT_NO_DEBUGINFOD:
+			o->no_debuginfod = 1;
 			break;
 		case OPT_PYTHON_C_FRAMES:
 			o->python_c_frames = 1;

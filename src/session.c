@@ -16,6 +16,7 @@
 #include "agentlink.h"
 #include "clock.h"
 #include "collect.h"
+#include "debugfetch.h"
 #include "dump.h"
 #include "events.h"
 #include "forkchild.h"
@@ -579,12 +580,13 @@ static int warm_may_load(const struct session *s, uint64_t t0)
  * Before the attach, while the target runs untouched: make every object
  * of the maps the hooks were resolved in nameable by a dump, even one
  * written after the target is gone. One at a time, as long as no stop is
- * asked for: its symbols and DWARF read (tens of milliseconds for a big
- * object, hundreds on a loaded machine) while warm_may_load, else only
- * its files opened (symbolizer_hold), for the dump's first lookup to
- * read. Never after the attach, where nothing would drain the rings
- * meanwhile: an object mapped after it is opened by a dump's lookup,
- * which may find its files gone with the target.
+ * asked for: its files opened (symbolizer_hold, with what debuginfod
+ * adds), then its symbols and DWARF read (tens of milliseconds for a big
+ * object, hundreds on a loaded machine) while warm_may_load and no fetch
+ * for it was put off, else left for the dump's first lookup to read.
+ * Never after the attach, where nothing would drain the rings meanwhile:
+ * an object mapped after it is opened by a dump's lookup, which may find
+ * its files gone with the target.
  */
 static void warm_all(struct session *s, uint64_t t0)
 {
@@ -598,11 +600,9 @@ static void warm_all(struct session *s, uint64_t t0)
 
 		if (!(m->prot & PROC_MAP_X) || !m->path || m->path[0] != '/')
 			continue;
-		load = warm_may_load(s, t0);
+		load = symbolizer_hold(s->sym, m->start) == 0 && warm_may_load(s, t0);
 		if (load)
 			symbolizer_lookup(s->sym, m->start, &si);
-		else
-			symbolizer_hold(s->sym, m->start);
 		taken[load]++;
 	}
 	pr_debug("symbols of %zu code mappings read before the attach, of %zu more only opened "
@@ -1027,6 +1027,9 @@ int session_run(const struct options *opt)
 	/* inflating a compressed section stops soon after a stop request,
 	 * and, before the attach, where the symbols' loading does */
 	zsection_watch_stop(&stop_signal);
+	debugfetch_watch_stop(&stop_signal);
+	if (opt->no_debuginfod)
+		debugfetch_disable();
 	if (opt->duration_ns)
 		zsection_set_deadline(t0 + (opt->duration_ns / 2 > ZSECTION_MIN_NS ?
 					    opt->duration_ns / 2 : ZSECTION_MIN_NS));
@@ -1071,7 +1074,13 @@ int session_run(const struct options *opt)
 	s.im = new_implant(&s);
 	s.trap = (struct collect_ctx){ s.im, s.prof, &s.sampler, s.unw, &s.stats,
 				       opt->max_depth };
+	/* debuginfod only where its wait stalls nothing: not attached, and
+	 * before the attach within the half of --duration symbols may take */
+	symbolizer_allow_fetch(s.sym, 1);
+	debugfetch_set_deadline(opt->duration_ns ? t0 + opt->duration_ns / 2 : 0);
 	warm_all(&s, t0);
+	symbolizer_allow_fetch(s.sym, 0);
+	debugfetch_set_deadline(0);
 	if (!jit_refresh(&s)) {
 		struct perfmap_stats st;
 
@@ -1137,6 +1146,10 @@ int session_run(const struct options *opt)
 			(clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	}
 	stop_timer();
+	/* detached: for objects first named now, also after the stop that
+	 * ended the session (each fetch, and all, bounded in time) */
+	symbolizer_allow_fetch(s.sym, 1);
+	debugfetch_watch_stop(NULL);
 	if (s.mode->sync)
 		s.mode->sync(&s);	/* what the rings still hold (detach, exit or exec) */
 	if (s.stats.walks)
@@ -1185,6 +1198,7 @@ out:
 	implant_free(s.im);
 	if (s.sym)
 		symbolizer_free(s.sym);
+	debugfetch_end();
 	pyattach_free(s.py);
 	perfmap_free(s.jit);
 	if (s.unw)

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "debugfetch.h"
 #include "debugfile.h"
 #include "elfobj.h"
 #include "perfmap.h"
@@ -29,7 +30,11 @@
  * per maps version, so a repeated lookup costs a binary search over the
  * maps, one over the symbols, and (with DWARF) libdw's own cached CU and
  * line table search. When the target's code mappings change, the entries
- * of objects no longer mapped go.
+ * of objects no longer mapped go. What the disk lacks (the DWARF of an
+ * object with a build id, a dwz alt file) is asked of debuginfod
+ * (debugfetch) once per object, only while the session allows it
+ * (symbolizer_allow_fetch) and only before the object is read: names once
+ * given out are never taken back.
  */
 
 struct fsym {
@@ -45,6 +50,7 @@ struct symobj {
 	struct elfobj *dwelf;           /* elf or dbg: the one with .debug_info, or NULL */
 	struct elfobj *alt;             /* dwelf's dwz alt file until loaded, or NULL */
 	int loaded;                     /* dwarf and syms read */
+	int want_fetch;                 /* its DWARF or alt file may come from debuginfod */
 	struct debugfile_dwarf dwarf;
 	Dwarf *dw;                      /* dwarf.dw, or NULL */
 	struct fsym *syms;
@@ -81,6 +87,7 @@ struct symbolizer {
 	int root;                       /* the target's root (tfile_root), or -errno */
 	const struct perfmap *jit;      /* names for code in no ELF object, or NULL */
 	const struct pyframes *py;      /* names of Python pseudo-PCs, or NULL */
+	int fetch_ok;                   /* debuginfod may be asked now */
 };
 
 /* ---- demangling: libstdc++'s __cxa_demangle (C linkage), loaded on demand ---- */
@@ -192,16 +199,53 @@ static struct symobj *hold_obj(struct symbolizer *s, const struct proc_map *m,
 	if (o->dwelf)
 		o->alt = debugfile_alt_open(o->dwelf, s->root, target_reader(s->t), where);
 	free(where);
+	o->want_fetch = o->dwelf ? o->alt == NULL && elfobj_altlink(o->dwelf, NULL) != NULL :
+			elfobj_build_id(o->elf) != NULL;
 	return o;
+}
+
+/*
+ * What o lacks on disk from debuginfod, when the session allows it now and
+ * o is not read yet: its debug file (kept if it has DWARF), then the dwz
+ * alt file its DWARF names if no disk has it (debugfile_alt_open). Once
+ * per object, unless a fetch was put off (-EAGAIN: the next call asks).
+ */
+static void fetch_obj(struct symbolizer *s, struct symobj *o)
+{
+	const char *alt_id = NULL;
+	struct elfobj *d;
+	int rc;
+
+	if (!o->want_fetch || !s->fetch_ok || o->loaded)
+		return;
+	if (!o->dwelf) {
+		rc = debugfetch_debuginfo(elfobj_build_id(o->elf), &d);
+		if (rc == -EAGAIN)
+			return;
+		if (rc || !elfobj_has_debug_info(d)) {
+			elfobj_free(d);
+			o->want_fetch = 0;
+			return;
+		}
+		elfobj_free(o->dbg);
+		o->dbg = o->dwelf = d;
+		o->alt = debugfile_alt_open(d, s->root, target_reader(s->t), NULL);
+	}
+	o->want_fetch = 0;
+	if (!o->alt && elfobj_altlink(o->dwelf, &alt_id) && alt_id &&
+	    debugfetch_debuginfo(alt_id, &o->alt) == -EAGAIN)
+		o->want_fetch = 1;	/* the alt file, later */
 }
 
 /* Read what o's names take from its files: libdw over its DWARF (tens of
  * milliseconds for a big object, many times that on a loaded machine)
- * and the function table. Returns o. */
-static struct symobj *load_obj(struct symobj *o)
+ * and the function table, after what debuginfod may add (fetch_obj).
+ * Returns o. */
+static struct symobj *load_obj(struct symbolizer *s, struct symobj *o)
 {
 	if (o->loaded)
 		return o;
+	fetch_obj(s, o);
 	o->loaded = 1;
 	if (o->dwelf && !debugfile_dwarf_begin_alt(&o->dwarf, o->dwelf, o->alt))
 		o->dw = o->dwarf.dw;
@@ -416,15 +460,25 @@ int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
 	out->map = m;
 	if (!m || !(ms = obj_for(s, maps, m)) || !ms->o || !ms->have_bias)
 		return jit_lookup(s, addr, out);
-	return name_in(load_obj(ms->o), addr - ms->bias, out);
+	return name_in(load_obj(s, ms->o), addr - ms->bias, out);
 }
 
 int symbolizer_hold(struct symbolizer *s, uint64_t addr)
 {
 	const struct proc_maps *maps = target_maps(s->t);
 	const struct proc_map *m = maps ? proc_maps_find(maps, addr) : NULL;
+	struct mapsym *ms = m ? obj_for(s, maps, m) : NULL;
 
-	return m && obj_for(s, maps, m)->o ? 0 : -ENOENT;
+	if (!ms || !ms->o)
+		return -ENOENT;
+	fetch_obj(s, ms->o);
+	return s->fetch_ok && ms->o->want_fetch && !ms->o->loaded;
+}
+
+void symbolizer_allow_fetch(struct symbolizer *s, int on)
+{
+	if (s)
+		s->fetch_ok = on;
 }
 
 /* The cache entry for object e (the file behind m), its files opened if new. */
@@ -513,7 +567,7 @@ uint64_t symbolizer_retire(struct symbolizer *s, const struct proc_maps *old, ui
 		return pc;
 	e = target_object(s->t, m, TARGET_OBJ_SYMS, NULL);
 	if (e && !elfobj_load_bias(e, m, &bias))
-		name_in(load_obj(symobj_of(s, m, e)), pc - 1 - bias, &si);
+		name_in(load_obj(s, symobj_of(s, m, e)), pc - 1 - bias, &si);
 	if (s->nret == s->capret) {
 		s->capret = s->capret ? s->capret * 2 : 64;
 		s->ret = xrealloc(s->ret, s->capret * sizeof(*s->ret));
