@@ -309,6 +309,22 @@ static double fit(const double *x, const double *y, size_t lo, size_t hi, double
 	return sxx > 0 ? sxy / sxx : 0;
 }
 
+/*
+ * A leak suspect's rule (the man page's "heapattach report" says it to
+ * users): at least RSERIES_MIN_DUMPS dumps; a positive least-squares slope
+ * of live bytes over time; grew in at least SUSPECT_GREW of the intervals;
+ * a line that fits (R^2 at least SUSPECT_R2); over the second half of the
+ * dumps, a slope of at least SUSPECT_RECENT of the whole one (it has not
+ * stopped); and the last dump within SUSPECT_PEAK of the highest (it was
+ * not freed again). A spike, a cache that filled and stays flat, a
+ * sawtooth: none is a suspect, and rseries_why says which test failed.
+ */
+#define SUSPECT_GREW   0.6
+#define SUSPECT_R2     0.8
+#define SUSPECT_RECENT 0.5
+#define SUSPECT_PEAK   0.9
+
+/* The trend of one site's (or function's) live bytes y over dump times x[0..n). */
 static void trend(struct rseries_trend *t, const double *x, const double *y, size_t n)
 {
 	size_t up = 0;
@@ -324,8 +340,9 @@ static void trend(struct rseries_trend *t, const double *x, const double *y, siz
 	t->grew = n > 1 ? (double)up / (double)(n - 1) : 0;
 	t->slope = fit(x, y, 0, n, &t->r2);
 	t->recent = n > 1 ? fit(x, y, n / 2, n, NULL) : 0;
-	t->suspect = n >= RSERIES_MIN_DUMPS && t->slope > 0 && t->grew >= 0.6 && t->r2 >= 0.8 &&
-		     t->recent >= t->slope / 2 && t->last >= 0.9 * t->max;
+	t->suspect = n >= RSERIES_MIN_DUMPS && t->slope > 0 && t->grew >= SUSPECT_GREW &&
+		     t->r2 >= SUSPECT_R2 && t->recent >= t->slope * SUSPECT_RECENT &&
+		     t->last >= SUSPECT_PEAK * t->max;
 }
 
 const char *rseries_why(const struct rseries_trend *t, size_t ndumps)
@@ -336,11 +353,11 @@ const char *rseries_why(const struct rseries_trend *t, size_t ndumps)
 		return "too few dumps";
 	if (!(t->slope > 0))
 		return "not growing";
-	if (t->last < 0.9 * t->max)
+	if (t->last < SUSPECT_PEAK * t->max)
 		return "fell from its peak";
-	if (t->recent < t->slope / 2)
+	if (t->recent < t->slope * SUSPECT_RECENT)
 		return "stopped growing";
-	if (t->grew < 0.6)
+	if (t->grew < SUSPECT_GREW)
 		return "grew in too few intervals";
 	return "irregular (poor line fit)";
 }
