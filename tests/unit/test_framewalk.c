@@ -31,7 +31,7 @@ static void rule(uint64_t ip, uint8_t base, int32_t cfa_off, int rbp_saved, int1
 
 static struct walk_window window(void)
 {
-	return (struct walk_window){ (const uint8_t *)stack, STACK_LO, STACK_LO + sizeof(stack), NULL, NULL };
+	return (struct walk_window){ (const uint8_t *)stack, STACK_LO, STACK_LO + sizeof(stack), NULL, NULL, 0 };
 }
 
 /* Three frames: A (rsp + 16), B (rbp + 16, rbp saved at CFA - 16), C (end). */
@@ -144,7 +144,7 @@ static void test_misses(void)
 /* A window at the very top of the address space: no sum wraps. */
 static void test_window_edges(void)
 {
-	struct walk_window w = { (const uint8_t *)stack, UINT64_MAX - 15, UINT64_MAX, NULL, NULL };
+	struct walk_window w = { (const uint8_t *)stack, UINT64_MAX - 15, UINT64_MAX, NULL, NULL, 0 };
 	uint64_t v;
 
 	expect_int_eq(walk_read(&w, UINT64_MAX - 15, &v), 0);
