@@ -27,6 +27,10 @@ FIX_CXX  := $(wildcard fixtures/*.cc)
 FIX_BIN  := $(FIX_C:fixtures/%.c=$(B)/fixtures/%) $(FIX_CXX:fixtures/%.cc=$(B)/fixtures/%) \
 	    $(B)/fixtures/libswapa.so $(B)/fixtures/libswapb.so $(B)/fixtures/libsharefs_alloc.so \
 	    $(B)/fixtures/libmi2wrap.so $(B)/fixtures/libctlwrap.so
+# fixtures/*.go: Go programs (cgo), built only where go is (GO, or go)
+GO       ?= go
+FIX_GO   := $(if $(shell command -v $(GO) 2>/dev/null),$(patsubst fixtures/%.go,$(B)/fixtures/%,$(wildcard fixtures/*.go)))
+FIX_BIN  += $(FIX_GO)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 
@@ -151,6 +155,11 @@ $(B)/fixtures/libmi2wrap.so $(B)/fixtures/libctlwrap.so: $(B)/fixtures/lib%.so: 
 $(B)/fixtures/%: fixtures/%.cc $(wildcard fixtures/*.h)
 	@mkdir -p $(dir $@)
 	$(QCC)$(FIX_STUB); g++ -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -Ifixtures -o $@ $< $(FIX_FLAGS)
+
+# its own build cache: HOME may be read-only
+$(B)/fixtures/%: fixtures/%.go
+	@mkdir -p $(dir $@)
+	$(QCC)CGO_ENABLED=1 GOCACHE=$(abspath $(B))/gocache $(GO) build -o $@ $<
 
 $(B)/bench/%: bench/%.c fixtures/jitstub.h
 	@mkdir -p $(dir $@)
