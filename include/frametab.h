@@ -23,6 +23,7 @@ struct frametab_stats {
 	uint64_t maps_reads;	/* /proc/PID/maps parses */
 	uint64_t throttled;	/* -EAGAIN: over the budget of CFI searches or maps reads */
 	uint64_t unwalkable;	/* ips made ends by frametab_set_unwalkable */
+	uint64_t go_nosyms;	/* Go objects without runtime.asmcgocall's symbols: no hop */
 };
 
 struct frametab;

@@ -444,8 +444,14 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 		  frametab_new_target(l->p.target, (struct shm_frame *)(d + SHM_OFF_FRAMES)) :
 		  frametab_new(l->p.proc_tid, (struct shm_frame *)(d + SHM_OFF_FRAMES));
 	if (l->ftab) {
+		struct frametab_stats fs;
+
 		frametab_set_gen(l->ftab, &h->walk_gen);
 		frametab_prime_go(l->ftab);
+		frametab_get_stats(l->ftab, &fs);
+		if (fs.go_nosyms)
+			note(l, "a Go binary without symbols (-ldflags=-s): stacks through cgo "
+			     "calls end at runtime.asmcgocall (not supported)");
 	}
 	agent_link_heartbeat(l);	/* ready now: writers must not find none */
 	/* before the hooks go in: till then the agent walks nothing */

@@ -150,6 +150,8 @@ static void find_go(struct frametab *ft, const struct proc_map *m, struct ft_obj
 	e = target_object(ft->t, m, TARGET_OBJ_SYMS, NULL);
 	if (e && !gocgo_find(e, &o->go_cgo))
 		o->go = 1;
+	else
+		ft->st.go_nosyms++;
 }
 
 /*
