@@ -29,7 +29,8 @@ FIX_BIN  := $(FIX_C:fixtures/%.c=$(B)/fixtures/%) $(FIX_CXX:fixtures/%.cc=$(B)/f
 	    $(B)/fixtures/libmi2wrap.so $(B)/fixtures/libctlwrap.so
 # fixtures/*.go: Go programs (cgo), built only where go is (GO, or go)
 GO       ?= go
-FIX_GO   := $(if $(shell command -v $(GO) 2>/dev/null),$(patsubst fixtures/%.go,$(B)/fixtures/%,$(wildcard fixtures/*.go)))
+FIX_GO   := $(if $(shell command -v $(GO) 2>/dev/null),$(patsubst fixtures/%.go,$(B)/fixtures/%,$(wildcard fixtures/*.go)) \
+	    $(B)/fixtures/cgoalloc_pie $(B)/fixtures/cgoalloc_stripped)
 FIX_BIN  += $(FIX_GO)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
@@ -160,6 +161,12 @@ $(B)/fixtures/%: fixtures/%.cc $(wildcard fixtures/*.h)
 $(B)/fixtures/%: fixtures/%.go
 	@mkdir -p $(dir $@)
 	$(QCC)CGO_ENABLED=1 GOCACHE=$(abspath $(B))/gocache $(GO) build -o $@ $<
+
+# fixtures/cgoalloc.go also as a PIE and without symbols
+$(B)/fixtures/cgoalloc_pie $(B)/fixtures/cgoalloc_stripped: $(B)/fixtures/cgoalloc_%: fixtures/cgoalloc.go
+	@mkdir -p $(dir $@)
+	$(QCC)CGO_ENABLED=1 GOCACHE=$(abspath $(B))/gocache $(GO) build \
+		$(if $(filter pie,$*),-buildmode=pie,-ldflags='-s -w') -o $@ $<
 
 $(B)/bench/%: bench/%.c fixtures/jitstub.h
 	@mkdir -p $(dir $@)
