@@ -30,7 +30,7 @@ FIX_BIN  := $(FIX_C:fixtures/%.c=$(B)/fixtures/%) $(FIX_CXX:fixtures/%.cc=$(B)/f
 # fixtures/*.go: Go programs (cgo), built only where go is (GO, or go)
 GO       ?= go
 FIX_GO   := $(if $(shell command -v $(GO) 2>/dev/null),$(patsubst fixtures/%.go,$(B)/fixtures/%,$(wildcard fixtures/*.go)) \
-	    $(B)/fixtures/cgoalloc_pie $(B)/fixtures/cgoalloc_stripped)
+	    $(B)/fixtures/cgoalloc_pie $(B)/fixtures/cgoalloc_static $(B)/fixtures/cgoalloc_stripped)
 FIX_BIN  += $(FIX_GO)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
@@ -162,11 +162,15 @@ $(B)/fixtures/%: fixtures/%.go
 	@mkdir -p $(dir $@)
 	$(QCC)CGO_ENABLED=1 GOCACHE=$(abspath $(B))/gocache $(GO) build -o $@ $<
 
-# fixtures/cgoalloc.go also as a PIE and without symbols
-$(B)/fixtures/cgoalloc_pie $(B)/fixtures/cgoalloc_stripped: $(B)/fixtures/cgoalloc_%: fixtures/cgoalloc.go
+# fixtures/cgoalloc.go also as a PIE, linked statically, and without symbols
+CGOALLOC := $(B)/fixtures/cgoalloc_pie $(B)/fixtures/cgoalloc_static $(B)/fixtures/cgoalloc_stripped
+$(B)/fixtures/cgoalloc_pie: GO_FLAGS = -buildmode=pie
+$(B)/fixtures/cgoalloc_static: GO_FLAGS = -ldflags='-linkmode external -extldflags "-static"'
+$(B)/fixtures/cgoalloc_stripped: GO_FLAGS = -ldflags='-s -w'
+$(CGOALLOC): $(B)/fixtures/cgoalloc_%: fixtures/cgoalloc.go
 	@mkdir -p $(dir $@)
-	$(QCC)CGO_ENABLED=1 GOCACHE=$(abspath $(B))/gocache $(GO) build \
-		$(if $(filter pie,$*),-buildmode=pie,-ldflags='-s -w') -o $@ $<
+	$(QCC)CGO_ENABLED=1 GOCACHE=$(abspath $(B))/gocache $(GO) build $(GO_FLAGS) -o $@ $< 2>$@.log || \
+		{ cat $@.log; exit 1; }
 
 $(B)/bench/%: bench/%.c fixtures/jitstub.h
 	@mkdir -p $(dir $@)

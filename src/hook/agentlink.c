@@ -936,6 +936,69 @@ static struct copywalk copywalk_of(struct agent_link *l)
 }
 
 /*
+ * Walk a stack copy (copy_len bytes from copy_sp) from *at with the frame
+ * table, learning the rule of each frame it misses in and going on from
+ * there: libunwind reads no .debug_frame, all the CFI Go's code has, nor an
+ * .eh_frame without .eh_frame_hdr (Go's static links). At most max frames
+ * into pcs; *trunc when a frame has no rule, or the copy or max ends.
+ */
+static unsigned learn_walk(struct agent_link *l, const struct frame_regs *at0, uint64_t copy_sp,
+			   const uint8_t *copy, uint32_t copy_len, uint64_t *pcs, unsigned max,
+			   int *trunc)
+{
+	struct copywalk cw = copywalk_of(l);
+	struct frame_regs at = *at0, miss;
+	uint64_t last_sp = 0;
+	unsigned n = 0;
+
+	*trunc = 1;
+	while (n < max) {
+		uint32_t flags = 0;
+
+		miss = at;
+		n += copywalk_table(&cw, &at, copy, copy_len, copy_sp, pcs + n, max - n, &flags,
+				    &miss);
+		if (!(flags & SHM_EVF_MISS)) {
+			*trunc = !!(flags & SHM_EVF_TRUNC);
+			break;
+		}
+		/* a rule for the frame it missed in, and not there before */
+		if (miss.sp == last_sp || frametab_learn(l->ftab, miss.ip) != 1)
+			break;
+		last_sp = miss.sp;
+		at = miss;
+		n--;	/* walked again from there */
+	}
+	return n;
+}
+
+/*
+ * After neither walk of a stack copy got past pcs[nt - 1] (the frame the
+ * table missed in, miss): if the table, learning as it goes (learn_walk),
+ * reaches a cgo call (a SHM_BASE_CGO rule: the goroutine's stack is not in
+ * the copy), that stack cut there, and the agent hops from now on; the
+ * frame is no root. Its length (at most max), or 0.
+ */
+static int cgo_cut(struct agent_link *l, const struct frame_regs *regs, const uint8_t *copy,
+		   uint32_t copy_len, uint64_t *pcs, size_t nt, unsigned max,
+		   const struct frame_regs *miss)
+{
+	uint64_t more[PROFILE_MAX_FRAMES];
+	const struct shm_frame *r;
+	unsigned k;
+	int trunc;
+
+	if (!nt || nt > max || pcs[nt - 1] != miss->ip)
+		return 0;
+	k = learn_walk(l, miss, regs->sp, copy, copy_len, more, max - (unsigned)nt + 1, &trunc);
+	if (k < 2 || !(r = frametab_lookup((const struct shm_frame *)(data_of(l) + SHM_OFF_FRAMES),
+					   more[k - 1])) || r->base != SHM_BASE_CGO)
+		return 0;
+	memcpy(pcs + nt - 1, more, k * sizeof(*pcs));
+	return (int)(nt - 1 + k);
+}
+
+/*
  * After the frame table missed in a stack copy (its walk in pcs[0..nt)),
  * walk the copy with libunwind; both walks are cut before the first
  * return address that is no code (a frame chain that was none). Where
@@ -987,6 +1050,11 @@ static int copy_unwind(struct agent_link *l, const struct frame_regs *regs, cons
 		return (int)nu;
 	}
 	/* neither got past pcs[nt - 1] */
+	ret = cgo_cut(l, regs, copy, copy_len, pcs, nt, max, miss);
+	if (ret > 0) {
+		*trunc = 1;
+		return ret;
+	}
 	*trunc = 0;
 	frametab_learn_many(l->ftab, pcs, nt);
 	ret = frametab_set_unwalkable(l->ftab, pcs[nt - 1]);
@@ -997,43 +1065,6 @@ static int copy_unwind(struct agent_link *l, const struct frame_regs *regs, cons
 	else
 		*trunc = 1;	/* its CFI goes on: the table has the rule now */
 	return (int)nt;
-}
-
-/*
- * Walk the copy of a goroutine's stack a hop's miss sent (SHM_EVF_HOP,
- * from regs, the frame the agent missed in) with the frame table, learning
- * the rule of each frame it misses in and going on from there: libunwind
- * reads no .debug_frame, all the CFI Go's code has. At most max frames
- * into pcs; *trunc when a frame has no rule, or the copy or max ends.
- */
-static unsigned hop_walk(struct agent_link *l, const struct frame_regs *regs,
-			 const uint8_t *copy, uint32_t copy_len, uint64_t *pcs, unsigned max,
-			 int *trunc)
-{
-	struct copywalk cw = copywalk_of(l);
-	struct frame_regs at = *regs, miss;
-	uint64_t last_sp = 0;
-	unsigned n = 0;
-
-	*trunc = 1;
-	while (n < max) {
-		uint32_t flags = 0;
-
-		miss = at;
-		n += copywalk_table(&cw, &at, copy, copy_len, regs->sp, pcs + n, max - n, &flags,
-				    &miss);
-		if (!(flags & SHM_EVF_MISS)) {
-			*trunc = !!(flags & SHM_EVF_TRUNC);
-			break;
-		}
-		/* a rule for the frame it missed in, and not there before */
-		if (miss.sp == last_sp || frametab_learn(l->ftab, miss.ip) != 1)
-			break;
-		last_sp = miss.sp;
-		at = miss;
-		n--;	/* walked again from there */
-	}
-	return n;
 }
 
 /* The bytes one sample of size bytes taken at rate << shift stands for
@@ -1140,8 +1171,9 @@ static void on_alloc(struct agent_link *l, const struct shm_ev_alloc *e)
 		trunc = 1;	/* unless its copy walks on */
 	}
 	if ((e->flags & (SHM_EVF_HOP | SHM_EVF_STACK)) == (SHM_EVF_HOP | SHM_EVF_STACK)) {
-		nframes = pre + hop_walk(l, regs, (const uint8_t *)(regs + 1), e->stack_len,
-					 pcs + pre, l->depth - (unsigned)pre, &trunc);
+		/* the goroutine's stack: from the frame the agent missed in */
+		nframes = pre + learn_walk(l, regs, regs->sp, (const uint8_t *)(regs + 1),
+					   e->stack_len, pcs + pre, l->depth - (unsigned)pre, &trunc);
 		stack_pcs = pcs;
 		goto record;
 	}
