@@ -211,7 +211,7 @@ FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/arch/$(ARCH) -MM
 FUZZ_LIB_SRC := src/target/elfobj.c src/target/proc.c src/target/tfile.c src/target/tcred.c src/target/zsection.c src/target/debugfile.c src/profile/unwind.c src/hook/frametab.c \
 	src/attach/mapguard.c src/xmalloc.c src/log.c src/target/perfmap.c src/report/report_pprof.c \
 	src/target/target.c src/attach/remote.c src/attach/gadgets.c src/arch/$(ARCH)/sigframe.c \
-	src/python/pylines.c
+	src/python/pylines.c src/hook/gocgo.c src/arch/$(ARCH)/disasm.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FB)/%.o)
 FUZZ_BIN     := $(patsubst tests/fuzz/%.c,$(FB)/%,$(wildcard tests/fuzz/fuzz_*.c))
 
