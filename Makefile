@@ -27,6 +27,11 @@ FIX_CXX  := $(wildcard fixtures/*.cc)
 FIX_BIN  := $(FIX_C:fixtures/%.c=$(B)/fixtures/%) $(FIX_CXX:fixtures/%.cc=$(B)/fixtures/%) \
 	    $(B)/fixtures/libswapa.so $(B)/fixtures/libswapb.so $(B)/fixtures/libsharefs_alloc.so \
 	    $(B)/fixtures/libmi2wrap.so $(B)/fixtures/libctlwrap.so
+# fixtures/*.go: Go programs (cgo), built only where go is (GO, or go)
+GO       ?= go
+FIX_GO   := $(if $(shell command -v $(GO) 2>/dev/null),$(patsubst fixtures/%.go,$(B)/fixtures/%,$(wildcard fixtures/*.go)) \
+	    $(B)/fixtures/cgoalloc_pie $(B)/fixtures/cgoalloc_static $(B)/fixtures/cgoalloc_stripped)
+FIX_BIN  += $(FIX_GO)
 BENCH_SRC := $(wildcard bench/*.c)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(B)/bench/%)
 
@@ -152,6 +157,21 @@ $(B)/fixtures/%: fixtures/%.cc $(wildcard fixtures/*.h)
 	@mkdir -p $(dir $@)
 	$(QCC)$(FIX_STUB); g++ -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -Ifixtures -o $@ $< $(FIX_FLAGS)
 
+# its own build cache: HOME may be read-only
+$(B)/fixtures/%: fixtures/%.go
+	@mkdir -p $(dir $@)
+	$(QCC)CGO_ENABLED=1 GOCACHE=$(abspath $(B))/gocache $(GO) build -o $@ $<
+
+# fixtures/cgoalloc.go also as a PIE, linked statically, and without symbols
+CGOALLOC := $(B)/fixtures/cgoalloc_pie $(B)/fixtures/cgoalloc_static $(B)/fixtures/cgoalloc_stripped
+$(B)/fixtures/cgoalloc_pie: GO_FLAGS = -buildmode=pie
+$(B)/fixtures/cgoalloc_static: GO_FLAGS = -ldflags='-linkmode external -extldflags "-static"'
+$(B)/fixtures/cgoalloc_stripped: GO_FLAGS = -ldflags='-s -w'
+$(CGOALLOC): $(B)/fixtures/cgoalloc_%: fixtures/cgoalloc.go
+	@mkdir -p $(dir $@)
+	$(QCC)CGO_ENABLED=1 GOCACHE=$(abspath $(B))/gocache $(GO) build $(GO_FLAGS) -o $@ $< 2>$@.log || \
+		{ cat $@.log; exit 1; }
+
 $(B)/bench/%: bench/%.c fixtures/jitstub.h
 	@mkdir -p $(dir $@)
 	$(QCC)$(CC) -O2 -g -pthread -o $@ $<
@@ -191,7 +211,7 @@ FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/arch/$(ARCH) -MM
 FUZZ_LIB_SRC := src/target/elfobj.c src/target/proc.c src/target/tfile.c src/target/tcred.c src/target/zsection.c src/target/debugfile.c src/profile/unwind.c src/hook/frametab.c \
 	src/attach/mapguard.c src/xmalloc.c src/log.c src/target/perfmap.c src/report/report_pprof.c \
 	src/target/target.c src/attach/remote.c src/attach/gadgets.c src/arch/$(ARCH)/sigframe.c \
-	src/python/pylines.c
+	src/python/pylines.c src/hook/gocgo.c src/arch/$(ARCH)/disasm.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FB)/%.o)
 FUZZ_BIN     := $(patsubst tests/fuzz/%.c,$(FB)/%,$(wildcard tests/fuzz/fuzz_*.c))
 

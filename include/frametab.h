@@ -23,6 +23,7 @@ struct frametab_stats {
 	uint64_t maps_reads;	/* /proc/PID/maps parses */
 	uint64_t throttled;	/* -EAGAIN: over the budget of CFI searches or maps reads */
 	uint64_t unwalkable;	/* ips made ends by frametab_set_unwalkable */
+	uint64_t go_nosyms;	/* Go objects without runtime.asmcgocall's symbols: no hop */
 };
 
 struct frametab;
@@ -77,9 +78,19 @@ int frametab_learn_many(struct frametab *ft, const uint64_t *pcs, size_t n);
  * for the last frame of a stack that the unwinder took no further (in a
  * static binary it stops at __libc_start_call_main, whose caller has no
  * usable CFI), so that the agent's walk ends where the unwinder's does
- * instead of missing every time. 1 set, 0 already END, -ENOSPC, -ENOENT.
+ * instead of missing every time. A return address in Go's
+ * runtime.asmcgocall gets its hop rule instead (SHM_BASE_CGO: only the
+ * agent can take it). 1 set, 0 already END or a hop, -ENOSPC, -ENOENT.
  */
 int frametab_set_end(struct frametab *ft, uint64_t ip);
+/*
+ * Learn the hop rules (SHM_BASE_CGO) of every Go object with cgo calls in
+ * the target's maps, at every return address of runtime.asmcgocall, so
+ * that the agent's first walks through a cgo call already hop: called
+ * before the hooks go in, and again by the first learn after each reset.
+ * Returns the rules inserted.
+ */
+int frametab_prime_go(struct frametab *ft);
 
 /*
  * Make return address ip, whose frame neither its unwind info nor a frame

@@ -93,7 +93,7 @@
 #include "frame_regs.h"
 
 #define SHM_MAGIC       0x3174746170616568ULL	/* "heapatt1" little-endian */
-#define SHM_VERSION     6
+#define SHM_VERSION     7
 
 #define SHM_NCOUNTERS   64
 #define SHM_NRINGS      16                      /* event rings: one per thread, mostly */
@@ -527,6 +527,10 @@ static inline uint32_t shm_depth(uint32_t max_depth)
 #define SHM_BASE_RSP    1   /* CFA = rsp + cfa_off */
 #define SHM_BASE_RBP    2   /* CFA = rbp + cfa_off */
 #define SHM_BASE_END    3   /* outermost frame: the walk ends here */
+/* A return address in Go's runtime.asmcgocall: the walk hops to the
+ * goroutine's stack (framewalk.h, walk_hop); runtime.cgocall, where the
+ * goroutine's return address must be, is [ip + cfa_off, + (uint16_t)rbp_off). */
+#define SHM_BASE_CGO    4
 struct shm_frame {
 	uint64_t ip;            /* return address; 0 = empty slot; written last */
 	int32_t cfa_off;
@@ -638,6 +642,10 @@ static inline unsigned shm_memo_way(uint64_t ip)
 			     * table: stack_id instead of frames (nframes 0) */
 #define SHM_EVF_NOCOPY  32  /* with MISS, sampled mode: no stack copy, its ring being
 			     * past SHM_COPY_FILL: the stack ends where the walk did */
+#define SHM_EVF_HOP     64  /* with MISS: the walk hopped to a goroutine's stack
+			     * (SHM_BASE_CGO) and missed there: the registers are
+			     * the frame's it missed in, the copy from its sp, and
+			     * the frames are those before it */
 /* Sampled mode sends a stack copy only while its ring holds at most this
  * many bytes: past it a burst of copies (a JIT's first samples, before
  * the frame rules are learnt) would fill the ring and drop samples, which

@@ -443,8 +443,16 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	l->ftab = l->p.target ?
 		  frametab_new_target(l->p.target, (struct shm_frame *)(d + SHM_OFF_FRAMES)) :
 		  frametab_new(l->p.proc_tid, (struct shm_frame *)(d + SHM_OFF_FRAMES));
-	if (l->ftab)
+	if (l->ftab) {
+		struct frametab_stats fs;
+
 		frametab_set_gen(l->ftab, &h->walk_gen);
+		frametab_prime_go(l->ftab);
+		frametab_get_stats(l->ftab, &fs);
+		if (fs.go_nosyms)
+			note(l, "a Go binary without symbols (-ldflags=-s): stacks through cgo "
+			     "calls end at runtime.asmcgocall (not supported)");
+	}
 	agent_link_heartbeat(l);	/* ready now: writers must not find none */
 	/* before the hooks go in: till then the agent walks nothing */
 	if (toolguard_arm(&l->guard, &h->tool_alive))
@@ -870,7 +878,8 @@ static void on_free(struct agent_link *l, const struct shm_ev_free *e)
 }
 
 #define EVF_KNOWN (SHM_EVF_STACK | SHM_EVF_TRUNC | SHM_EVF_MISS | SHM_EVF_UNTABLED | \
-		   SHM_EVF_STACKID | SHM_EVF_NOCOPY | (0xffu << SHM_EVF_HOOK_SHIFT) | (0xffu << SHM_EVF_PY_SHIFT))
+		   SHM_EVF_STACKID | SHM_EVF_NOCOPY | SHM_EVF_HOP | (0xffu << SHM_EVF_HOOK_SHIFT) | \
+		   (0xffu << SHM_EVF_PY_SHIFT))
 
 /*
  * Whether an allocation record of len bytes (our copy) is one the agent
@@ -895,6 +904,9 @@ static int alloc_ok(const struct agent_link *l, const struct shm_ev_alloc *e, ui
 	     (!(f & SHM_EVF_STACKID) && e->nframes != l->depth && e->nframes)))
 		return 0;
 	if ((f & SHM_EVF_NOCOPY) && (l->exact || !(f & SHM_EVF_MISS) || (f & SHM_EVF_STACK)))
+		return 0;
+	/* a hop's miss: the frames before the one it missed in, the hop's at least */
+	if ((f & SHM_EVF_HOP) && (!(f & SHM_EVF_MISS) || !e->nframes || e->nframes >= l->depth))
 		return 0;
 	if (f & SHM_EVF_STACKID)
 		return !e->nframes && !(f & (SHM_EVF_MISS | SHM_EVF_STACK)) && len == base &&
@@ -924,6 +936,69 @@ static struct copywalk copywalk_of(struct agent_link *l)
 }
 
 /*
+ * Walk a stack copy (copy_len bytes from copy_sp) from *at with the frame
+ * table, learning the rule of each frame it misses in and going on from
+ * there: libunwind reads no .debug_frame, all the CFI Go's code has, nor an
+ * .eh_frame without .eh_frame_hdr (Go's static links). At most max frames
+ * into pcs; *trunc when a frame has no rule, or the copy or max ends.
+ */
+static unsigned learn_walk(struct agent_link *l, const struct frame_regs *at0, uint64_t copy_sp,
+			   const uint8_t *copy, uint32_t copy_len, uint64_t *pcs, unsigned max,
+			   int *trunc)
+{
+	struct copywalk cw = copywalk_of(l);
+	struct frame_regs at = *at0, miss;
+	uint64_t last_sp = 0;
+	unsigned n = 0;
+
+	*trunc = 1;
+	while (n < max) {
+		uint32_t flags = 0;
+
+		miss = at;
+		n += copywalk_table(&cw, &at, copy, copy_len, copy_sp, pcs + n, max - n, &flags,
+				    &miss);
+		if (!(flags & SHM_EVF_MISS)) {
+			*trunc = !!(flags & SHM_EVF_TRUNC);
+			break;
+		}
+		/* a rule for the frame it missed in, and not there before */
+		if (miss.sp == last_sp || frametab_learn(l->ftab, miss.ip) != 1)
+			break;
+		last_sp = miss.sp;
+		at = miss;
+		n--;	/* walked again from there */
+	}
+	return n;
+}
+
+/*
+ * After neither walk of a stack copy got past pcs[nt - 1] (the frame the
+ * table missed in, miss): if the table, learning as it goes (learn_walk),
+ * reaches a cgo call (a SHM_BASE_CGO rule: the goroutine's stack is not in
+ * the copy), that stack cut there, and the agent hops from now on; the
+ * frame is no root. Its length (at most max), or 0.
+ */
+static int cgo_cut(struct agent_link *l, const struct frame_regs *regs, const uint8_t *copy,
+		   uint32_t copy_len, uint64_t *pcs, size_t nt, unsigned max,
+		   const struct frame_regs *miss)
+{
+	uint64_t more[PROFILE_MAX_FRAMES];
+	const struct shm_frame *r;
+	unsigned k;
+	int trunc;
+
+	if (!nt || nt > max || pcs[nt - 1] != miss->ip)
+		return 0;
+	k = learn_walk(l, miss, regs->sp, copy, copy_len, more, max - (unsigned)nt + 1, &trunc);
+	if (k < 2 || !(r = frametab_lookup((const struct shm_frame *)(data_of(l) + SHM_OFF_FRAMES),
+					   more[k - 1])) || r->base != SHM_BASE_CGO)
+		return 0;
+	memcpy(pcs + nt - 1, more, k * sizeof(*pcs));
+	return (int)(nt - 1 + k);
+}
+
+/*
  * After the frame table missed in a stack copy (its walk in pcs[0..nt)),
  * walk the copy with libunwind; both walks are cut before the first
  * return address that is no code (a frame chain that was none). Where
@@ -933,12 +1008,12 @@ static struct copywalk copywalk_of(struct agent_link *l)
  * (frametab_set_unwalkable), so that the agent's next walks through it
  * need no copy, and the stack ends in PROFILE_PC_UNWALKABLE (*unwalk); a
  * frame with CFI there is a root if libunwind ended there too, else (a
- * rule the table had not learnt yet) the stack is cut short. Frames into
- * pcs (*trunc: cut short), or <= 0 when libunwind failed.
+ * rule the table had not learnt yet) the stack is cut short. At most max
+ * frames into pcs (*trunc: cut short), or <= 0 when libunwind failed.
  */
 static int copy_unwind(struct agent_link *l, const struct frame_regs *regs, const uint8_t *copy,
-		       uint32_t copy_len, uint64_t *pcs, size_t nt, const struct frame_regs *miss,
-		       int *trunc, int *unwalk)
+		       uint32_t copy_len, uint64_t *pcs, size_t nt, unsigned max,
+		       const struct frame_regs *miss, int *trunc, int *unwalk)
 {
 	struct copywalk cw = copywalk_of(l);
 	uint64_t upcs[PROFILE_MAX_FRAMES];
@@ -947,6 +1022,7 @@ static int copy_unwind(struct agent_link *l, const struct frame_regs *regs, cons
 
 	if (!nt)
 		return 0;
+	cw.depth = max;
 	memcpy(upcs, pcs, nt * sizeof(*pcs));
 	n = copywalk_mixed(&cw, miss, copy, copy_len, regs->sp, upcs, nt, trunc);
 	if (n <= 0)
@@ -974,6 +1050,11 @@ static int copy_unwind(struct agent_link *l, const struct frame_regs *regs, cons
 		return (int)nu;
 	}
 	/* neither got past pcs[nt - 1] */
+	ret = cgo_cut(l, regs, copy, copy_len, pcs, nt, max, miss);
+	if (ret > 0) {
+		*trunc = 1;
+		return ret;
+	}
 	*trunc = 0;
 	frametab_learn_many(l->ftab, pcs, nt);
 	ret = frametab_set_unwalkable(l->ftab, pcs[nt - 1]);
@@ -1070,6 +1151,7 @@ static void on_alloc(struct agent_link *l, const struct shm_ev_alloc *e)
 	size_t nframes = e->nframes;
 	/* a copy the agent held back (its ring past half): cut, and marked so */
 	int trunc = !!(e->flags & (SHM_EVF_TRUNC | SHM_EVF_NOCOPY)), unwalk = 0;
+	size_t pre = 0;		/* the agent's frames before a hop's copy */
 	uint32_t stack;
 	unsigned shift = l->nshifts ? shift_at(l, e->tsc) : 0;
 	int n;
@@ -1082,29 +1164,45 @@ static void on_alloc(struct agent_link *l, const struct shm_ev_alloc *e)
 		stack = e->stack_id;
 		goto python;
 	}
+	if (e->flags & SHM_EVF_HOP) {
+		/* the agent's frames, then the goroutine's from its copy */
+		pre = e->nframes;
+		memcpy(pcs, e->frames, pre * sizeof(*pcs));
+		trunc = 1;	/* unless its copy walks on */
+	}
+	if ((e->flags & (SHM_EVF_HOP | SHM_EVF_STACK)) == (SHM_EVF_HOP | SHM_EVF_STACK)) {
+		/* the goroutine's stack: from the frame the agent missed in */
+		nframes = pre + learn_walk(l, regs, regs->sp, (const uint8_t *)(regs + 1),
+					   e->stack_len, pcs + pre, l->depth - (unsigned)pre, &trunc);
+		stack_pcs = pcs;
+		goto record;
+	}
 	if (e->flags & SHM_EVF_STACK) {
 		const uint8_t *copy = (const uint8_t *)(regs + 1);
 		struct copywalk cw = copywalk_of(l);
 		struct frame_regs miss = *regs;
 		uint32_t flags;
-		unsigned nt = copywalk_table(&cw, regs, copy, e->stack_len, regs->sp, pcs, l->depth,
-					     &flags, &miss);
+		unsigned nt = copywalk_table(&cw, regs, copy, e->stack_len, regs->sp, pcs + pre,
+					     l->depth - (unsigned)pre, &flags, &miss);
 
 		if (nt && !(flags & SHM_EVF_MISS)) {
 			trunc = !!(flags & SHM_EVF_TRUNC);
 			stack_pcs = pcs;
-			nframes = nt;
+			nframes = pre + nt;
 			goto record;
 		}
-		n = copy_unwind(l, regs, copy, e->stack_len, pcs, nt, &miss, &trunc, &unwalk);
+		n = copy_unwind(l, regs, copy, e->stack_len, pcs + pre, nt, l->depth - (unsigned)pre,
+				&miss, &trunc, &unwalk);
 		if (n > 0) {
 			stack_pcs = pcs;
-			nframes = (size_t)n;
+			nframes = pre + (size_t)n;
 		} else {
 			l->p.stats->unwind_errors++;
 		}
 	}
-	if ((e->flags & SHM_EVF_MISS) && e->nframes)
+	if (e->flags & SHM_EVF_HOP)
+		fp_missed(l, regs->ip);
+	else if ((e->flags & SHM_EVF_MISS) && e->nframes)
 		fp_missed(l, e->frames[e->nframes - 1]);
 	if ((e->flags & SHM_EVF_MISS) && !unwalk && (stack_pcs == e->frames || trunc)) {
 		/* No copy (refused), or none that unwinds to the root: teach

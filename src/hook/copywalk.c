@@ -13,7 +13,7 @@ unsigned copywalk_table(const struct copywalk *cw, const struct frame_regs *star
 			const uint8_t *copy, uint32_t len, uint64_t copy_sp, uint64_t *pcs,
 			unsigned max, uint32_t *flags, struct frame_regs *end)
 {
-	struct walk_window w = { copy, copy_sp, copy_sp + len, NULL, NULL };
+	struct walk_window w = { copy, copy_sp, copy_sp + len, NULL, NULL, 0 };
 	uint64_t hash;
 
 	*flags = 0;
@@ -85,7 +85,7 @@ static int own_walk(const struct copywalk *cw, struct frame_regs *fr, int *exact
 int copywalk_mixed(const struct copywalk *cw, const struct frame_regs *at, const uint8_t *copy,
 		   uint32_t len, uint64_t copy_sp, uint64_t *pcs, size_t n, int *trunc)
 {
-	struct walk_window w = { copy, copy_sp, copy_sp + len, NULL, NULL };
+	struct walk_window w = { copy, copy_sp, copy_sp + len, NULL, NULL, 0 };
 	struct frame_regs fr = *at;
 	struct unwind_regs ur;
 	uint32_t flags;

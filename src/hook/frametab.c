@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "elfobj.h"
 #include "frametab.h"
+#include "gocgo.h"
 #include "proc.h"
 #include "target.h"
 #include "xmalloc.h"
@@ -65,6 +66,9 @@ struct ft_obj {
 	Dwarf *dw;		/* for .debug_frame, opened on first need */
 	Dwarf_CFI *dbg;		/* .debug_frame, or NULL */
 	int dbg_tried;
+	int go;			/* 1: a Go object with cgo (go_cgo), -1: not, 0: not yet known */
+	int go_primed;		/* its hop rules are in the table (frametab_prime_go) */
+	struct gocgo go_cgo;
 };
 
 struct ft_bind {
@@ -88,6 +92,7 @@ struct frametab {
 	uint64_t junk_ns;	/* when frametab_code_prefix last read the maps */
 	uint64_t tokens, tokens_ns;	/* CFI searches left, and when counted */
 	volatile uint32_t *gen;	/* bumped after every change of the table, or NULL */
+	int prime;		/* frametab_prime_go was called: again after a reset */
 	struct frametab_stats st;
 };
 
@@ -133,6 +138,22 @@ static void drop_binds(struct frametab *ft)
 	ft->binds_ver = 0;	/* versions start at 1 */
 }
 
+/* Whether o, the object of mapping m, is Go's with cgo calls (o->go,
+ * o->go_cgo): its symbols are read only if it is Go's. */
+static void find_go(struct frametab *ft, const struct proc_map *m, struct ft_obj *o)
+{
+	struct elfobj *e;
+
+	o->go = -1;
+	if (!gocgo_is_go(o->elf))
+		return;
+	e = target_object(ft->t, m, TARGET_OBJ_SYMS, NULL);
+	if (e && !gocgo_find(e, &o->go_cgo))
+		o->go = 1;
+	else
+		ft->st.go_nosyms++;
+}
+
 /*
  * The object holding code address pc and its load bias: 0, -ENOENT when pc
  * is in no executable file mapping (or the vDSO), -EAGAIN when pc is in no
@@ -170,6 +191,8 @@ static int resolve(struct frametab *ft, uint64_t pc, struct ft_obj **obj, uint64
 			b->err = -ENOENT;
 		if (!b->err)
 			b->obj = get_obj(ft, e);
+		if (!b->err && !b->obj->go)
+			find_go(ft, m, b->obj);
 	}
 	if (b->err)
 		return b->err;
@@ -290,6 +313,20 @@ static int compile_rule(Dwarf_Frame *fr, struct shm_frame *out)
 	return 0;
 }
 
+/* The hop rule (gocgo_rule) for return address ip: 0 with *out, or
+ * -ENOENT (not a return address in a Go object's asmcgocall), or
+ * resolve's error. */
+static int go_hop(struct frametab *ft, uint64_t ip, struct shm_frame *out)
+{
+	struct ft_obj *o;
+	uint64_t bias;
+	int ret = resolve(ft, ip - 1, &o, &bias);
+
+	if (ret)
+		return ret;
+	return o->go > 0 ? gocgo_rule(&o->go_cgo, ip, bias, out) : -ENOENT;
+}
+
 int frametab_rule(struct frametab *ft, uint64_t ip, unsigned flags, struct shm_frame *out)
 {
 	uint64_t pc = (flags & FRAMETAB_IP_EXACT) ? ip : ip - 1;
@@ -304,6 +341,9 @@ int frametab_rule(struct frametab *ft, uint64_t ip, unsigned flags, struct shm_f
 	ret = resolve(ft, pc, &o, &bias);
 	if (ret)
 		return ret;
+	/* Go's asmcgocall: its CFI does not see it switch stacks */
+	if (o->go > 0 && !(flags & FRAMETAB_IP_EXACT) && !gocgo_rule(&o->go_cgo, ip, bias, out))
+		return 0;
 	ret = find_frame(o, pc - bias, &fr);
 	if (ret) {
 		/* code of an object whose CFI does not cover it (node's
@@ -415,6 +455,8 @@ int frametab_learn_flags(struct frametab *ft, uint64_t ip, unsigned flags)
 
 	if (!ip)
 		return -ENOENT;
+	if (ft->prime < 0)
+		frametab_prime_go(ft);	/* the code changed since */
 	ret = probe(ft, ip, &slot);
 	if (ret < 0)
 		return ret;
@@ -439,6 +481,38 @@ int frametab_learn_flags(struct frametab *ft, uint64_t ip, unsigned flags)
 	publish(ft, slot, ip, &rule);
 	ft->st.learned++;
 	return 1;
+}
+
+int frametab_prime_go(struct frametab *ft)
+{
+	const struct proc_maps *maps = target_maps(ft->t);
+	uint64_t rets[GOCGO_RETURNS_MAX], *starts;
+	size_t nx = 0;
+	int added = 0;
+
+	ft->prime = 1;
+	if (!maps)
+		return 0;
+	/* the starts first: a resolve may read the maps again */
+	starts = xcalloc(maps->n ? maps->n : 1, sizeof(*starts));
+	for (size_t i = 0; i < maps->n; i++)
+		if ((maps->v[i].prot & PROC_MAP_X) && maps->v[i].path && maps->v[i].path[0] == '/')
+			starts[nx++] = maps->v[i].start;
+	for (size_t i = 0; i < nx; i++) {
+		struct ft_obj *o;
+		uint64_t bias;
+		size_t n;
+
+		if (resolve(ft, starts[i], &o, &bias) || o->go <= 0 || o->go_primed)
+			continue;
+		o->go_primed = 1;
+		n = gocgo_returns(o->elf, &o->go_cgo, rets, GOCGO_RETURNS_MAX);
+		for (size_t k = 0; k < n; k++)
+			if (frametab_learn(ft, bias + rets[k]) == 1)
+				added++;
+	}
+	free(starts);
+	return added;
 }
 
 int frametab_learn_many(struct frametab *ft, const uint64_t *pcs, size_t n)
@@ -477,6 +551,8 @@ static void reset(struct frametab *ft)
 	memset(ft->neg, 0, sizeof(ft->neg));
 	memset(ft->unwalk, 0, sizeof(ft->unwalk));
 	ft->nunwalk = 0;
+	if (ft->prime)
+		ft->prime = -1;	/* at the next learn: the maps are new */
 }
 
 /* target_on_change listener: the code changed, no old rule may stay. */
@@ -556,7 +632,7 @@ void frametab_get_stats(const struct frametab *ft, struct frametab_stats *st)
 
 int frametab_set_end(struct frametab *ft, uint64_t ip)
 {
-	struct shm_frame end = { .base = SHM_BASE_END }, *slot;
+	struct shm_frame end = { .base = SHM_BASE_END }, *slot, hop;
 	int ret;
 
 	if (!ip)
@@ -564,8 +640,15 @@ int frametab_set_end(struct frametab *ft, uint64_t ip)
 	ret = probe(ft, ip, &slot);
 	if (ret < 0)
 		return ret;
-	if (ret == 1 && slot->base == SHM_BASE_END)
+	if (ret == 1 && (slot->base == SHM_BASE_END || slot->base == SHM_BASE_CGO))
+		return 0;	/* an end, or a hop only the agent can take */
+	if (!go_hop(ft, ip, &hop)) {
+		/* a copy's walk ends in asmcgocall: the agent hops there */
+		if (ret == 0)
+			ft->st.learned++;
+		publish(ft, slot, ip, &hop);
 		return 0;
+	}
 	if (ret == 0)
 		ft->st.learned++;
 	publish(ft, slot, ip, &end);	/* one 8-byte store: old or new rule, both valid */
@@ -633,8 +716,8 @@ int frametab_set_unwalkable(struct frametab *ft, uint64_t ip)
 	if (ret)
 		return ret < 0 ? ret : 1;
 	end = frametab_lookup(ft->table, ip);
-	if (end && end->base == SHM_BASE_END)
-		return 0;	/* an end already: a root (its CFI's, or frametab_set_end's) */
+	if (end && (end->base == SHM_BASE_END || end->base == SHM_BASE_CGO))
+		return 0;	/* an end already: a root (its CFI's, or frametab_set_end's), or a hop */
 	if (!take_token(ft))
 		return -EAGAIN;
 	ret = resolve(ft, ip - 1, &o, &bias);
@@ -645,8 +728,8 @@ int frametab_set_unwalkable(struct frametab *ft, uint64_t ip)
 		return 0;	/* its CFI says how to go on: not ours to overrule */
 	}
 	ret = frametab_set_end(ft, ip);
-	if (ret < 0)
-		return ret;
+	if (ret <= 0)
+		return ret;	/* 0: a hop (Go's asmcgocall) */
 	ft->unwalk[at] = ip;
 	ft->nunwalk++;
 	ft->st.unwalkable++;

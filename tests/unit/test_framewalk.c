@@ -31,7 +31,7 @@ static void rule(uint64_t ip, uint8_t base, int32_t cfa_off, int rbp_saved, int1
 
 static struct walk_window window(void)
 {
-	return (struct walk_window){ (const uint8_t *)stack, STACK_LO, STACK_LO + sizeof(stack), NULL, NULL };
+	return (struct walk_window){ (const uint8_t *)stack, STACK_LO, STACK_LO + sizeof(stack), NULL, NULL, 0 };
 }
 
 /* Three frames: A (rsp + 16), B (rbp + 16, rbp saved at CFA - 16), C (end). */
@@ -144,7 +144,7 @@ static void test_misses(void)
 /* A window at the very top of the address space: no sum wraps. */
 static void test_window_edges(void)
 {
-	struct walk_window w = { (const uint8_t *)stack, UINT64_MAX - 15, UINT64_MAX, NULL, NULL };
+	struct walk_window w = { (const uint8_t *)stack, UINT64_MAX - 15, UINT64_MAX, NULL, NULL, 0 };
 	uint64_t v;
 
 	expect_int_eq(walk_read(&w, UINT64_MAX - 15, &v), 0);
@@ -246,9 +246,97 @@ static void test_log(void)
 	expect_int_eq(log.used_bp, 0);
 }
 
+/* The cgo hop: a system stack, a g and a goroutine's stack in our memory. */
+#define ASM_RET 0x45f484ull	/* in runtime.asmcgocall, after its call of C */
+#define CALL_LO 0x404ee0ull	/* runtime.cgocall, 0x100 bytes */
+#define CALL_RET 0x404f65ull
+#define ROOT 0x490000ull
+static uint64_t sys[32], gst[32], gobj[2];
+
+/* A C frame (rsp + 16) under asmcgocall, its hop into the goroutine's
+ * stack at gst[10], runtime.cgocall's frame (rsp + 16), then a root. */
+static void build_cgo(struct frame_regs *r, struct walk_window *w)
+{
+	memset(table, 0, sizeof(table));
+	memset(sys, 0, sizeof(sys));
+	memset(gst, 0, sizeof(gst));
+	rule(0x401000, SHM_BASE_RSP, 16, 0, 0);
+	rule(ASM_RET, SHM_BASE_CGO, (int32_t)(CALL_LO - ASM_RET), 0, 0x100);
+	rule(CALL_RET, SHM_BASE_RSP, 16, 0, 0);
+	rule(ROOT, SHM_BASE_END, 0, 0, 0);
+	memset(r, 0, sizeof(*r));
+	r->ip = 0x401000;
+	r->sp = (uint64_t)&sys[0];
+	sys[1] = ASM_RET;			/* asmcgocall's SP is &sys[2] */
+	sys[2 + 6] = (uint64_t)gobj;		/* g at SP + 48 */
+	gobj[0] = (uint64_t)&gst[0];
+	gobj[1] = (uint64_t)&gst[32];
+	sys[2 + 5] = gobj[1] - (uint64_t)&gst[10];	/* the depth at SP + 40 */
+	gst[10] = CALL_RET;
+	gst[12] = ROOT;
+	*w = (struct walk_window){ (const uint8_t *)sys, (uint64_t)sys, (uint64_t)&sys[32], NULL,
+				   NULL, 1 };
+}
+
+static void test_cgo_hop(void)
+{
+	struct walk_log log = { 0 };
+	struct walk_window w;
+	struct frame_regs r;
+	uint64_t out[8], hash;
+	uint32_t flags = 0;
+
+	build_cgo(&r, &w);
+	w.log = &log;
+	expect_int_eq(walk_frames(table, NULL, &r, &w, out, 8, &flags, &hash), 4);
+	expect_int_eq(flags, SHM_EVF_HOP);
+	expect_u64_eq(out[1], ASM_RET);
+	expect_u64_eq(out[2], CALL_RET);
+	expect_u64_eq(out[3], ROOT);
+	expect_true(log.n > SHM_MEMO_READS);	/* not for the memo */
+
+	/* a stack copy (not direct): cut at the hop */
+	build_cgo(&r, &w);
+	w.direct = 0;
+	flags = 0;
+	expect_int_eq(walk_frames(table, NULL, &r, &w, out, 8, &flags, &hash), 2);
+	expect_int_eq(flags, SHM_EVF_TRUNC);
+
+	/* the goroutine's return address not in runtime.cgocall: ends there */
+	build_cgo(&r, &w);
+	gst[10] = CALL_LO + 0x100;
+	flags = 0;
+	expect_int_eq(walk_frames(table, NULL, &r, &w, out, 8, &flags, &hash), 2);
+	expect_int_eq(flags, 0);
+
+	/* its SP below g.stack.lo: ends there */
+	build_cgo(&r, &w);
+	sys[2 + 5] = sizeof(gst) + 8;
+	flags = 0;
+	expect_int_eq(walk_frames(table, NULL, &r, &w, out, 8, &flags, &hash), 2);
+	expect_int_eq(flags, 0);
+
+	/* g 0: asmcgocall was on a system stack already, whose SP is at SP + 40 */
+	build_cgo(&r, &w);
+	sys[2 + 6] = 0;
+	sys[2 + 5] = (uint64_t)&sys[20];
+	sys[20] = ROOT;
+	flags = 0;
+	expect_int_eq(walk_frames(table, NULL, &r, &w, out, 8, &flags, &hash), 3);
+	expect_int_eq(flags, 0);
+	expect_u64_eq(out[2], ROOT);
+
+	/* ... and not one below asmcgocall's SP */
+	sys[2 + 5] = (uint64_t)&sys[1];
+	flags = 0;
+	expect_int_eq(walk_frames(table, NULL, &r, &w, out, 8, &flags, &hash), 2);
+	expect_int_eq(flags, 0);
+}
+
 HARNESS_MAIN("framewalk", T(test_frame_pointer),
 	T(test_complete),
 	T(test_trunc),
 	T(test_misses),
 	T(test_window_edges),
-	T(test_log))
+	T(test_log),
+	T(test_cgo_hop))

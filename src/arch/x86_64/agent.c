@@ -454,30 +454,32 @@ static inline void commit(void *rec, uint32_t len)
 /* ---- frame table walk ---- */
 
 /* The window of our own stack a walk from start reads: from the entry sp
- * (the allocator's return address) up to STACK_REACH above it. */
+ * (the allocator's return address) up to STACK_REACH above it; direct,
+ * so that a walk may hop to a goroutine's stack (framewalk.h). */
 static inline struct walk_window own_window(const struct shm_hdr *h,
 					    const struct frame_regs *start, struct walk_log *log)
 {
 	uint64_t entry_sp = start->sp - 8;
 
 	return (struct walk_window){ (const uint8_t *)entry_sp, entry_sp, entry_sp + STACK_REACH,
-				     log, h };
+				     log, h, 1 };
 }
 
 /*
  * Walk from the allocator's caller (framewalk.h) over our own stack, from
- * the entry sp up to STACK_REACH above it: out[] gets up to depth return
- * addresses, leaf first, and *hash their shm_stack_hash.
+ * the entry sp up to STACK_REACH above it (and a goroutine's it hops to):
+ * out[] gets up to depth return addresses, leaf first, and *hash their
+ * shm_stack_hash; on a miss *end the state of the frame it missed in.
  */
 static unsigned walk(const struct shm_hdr *h, const struct frame_regs *start,
 		     uint64_t *out, unsigned depth, uint32_t *flags, uint64_t *hash,
-		     struct walk_log *log)
+		     struct walk_log *log, struct frame_regs *end)
 {
 	const struct shm_frame *table = (const void *)((const char *)h + SHM_OFF_FRAMES);
 	struct walk_window w = own_window(h, start, log);
 	struct walk_fp fp = { h->fp, h->fp_n };
 
-	return walk_frames(table, &fp, start, &w, out, depth, flags, hash);
+	return walk_frames_to(table, &fp, start, &w, out, depth, flags, hash, end);
 }
 
 /* ---- the walk memo (exact mode, shm.h struct shm_memo) ---- */
@@ -587,14 +589,15 @@ static void memo_put(struct shm_memo *m, const struct frame_regs *start, uint32_
  */
 static unsigned walk_memo(struct shm_hdr *h, struct shm_counter *c,
 			  const struct frame_regs *start, uint64_t *out, unsigned depth,
-			  uint32_t *flags, uint64_t *hash, struct walk_log *log)
+			  uint32_t *flags, uint64_t *hash, struct walk_log *log,
+			  struct frame_regs *end)
 {
 	struct shm_memo *m;
 	uint32_t gen, k;
 	unsigned n;
 
 	if (!(h->flags & SHM_F_EXACT))
-		return walk(h, start, out, depth, flags, hash, (struct walk_log *)0);
+		return walk(h, start, out, depth, flags, hash, (struct walk_log *)0, end);
 	gen = h->walk_gen;
 	barrier();	/* gen before the table: a change during the walk is seen later */
 	m = memo_at(h, start);
@@ -608,10 +611,10 @@ static unsigned walk_memo(struct shm_hdr *h, struct shm_counter *c,
 	k = m->misses;
 	m->misses = k + 1;
 	if (!log || (m->sp && !memo_refill(k)))
-		return walk(h, start, out, depth, flags, hash, (struct walk_log *)0);
+		return walk(h, start, out, depth, flags, hash, (struct walk_log *)0, end);
 	log->n = 0;
 	log->used_bp = 0;
-	n = walk(h, start, out, depth, flags, hash, log);
+	n = walk(h, start, out, depth, flags, hash, log, end);
 	if (!(*flags & SHM_EVF_MISS))
 		memo_put(m, start, gen, depth, out, n, *flags, *hash, log);
 	return n;
@@ -887,6 +890,7 @@ struct scratch {
 	volatile uint32_t busy;
 	uint32_t pad;
 	struct frame_regs regs;
+	struct frame_regs end;		/* where a walk missed */
 	struct walk_log log;
 	uint64_t py[SHM_PY_MAX_FRAMES + 1];
 	uint64_t frames[SHM_MAX_DEPTH];
@@ -989,7 +993,14 @@ static NOINLINE void record_alloc(struct agent_frame *f, struct shm_hdr *h,
 		pywords = sc->py;
 		regs = &sc->regs;
 		agent_frame_regs(f, regs);
-		n = walk_memo(h, c, regs, frames, depth, &flags, &hash, &sc->log);
+		n = walk_memo(h, c, regs, frames, depth, &flags, &hash, &sc->log, &sc->end);
+		if ((flags & (SHM_EVF_MISS | SHM_EVF_HOP)) == (SHM_EVF_MISS | SHM_EVF_HOP)) {
+			/* the goroutine's stack: the tool goes on from there */
+			regs = &sc->end;
+			n--;
+		}
+		if (!(flags & SHM_EVF_MISS))
+			flags &= ~SHM_EVF_HOP;	/* complete: nothing to tell */
 	} else {
 		flags |= SHM_EVF_TRUNC;
 		hash = shm_stack_hash_end(0, SHM_STACK_TRUNC);

@@ -21,16 +21,24 @@ static int handle(csh *cs)
 	return state > 0 ? 0 : -1;
 }
 
+/* The instructions of code[0..len) from vaddr, at most max (0: all), into
+ * *insn (cs_free it): how many, 0 if none or no handle. */
+static size_t decode(const uint8_t *code, size_t len, uint64_t vaddr, size_t max, cs_insn **insn)
+{
+	csh cs;
+
+	if (handle(&cs))
+		return 0;
+	return cs_disasm(cs, code, len, vaddr, max, insn);
+}
+
 uint64_t disasm_plt_slot(const uint8_t *code, size_t len, uint64_t vaddr)
 {
 	uint64_t slot = 0;
 	cs_insn *insn;
 	size_t n;
-	csh cs;
 
-	if (handle(&cs))
-		return 0;
-	n = cs_disasm(cs, code, len, vaddr, 2, &insn);
+	n = decode(code, len, vaddr, 2, &insn);
 	for (size_t i = 0; i < n; i++) {
 		cs_x86 *x = &insn[i].detail->x86;
 
@@ -52,11 +60,8 @@ size_t disasm_branches(const uint8_t *code, size_t len, uint64_t vaddr,
 {
 	size_t n, found = 0;
 	cs_insn *insn;
-	csh cs;
 
-	if (handle(&cs))
-		return 0;
-	n = cs_disasm(cs, code, len, vaddr, 0, &insn);
+	n = decode(code, len, vaddr, 0, &insn);
 	for (size_t i = 0; i < n && found < max; i++) {
 		cs_x86 *x = &insn[i].detail->x86;
 		int call = insn[i].id == X86_INS_CALL;
@@ -72,16 +77,28 @@ size_t disasm_branches(const uint8_t *code, size_t len, uint64_t vaddr,
 	return found;
 }
 
+size_t disasm_call_returns(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t *out,
+			   size_t max)
+{
+	size_t n, found = 0;
+	cs_insn *insn;
+
+	n = decode(code, len, vaddr, 0, &insn);
+	for (size_t i = 0; i < n && found < max; i++)
+		if (insn[i].id == X86_INS_CALL)
+			out[found++] = insn[i].address + insn[i].size;
+	if (n)
+		cs_free(insn, n);
+	return found;
+}
+
 size_t disasm_data_refs(const uint8_t *code, size_t len, uint64_t vaddr,
 			struct disasm_ref *out, size_t max)
 {
 	size_t n, found = 0;
 	cs_insn *insn;
-	csh cs;
 
-	if (handle(&cs))
-		return 0;
-	n = cs_disasm(cs, code, len, vaddr, 0, &insn);
+	n = decode(code, len, vaddr, 0, &insn);
 	for (size_t i = 0; i < n && found < max; i++) {
 		cs_x86 *x = &insn[i].detail->x86;
 		int lea = insn[i].id == X86_INS_LEA;

@@ -28,6 +28,14 @@ struct disasm_branch {
 size_t disasm_branches(const uint8_t *code, size_t len, uint64_t vaddr,
 		       struct disasm_branch *out, size_t max);
 
+/*
+ * The return addresses of the calls of code[0..len), direct or not,
+ * decoded from vaddr until the first undecodable byte, in order: at most
+ * max into out. Returns how many.
+ */
+size_t disasm_call_returns(const uint8_t *code, size_t len, uint64_t vaddr, uint64_t *out,
+			   size_t max);
+
 /* A reference to data at a fixed distance from the code (x86-64: rip-relative). */
 struct disasm_ref {
 	uint64_t at;            /* the instruction */

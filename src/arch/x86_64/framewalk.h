@@ -33,12 +33,15 @@ struct walk_log {
 };
 
 /* Memory the walk may read: the target's [lo, hi) is at base in ours;
- * log, if not NULL, records every word read through it; ctx is WALK_LOAD's. */
+ * log, if not NULL, records every word read through it; ctx is WALK_LOAD's.
+ * direct: base is lo, the target's memory is ours (the agent's walk), so
+ * a hop to a goroutine's stack (walk_hop) may read beyond the window. */
 struct walk_window {
 	const uint8_t *base;
 	uint64_t lo, hi;
 	struct walk_log *log;
 	const void *ctx;
+	int direct;
 };
 
 typedef uint64_t __attribute__((may_alias, aligned(1))) walk_word_t;
@@ -116,6 +119,63 @@ static inline int walk_fp_has(const struct walk_fp *fp, uint64_t ip)
 }
 
 /*
+ * The hop out of Go's runtime.asmcgocall (rule r, SHM_BASE_CGO) from ip,
+ * the return address of its call of a C function, with *sp just above it
+ * (asmcgocall's SP then). asmcgocall saved there the goroutine's g at
+ * *sp + 48 and the depth, g.stack.hi minus the goroutine's SP at its
+ * entry, at *sp + 40; the word at that SP is the return address into
+ * runtime.cgocall, which r places at [ip + cfa_off, + (uint16_t)rbp_off).
+ * g is 0 when asmcgocall was entered on a system stack: *sp + 40 then
+ * holds that SP, above *sp in w. The goroutine's {g.stack.lo, hi} is
+ * g's first field; only a direct window can read g and that stack, and
+ * then *w becomes the goroutine's stack [SP, hi), not logged (a walk
+ * memo rereads its words in the window it started in: one that hopped
+ * is never kept, its log made too long). 1 (to the goroutine's stack)
+ * or 0 (on the same stack) with *next, the return address, and *sp past
+ * it; -1 if a word does not check out (g.stack.lo <= SP < hi, the return
+ * address in runtime.cgocall) or cannot be read; -2 if the goroutine's
+ * stack is out of reach (a window that is not direct: a stack copy).
+ */
+static inline int walk_hop(const struct shm_frame *r, uint64_t ip, struct walk_window *w,
+			   uint64_t *sp, uint64_t *next)
+{
+	uint64_t g, depth, lo, hi, gsp, call = ip + (uint64_t)(int64_t)r->cfa_off;
+	struct walk_window gw = *w;
+
+	if (walk_read(w, *sp + 48, &g) || walk_read(w, *sp + 40, &depth))
+		return -1;
+	if (!g) {
+		if (depth <= *sp || (depth & 7) || walk_read(w, depth, next))
+			return -1;
+		*sp = depth + 8;
+		return 0;
+	}
+	if (!w->direct)
+		return -2;
+	if (g > UINT64_MAX - 16)
+		return -1;
+	gw.base = (const uint8_t *)(uintptr_t)g;
+	gw.lo = g;
+	gw.hi = g + 16;
+	gw.log = (struct walk_log *)0;
+	if (walk_read(&gw, g, &lo) || walk_read(&gw, g + 8, &hi) || depth > hi)
+		return -1;
+	gsp = hi - depth;
+	if (gsp < lo || gsp >= hi || (gsp & 7))
+		return -1;
+	gw.base = (const uint8_t *)(uintptr_t)gsp;
+	gw.lo = gsp;
+	gw.hi = hi;
+	if (walk_read(&gw, gsp, next) || *next - call >= (uint16_t)r->rbp_off)
+		return -1;
+	if (w->log)
+		w->log->n = SHM_MEMO_READS + 1;
+	*w = gw;
+	*sp = gsp + 8;
+	return 1;
+}
+
+/*
  * Walk from start (ip the first return address, sp just above it, bp as
  * the frame left it): out[] gets up to max return addresses, leaf first,
  * and *hash their shm_stack_hash. Returns the count; ORs SHM_EVF_MISS
@@ -126,7 +186,11 @@ static inline int walk_fp_has(const struct walk_fp *fp, uint64_t ip)
  * rule in one of fp's ranges is stepped by its frame pointer, if the
  * chain is sane: rbp in the window at or above sp, aligned, the caller's
  * frame above it (CFA = rbp + 16, the return address at rbp + 8, the
- * caller's rbp at rbp). walk_frames_to also gives, on a miss, the state
+ * caller's rbp at rbp). A CGO rule hops to the goroutine's stack
+ * (walk_hop; SHM_EVF_HOP into *flags), ends a complete walk where the
+ * hop does not check out, and cuts one (SHM_EVF_TRUNC) that cannot reach
+ * the goroutine's stack.
+ * walk_frames_to also gives, on a miss, the state
  * of the frame it missed in (*end, if not NULL: ip that frame's return
  * address, sp and bp as the walk had them, other registers as at start).
  */
@@ -138,6 +202,7 @@ static inline unsigned walk_frames_to(const struct shm_frame *table, const struc
 	uint64_t ip = start->ip, sp = start->sp, bp = start->bp, hs = 0;
 	unsigned n = 0;
 	int bp_read = 0;	/* bp came from a read, not from start */
+	struct walk_window cur = *w;	/* the goroutine's stack after a hop */
 
 	while (ip) {
 		struct shm_frame r;
@@ -153,9 +218,9 @@ static inline unsigned walk_frames_to(const struct shm_frame *table, const struc
 		if (walk_rule(table, ip, &r)) {
 			if (!walk_fp_has(fp, ip))
 				goto miss;
-			if (w->log && !bp_read)
-				w->log->used_bp = 1;
-			if (bp < sp || (bp & 7) || walk_read(w, bp + 8, &ip) || walk_read(w, bp, &cfa))
+			if (cur.log && !bp_read)
+				cur.log->used_bp = 1;
+			if (bp < sp || (bp & 7) || walk_read(&cur, bp + 8, &ip) || walk_read(&cur, bp, &cfa))
 				goto miss;
 			sp = bp + 16;
 			bp = cfa;
@@ -164,19 +229,34 @@ static inline unsigned walk_frames_to(const struct shm_frame *table, const struc
 		}
 		if (r.base == SHM_BASE_END)
 			break;
+		if (r.base == SHM_BASE_CGO) {
+			int hop = walk_hop(&r, ip, &cur, &sp, &ip);
+
+			if (hop == -2) {
+				/* frames beyond, not in reach: cut */
+				*flags |= SHM_EVF_TRUNC;
+				*hash = shm_stack_hash_end(hs, n | SHM_STACK_TRUNC);
+				return n;
+			}
+			if (hop < 0)
+				break;
+			if (hop)
+				*flags |= SHM_EVF_HOP;
+			continue;
+		}
 		if (r.base == SHM_BASE_RSP) {
 			cfa = sp + (uint64_t)(int64_t)r.cfa_off;
 		} else if (r.base == SHM_BASE_RBP) {
-			if (w->log && !bp_read)
-				w->log->used_bp = 1;
+			if (cur.log && !bp_read)
+				cur.log->used_bp = 1;
 			cfa = bp + (uint64_t)(int64_t)r.cfa_off;
 		} else {
 			goto miss;
 		}
-		if (cfa <= sp || (cfa & 7) || walk_read(w, cfa - 8, &ip))
+		if (cfa <= sp || (cfa & 7) || walk_read(&cur, cfa - 8, &ip))
 			goto miss;
 		if (r.rbp_saved) {
-			if (walk_read(w, cfa + (uint64_t)(int64_t)r.rbp_off, &bp))
+			if (walk_read(&cur, cfa + (uint64_t)(int64_t)r.rbp_off, &bp))
 				goto miss;
 			bp_read = 1;
 		}
