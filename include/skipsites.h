@@ -21,8 +21,14 @@ struct skipsites *skipsites_new(void);
 int skipsites_add(struct skipsites *ss, const char *regex);
 /* 1 if function is a wrapper to skip, else 0 (also for NULL ss or name). */
 int skipsites_match(const struct skipsites *ss, const char *function);
-/* Leading frames of names[0..n) (leaf first) to skip: the wrappers before
- * the first other frame; 0 when every frame is one (the leaf is shown). */
+/*
+ * Frames of names[0..n) (leaf first) to skip to name the site: up to the
+ * rootmost wrapper among the leading ones and the first SKIPSITES_REACH
+ * (what a wrapper called to get memory is its machinery, named or not: a
+ * stripped program's static helpers under MemoryContextAlloc); 0 when
+ * every frame is skipped (the leaf is shown).
+ */
+#define SKIPSITES_REACH 16
 size_t skipsites_count(const struct skipsites *ss, const char *const *names, size_t n);
 void skipsites_free(struct skipsites *ss);
 

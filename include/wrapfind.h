@@ -15,7 +15,10 @@ struct symbolizer;
  * A site is a stack's first frame whose function is not an allocator
  * wrapper: named so (skipsites.h), or found so by its code: a function
  * whose every allocating call seen (a frame reached past wrappers only)
- * returns the call's result (disasm_returns_result). A function that also
+ * returns the call's result (disasm_returns_result); and every frame
+ * leafward of a named wrapper among the first SKIPSITES_REACH (what a
+ * wrapper calls to get memory is its machinery, named or not: a stripped
+ * PostgreSQL's static AllocSet helpers under MemoryContextAlloc). A function that also
  * allocates for itself, a header say, is a site for all its calls once
  * that call is seen; what is found so stays found for the wrapfind's life.
  * In a Python target the interpreter's own frames between the wrappers
@@ -32,7 +35,8 @@ struct wrapfind_src {
 	uint64_t interp_lo, interp_hi;  /* the Python interpreter's code, or 0, 0 */
 };
 
-#define WRAPFIND_NAME 128               /* bytes of a name found, NUL included */
+#define WRAPFIND_NAME 128
+#define WRAPFIND_REACH 16               /* frames looked at for a named wrapper */               /* bytes of a name found, NUL included */
 
 /* Named wrappers are skip's (not owned, may be NULL); xcalloc'd. */
 struct wrapfind *wrapfind_new(const struct skipsites *skip);

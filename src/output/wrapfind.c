@@ -22,7 +22,8 @@ struct wrapfind {
 	struct pc_wrap {                /* a direct-mapped cache of frames tested */
 		uint64_t pc;
 		uint64_t fn;            /* its function's start; 0 unknown */
-		int named, pure;        /* skipsites_match; returns_result */
+		int named, in_map;      /* skipsites_match; in an object file */
+		int tested, pure;       /* returns_result, once tested */
 		int py;                 /* the interpreter's, passed over for a Python frame */
 	} *pcs;
 	uint64_t *impure;               /* open addressing: functions with a call site
@@ -77,12 +78,12 @@ static uint64_t *impure_slot(struct wrapfind *wf, uint64_t fn)
 	return NULL;
 }
 
-/* Return address pc's entry in the cache, tested. */
+/* Return address pc's entry in the cache: its function and whether it is
+ * named a wrapper (its code not tested yet unless tested). */
 static struct pc_wrap *entry(struct wrapfind *wf, const struct wrapfind_src *src, uint64_t pc)
 {
 	struct pc_wrap *c = &wf->pcs[(pc * 0x9E3779B97F4A7C15ULL >> 50) & (PC_CACHE - 1)];
 	struct sym_info si;
-	uint64_t *slot;
 
 	if (c->pc != pc) {
 		*c = (struct pc_wrap){ .pc = pc };
@@ -90,24 +91,35 @@ static struct pc_wrap *entry(struct wrapfind *wf, const struct wrapfind_src *src
 		    si.function) {
 			c->named = skipsites_match(wf->skip, si.function);
 			c->fn = pc - 1 - si.offset;
-			c->pure = !c->named && si.map && returns_result(src, pc);
-			slot = c->fn && !c->named && !c->pure ? impure_slot(wf, c->fn) : NULL;
-			if (slot)
-				*slot = c->fn;
+			c->in_map = si.map != NULL;
 		}
 	}
 	return c;
 }
 
-/* 1 if the function of return address pc is an allocator wrapper (a full
- * impure table: none is one by its code). */
+/*
+ * 1 if the function of return address pc is an allocator wrapper: named
+ * so, or its code returns the call's result (tested once, here: pc must be
+ * a frame reached past wrappers only, its call an allocating one; a call
+ * that does not return its result makes the function impure for good; a
+ * full impure table: none is one by its code).
+ */
 static int is_wrapper(struct wrapfind *wf, const struct wrapfind_src *src, uint64_t pc)
 {
 	struct pc_wrap *c = entry(wf, src, pc);
 	uint64_t *slot;
 
-	if (c->named || !c->pure)
+	if (c->named || !c->fn)
 		return c->named;
+	if (!c->tested) {
+		c->tested = 1;
+		c->pure = c->in_map && returns_result(src, pc);
+		slot = c->pure ? NULL : impure_slot(wf, c->fn);
+		if (slot)
+			*slot = c->fn;
+	}
+	if (!c->pure)
+		return 0;
 	slot = impure_slot(wf, c->fn);
 	return slot && !*slot;
 }
@@ -123,8 +135,17 @@ uint64_t wrapfind_site_pc(struct wrapfind *wf, const struct wrapfind_src *src,
 {
 	size_t k = 0, j;
 
-	while (k < b->npcs && is_wrapper(wf, src, b->pcs[k]))
-		k++;
+	for (;;) {
+		while (k < b->npcs && is_wrapper(wf, src, b->pcs[k]))
+			k++;
+		/* what a named wrapper further out called is its machinery */
+		for (j = SKIPSITES_REACH < b->npcs ? SKIPSITES_REACH : b->npcs; j-- > k;)
+			if (entry(wf, src, b->pcs[j])->named)
+				break;
+		if (j == (size_t)-1 || j < k)
+			break;
+		k = j + 1;
+	}
 	if (k == b->npcs)
 		return b->npcs ? b->pcs[0] : 2;
 	for (j = k; j < b->npcs && in_interp(src, b->pcs[j]); j++)

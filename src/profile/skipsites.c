@@ -85,8 +85,9 @@ size_t skipsites_count(const struct skipsites *ss, const char *const *names, siz
 {
 	size_t k = 0;
 
-	while (k < n && skipsites_match(ss, names[k]))
-		k++;
+	for (size_t i = 0; i < n && (i < SKIPSITES_REACH || i == k); i++)
+		if (skipsites_match(ss, names[i]))
+			k = i + 1;
 	return k < n ? k : 0;
 }
 

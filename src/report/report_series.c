@@ -116,13 +116,15 @@ static void read_wrapper(struct priv *p, const char *c)
 	p->wrapper[index_of(p, name)] = 1;
 }
 
-/* Leading wrapper frames of f[0..n): 0 when all are. */
+/* Frames of f[0..n) to pass over to name its site (skipsites_count's
+ * rule): 0 when all are. */
 static size_t wrappers_of(struct priv *p, const char **f, size_t n)
 {
 	size_t k = 0;
 
-	while (k < n && p->skip && is_wrapper(p, f[k]))
-		k++;
+	for (size_t i = 0; p->skip && i < n && (i < SKIPSITES_REACH || i == k); i++)
+		if (is_wrapper(p, f[i]))
+			k = i + 1;
 	return k < n ? k : 0;
 }
 

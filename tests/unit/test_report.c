@@ -357,6 +357,18 @@ static void test_skip(void)
 	expect_int_eq(skipsites_add(ss, "^buf_"), 0);
 	expect_int_eq(skipsites_match(ss, "buf_get"), 1);
 	expect_int_eq(skipsites_count(ss, c, 2), 0);
+	{
+		/* unnamed helpers under a wrapper are its: the site is past it */
+		const char *d[] = { "0x55a9edd538fb", "MemoryContextAlloc", "0x55a9edbcc671",
+				    "LocalBufferAlloc", "ReadBuffer", "main" };
+		const char *e[] = { "site_x", "0x1", "0x2", "0x3", "0x4", "0x5", "0x6", "0x7", "0x8",
+				    "0x9", "0xa", "0xb", "0xc", "0xd", "0xe", "0xf", "xmalloc", "main" };
+
+		expect_int_eq(skipsites_count(ss, d, 6), 2);
+		/* a wrapper beyond the reach is not looked for */
+		expect_int_eq(skipsites_count(ss, e, 18), 0);
+		expect_int_eq(skipsites_count(ss, e + 1, 17), 16);
+	}
 	rseries_set_skip(s, ss);
 	expect_int_eq(rseries_add(s, 0, "x", &p), 0);
 	rseries_finish(s, 0);
