@@ -25,6 +25,15 @@
  * bytes, at most PERFMAP_MAX_ENTRIES entries; malformed lines are counted
  * and skipped.
  *
+ * A map is rewritten in place, too: `jcmd PID Compiler.perfmap` opens it
+ * with "w" (the same inode, truncated) and writes the whole code cache
+ * again, and between two reads the file can be back at a larger size than
+ * the offset reached, with other bytes before it. So the last PM_MARK bytes
+ * taken are kept and read again before reading on: when they differ (or the
+ * file is shorter) the map was rewritten and is read again from its start.
+ * A rewrite that leaves those bytes where they were differs from an append
+ * only before them: perfmap_rewind is for a caller that knows.
+ *
  * JIT code is freed and its range reused: a later entry wins over an earlier
  * one wherever they overlap (perf does the same). What is kept is the
  * result: disjoint segments sorted by address, each naming the entry that
@@ -37,6 +46,7 @@
  */
 
 #define PERFMAP_BUF	(64u << 10)	/* read size; more than a line */
+#define PM_MARK		256u		/* last bytes taken, checked again */
 
 /* Why a map was not read (each said once). */
 #define PM_REFUSED_TYPE		1u	/* not a regular file */
@@ -60,6 +70,9 @@ struct perfmap {
 	uint64_t off;                   /* first byte not taken yet */
 	int skipping;                   /* inside an overlong line */
 	int full;                       /* PERFMAP_MAX_ENTRIES taken */
+	int rewind;                     /* read again from the start (perfmap_rewind) */
+	unsigned char mark[PM_MARK];    /* the bytes just before off */
+	size_t nmark;
 
 	struct pm_seg *segs;            /* disjoint, sorted by start */
 	size_t nsegs;
@@ -198,6 +211,13 @@ static void reset(struct perfmap *pm)
 	pm->off = 0;
 	pm->skipping = 0;
 	pm->full = 0;
+	pm->nmark = 0;
+}
+
+void perfmap_rewind(struct perfmap *pm)
+{
+	if (pm)
+		pm->rewind = 1;
 }
 
 void perfmap_free(struct perfmap *pm)
@@ -521,6 +541,46 @@ static int current_file(struct perfmap *pm, struct stat *st)
 	return fstat(pm->fd, st) ? -errno : pm->fd;
 }
 
+/* Keep the last bytes of buf[0..n), just taken, as the mark before off. */
+static void keep_mark(struct perfmap *pm, const char *buf, size_t n)
+{
+	if (n >= PM_MARK) {
+		memcpy(pm->mark, buf + n - PM_MARK, PM_MARK);
+		pm->nmark = PM_MARK;
+		return;
+	}
+	if (pm->nmark + n > PM_MARK) {
+		size_t drop = pm->nmark + n - PM_MARK;
+
+		memmove(pm->mark, pm->mark + drop, pm->nmark - drop);
+		pm->nmark -= drop;
+	}
+	memcpy(pm->mark + pm->nmark, buf, n);
+	pm->nmark += n;
+}
+
+/* Whether the bytes before off are no longer those taken (or cannot be
+ * read again): the file was rewritten in place. */
+static int rewritten(const struct perfmap *pm, int fd)
+{
+	unsigned char now[PM_MARK];
+	size_t got = 0;
+
+	if (!pm->nmark || pm->off < pm->nmark)
+		return 0;
+	while (got < pm->nmark) {
+		ssize_t n = pread(fd, now + got, pm->nmark - got,
+				  (off_t)(pm->off - pm->nmark + got));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 1;
+		got += (size_t)n;
+	}
+	return memcmp(now, pm->mark, pm->nmark) != 0;
+}
+
 int perfmap_refresh(struct perfmap *pm)
 {
 	uint64_t limit, pos;
@@ -532,8 +592,9 @@ int perfmap_refresh(struct perfmap *pm)
 	fd = current_file(pm, &st);
 	if (fd < 0)
 		return fd;
-	if ((uint64_t)st.st_size < pm->off)
-		reset(pm);	/* truncated */
+	if ((uint64_t)st.st_size < pm->off || pm->rewind || rewritten(pm, fd))
+		reset(pm);	/* truncated, or rewritten in place */
+	pm->rewind = 0;
 	limit = (uint64_t)st.st_size;
 	if (limit > PERFMAP_MAX_BYTES) {
 		limit = PERFMAP_MAX_BYTES;
@@ -556,6 +617,7 @@ int perfmap_refresh(struct perfmap *pm)
 			break;	/* an error, or shorter than it was a moment ago */
 		have += (size_t)n;
 		used = take_lines(pm, buf, have);
+		keep_mark(pm, buf, used);
 		pos += used;
 		have -= used;
 		memmove(buf, buf + used, have);
