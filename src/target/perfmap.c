@@ -2,7 +2,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,28 +91,12 @@ struct perfmap {
 
 int perfmap_path_of(pid_t tid, char *path, size_t len)
 {
-	char v[256], *last, *end;
-	long n;
-	int rc;
+	pid_t n;
+	int rc = proc_ns_tgid(tid, &n);
 
-	/* NStgid (Linux 4.1): the thread group's id in each pid namespace, the
-	 * target's own last; the host's Tgid when the kernel has no NStgid */
-	rc = proc_status_read(tid, "NStgid", v, sizeof(v));
-	if (rc == -ENOENT)
-		rc = proc_status_read(tid, "Tgid", v, sizeof(v));
 	if (rc)
 		return rc;
-	last = strrchr(v, '\t');
-	last = last ? last + 1 : v;
-	if (strrchr(last, ' '))
-		last = strrchr(last, ' ') + 1;
-	if (*last < '0' || *last > '9')
-		return -EINVAL;
-	errno = 0;
-	n = strtol(last, &end, 10);
-	if (errno || *end || n < 1 || n > INT_MAX)
-		return -EINVAL;
-	if ((size_t)snprintf(path, len, "/tmp/perf-%ld.map", n) >= len)
+	if ((size_t)snprintf(path, len, "/tmp/perf-%d.map", (int)n) >= len)
 		return -ENAMETOOLONG;
 	return 0;
 }
