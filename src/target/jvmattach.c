@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "clock.h"
 #include "jvmattach.h"
+#include "log.h"
 #include "tcred.h"
 #include "tfile.h"
 #include "xmalloc.h"
@@ -467,10 +468,13 @@ struct jvm_asker {
 /* Ask once; count it or keep why not. 0 to go on, 1 to give up. */
 static int ask(struct jvm_asker *a)
 {
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 	char why[256] = "";
-	int rc = jvm_request(a->pid, "Compiler.perfmap", clock_ns(CLOCK_MONOTONIC) + JVM_REQUEST_NS,
-			     &a->stop, why, sizeof(why));
+	int rc = jvm_request(a->pid, "Compiler.perfmap", t0 + JVM_REQUEST_NS, &a->stop, why,
+			     sizeof(why));
 
+	pr_debug("jvm: asked %d for a perf map in %.1f ms: %s", (int)a->pid,
+		 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6, rc ? why : "written");
 	pthread_mutex_lock(&a->mu);
 	if (!rc) {
 		a->done++;
