@@ -290,23 +290,26 @@ static void *connect_as(void *p)
 }
 
 /* Connect sock to the socket at the O_PATH fd path, as the JVM's effective
- * ids when they are not ours. 0 or -errno (-EAGAIN: its backlog is full). */
+ * ids when they are not ours. 0 or -errno (-EAGAIN: its backlog is full;
+ * -ENOMEM: no thread for it). */
 static int connect_jvm(int sock, int path, const struct jvm_target *t)
 {
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	struct connect_job j = { .sock = sock, .addr = &addr, .t = t };
 	sigset_t all, old;
 	pthread_t th;
+	int made;
 
 	snprintf(addr.sun_path, sizeof(addr.sun_path), "/proc/self/fd/%d", path);
 	if (geteuid() == t->euid && getegid() == t->egid)
 		return connect(sock, (struct sockaddr *)&addr, sizeof(addr)) ? -errno : 0;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	j.ret = pthread_create(&th, NULL, connect_as, &j) ? -EAGAIN : 1;
+	made = pthread_create(&th, NULL, connect_as, &j);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (j.ret == 1)
-		pthread_join(th, NULL);
+	if (made)
+		return -ENOMEM;
+	pthread_join(th, NULL);
 	return j.ret;
 }
 
