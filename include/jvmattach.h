@@ -33,7 +33,9 @@ int jvm_check(pid_t tid, const struct proc_maps *maps, char *why, size_t len);
  * (.attach_pidNSPID in its cwd, else its /tmp, made with its file access
  * and removed after, then SIGQUIT), connected with its effective ids
  * (HotSpot refuses a peer with others unless it is root). Each request
- * ends within JVM_REQUEST_NS. NULL if no thread could be made.
+ * ends within JVM_REQUEST_NS. After the first map, its VM.flags once: a
+ * note when it lacks -XX:+PreserveFramePointer. NULL if no thread could
+ * be made.
  */
 struct jvm_asker *jvm_asker_start(pid_t pid, uint64_t period_ns);
 
@@ -52,12 +54,13 @@ void jvm_asker_free(struct jvm_asker *a);
  * One request, in the caller: send cmd (a jcmd command line) to the JVM
  * of pid and wait for its answer until deadline_ns (CLOCK_MONOTONIC) or
  * until *stop (read atomically; NULL: never). 0 when the JVM says it ran
- * it, else -errno and why: -ETIMEDOUT, -ECONNREFUSED (no listener came:
+ * it, with its output in out (NUL-terminated, cut to outlen and to the
+ * first 16 KiB of the answer; out may be NULL), else -errno and why: -ETIMEDOUT, -ECONNREFUSED (no listener came:
  * -XX:+DisableAttachMechanism?), -EPROTO (the JVM's error, its first
  * line in why), -EPERM (a socket not the JVM's, or its ids not ours to
  * take).
  */
 int jvm_request(pid_t pid, const char *cmd, uint64_t deadline_ns, const int *stop,
-		char *why, size_t len);
+		char *out, size_t outlen, char *why, size_t len);
 
 #endif

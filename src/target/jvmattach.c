@@ -37,11 +37,11 @@
  * Everything here is bounded by the caller's deadline: the socket and the
  * listener are waited for in short steps. What the JVM sends is input
  * from the target: at most JVM_REPLY_MAX bytes are kept, its first line
- * shown with control bytes made '?'.
+ * shown with control bytes made '?', the rest only searched.
  */
 
 #define JVM_STEP_MS	50		/* between looks while waiting */
-#define JVM_REPLY_MAX	1024u		/* answer bytes kept */
+#define JVM_REPLY_MAX	16384u		/* answer bytes kept */
 
 /* The JVM as the attach needs it. */
 struct jvm_target {
@@ -50,9 +50,10 @@ struct jvm_target {
 	gid_t egid;
 };
 
+/* The JVM's pid in its namespace and effective ids, from /proc. 0 or -errno. */
 static int target_ids(pid_t pid, struct jvm_target *t)
 {
-	unsigned r, e;
+	unsigned r = 0, e = 0;
 	char v[128];
 	int rc;
 
@@ -375,16 +376,20 @@ static int exchange(int sock, const char *cmd, char *reply, uint64_t deadline, c
 	return 0;
 }
 
-/* The answer's code, or -EPROTO with its first line (sanitized) in why. */
-static int answer(const char *reply, char *why, size_t len)
+/* The answer's code, or -EPROTO with its first line (sanitized) in why;
+ * what follows its code in out (may be NULL). */
+static int answer(const char *reply, char *out, size_t outlen, char *why, size_t len)
 {
 	const char *nl = strchr(reply, '\n'), *text;
 	char *end;
 	long code = strtol(reply, &end, 10);
 	size_t k = 0;
 
-	if (end != reply && (*end == '\n' || !*end) && code == 0)
+	if (end != reply && (*end == '\n' || !*end) && code == 0) {
+		if (out && outlen)
+			snprintf(out, outlen, "%s", nl ? nl + 1 : "");
 		return 0;
+	}
 	text = nl && end != reply ? nl + 1 : reply;
 	k = strcspn(text, "\n");
 	if (k > 200)
@@ -397,7 +402,7 @@ static int answer(const char *reply, char *why, size_t len)
 }
 
 int jvm_request(pid_t pid, const char *cmd, uint64_t deadline_ns, const int *stop,
-		char *why, size_t len)
+		char *out, size_t outlen, char *why, size_t len)
 {
 	char *reply = xmalloc(JVM_REPLY_MAX + 1);
 	struct jvm_target t;
@@ -438,7 +443,7 @@ int jvm_request(pid_t pid, const char *cmd, uint64_t deadline_ns, const int *sto
 	if (!rc)
 		rc = exchange(sock, cmd, reply, deadline_ns, stop);
 	if (!rc) {
-		rc = answer(reply, why, len);
+		rc = answer(reply, out, outlen, why, len);
 		goto out;
 	}
 fail:
@@ -464,17 +469,48 @@ struct jvm_asker {
 	int stop;               /* under mu, and read atomically by requests */
 	int gave_up;            /* an error that asking again would not mend */
 	unsigned done;          /* under mu */
-	char note[256];         /* under mu: the latest failure */
+	int flags_read;         /* its VM.flags looked at */
+	char note[320];         /* under mu: the latest failure */
 	int fresh;              /* note not said yet */
 };
+
+/* Keep a note (under mu). */
+static void set_note(struct jvm_asker *a, const char *why)
+{
+	snprintf(a->note, sizeof(a->note), "--jvm-perfmap: %s", why);
+	a->fresh = 1;
+}
+
+/*
+ * Once: whether the JVM's VM.flags has -XX:+PreserveFramePointer, without
+ * which its JIT frames cannot be walked (docs/jvm.md); a note if not.
+ * A JVM that does not answer is not said anything about.
+ */
+static void check_flags(struct jvm_asker *a)
+{
+	char *flags = xmalloc(JVM_REPLY_MAX + 1), why[256];
+	int rc;
+
+	a->flags_read = 1;
+	rc = jvm_request(a->pid, "VM.flags", clock_ns(CLOCK_MONOTONIC) + JVM_REQUEST_NS,
+			 &a->stop, flags, JVM_REPLY_MAX + 1, why, sizeof(why));
+	if (!rc && !strstr(flags, "-XX:+PreserveFramePointer")) {
+		pthread_mutex_lock(&a->mu);
+		set_note(a, "the JVM runs without -XX:+PreserveFramePointer: stacks through its "
+			 "JIT code end there or skip Java frames, names or not; only a restart "
+			 "with the flag mends that (docs/jvm.md)");
+		pthread_mutex_unlock(&a->mu);
+	}
+	free(flags);
+}
 
 /* Ask once; count it or keep why not. 0 to go on, 1 to give up. */
 static int ask(struct jvm_asker *a)
 {
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 	char why[256] = "";
-	int rc = jvm_request(a->pid, "Compiler.perfmap", t0 + JVM_REQUEST_NS, &a->stop, why,
-			     sizeof(why));
+	int rc = jvm_request(a->pid, "Compiler.perfmap", t0 + JVM_REQUEST_NS, &a->stop, NULL, 0,
+			     why, sizeof(why));
 
 	pr_debug("jvm: asked %d for a perf map in %.1f ms: %s", (int)a->pid,
 		 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6, rc ? why : "written");
@@ -482,11 +518,12 @@ static int ask(struct jvm_asker *a)
 	if (!rc) {
 		a->done++;
 	} else if (rc != -EINTR) {
-		snprintf(a->note, sizeof(a->note), "--jvm-perfmap: %s", why);
-		a->fresh = 1;
+		set_note(a, why);
 		a->gave_up = rc != -ETIMEDOUT && rc != -EAGAIN;
 	}
 	pthread_mutex_unlock(&a->mu);
+	if (!rc && !a->flags_read)
+		check_flags(a);
 	return a->gave_up;
 }
 
