@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
-#include "jvmattach.h"
+#include "jvmasker.h"
 
 enum { OPT_SAMPLE_RATE = 256, OPT_INTERVAL, OPT_EVERY, OPT_DURATION, OPT_FORMAT,
        OPT_LIST_HOOKS, OPT_MODE, OPT_MAX_DEPTH, OPT_VERSION, OPT_INUSE_INTERVAL, OPT_TOP,

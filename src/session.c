@@ -22,6 +22,7 @@
 #include "implant.h"
 #include "log.h"
 #include "membudget.h"
+#include "jvmasker.h"
 #include "jvmattach.h"
 #include "perfmap.h"
 #include "profile.h"

@@ -2,7 +2,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "harness.h"
 #include "cli.h"
-#include "jvmattach.h"
+#include "jvmasker.h"
 
 static void sizes(void)
 {
