@@ -17,8 +17,8 @@
  * Whether the process of tid, whose maps are maps, can be asked: 0, or
  * -errno with why (a sentence) in why: -ENOEXEC not a HotSpot JVM (no
  * libjvm.so mapped), -EPERM it does not catch SIGQUIT (-Xrs: the signal
- * that starts the listener would end it), or what reading its status
- * gave.
+ * that starts the listener would end it) and has no attach socket yet,
+ * or what reading its status gave.
  */
 int jvm_check(pid_t tid, const struct proc_maps *maps, char *why, size_t len);
 

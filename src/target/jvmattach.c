@@ -70,42 +70,6 @@ static int target_ids(pid_t pid, struct jvm_target *t)
 	return rc;
 }
 
-int jvm_check(pid_t tid, const struct proc_maps *maps, char *why, size_t len)
-{
-	unsigned long long caught;
-	char v[64];
-	int rc, jvm = 0;
-
-	for (size_t i = 0; i < maps->n && !jvm; i++) {
-		const char *p = maps->v[i].path, *base = p ? strrchr(p, '/') : NULL;
-
-		jvm = base && !strcmp(base, "/libjvm.so");
-	}
-	if (!jvm) {
-		snprintf(why, len, "%d is not a HotSpot JVM (no libjvm.so mapped)", (int)tid);
-		return -ENOEXEC;
-	}
-	rc = proc_status_read(tid, "SigCgt", v, sizeof(v));
-	if (rc) {
-		snprintf(why, len, "cannot read the signals %d catches: %s", (int)tid, strerror(-rc));
-		return rc;
-	}
-	caught = strtoull(v, NULL, 16);
-	if (!(caught & (1ull << (SIGQUIT - 1)))) {
-		snprintf(why, len, "the JVM %d does not catch SIGQUIT (-Xrs?): the signal that "
-			 "starts its attach listener would end it", (int)tid);
-		return -EPERM;
-	}
-	return 0;
-}
-
-/* ---- the socket, and the file that has the JVM make it ---- */
-
-static int stopped(const int *stop)
-{
-	return stop && __atomic_load_n(stop, __ATOMIC_ACQUIRE);
-}
-
 /* An O_PATH fd of the JVM's socket, in its root: a socket owned by its
  * effective uid (as jcmd checks). The fd, or -errno (-ENOENT: none yet). */
 static int find_socket(const struct jvm_target *t)
@@ -127,6 +91,58 @@ static int find_socket(const struct jvm_target *t)
 		return -EPERM;
 	}
 	return fd;
+}
+
+/* 1 if the process of tid catches SIGQUIT, 0 if not (the signal would
+ * end it), or -errno. */
+static int catches_quit(pid_t tid)
+{
+	char v[64];
+	int rc = proc_status_read(tid, "SigCgt", v, sizeof(v));
+
+	if (rc)
+		return rc;
+	return (strtoull(v, NULL, 16) >> (SIGQUIT - 1)) & 1;
+}
+
+int jvm_check(pid_t tid, const struct proc_maps *maps, char *why, size_t len)
+{
+	struct jvm_target t;
+	int rc, jvm = 0, fd;
+
+	for (size_t i = 0; i < maps->n && !jvm; i++) {
+		const char *p = maps->v[i].path, *base = p ? strrchr(p, '/') : NULL;
+
+		jvm = base && !strcmp(base, "/libjvm.so");
+	}
+	if (!jvm) {
+		snprintf(why, len, "%d is not a HotSpot JVM (no libjvm.so mapped)", (int)tid);
+		return -ENOEXEC;
+	}
+	rc = catches_quit(tid);
+	if (rc < 0) {
+		snprintf(why, len, "cannot read the signals %d catches: %s", (int)tid, strerror(-rc));
+		return rc;
+	}
+	if (rc)
+		return 0;
+	/* -Xrs: SIGQUIT is not the JVM's, and its listener is up from the start */
+	rc = target_ids(tid, &t);
+	fd = rc ? rc : find_socket(&t);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	snprintf(why, len, "the JVM %d has no attach socket and does not catch SIGQUIT "
+		 "(-Xrs?): the signal that would start its listener would end it", (int)tid);
+	return -EPERM;
+}
+
+/* ---- the socket, and the file that has the JVM make it ---- */
+
+static int stopped(const int *stop)
+{
+	return stop && __atomic_load_n(stop, __ATOMIC_ACQUIRE);
 }
 
 /* .attach_pid<NS> made by us in dir (so removed by us), by its identity. */
@@ -240,6 +256,8 @@ static int wait_socket(const struct jvm_target *t, uint64_t deadline, const int 
 
 	if (fd != -ENOENT)
 		return fd;
+	if (catches_quit(t->pid) != 1)
+		return -ENOTSUP;	/* the signal would end it */
 	rc = make_trigger(t, &tr);
 	if (rc)
 		return rc;
@@ -253,7 +271,7 @@ static int wait_socket(const struct jvm_target *t, uint64_t deadline, const int 
 			fd = stopped(stop) ? -EINTR : -ECONNREFUSED;
 			break;
 		}
-		if (again && now >= half) {
+		if (again && now >= half && catches_quit(t->pid) == 1) {
 			again = 0;
 			kill(t->pid, SIGQUIT);
 		}
@@ -417,6 +435,9 @@ int jvm_request(pid_t pid, const char *cmd, uint64_t deadline_ns, const int *sto
 		if (rc == -ECONNREFUSED)
 			snprintf(why, len, "no attach listener in the JVM %d after SIGQUIT "
 				 "(-XX:+DisableAttachMechanism?): not asked again", (int)pid);
+		else if (rc == -ENOTSUP)
+			snprintf(why, len, "the JVM %d has no attach socket (any more) and does not "
+				 "catch SIGQUIT: not asked again", (int)pid);
 		else if (rc == -EPERM)
 			snprintf(why, len, "/tmp/.java_pid%d of %d is not a socket of the JVM's "
 				 "user: not used", (int)t.ns, (int)pid);
