@@ -36,6 +36,7 @@ struct options {
 	int python_c_frames;      /* --python-c-frames: keep the interpreter's frames */
 	int no_seccomp_probe;     /* --no-seccomp-probe: refuse a seccomp filter it
 				   * cannot read instead of asking a copy of the target */
+	uint64_t jvm_perfmap_ns;  /* --jvm-perfmap: between asking the JVM for a perf map; 0 = off */
 	uint64_t every_ns;        /* time between numbered dumps; 0 = off */
 	uint64_t duration_ns;     /* stop after this long; 0 = until interrupted */
 	unsigned max_depth;       /* frames kept of each stack, 1..CLI_MAX_DEPTH */

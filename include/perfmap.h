@@ -47,7 +47,8 @@ void perfmap_free(struct perfmap *pm);
 
 /*
  * Read what was appended since the last call (the whole file if it was
- * replaced or truncated) and take its entries. A later entry wins over an
+ * replaced, truncated or rewritten in place: the last bytes taken are not
+ * there any more) and take its entries. A later entry wins over an
  * earlier one wherever they overlap, as perf does. While the target lives
  * the path is looked up again each time with tfile_open's rules (a regular
  * file in the target's root that the target may read, never blocking);
@@ -58,6 +59,11 @@ void perfmap_free(struct perfmap *pm);
  * -ESRCH: no target and no file), which leaves the entries as they were.
  */
 int perfmap_refresh(struct perfmap *pm);
+
+/* Have the next perfmap_refresh forget every entry and read the map again
+ * from its start: the caller knows it was rewritten (a JVM asked for a
+ * fresh map). */
+void perfmap_rewind(struct perfmap *pm);
 
 /* The name of the entry holding addr and addr's offset in it, or NULL.
  * The string lives until the next perfmap_refresh or perfmap_free. */

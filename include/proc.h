@@ -53,6 +53,9 @@ int proc_tasks_read(pid_t pid, pid_t **tids, size_t *n);
 int proc_status_get(const char *buf, const char *key, char *out, size_t outlen);
 /* The same, reading /proc/PID/status (tid may name a thread). */
 int proc_status_read(pid_t pid, const char *key, char *out, size_t outlen);
+/* The id of tid's process in its own pid namespace (the last NStgid of
+ * /proc/TID/status; Tgid without NStgid). 0 or -errno. */
+int proc_ns_tgid(pid_t tid, pid_t *out);
 
 /* Open the file behind a mapping as the target sees it, with tfile_open()'s
  * rules (a regular file only, never blocking): the mapped file itself through

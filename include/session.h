@@ -24,6 +24,7 @@ struct implant;
 struct profile;
 struct symbolizer;
 struct perfmap;
+struct jvm_asker;
 struct unwinder;
 struct target;
 struct session_mode;
@@ -55,6 +56,8 @@ struct session {
 	struct symbolizer *sym;
 	struct membudget mem;           /* rings sized to the target's memory cgroup */
 	struct perfmap *jit;            /* the target's perf map (JIT names), or NULL */
+	struct jvm_asker *jvm;          /* --jvm-perfmap: asks the JVM for it, or NULL */
+	unsigned jvm_maps;              /* maps it had written at the last read */
 	struct pyattach *py;            /* the target's CPython (Python frames), or NULL */
 	struct memreport mr;            /* smaps and allocator figures: heap vs RSS */
 

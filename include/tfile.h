@@ -39,6 +39,11 @@ int tfile_root(pid_t pid);
  */
 int tfile_open(int root, const char *path, struct stat *st, pid_t as);
 
+/* An O_PATH descriptor of path, resolved as tfile_open() resolves it, with
+ * heapattach's own access, whatever the file is (nothing is opened). The
+ * fd or -errno. */
+int tfile_opath(int root, const char *path);
+
 /* stat() of path resolved as tfile_open() resolves it, by as, without
  * opening it. 0 or -errno. */
 int tfile_stat(int root, const char *path, struct stat *st, pid_t as);

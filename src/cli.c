@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli.h"
+#include "jvmasker.h"
 
 enum { OPT_SAMPLE_RATE = 256, OPT_INTERVAL, OPT_EVERY, OPT_DURATION, OPT_FORMAT,
        OPT_LIST_HOOKS, OPT_MODE, OPT_MAX_DEPTH, OPT_VERSION, OPT_INUSE_INTERVAL, OPT_TOP,
-       OPT_CENSUS, OPT_NO_PYTHON, OPT_NO_DEBUGINFOD, OPT_PYTHON_C_FRAMES, OPT_NO_SECCOMP_PROBE, OPT_SKIP };
+       OPT_CENSUS, OPT_NO_PYTHON, OPT_NO_DEBUGINFOD, OPT_PYTHON_C_FRAMES, OPT_NO_SECCOMP_PROBE, OPT_SKIP,
+       OPT_JVM_PERFMAP };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -32,6 +34,7 @@ static const struct option long_opts[] = {
 	{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 	{ "python-c-frames", no_argument, NULL, OPT_PYTHON_C_FRAMES },
 	{ "no-seccomp-probe", no_argument, NULL, OPT_NO_SECCOMP_PROBE },
+	{ "jvm-perfmap", optional_argument, NULL, OPT_JVM_PERFMAP },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -83,6 +86,11 @@ void cli_usage(FILE *f)
 "      --no-debuginfod      never fetch debug files from the debuginfod servers\n"
 "                           of DEBUGINFOD_URLS (by default asked for what the\n"
 "                           disk lacks before attaching and after detaching)\n"
+"      --jvm-perfmap[=PERIOD]  a HotSpot JVM target: ask it for a fresh perf\n"
+"                           map (as jcmd PID Compiler.perfmap) at attach,\n"
+"                           every PERIOD (default 30s, at least 1s) and before\n"
+"                           the final profile, so that code compiled while\n"
+"                           attached is named too\n"
 "      --no-seccomp-probe   refuse a target whose seccomp filter heapattach may\n"
 "                           not read (no CAP_SYS_ADMIN) instead of learning it\n"
 "                           from a throwaway copy of the target\n"
@@ -250,6 +258,12 @@ int cli_parse(int argc, char **argv, struct options *o)
 		case OPT_NO_SECCOMP_PROBE:
 			o->no_seccomp_probe = 1;
 			break;
+		case OPT_JVM_PERFMAP:
+			o->jvm_perfmap_ns = JVM_PERFMAP_DEFAULT_NS;
+			if (optarg && (cli_parse_duration(optarg, &o->jvm_perfmap_ns) ||
+				       o->jvm_perfmap_ns < JVM_PERFMAP_MIN_NS))
+				return bad("period for --jvm-perfmap (at least 1s)", optarg);
+			break;
 		case OPT_INUSE_INTERVAL:
 			if (cli_parse_size(optarg, &o->inuse_interval) || o->inuse_interval == 0)
 				return bad("in-use interval", optarg);
@@ -314,6 +328,11 @@ int cli_parse(int argc, char **argv, struct options *o)
 	}
 	if (optind < argc) {
 		fprintf(stderr, "heapattach: unexpected argument '%s' (try --help)\n", argv[optind]);
+		return -EINVAL;
+	}
+	if (o->list_hooks && o->jvm_perfmap_ns) {
+		fprintf(stderr, "heapattach: --jvm-perfmap asks for a map while attached; "
+			"--list-hooks does not attach (try --help)\n");
 		return -EINVAL;
 	}
 	if (!o->pid) {

@@ -23,6 +23,8 @@
 #include "implant.h"
 #include "log.h"
 #include "membudget.h"
+#include "jvmasker.h"
+#include "jvmattach.h"
 #include "perfmap.h"
 #include "profile.h"
 #include "pyattach.h"
@@ -205,7 +207,9 @@ void session_note_caps(struct session *s)
 }
 
 /* Take what the target's perf map gained since the last read (its names
- * are the latest for each range, as perf has them); say once what is cut.
+ * are the latest for each range, as perf has them; all of it again when
+ * the JVM wrote it anew on our asking); say once what is cut, and why the
+ * JVM was not asked.
  * 0, or -errno: no perf map (-ENOENT), not a regular file (-EINVAL). */
 static int jit_refresh(struct session *s)
 {
@@ -214,6 +218,15 @@ static int jit_refresh(struct session *s)
 
 	if (!s->jit)
 		return -ENOENT;
+	if (s->jvm) {
+		unsigned n = jvm_asker_done(s->jvm);
+
+		if (n != s->jvm_maps)	/* rewritten on our asking: read all again */
+			perfmap_rewind(s->jit);
+		s->jvm_maps = n;
+		while (jvm_asker_take_note(s->jvm, note, sizeof(note)))
+			session_note(s, "%s", note);
+	}
 	perfmap_set_tid(s->jit, s->ev.gone || s->ev.exec_seen ? 0 : s->ev.reader);
 	rc = perfmap_refresh(s->jit);
 	while (perfmap_take_note(s->jit, note, sizeof(note)))
@@ -1062,6 +1075,14 @@ int session_run(const struct options *opt)
 	s.unw = s.t ? unwinder_new_target(s.t) : NULL;
 	s.sym = s.t ? symbolizer_new(s.t) : NULL;
 	s.jit = perfmap_open_target(s.ev.reader);
+	if (opt->jvm_perfmap_ns) {
+		char why[160];
+
+		if (jvm_check(s.ev.reader, &s.maps, why, sizeof(why))) {
+			pr_err("--jvm-perfmap: %s", why);
+			goto out;
+		}
+	}
 	if (!s.unw || !s.prof) {
 		pr_err("cannot set up the unwinder for %d", s.pid);
 		goto out;
@@ -1119,6 +1140,11 @@ int session_run(const struct options *opt)
 			(unsigned long long)opt->sample_rate, s.mode->name);
 	}
 	memreport_arm(&s);
+	if (opt->jvm_perfmap_ns) {
+		s.jvm = jvm_asker_start(s.pid, opt->jvm_perfmap_ns);
+		if (!s.jvm)
+			session_note(&s, "--jvm-perfmap: no thread to ask the JVM: not asked");
+	}
 	if (opt->top)
 		s.tv = topview_new(STDIN_FILENO, STDOUT_FILENO, opt->skip, opt->nskip);
 	test_delay("HEAPATTACH_TEST_START_DELAY_MS");
@@ -1134,6 +1160,8 @@ int session_run(const struct options *opt)
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	detach(&s);
 	s.attached = 0;
+	/* a last map for the final profile, from the JVM no longer traced */
+	jvm_asker_stop(s.jvm, !s.ev.gone && !s.ev.exec_seen);
 	agent_link_beat_stop(s.link);	/* no writer runs the agent any more */
 	urgent(0);
 	if (s.ev.gone) {
@@ -1200,6 +1228,7 @@ out:
 		symbolizer_free(s.sym);
 	debugfetch_end();
 	pyattach_free(s.py);
+	jvm_asker_free(s.jvm);
 	perfmap_free(s.jit);
 	if (s.unw)
 		unwinder_free(s.unw);

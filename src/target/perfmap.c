@@ -2,7 +2,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +24,15 @@
  * bytes, at most PERFMAP_MAX_ENTRIES entries; malformed lines are counted
  * and skipped.
  *
+ * A map is rewritten in place, too: `jcmd PID Compiler.perfmap` opens it
+ * with "w" (the same inode, truncated) and writes the whole code cache
+ * again, and between two reads the file can be back at a larger size than
+ * the offset reached, with other bytes before it. So the last PM_MARK bytes
+ * taken are kept and read again before reading on: when they differ (or the
+ * file is shorter) the map was rewritten and is read again from its start.
+ * A rewrite that leaves those bytes where they were differs from an append
+ * only before them: perfmap_rewind is for a caller that knows.
+ *
  * JIT code is freed and its range reused: a later entry wins over an earlier
  * one wherever they overlap (perf does the same). What is kept is the
  * result: disjoint segments sorted by address, each naming the entry that
@@ -37,6 +45,7 @@
  */
 
 #define PERFMAP_BUF	(64u << 10)	/* read size; more than a line */
+#define PM_MARK		256u		/* last bytes taken, checked again */
 
 /* Why a map was not read (each said once). */
 #define PM_REFUSED_TYPE		1u	/* not a regular file */
@@ -60,6 +69,9 @@ struct perfmap {
 	uint64_t off;                   /* first byte not taken yet */
 	int skipping;                   /* inside an overlong line */
 	int full;                       /* PERFMAP_MAX_ENTRIES taken */
+	int rewind;                     /* read again from the start (perfmap_rewind) */
+	unsigned char mark[PM_MARK];    /* the bytes just before off */
+	size_t nmark;
 
 	struct pm_seg *segs;            /* disjoint, sorted by start */
 	size_t nsegs;
@@ -79,28 +91,12 @@ struct perfmap {
 
 int perfmap_path_of(pid_t tid, char *path, size_t len)
 {
-	char v[256], *last, *end;
-	long n;
-	int rc;
+	pid_t n;
+	int rc = proc_ns_tgid(tid, &n);
 
-	/* NStgid (Linux 4.1): the thread group's id in each pid namespace, the
-	 * target's own last; the host's Tgid when the kernel has no NStgid */
-	rc = proc_status_read(tid, "NStgid", v, sizeof(v));
-	if (rc == -ENOENT)
-		rc = proc_status_read(tid, "Tgid", v, sizeof(v));
 	if (rc)
 		return rc;
-	last = strrchr(v, '\t');
-	last = last ? last + 1 : v;
-	if (strrchr(last, ' '))
-		last = strrchr(last, ' ') + 1;
-	if (*last < '0' || *last > '9')
-		return -EINVAL;
-	errno = 0;
-	n = strtol(last, &end, 10);
-	if (errno || *end || n < 1 || n > INT_MAX)
-		return -EINVAL;
-	if ((size_t)snprintf(path, len, "/tmp/perf-%ld.map", n) >= len)
+	if ((size_t)snprintf(path, len, "/tmp/perf-%d.map", (int)n) >= len)
 		return -ENAMETOOLONG;
 	return 0;
 }
@@ -198,6 +194,13 @@ static void reset(struct perfmap *pm)
 	pm->off = 0;
 	pm->skipping = 0;
 	pm->full = 0;
+	pm->nmark = 0;
+}
+
+void perfmap_rewind(struct perfmap *pm)
+{
+	if (pm)
+		pm->rewind = 1;
 }
 
 void perfmap_free(struct perfmap *pm)
@@ -521,6 +524,46 @@ static int current_file(struct perfmap *pm, struct stat *st)
 	return fstat(pm->fd, st) ? -errno : pm->fd;
 }
 
+/* Keep the last bytes of buf[0..n), just taken, as the mark before off. */
+static void keep_mark(struct perfmap *pm, const char *buf, size_t n)
+{
+	if (n >= PM_MARK) {
+		memcpy(pm->mark, buf + n - PM_MARK, PM_MARK);
+		pm->nmark = PM_MARK;
+		return;
+	}
+	if (pm->nmark + n > PM_MARK) {
+		size_t drop = pm->nmark + n - PM_MARK;
+
+		memmove(pm->mark, pm->mark + drop, pm->nmark - drop);
+		pm->nmark -= drop;
+	}
+	memcpy(pm->mark + pm->nmark, buf, n);
+	pm->nmark += n;
+}
+
+/* Whether the bytes before off are no longer those taken (or cannot be
+ * read again): the file was rewritten in place. */
+static int rewritten(const struct perfmap *pm, int fd)
+{
+	unsigned char now[PM_MARK];
+	size_t got = 0;
+
+	if (!pm->nmark || pm->off < pm->nmark)
+		return 0;
+	while (got < pm->nmark) {
+		ssize_t n = pread(fd, now + got, pm->nmark - got,
+				  (off_t)(pm->off - pm->nmark + got));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 1;
+		got += (size_t)n;
+	}
+	return memcmp(now, pm->mark, pm->nmark) != 0;
+}
+
 int perfmap_refresh(struct perfmap *pm)
 {
 	uint64_t limit, pos;
@@ -532,8 +575,9 @@ int perfmap_refresh(struct perfmap *pm)
 	fd = current_file(pm, &st);
 	if (fd < 0)
 		return fd;
-	if ((uint64_t)st.st_size < pm->off)
-		reset(pm);	/* truncated */
+	if ((uint64_t)st.st_size < pm->off || pm->rewind || rewritten(pm, fd))
+		reset(pm);	/* truncated, or rewritten in place */
+	pm->rewind = 0;
 	limit = (uint64_t)st.st_size;
 	if (limit > PERFMAP_MAX_BYTES) {
 		limit = PERFMAP_MAX_BYTES;
@@ -556,6 +600,7 @@ int perfmap_refresh(struct perfmap *pm)
 			break;	/* an error, or shorter than it was a moment ago */
 		have += (size_t)n;
 		used = take_lines(pm, buf, have);
+		keep_mark(pm, buf, used);
 		pos += used;
 		have -= used;
 		memmove(buf, buf + used, have);

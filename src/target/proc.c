@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -415,4 +416,31 @@ uint64_t proc_auxv_get(pid_t pid, uint64_t type)
 	}
 	free(buf);
 	return val;
+}
+
+int proc_ns_tgid(pid_t tid, pid_t *out)
+{
+	char v[256], *last, *end;
+	long n;
+	int rc;
+
+	/* NStgid (Linux 4.1): the thread group's id in each pid namespace, the
+	 * target's own last; the host's Tgid when the kernel has no NStgid */
+	rc = proc_status_read(tid, "NStgid", v, sizeof(v));
+	if (rc == -ENOENT)
+		rc = proc_status_read(tid, "Tgid", v, sizeof(v));
+	if (rc)
+		return rc;
+	last = strrchr(v, '\t');
+	last = last ? last + 1 : v;
+	if (strrchr(last, ' '))
+		last = strrchr(last, ' ') + 1;
+	if (*last < '0' || *last > '9')
+		return -EINVAL;
+	errno = 0;
+	n = strtol(last, &end, 10);
+	if (errno || *end || n < 1 || n > INT_MAX)
+		return -EINVAL;
+	*out = (pid_t)n;
+	return 0;
 }

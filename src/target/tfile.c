@@ -19,8 +19,7 @@ int tfile_root(pid_t pid)
 	return fd < 0 ? -errno : fd;
 }
 
-/* An O_PATH fd for path (see tfile_open for root), or -errno. */
-static int open_path(int root, const char *path)
+int tfile_opath(int root, const char *path)
 {
 	struct open_how how = {
 		.flags = O_PATH | O_CLOEXEC,
@@ -50,7 +49,7 @@ struct tfile_req {
 static int stat_req(void *arg)
 {
 	struct tfile_req *r = arg;
-	int fd = open_path(r->root, r->path), ret = 0;
+	int fd = tfile_opath(r->root, r->path), ret = 0;
 
 	if (fd < 0)
 		return fd;
@@ -77,7 +76,7 @@ static int open_req(void *arg)
 	char self[64];
 	int pfd, fd;
 
-	pfd = open_path(r->root, r->path);
+	pfd = tfile_opath(r->root, r->path);
 	if (pfd < 0)
 		return pfd;
 	if (fstat(pfd, st)) {

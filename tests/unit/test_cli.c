@@ -2,6 +2,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "harness.h"
 #include "cli.h"
+#include "jvmasker.h"
 
 static void sizes(void)
 {
@@ -86,6 +87,27 @@ static void options(void)
 	expect_int_eq(parse(&o, 4, a8), -EINVAL);
 }
 
+/* --jvm-perfmap: a default period, an explicit one of at least 1s, and no
+ * --list-hooks with it. */
+static void jvm_perfmap(void)
+{
+	struct options o;
+	char *a1[] = { "heapattach", "-p", "7", "--jvm-perfmap", NULL };
+	char *a2[] = { "heapattach", "-p", "7", "--jvm-perfmap=5s", NULL };
+	char *a3[] = { "heapattach", "-p", "7", "--jvm-perfmap=100ms", NULL };
+	char *a4[] = { "heapattach", "--list-hooks", "--jvm-perfmap", "-p", "7", NULL };
+	char *a5[] = { "heapattach", "-p", "7", NULL };
+
+	expect_int_eq(parse(&o, 4, a1), 0);
+	expect_u64_eq(o.jvm_perfmap_ns, JVM_PERFMAP_DEFAULT_NS);
+	expect_int_eq(parse(&o, 4, a2), 0);
+	expect_u64_eq(o.jvm_perfmap_ns, 5000000000ULL);
+	expect_int_eq(parse(&o, 4, a3), -EINVAL);
+	expect_int_eq(parse(&o, 5, a4), -EINVAL);
+	expect_int_eq(parse(&o, 3, a5), 0);
+	expect_u64_eq(o.jvm_perfmap_ns, 0);
+}
+
 /* -p takes plain decimal digits only: strtol's blanks, sign and trailing
  * garbage used to pass ("+123", " 123"). */
 static void pids(void)
@@ -157,4 +179,5 @@ static void depths(void)
 	}
 }
 
-HARNESS_MAIN("cli", T(sizes), T(durations), T(options), T(pids), T(rates), T(depths))
+HARNESS_MAIN("cli", T(sizes), T(durations), T(options), T(jvm_perfmap), T(pids), T(rates),
+	     T(depths))

@@ -18,16 +18,22 @@ static int root = -1;
 
 #define MAP_PATH "/tmp/perf-1.map"
 
-/* Append s to the map. */
-static void put(const char *s)
+/* Write s into the map opened with flags. */
+static void write_map(const char *s, int flags)
 {
-	int fd = open(file, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	int fd = open(file, O_WRONLY | O_CREAT | flags, 0644);
 
 	expect_true(fd >= 0);
 	if (fd < 0)
 		return;
 	expect_int_eq(write(fd, s, strlen(s)), (long long)strlen(s));
 	close(fd);
+}
+
+/* Append s to the map. */
+static void put(const char *s)
+{
+	write_map(s, O_APPEND);
 }
 
 static void fresh(void)
@@ -347,6 +353,87 @@ static void test_replaced(void)
 	perfmap_free(pm);
 }
 
+/* Truncate the map where it is (the same inode, as fopen "w" does) and
+ * write s into it. */
+static void rewrite(const char *s)
+{
+	write_map(s, O_TRUNC);
+}
+
+/*
+ * `jcmd PID Compiler.perfmap` rewrites the map in place: between two reads
+ * it is truncated and written again, larger. A size check alone reads on
+ * from the old offset, in the middle of other lines; the bytes before it
+ * tell. perfmap_rewind reads it again even when they are the same.
+ */
+#define EIGHT_TAIL \
+	"0x00007f0000002000 0x0000000000000040 B.second()\n" \
+	"0x00007f0000003000 0x0000000000000040 B.third()\n" \
+	"0x00007f0000004000 0x0000000000000040 D.fourth()\n" \
+	"0x00007f0000007000 0x0000000000000040 F.sixth()\n" \
+	"0x00007f0000008000 0x0000000000000040 F.seventh()\n" \
+	"0x00007f0000009000 0x0000000000000040 F.eighth()\n" \
+	"0x00007f000000a000 0x0000000000000040 F.ninth()\n"
+
+static void test_rewritten(void)
+{
+	struct perfmap *pm;
+	struct stat a, b;
+
+	fresh();
+	put("0x00007f0000001000 0x0000000000000040 A.first()\n");
+	pm = perfmap_new(root, MAP_PATH, TFILE_SELF);
+	expect_int_eq(perfmap_refresh(pm), 0);
+	expect_str_eq(name_at(pm, 0x7f0000001000), "A.first()");
+	expect_int_eq(stat(file, &a), 0);
+	rewrite("0x00007f0000005000 0x0000000000000040 C.stub()\n"
+		"0x00007f0000002000 0x0000000000000040 B.second()\n"
+		"0x00007f0000003000 0x0000000000000040 B.third()\n");
+	expect_int_eq(stat(file, &b), 0);
+	expect_true(a.st_ino == b.st_ino);
+	expect_int_eq(perfmap_refresh(pm), 0);
+	expect_true(name_at(pm, 0x7f0000001000) == NULL);
+	expect_str_eq(name_at(pm, 0x7f0000005000), "C.stub()");
+	expect_str_eq(name_at(pm, 0x7f0000002010), "B.second()");
+	expect_str_eq(name_at(pm, 0x7f0000003000), "B.third()");
+	expect_int_eq(stats(pm).entries, 3);
+	expect_int_eq(stats(pm).garbage, 0);
+	/* appended: read on, nothing again */
+	put("0x00007f0000004000 0x0000000000000040 D.fourth()\n");
+	expect_int_eq(perfmap_refresh(pm), 0);
+	expect_int_eq(stats(pm).entries, 4);
+	expect_str_eq(name_at(pm, 0x7f0000005000), "C.stub()");
+	/* another name at the start, the same bytes before the offset: only
+	 * perfmap_rewind tells */
+	rewrite("0x00007f0000005000 0x0000000000000040 X.stub()\n"
+		"0x00007f0000002000 0x0000000000000040 B.second()\n"
+		"0x00007f0000003000 0x0000000000000040 B.third()\n"
+		"0x00007f0000004000 0x0000000000000040 D.fourth()\n");
+	expect_int_eq(perfmap_refresh(pm), 0);
+	expect_str_eq(name_at(pm, 0x7f0000005000), "X.stub()");	/* within the mark */
+	rewrite("0x00007f0000005000 0x0000000000000040 Y.stub()\n" EIGHT_TAIL);
+	expect_int_eq(perfmap_refresh(pm), 0);
+	expect_str_eq(name_at(pm, 0x7f0000005000), "Y.stub()");
+	rewrite("0x00007f0000005000 0x0000000000000040 X.stub()\n" EIGHT_TAIL);
+	expect_int_eq(perfmap_refresh(pm), 0);
+	expect_str_eq(name_at(pm, 0x7f0000005000), "Y.stub()");
+	perfmap_rewind(pm);
+	expect_int_eq(perfmap_refresh(pm), 0);
+	expect_str_eq(name_at(pm, 0x7f0000005000), "X.stub()");
+	expect_int_eq(stats(pm).entries, 8);
+	/* shorter than the offset reached: truncated */
+	rewrite("0x00007f0000002000 0x0000000000000040 B.second()\n"
+		"0x00007f0000003000 0x0000000000000040 B.third()\n"
+		"0x00007f0000004000 0x0000000000000040 D.fourth()\n"
+		"0x00007f0000006000 0x0000000000000040 E.fifth()\n");
+	expect_int_eq(perfmap_refresh(pm), 0);
+	expect_true(name_at(pm, 0x7f0000005000) == NULL);
+	expect_str_eq(name_at(pm, 0x7f0000006000), "E.fifth()");
+	expect_int_eq(stats(pm).entries, 4);
+	expect_int_eq(stats(pm).garbage, 0);
+	perfmap_free(pm);
+}
+
 /* A map removed from its path is read on through the descriptor kept. */
 static void test_kept_file(void)
 {
@@ -542,7 +629,7 @@ static void teardown(void)
 
 static const struct harness_test tests[] = {
 	T(test_basic), T(test_growth), T(test_override), T(test_random), T(test_garbage),
-	T(test_entry_cap), T(test_byte_cap), T(test_replaced), T(test_kept_file), T(test_target_gone),
+	T(test_entry_cap), T(test_byte_cap), T(test_replaced), T(test_rewritten), T(test_kept_file), T(test_target_gone),
 	T(test_unsafe), T(test_not_theirs), T(test_path_of),
 };
 
