@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <linux/futex.h>
 #include <time.h>
+#include "adapt.h"
 #include "agentlink.h"
 #include "clock.h"
 #include "copywalk.h"
@@ -66,13 +67,6 @@
 #define OP_BATCH 64
 #define FP_REFRESH_NS 50000000ULL	/* maps read for new JIT code at most this often */
 #define BEAT_NS 50000000L		/* the heartbeat thread's period: 50 ms */
-/* The interval raised while heapattach cannot keep up (adapt). */
-#define ADAPT_WIN_NS 100000000ULL	/* a window judged at once: 100 ms */
-#define ADAPT_CALM_NS 1000000000ULL	/* calm wanted before a step down: 1 s... */
-#define ADAPT_CALM_MAX_NS 8000000000ULL	/* ...doubled, up to 8 s, when the last step down
-					 * had to be undone within ADAPT_BACKOFF_NS */
-#define ADAPT_BACKOFF_NS 3000000000ULL
-#define ADAPT_LOAD 0.7			/* the share of what we can read a raise aims at */
 #define SHIFT_HIST 256			/* interval changes kept for events still in the rings */
 
 struct agent_link {
@@ -112,25 +106,16 @@ struct agent_link {
 	uint64_t fp_read_ns;            /* when the maps were last read for them */
 	unsigned py_max;                /* Python words an event may carry (0: none) */
 
-	/* Sampled mode: the interval in force is p.rate << shift (adapt). */
-	unsigned shift;
+	/* Sampled mode: the interval in force is p.rate << ad.shift (adapt.h). */
+	struct adapt_state ad;
 	struct shift_change {
 		uint64_t tsc;           /* our time stamp just before the agent could see it */
 		uint8_t shift, before;
 	} shifts[SHIFT_HIST];           /* the last SHIFT_HIST changes, by nshifts % SHIFT_HIST */
 	uint64_t nshifts;
 	uint64_t napped_ns;             /* time spent in agent_link_nap, in all */
-	uint64_t win_ns;                /* the window being judged: its start, */
-	uint64_t win_napped, win_drops;	/* and napped_ns and drops then, */
-	uint64_t win_heads, win_tails;  /* ring_heads_total and tails_total then */
-	uint64_t settle_tails;          /* ring_heads_total at the last raise */
-	int futile_noted;               /* said that no interval helps */
-	uint64_t shift_ns, lowered_ns;  /* when the interval last changed, was last lowered */
-	uint64_t calm_ns;               /* start of the calm windows in a row (0: none) */
-	uint64_t calm_need;             /* calm wanted before a step down */
 	uint64_t raised_from_ns;        /* the current raised period's start */
 	uint64_t nallocs, nfrees;       /* events handled, in all */
-	uint64_t win_allocs, win_frees; /* and at the window's start */
 
 	/* Exact mode's in-target accounting (SHM_F_XACCT; xacct_*, below). */
 	uint64_t xslots;                /* slots of the xlive table; 0: no accounting */
@@ -655,7 +640,7 @@ static void check_header(struct agent_link *l)
 static unsigned shift_at(const struct agent_link *l, uint64_t tsc)
 {
 	uint64_t n = l->nshifts, k;
-	unsigned before = l->shift;
+	unsigned before = l->ad.shift;
 
 	for (k = 0; k < n && k < SHIFT_HIST; k++) {
 		const struct shift_change *c = &l->shifts[(n - 1 - k) % SHIFT_HIST];
@@ -667,15 +652,16 @@ static unsigned shift_at(const struct agent_link *l, uint64_t tsc)
 	return before;	/* older than every change kept */
 }
 
-/* Sample at rate << shift from now on: the header's gap_mul (ours first),
- * then every counter to a fresh gap; the profile keeps the period. */
-static void set_shift(struct agent_link *l, unsigned shift, uint64_t now)
+/* Sample at rate << shift from now on, after rate << before (adapt_judge's
+ * verdict): the header's gap_mul (ours first), then every counter to a
+ * fresh gap; the profile keeps the period. */
+static void set_shift(struct agent_link *l, unsigned before, unsigned shift, uint64_t now)
 {
 	struct shift_change *c = &l->shifts[l->nshifts % SHIFT_HIST];
 	uint64_t gm = gap_mul_of(l->p.rate << shift);
 	char a[32], b[32];
 
-	c->before = (uint8_t)l->shift;
+	c->before = (uint8_t)before;
 	c->shift = (uint8_t)shift;
 	c->tsc = arch_timestamp();
 	l->nshifts++;
@@ -689,7 +675,7 @@ static void set_shift(struct agent_link *l, unsigned shift, uint64_t now)
 				 __ATOMIC_RELAXED);
 	}
 	profile_set_shift(l->p.prof, shift, now);
-	if (!l->shift) {
+	if (!before) {
 		l->raised_from_ns = now;
 		pr_warn("%d allocates faster than heapattach can follow at a sampling interval of "
 			"%s: raised to %s while it cannot keep up (each sample is scaled by the "
@@ -703,8 +689,6 @@ static void set_shift(struct agent_link *l, unsigned shift, uint64_t now)
 		pr_debug("sampling interval now %s",
 			 profile_interval_text(l->p.rate << shift, a, sizeof(a)));
 	}
-	l->shift = shift;
-	l->shift_ns = now;
 }
 
 /* The largest shift: PROFILE_MAX_SHIFT, and the rate within PROFILE_MAX_RATE. */
@@ -727,129 +711,37 @@ static uint64_t tails_total(const struct agent_link *l)
 	return t;
 }
 
-/*
- * How many doublings of the interval bring the demand of a window within
- * ADAPT_LOAD of what we consumed in it, if its allocation events shrink
- * with the interval and the rest (frees reported from overflowed live
- * buckets) do not: at least 1 (4 bits at most), or 0 if no interval can.
- * demand and got are in bytes of records, got per busy second as the
- * window's: a window we were busy in a fraction busy of consumed got.
- */
-static unsigned steps_needed(double demand, double got, double busy, double allocs)
-{
-	double cap = got / (busy > 0.1 ? busy : 0.1) * ADAPT_LOAD, rest = demand * (1 - allocs);
-	unsigned k = 1;
-
-	if (rest >= cap)
-		return 0;
-	while (k < 4 && demand * allocs / (double)(1u << k) + rest > cap)
-		k++;
-	return k;
-}
-
-/*
- * After a drain, once a window of ADAPT_WIN_NS is over (an eighth of it
- * with a ring past half full): judge it. It was
- * overloaded if a ring is past a quarter and events were dropped, or we
- * were busy (not napping) 90% of it and read less than 10% more than was
- * written meanwhile (a backlog that does not drain), or a ring is past an
- * eighth and more was written than we could read even busy all the time
- * (by 20%, from what we read busy half of it or more); drops with every ring
- * below a quarter again were a burst that has passed (the first stack
- * copies after the attach, before the frame rules are learnt), which no
- * raise would have saved. Then, once we read records written after the
- * last raise (those before show nothing of it), or at once if events were
- * still dropped with a ring past half full since it, the interval is
- * raised by the doublings that bring the window's demand (bytes written, and those
- * dropped at the average record's size) within ADAPT_LOAD of what we
- * consumed. It was calm if nothing was dropped, no ring was past an
- * eighth and we would still nap half the time at half the interval; after
- * calm_need of calm windows in a row the interval goes down by as many
- * halvings as would leave us napping half the time (all of them when the
- * target has gone quiet). A step down undone soon after makes the next
- * one wait twice as long, so a load that sits between the two does not
- * swing the interval.
- */
+/* After a drain: the window's figures to the controller (adapt.h), and
+ * its verdict applied. */
 static void adapt(struct agent_link *l, uint64_t now)
 {
-	uint64_t drops, span, napped, most, heads, tails, size = l->rings.size;
-	uint64_t allocs = l->nallocs - l->win_allocs, events = allocs + l->nfrees - l->win_frees;
-	double busy, share, got, demand;
-	int dropped, overloaded, calm;
-	unsigned top = max_shift(l), next, k;
+	unsigned top = max_shift(l), before = l->ad.shift;
+	struct adapt_verdict v;
+	struct adapt_window w;
 
 	if (l->exact || l->hostile || l->final || !top)
 		return;
-	drops = __atomic_load_n(&l->shm->drops, __ATOMIC_RELAXED);
-	heads = ring_heads_total(&l->rings);
-	tails = tails_total(l);
-	if (!l->win_ns || drops < l->win_drops || heads < l->win_heads)
-		goto window;	/* the first, or counts the target rewound (sync_stats says) */
-	span = now - l->win_ns;
-	most = ring_pending_max(&l->rings);
-	/* a ring past half full is judged at once (at least ADAPT_WIN_NS / 8 of it) */
-	if (span < (most >= size / 2 ? ADAPT_WIN_NS / 8 : ADAPT_WIN_NS))
-		return;
-	napped = l->napped_ns - l->win_napped;
-	busy = napped < span ? 1 - (double)napped / (double)span : 0;
-	dropped = drops > l->win_drops;
-	share = events ? (double)allocs / (double)events : 1;
-	got = (double)(tails - l->win_tails);
-	demand = (double)(heads - l->win_heads) +
-		 (double)(drops - l->win_drops) * (events ? got / (double)events : 64);
-	overloaded = (most >= size / 4 && (dropped || (busy >= 0.9 && demand > 0.9 * got))) ||
-		     (most >= size / 8 && busy >= 0.5 && demand * busy > 1.2 * got);
-	/* the steps down after which we would still nap half the time */
-	for (k = 0; k < l->shift && busy * (1 + share * ((double)(2u << k) - 1)) < 0.5; k++)
-		;
-	calm = !dropped && most < size / 8 && k;
-	if (dropped)
+	w = (struct adapt_window){
+		.now = now,
+		.drops = __atomic_load_n(&l->shm->drops, __ATOMIC_RELAXED),
+		.heads = ring_heads_total(&l->rings),
+		.tails = tails_total(l),
+		.napped = l->napped_ns,
+		.allocs = l->nallocs,
+		.frees = l->nfrees,
+		.most = ring_pending_max(&l->rings),
+		.size = l->rings.size,
+		.top = top,
+	};
+	adapt_judge(&l->ad, &w, &v);
+	if (v.say & ADAPT_SAY_DROPS)
 		pr_debug("%llu events dropped in %.0f ms, the fullest ring %llu%% full, busy %.0f%%",
-			 (unsigned long long)(drops - l->win_drops), span / 1e6,
-			 (unsigned long long)(most * 100 / size), busy * 100);
-	if (!l->calm_need)
-		l->calm_need = ADAPT_CALM_NS;
-	if (overloaded) {
-		l->calm_ns = 0;
-		/* still reading what came before the last raise: only drops
-		 * with a ring past half full say it was not enough (the
-		 * window began at or after it) */
-		if (tails < l->settle_tails && !(dropped && most >= size / 2))
-			goto window;
-		k = steps_needed(demand, got, busy, share);
-		if (!k && !l->futile_noted) {
-			l->futile_noted = 1;
-			pr_debug("behind on frees of overflowed live buckets: no interval helps");
-		}
-		next = l->shift + k < top ? l->shift + k : top;
-		if (next > l->shift) {
-			if (l->lowered_ns && now - l->lowered_ns < ADAPT_BACKOFF_NS)
-				l->calm_need = l->calm_need * 2 < ADAPT_CALM_MAX_NS ?
-					       l->calm_need * 2 : ADAPT_CALM_MAX_NS;
-			else
-				l->calm_need = ADAPT_CALM_NS;
-			set_shift(l, next, now);
-			l->settle_tails = heads;
-		}
-	} else if (calm) {
-		if (!l->calm_ns)
-			l->calm_ns = l->win_ns;
-		if (now - l->calm_ns >= l->calm_need && now - l->shift_ns >= l->calm_need) {
-			set_shift(l, l->shift - k, now);
-			l->lowered_ns = now;
-			l->calm_ns = now;
-		}
-	} else {
-		l->calm_ns = 0;
-	}
-window:
-	l->win_ns = now;
-	l->win_napped = l->napped_ns;
-	l->win_heads = heads;
-	l->win_tails = tails;
-	l->win_drops = drops;
-	l->win_allocs = l->nallocs;
-	l->win_frees = l->nfrees;
+			 (unsigned long long)v.dropped, v.span_ns / 1e6,
+			 (unsigned long long)(w.most * 100 / w.size), v.busy * 100);
+	if (v.say & ADAPT_SAY_FUTILE)
+		pr_debug("behind on frees of overflowed live buckets: no interval helps");
+	if (v.shift != before)
+		set_shift(l, before, v.shift, now);
 }
 
 /* ---- events ---- */
