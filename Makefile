@@ -4,7 +4,7 @@ CC      ?= gcc
 PKGS    := libunwind-ptrace libunwind-generic libelf libdw capstone zlib
 B       := build
 CFLAGS  ?= -O2 -g
-override CFLAGS += -std=gnu11 -Wall -Wextra -D_GNU_SOURCE -Iinclude -Isrc/arch/$(ARCH) -MMD -MP
+override CFLAGS += -std=gnu11 -Wall -Wextra -D_GNU_SOURCE -Isrc -Iinclude -Isrc/arch/$(ARCH) -MMD -MP
 override CFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 ifeq ($(CI),true)
 override CFLAGS += -Werror
@@ -14,9 +14,9 @@ VERSION := 0.1.0
 override CFLAGS += -DHEAPATTACH_VERSION='"$(VERSION)"'
 
 AGENT_SRC := src/arch/$(ARCH)/agent.c
-LIB_SRC  := $(filter-out src/main.c,$(wildcard src/*.c src/*/*.c)) $(filter-out $(AGENT_SRC),$(wildcard src/arch/$(ARCH)/*.c))
+LIB_SRC  := $(filter-out src/cli/main.c,$(wildcard src/*/*.c)) $(filter-out $(AGENT_SRC),$(wildcard src/arch/$(ARCH)/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o) $(B)/gen/agent_blob.o
-MAIN_OBJ := $(B)/src/main.o
+MAIN_OBJ := $(B)/src/cli/main.o
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 TOOL_SRC := $(wildcard tests/tools/*.c)
@@ -129,7 +129,7 @@ FIX_STUB = for f in $(FIX_FLAGS); do case $$f in /*) [ -e "$$f" ] || { \
 	printf '\043!/bin/sh\necho "%s: no %s" >\0462\nexit 77\n' $@ "$$f" >$@; chmod +x $@; exit 0; };; \
 	esac; done
 
-$(B)/fixtures/%: fixtures/%.c $(wildcard fixtures/*.h) $(wildcard include/*.h)
+$(B)/fixtures/%: fixtures/%.c $(wildcard fixtures/*.h) $(wildcard include/*.h src/*/*.h)
 	@mkdir -p $(dir $@)
 	$(QCC)$(FIX_STUB); $(CC) -O1 -g -fno-omit-frame-pointer -fno-inline -pthread -Ifixtures -o $@ $< $(FIX_FLAGS) $(FIX_LIBS)
 
@@ -204,14 +204,14 @@ asan:
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 20
 FB           := build-fuzz
-FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE -Iinclude -Isrc/arch/$(ARCH) -MMD -MP \
+FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE -Isrc -Iinclude -Isrc/arch/$(ARCH) -MMD -MP \
 	$(shell pkg-config --cflags $(PKGS) 2>/dev/null) \
 	-Wall -Wextra $(if $(filter true,$(CI)),-Werror) \
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZ_LIB_SRC := src/target/elfobj.c src/target/proc.c src/target/tfile.c src/target/tcred.c src/target/zsection.c src/target/debugfile.c src/profile/unwind.c src/hook/frametab.c \
-	src/attach/mapguard.c src/xmalloc.c src/log.c src/target/perfmap.c src/report/report_pprof.c \
-	src/target/target.c src/attach/remote.c src/attach/gadgets.c src/arch/$(ARCH)/sigframe.c \
-	src/python/pylines.c src/hook/gocgo.c src/arch/$(ARCH)/disasm.c
+FUZZ_LIB_SRC := src/model/elfobj.c src/model/proc.c src/model/tfile.c src/model/tcred.c src/model/zsection.c src/model/debugfile.c src/stacks/unwind.c src/stacks/frametab.c \
+	src/model/mapguard.c src/base/xmalloc.c src/base/log.c src/model/perfmap.c src/report/report_pprof.c \
+	src/model/target.c src/ptrace/remote.c src/ptrace/gadgets.c src/arch/$(ARCH)/sigframe.c \
+	src/python/pylines.c src/stacks/gocgo.c src/arch/$(ARCH)/disasm.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FB)/%.o)
 FUZZ_BIN     := $(patsubst tests/fuzz/%.c,$(FB)/%,$(wildcard tests/fuzz/fuzz_*.c))
 

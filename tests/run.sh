@@ -1,5 +1,5 @@
 #!/bin/sh
-# Runs unit tests (build/tests/test_*) and integration tests (tests/integration/*.test).
+# Runs the layering check (tests/layers.sh), unit tests (build/tests/test_*) and integration tests (tests/integration/*.test).
 # Exit codes of a test: 0 pass, 77 skip, anything else fail.
 # SPDX-License-Identifier: MIT
 cd "$(dirname "$0")/.." || exit 99
@@ -23,6 +23,8 @@ run_one() {
 	   echo "FAIL $name (exit $rc, ${secs}s)"; sed 's/^/    | /' "$log" | tail -n 40 ;;
 	esac
 }
+
+run_one "layers" sh tests/layers.sh
 
 for t in "$BUILD"/tests/test_*; do
 	[ -x "$t" ] || continue

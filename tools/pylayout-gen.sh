@@ -68,7 +68,7 @@ HEAD
  */
 #include <stddef.h>
 
-#include "pylayout.h"
+#include "python/pylayout.h"
 
 static const struct py_layout layouts[] = {
 HEAD

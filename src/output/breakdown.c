@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "breakdown.h"
-#include "profile.h"
+#include "output/breakdown.h"
+#include "profile/profile.h"
 
 /*
  * Two kinds of bytes, never added together. The top lines are resident

@@ -7,10 +7,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "clock.h"
-#include "dump.h"
-#include "log.h"
-#include "xmalloc.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/xmalloc.h"
+#include "output/dump.h"
 
 #define DUMP_PROBE_BYTES (64 * 1024)
 #define TMP_SUFFIX ".tmp.XXXXXX"

@@ -1,6 +1,6 @@
 /* Folded stack lines: the one format flamegraph.pl, inferno and speedscope all import. */
 /* SPDX-License-Identifier: MIT */
-#include "folded.h"
+#include "output/folded.h"
 
 static void put_name(FILE *f, const char *s)
 {

@@ -11,10 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "dump.h"
-#include "folded.h"
-#include "profile.h"
-#include "xmalloc.h"
+#include "base/xmalloc.h"
+#include "output/dump.h"
+#include "output/folded.h"
+#include "profile/profile.h"
 
 #define HEX_NAME 20
 

@@ -2,8 +2,8 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <inttypes.h>
-#include "clock.h"
-#include "dump.h"
+#include "base/clock.h"
+#include "output/dump.h"
 
 struct totals {
 	uint64_t rate;          /* the header's interval */

@@ -18,13 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
-#include "clock.h"
-#include "hash.h"
-#include "idmap.h"
-#include "dump.h"
-#include "peak.h"
-#include "pyframes.h"
-#include "xmalloc.h"
+#include "base/clock.h"
+#include "base/hash.h"
+#include "base/idmap.h"
+#include "base/xmalloc.h"
+#include "output/dump.h"
+#include "profile/peak.h"
+#include "python/pyframes.h"
 
 #define FLUSH_AT (64 * 1024)
 

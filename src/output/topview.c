@@ -8,14 +8,14 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "allocstats.h"
-#include "profile.h"
-#include "remote.h"
-#include "skipsites.h"
-#include "symbolize.h"
-#include "topview.h"
-#include "wrapfind.h"
-#include "xmalloc.h"
+#include "base/xmalloc.h"
+#include "model/allocstats.h"
+#include "output/topview.h"
+#include "output/wrapfind.h"
+#include "profile/profile.h"
+#include "profile/skipsites.h"
+#include "ptrace/remote.h"
+#include "stacks/symbolize.h"
 
 /*
  * A site is the first frame of a bucket's stack whose function is not an

@@ -5,13 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/xmalloc.h"
 #include "disasm.h"
-#include "profile.h"
-#include "pyframes.h"
-#include "skipsites.h"
-#include "symbolize.h"
-#include "wrapfind.h"
-#include "xmalloc.h"
+#include "output/wrapfind.h"
+#include "profile/profile.h"
+#include "profile/skipsites.h"
+#include "python/pyframes.h"
+#include "stacks/symbolize.h"
 
 #define PC_CACHE 16384          /* frames whose wrapper test is remembered */
 #define WRAP_CODE 512           /* bytes of code read after a call to follow its result */

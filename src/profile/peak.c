@@ -2,8 +2,8 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdlib.h>
 
-#include "peak.h"
-#include "xmalloc.h"
+#include "base/xmalloc.h"
+#include "profile/peak.h"
 
 #define MIN_STEP (64u << 10)
 

@@ -42,11 +42,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "clock.h"
-#include "hash.h"
-#include "profile.h"
-#include "satmath.h"
-#include "xmalloc.h"
+#include "base/clock.h"
+#include "base/hash.h"
+#include "base/satmath.h"
+#include "base/xmalloc.h"
+#include "profile/profile.h"
 
 #define EMPTY_IDX UINT32_MAX
 #define EMPTY_SLOT UINT64_MAX

@@ -1,7 +1,7 @@
 /* Exponential sampling gaps with a seedable xoshiro256** generator. */
 /* SPDX-License-Identifier: MIT */
 #include <math.h>
-#include "sampler.h"
+#include "profile/sampler.h"
 
 static uint64_t splitmix64(uint64_t *x)
 {

@@ -3,8 +3,8 @@
 #include <errno.h>
 #include <regex.h>
 #include <stdlib.h>
-#include "skipsites.h"
-#include "xmalloc.h"
+#include "base/xmalloc.h"
+#include "profile/skipsites.h"
 
 /*
  * Functions that return what the allocator returned (or abort), matched

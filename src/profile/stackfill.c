@@ -21,9 +21,9 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include "hash.h"
-#include "profile.h"
-#include "xmalloc.h"
+#include "base/hash.h"
+#include "base/xmalloc.h"
+#include "profile/profile.h"
 
 #define NONE UINT32_MAX		/* no full stack yet */
 #define MANY (UINT32_MAX - 1)	/* more than one */

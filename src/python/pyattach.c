@@ -5,15 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "agentlink.h"
-#include "log.h"
-#include "pyattach.h"
-#include "pyfind.h"
-#include "pyframes.h"
-#include "pylayout.h"
+#include "base/log.h"
+#include "base/xmalloc.h"
+#include "fast/agentlink.h"
+#include "python/pyattach.h"
+#include "python/pyfind.h"
+#include "python/pyframes.h"
+#include "python/pylayout.h"
 #include "shm.h"
-#include "symbolize.h"
-#include "xmalloc.h"
+#include "stacks/symbolize.h"
 
 struct pyattach {
 	struct py_target pt;

@@ -6,15 +6,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
-#include "hash.h"
-#include "idmap.h"
-#include "pyfind.h"
-#include "pyframes.h"
+#include "base/clock.h"
+#include "base/hash.h"
+#include "base/idmap.h"
+#include "base/xmalloc.h"
+#include "model/target.h"
+#include "python/pyfind.h"
+#include "python/pyframes.h"
 #include "shm.h"
-#include "symbolize.h"
-#include "target.h"
-#include "xmalloc.h"
+#include "stacks/symbolize.h"
 
 /*
  * Everything here comes from the target's memory and is adversary input

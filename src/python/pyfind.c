@@ -6,12 +6,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "debugfile.h"
-#include "elfobj.h"
-#include "log.h"
-#include "pyfind.h"
-#include "target.h"
-#include "tfile.h"
+#include "base/log.h"
+#include "model/debugfile.h"
+#include "model/elfobj.h"
+#include "model/target.h"
+#include "model/tfile.h"
+#include "python/pyfind.h"
 
 /*
  * Everything here comes from the target: its maps and file names, the

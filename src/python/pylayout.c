@@ -16,7 +16,7 @@
  */
 #include <stddef.h>
 
-#include "pylayout.h"
+#include "python/pylayout.h"
 
 static const struct py_layout layouts[] = {
 	[8] = { /* 3.8.18 */

@@ -3,7 +3,7 @@
 #include <limits.h>
 #include <stdint.h>
 
-#include "pyframes.h"
+#include "python/pyframes.h"
 
 /*
  * The tables come from the target: every byte is taken as it is, every

@@ -1,6 +1,6 @@
 /* Python frames in place of the eval loop's native frames of a stack. */
 /* SPDX-License-Identifier: MIT */
-#include "pymerge.h"
+#include "python/pymerge.h"
 
 static int in(uint64_t pc, uint64_t lo, uint64_t hi)
 {

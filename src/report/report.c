@@ -6,16 +6,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "folded.h"
-#include "report.h"
-#include "report_flame.h"
-#include "report_html.h"
-#include "report_plot.h"
-#include "report_pprof.h"
-#include "report_series.h"
-#include "report_text.h"
-#include "skipsites.h"
-#include "xmalloc.h"
+#include "base/xmalloc.h"
+#include "output/folded.h"
+#include "profile/skipsites.h"
+#include "report/report.h"
+#include "report/report_flame.h"
+#include "report/report_html.h"
+#include "report/report_plot.h"
+#include "report/report_pprof.h"
+#include "report/report_series.h"
+#include "report/report_text.h"
 
 #define REPORT_MAX_TOP   1000
 #define REPORT_MAX_SITES RPLOT_NCOLORS

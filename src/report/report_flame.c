@@ -13,10 +13,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "hash.h"
-#include "report_flame.h"
-#include "report_fmt.h"
-#include "xmalloc.h"
+#include "base/hash.h"
+#include "base/xmalloc.h"
+#include "report/report_flame.h"
+#include "report/report_fmt.h"
 
 #define FL_W     1200.0
 #define FL_PAD   10.0

@@ -2,7 +2,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <math.h>
 #include <stdint.h>
-#include "report_fmt.h"
+#include "report/report_fmt.h"
 
 char *rfmt_bytes(char *buf, size_t len, double v)
 {

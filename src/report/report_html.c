@@ -2,9 +2,9 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <stdlib.h>
-#include "report_fmt.h"
-#include "report_html.h"
-#include "report_plot.h"
+#include "report/report_fmt.h"
+#include "report/report_html.h"
+#include "report/report_plot.h"
 
 static void row(FILE *f, const struct rseries *s, const struct rseries_site *st, size_t rank,
 		const char *color)

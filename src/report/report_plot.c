@@ -4,9 +4,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "report_fmt.h"
-#include "report_plot.h"
-#include "xmalloc.h"
+#include "base/xmalloc.h"
+#include "report/report_fmt.h"
+#include "report/report_plot.h"
 
 #define PL_W      1000.0
 #define PL_LEFT   90.0

@@ -20,8 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
-#include "report_pprof.h"
-#include "xmalloc.h"
+#include "base/xmalloc.h"
+#include "report/report_pprof.h"
 
 /* ---- growable vectors ---- */
 

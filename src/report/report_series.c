@@ -12,10 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "hash.h"
-#include "report_series.h"
-#include "skipsites.h"
-#include "xmalloc.h"
+#include "base/hash.h"
+#include "base/xmalloc.h"
+#include "profile/skipsites.h"
+#include "report/report_series.h"
 
 struct table {
 	size_t *slot;           /* index + 1; 0 empty */

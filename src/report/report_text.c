@@ -3,9 +3,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "report_fmt.h"
-#include "report_text.h"
-#include "xmalloc.h"
+#include "base/xmalloc.h"
+#include "report/report_fmt.h"
+#include "report/report_text.h"
 
 #define NAME_DEPTH 4
 

@@ -6,11 +6,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "debugfile.h"
-#include "elfobj.h"
-#include "frametab.h"
+#include "model/debugfile.h"
+#include "model/elfobj.h"
+#include "stacks/frametab.h"
 #include "shm.h"
-#include "zsection.h"
+#include "model/zsection.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -3,8 +3,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "proc.h"
-#include "tcred.h"
+#include "model/proc.h"
+#include "model/tcred.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

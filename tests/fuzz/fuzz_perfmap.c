@@ -7,8 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "perfmap.h"
-#include "tfile.h"
+#include "model/perfmap.h"
+#include "model/tfile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
-#include "report_pprof.h"
+#include "report/report_pprof.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -2,7 +2,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdint.h>
 #include <string.h>
-#include "pyframes.h"
+#include "python/pyframes.h"
 #include "shm.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

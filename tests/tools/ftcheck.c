@@ -11,9 +11,9 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "frametab.h"
-#include "tracee.h"
-#include "unwind.h"
+#include "stacks/frametab.h"
+#include "ptrace/tracee.h"
+#include "stacks/unwind.h"
 
 /*
  * Usage: ftcheck PID [ROUNDS]

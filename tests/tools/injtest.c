@@ -42,12 +42,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "elfobj.h"
-#include "inject.h"
-#include "proc.h"
-#include "log.h"
-#include "remote.h"
-#include "sys_compat.h"
+#include "model/elfobj.h"
+#include "ptrace/inject.h"
+#include "model/proc.h"
+#include "base/log.h"
+#include "ptrace/remote.h"
+#include "base/sys_compat.h"
 
 #define MAX_THREADS 256
 

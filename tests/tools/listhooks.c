@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "hooks.h"
-#include "log.h"
+#include "model/hooks.h"
+#include "base/log.h"
 
 int main(int argc, char **argv)
 {

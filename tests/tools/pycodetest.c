@@ -8,14 +8,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "elfobj.h"
-#include "proc.h"
-#include "pyfind.h"
-#include "pyframes.h"
+#include "model/elfobj.h"
+#include "model/proc.h"
+#include "python/pyfind.h"
+#include "python/pyframes.h"
 #include "shm.h"
-#include "pylayout.h"
-#include "symbolize.h"
-#include "target.h"
+#include "python/pylayout.h"
+#include "stacks/symbolize.h"
+#include "model/target.h"
 
 /*
  * usage: pycodetest PYTHON SCRIPT

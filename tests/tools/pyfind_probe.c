@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "pyfind.h"
-#include "target.h"
+#include "base/log.h"
+#include "python/pyfind.h"
+#include "model/target.h"
 
 static struct target *t;
 

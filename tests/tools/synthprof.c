@@ -24,7 +24,7 @@
  *      pprof keeps lib_ok's name and leaves lib_unknown unnamed): 1 x 100, live
  * drops: 7. time_nanos 1700000000000000000, duration 5 s.
  *
- * The symbolizer functions below stand in for src/target/symbolize.c (link-time fake:
+ * The symbolizer functions below stand in for src/stacks/symbolize.c (link-time fake:
  * the archive member is not pulled in while these are defined here).
  */
 #include <errno.h>
@@ -33,8 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "dump.h"
-#include "xmalloc.h"
+#include "output/dump.h"
+#include "base/xmalloc.h"
 
 /* ---- real functions for --self ---- */
 
@@ -119,7 +119,7 @@ static struct proc_map fake_map_v[] = {
 	  .inode = 654321, .path = "/usr/lib/libfake.so" },
 };
 
-/* A tiny /proc/self/maps parser (the real one lives in src/target/proc.c). */
+/* A tiny /proc/self/maps parser (the real one lives in src/model/proc.c). */
 static int load_self_maps(struct proc_maps *out)
 {
 	FILE *f = fopen("/proc/self/maps", "r");

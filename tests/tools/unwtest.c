@@ -18,9 +18,9 @@
 #include <libunwind.h>
 #include <libunwind-ptrace.h>
 
-#include "copywalk.h"
-#include "frametab.h"
-#include "unwind.h"
+#include "stacks/copywalk.h"
+#include "stacks/frametab.h"
+#include "stacks/unwind.h"
 
 /*
  * Usage:
@@ -43,7 +43,7 @@
 static pid_t pid;		/* the fixture */
 static char exe_path[PATH_MAX];
 
-/* ---- small private maps reader (include/proc.h has not landed yet) ---- */
+/* ---- small private maps reader (src/model/proc.h has not landed yet) ---- */
 
 struct tmap {
 	uint64_t start, end, off;

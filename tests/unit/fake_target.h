@@ -18,11 +18,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "hooks.h"
-#include "implant.h"
-#include "seccomp_plan.h"
-#include "tracee.h"
-#include "unwind.h"
+#include "model/hooks.h"
+#include "implant/implant.h"
+#include "ptrace/seccomp_plan.h"
+#include "ptrace/tracee.h"
+#include "stacks/unwind.h"
 
 #define FAKE_TEXT (64u << 10)
 #define FAKE_TID_BASE 0x3ffff000	/* above pid_max: no such thread */

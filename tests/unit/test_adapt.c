@@ -2,7 +2,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdint.h>
 
-#include "adapt.h"
+#include "fast/adapt.h"
 #include "harness.h"
 
 #define MS 1000000ULL

@@ -17,10 +17,10 @@
 #include "harness.h"
 #include "near_page.h"
 #include "agent.h"
-#include "hooks.h"
-#include "ring.h"
+#include "model/hooks.h"
+#include "fast/ring.h"
 #include "shm.h"
-#include "stackids.h"
+#include "fast/stackids.h"
 #include "tramp_fast.h"
 
 /*

@@ -13,12 +13,12 @@
 
 #include "harness.h"
 #include "fake_target.h"
-#include "agentlink.h"
-#include "implant.h"
-#include "profile.h"
-#include "sampler.h"
+#include "fast/agentlink.h"
+#include "implant/implant.h"
+#include "profile/profile.h"
+#include "profile/sampler.h"
 #include "shm.h"
-#include "tracee.h"
+#include "ptrace/tracee.h"
 #include "xacct_arch.h"
 
 static struct profile *prof;

@@ -3,9 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "breakdown.h"
+#include "output/breakdown.h"
 #include "harness.h"
-#include "profile.h"
+#include "profile/profile.h"
 
 #define KB 1024ULL
 #define MB (1024ULL * 1024)

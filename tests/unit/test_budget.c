@@ -3,11 +3,11 @@
 #include <string.h>
 
 #include "agent.h"
-#include "agentlink.h"
-#include "budget.h"
-#include "collect.h"
+#include "fast/agentlink.h"
+#include "session/budget.h"
+#include "trap/collect.h"
 #include "harness.h"
-#include "implant.h"
+#include "implant/implant.h"
 #include "shm.h"
 
 #define MIB (1024ULL * 1024)

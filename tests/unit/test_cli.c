@@ -1,8 +1,8 @@
 /* Unit tests for option, size and duration parsing. */
 /* SPDX-License-Identifier: MIT */
 #include "harness.h"
-#include "cli.h"
-#include "jvmasker.h"
+#include "cli/cli.h"
+#include "model/jvmasker.h"
 
 static void sizes(void)
 {

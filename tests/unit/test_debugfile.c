@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "as_nobody.h"
-#include "debugfile.h"
+#include "model/debugfile.h"
 #include "harness.h"
 
 /*

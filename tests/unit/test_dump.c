@@ -8,10 +8,10 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "harness.h"
-#include "dump.h"
+#include "output/dump.h"
 
 /* The writers call the symbolizer only when d->sym != NULL; these tests pass
- * NULL. Weak stubs let this test link before (or without) src/target/symbolize.c. */
+ * NULL. Weak stubs let this test link before (or without) src/stacks/symbolize.c. */
 __attribute__((weak)) int symbolizer_lookup(struct symbolizer *s, uint64_t addr,
 					    struct sym_info *out)
 {

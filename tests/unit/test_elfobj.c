@@ -6,12 +6,12 @@
 #include <stdint.h>
 #include <sys/resource.h>
 #include <unistd.h>
-#include "debugfile.h"
-#include "elfobj.h"
-#include "frametab.h"
+#include "model/debugfile.h"
+#include "model/elfobj.h"
+#include "stacks/frametab.h"
 #include "harness.h"
-#include "mapguard.h"
-#include "proc.h"
+#include "model/mapguard.h"
+#include "model/proc.h"
 #include "shm.h"
 
 /* ---- a small ELF image, built by hand ---- */

@@ -6,8 +6,8 @@
 #include <sys/wait.h>
 
 #include "harness.h"
-#include "events.h"
-#include "tracee.h"
+#include "ptrace/events.h"
+#include "ptrace/tracee.h"
 
 #define PID	0x3ffff000	/* above pid_max: no ptrace call reaches anything */
 #define T1	(PID + 1)

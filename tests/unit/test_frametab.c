@@ -10,13 +10,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "elfobj.h"
-#include "frametab.h"
+#include "base/clock.h"
+#include "model/elfobj.h"
+#include "stacks/frametab.h"
 #include "harness.h"
-#include "proc.h"
-#include "target.h"
-#include "unwind.h"
+#include "model/proc.h"
+#include "model/target.h"
+#include "stacks/unwind.h"
 
 /*
  * The test process is its own target. Rules are learnt from the return

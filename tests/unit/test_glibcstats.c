@@ -7,10 +7,10 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "glibcfind.h"
-#include "glibcwalk.h"
-#include "proc.h"
-#include "target.h"
+#include "model/glibcfind.h"
+#include "model/glibcwalk.h"
+#include "model/proc.h"
+#include "model/target.h"
 
 /* ---- a made-up address space: MEM bytes at BASE ---- */
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include "harness.h"
-#include "hooks.h"
+#include "model/hooks.h"
 
 static void test_kinds(void)
 {

@@ -8,14 +8,14 @@
 
 #include "harness.h"
 #include "fake_target.h"
-#include "agentlink.h"
-#include "collect.h"
-#include "implant.h"
-#include "profile.h"
+#include "fast/agentlink.h"
+#include "trap/collect.h"
+#include "implant/implant.h"
+#include "profile/profile.h"
 #include "reloc.h"
-#include "sampler.h"
+#include "profile/sampler.h"
 #include "shm.h"
-#include "unwind.h"
+#include "stacks/unwind.h"
 
 static struct implant *new_trap_implant(void)
 {

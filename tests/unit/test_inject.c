@@ -1,7 +1,7 @@
 /* Unit tests for the choice of an injection address from maps text. */
 /* SPDX-License-Identifier: MIT */
 #include "harness.h"
-#include "inject.h"
+#include "ptrace/inject.h"
 
 static const char maps[] =
 	"55d000000000-55d000001000 r--p 00000000 08:01 100 /usr/bin/victim\n"

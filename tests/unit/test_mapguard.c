@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "mapguard.h"
+#include "model/mapguard.h"
 
 #define PAGES 4
 

@@ -6,9 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "harness.h"
-#include "membudget.h"
-#include "memcg.h"
-#include "profile.h"
+#include "session/membudget.h"
+#include "model/memcg.h"
+#include "profile/profile.h"
 #include "shm.h"
 
 #define MIB (1ULL << 20)

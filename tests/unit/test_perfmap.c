@@ -9,8 +9,8 @@
 #include <unistd.h>
 #include "as_nobody.h"
 #include "harness.h"
-#include "perfmap.h"
-#include "tfile.h"
+#include "model/perfmap.h"
+#include "model/tfile.h"
 
 static char dir[] = "/tmp/perfmap-test.XXXXXX";
 static char file[256];          /* dir/tmp/perf-1.map: the map as the root holds it */

@@ -5,7 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "harness.h"
-#include "proc.h"
+#include "model/proc.h"
 
 static void test_maps_basic(void)
 {

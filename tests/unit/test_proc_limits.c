@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "proc_limits.h"
+#include "model/proc_limits.h"
 
 /* A limits file of a target under prlimit --as (soft 130.4 MiB, hard 256 MiB). */
 static void test_limits(void)

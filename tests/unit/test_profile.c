@@ -3,10 +3,10 @@
 #include "harness.h"
 #include <math.h>
 #include <unistd.h>
-#include "clock.h"
-#include "hash.h"
-#include "profile.h"
-#include "sampler.h"
+#include "base/clock.h"
+#include "base/hash.h"
+#include "profile/profile.h"
+#include "profile/sampler.h"
 
 struct sum {
 	size_t nbuckets;

@@ -6,14 +6,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "dump.h"
+#include "output/dump.h"
 #include "harness.h"
-#include "profile.h"
-#include "pyfind.h"
-#include "pyframes.h"
+#include "profile/profile.h"
+#include "python/pyfind.h"
+#include "python/pyframes.h"
 #include "shm.h"
-#include "symbolize.h"
-#include "target.h"
+#include "stacks/symbolize.h"
+#include "model/target.h"
 
 /*
  * A made-up layout (3.12-like objects): the test writes code, str and

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "harness.h"
-#include "pyfind.h"
-#include "pylayout.h"
+#include "python/pyfind.h"
+#include "python/pylayout.h"
 
 static void test_layout_range(void)
 {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "pyframes.h"
+#include "python/pyframes.h"
 
 /*
  * tests/unit/data/pylines-3.X.txt come from tests/tools/pylines-dump.py run

@@ -1,7 +1,7 @@
 /* Unit tests for pymerge: Python frames in place of the eval loop's frames. */
 /* SPDX-License-Identifier: MIT */
 #include "harness.h"
-#include "pymerge.h"
+#include "python/pymerge.h"
 
 /* Interpreter code 0x1000-0x2000, its eval loop 0x1800-0x1900; return addresses. */
 #define EVAL(i)  (0x1800 + (i))

@@ -4,14 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "dump.h"
-#include "folded.h"
+#include "output/dump.h"
+#include "output/folded.h"
 #include "harness.h"
-#include "profile.h"
-#include "report_fmt.h"
-#include "report_pprof.h"
-#include "report_series.h"
-#include "skipsites.h"
+#include "profile/profile.h"
+#include "report/report_fmt.h"
+#include "report/report_pprof.h"
+#include "report/report_series.h"
+#include "profile/skipsites.h"
 
 /* Our writer's output for a small exact profile, in *len bytes (malloc'd). */
 static uint8_t *written_profile(size_t *len)

@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "harness.h"
-#include "ring.h"
+#include "fast/ring.h"
 #include "shm.h"
 
 #define RSIZE 4096

@@ -4,8 +4,8 @@
 #include <stdint.h>
 
 #include "harness.h"
-#include "safecall.h"
-#include "unwind.h"
+#include "ptrace/safecall.h"
+#include "stacks/unwind.h"
 
 static struct safecall_code code(void)
 {

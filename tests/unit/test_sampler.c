@@ -2,7 +2,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <math.h>
 #include "harness.h"
-#include "sampler.h"
+#include "profile/sampler.h"
 
 #define NDRAWS 1000000
 

@@ -8,11 +8,11 @@
 #include <linux/futex.h>
 #include <linux/seccomp.h>
 #include "harness.h"
-#include "inject.h"
-#include "seccomp.h"
-#include "seccomp_plan.h"
+#include "ptrace/inject.h"
+#include "ptrace/seccomp.h"
+#include "ptrace/seccomp_plan.h"
 #include "shm.h"
-#include "sys_compat.h"
+#include "base/sys_compat.h"
 
 #define ARCH AUDIT_ARCH_X86_64
 #define OFF_NR offsetof(struct seccomp_data, nr)

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "gadgets.h"
+#include "ptrace/gadgets.h"
 #include "remote_arch.h"
 #include "sigframe.h"
 

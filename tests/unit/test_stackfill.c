@@ -2,7 +2,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "harness.h"
 #include <stdlib.h>
-#include "profile.h"
+#include "profile/profile.h"
 
 #define TR PROFILE_PC_TRUNCATED
 #define UW PROFILE_PC_UNWALKABLE

@@ -7,8 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "harness.h"
-#include "symbolize.h"
-#include "target.h"
+#include "stacks/symbolize.h"
+#include "model/target.h"
 
 /* Not static and never inlined, so that it has a symbol of its own. */
 __attribute__((noinline)) int symbolize_probe(int x)

@@ -5,9 +5,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-#include "elfobj.h"
+#include "model/elfobj.h"
 #include "harness.h"
-#include "target.h"
+#include "model/target.h"
 
 static const char maps_a[] =
 	"00400000-00401000 r--p 00000000 fe:00 11 /bin/a\n"

@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include "as_nobody.h"
 #include "harness.h"
-#include "tcred.h"
+#include "model/tcred.h"
 
 static char dir[] = "/tmp/tcred-test.XXXXXX";
 

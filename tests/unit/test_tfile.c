@@ -7,7 +7,7 @@
 #include <unistd.h>
 #include "as_nobody.h"
 #include "harness.h"
-#include "tfile.h"
+#include "model/tfile.h"
 
 static char dir[] = "/tmp/tfile-test.XXXXXX";
 

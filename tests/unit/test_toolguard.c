@@ -12,7 +12,7 @@
 
 #include "harness.h"
 #include "shm.h"
-#include "toolguard.h"
+#include "fast/toolguard.h"
 #include "tramp_fast.h"
 
 static void *arm_and_exit(void *arg)

@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "unwind.h"
+#include "stacks/unwind.h"
 
 /*
  * The unwinder reads this process through process_vm_readv like any target.

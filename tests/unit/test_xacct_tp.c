@@ -10,10 +10,10 @@
 #include <unistd.h>
 #include <asm/prctl.h>
 
-#include "agentlink.h"
+#include "fast/agentlink.h"
 #include "harness.h"
-#include "runstats.h"
-#include "tracee.h"
+#include "profile/runstats.h"
+#include "ptrace/tracee.h"
 #include "xacct_arch.h"
 
 static uint64_t fake_tcb[8] __attribute__((aligned(64)));

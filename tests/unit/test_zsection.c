@@ -10,9 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
-#include "elfobj.h"
+#include "model/elfobj.h"
 #include "harness.h"
-#include "zsection.h"
+#include "model/zsection.h"
 
 /* ---- an ELF image built by hand: .shstrtab, .strtab, .symtab, two payloads ---- */
 

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "hookcall.h"
-#include "remote.h"
+#include "ptrace/remote.h"
 
 #define PAGE 4096u
 

@@ -7,7 +7,7 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
-#include "hooks.h"
+#include "model/hooks.h"
 
 /* The block a call made. */
 struct hook_call {

@@ -5,7 +5,7 @@
 
 #include "agent.h"
 #include "agent_syms.h"		/* generated: AGENT_OFF_ALLOC, AGENT_OFF_FREE */
-#include "hooks.h"
+#include "model/hooks.h"
 #include "shm.h"
 #include "tramp_fast.h"
 

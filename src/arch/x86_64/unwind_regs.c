@@ -4,8 +4,8 @@
 #include <string.h>
 #include <sys/user.h>
 
-#include "remote.h"
-#include "unwind.h"
+#include "ptrace/remote.h"
+#include "stacks/unwind.h"
 
 /* Read the 8-byte word at addr of thread tid (remote_mem_read: the one
  * reader of target memory). 0 or -errno. */

@@ -1,0 +1,64 @@
+/* heapattach: profile the heap of a running process. */
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "base/log.h"
+#include "cli/cli.h"
+#include "model/hooks.h"
+#include "model/perfmap.h"
+#include "model/proc.h"
+#include "ptrace/tracee.h"
+#include "report/report.h"
+#include "session/session.h"
+
+/* --list-hooks: print where allocator calls bind; no ptrace stop needed. */
+static int list_hooks(pid_t pid)
+{
+	struct proc_maps maps = { 0 };
+	struct hook_set set = { 0 };
+	pid_t live;
+	int rc;
+
+	if (tracee_probe(pid, &live))
+		return 1;	/* no such process, a kernel thread, a zombie: said */
+	rc = proc_maps_read(live, &maps);
+	if (rc == -ENOENT || rc == -ESRCH) {
+		pr_err("no such process: %d", pid);
+		return 1;
+	}
+	if (rc) {
+		pr_err("cannot read the memory map of %d: %s", pid, strerror(-rc));
+		return 1;
+	}
+	if (!maps.n) {
+		pr_err("%d has no memory map (it is exiting?)", pid);
+		proc_maps_free(&maps);
+		return 1;
+	}
+	rc = hooks_resolve(live, &maps, &set);
+	if (rc) {
+		pr_err("no allocator found in %d: %s", pid, strerror(-rc));
+		proc_maps_free(&maps);
+		return 1;
+	}
+	rc = hooks_print(stdout, &set);
+	perfmap_describe(stdout, live);
+	hooks_free(&set);
+	proc_maps_free(&maps);
+	return rc ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o;
+	int rc;
+
+	if (argc > 1 && !strcmp(argv[1], "report"))
+		return report_main(argc - 1, argv + 1);
+	rc = cli_parse(argc, argv, &o);
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	log_verbose = o.verbose;
+	return o.list_hooks ? list_hooks(o.pid) : session_run(&o);
+}

@@ -1,0 +1,66 @@
+/* Profile writers (pprof, legacy text) and atomic dump files. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_DUMP_H
+#define HEAPATTACH_DUMP_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+#include "model/proc.h"
+#include "profile/profile.h"
+#include "stacks/symbolize.h"
+
+struct peak;
+
+enum dump_format { DUMP_PPROF, DUMP_LEGACY, DUMP_FOLDED };
+
+/* Everything a writer needs besides the profile. */
+struct dump_info {
+	pid_t pid;
+	uint64_t time_nanos;      /* when profiling started (wall clock) */
+	uint64_t duration_nanos;  /* how long it has run */
+	const struct proc_maps *maps;  /* the target's maps, for Mapping entries */
+	struct symbolizer *sym;   /* may be NULL: no Function/Line entries */
+	const char **comments;    /* extra comment lines, may be NULL */
+	size_t ncomments;
+	const struct peak *peak;  /* non-NULL: in-use figures as they were at this
+				   * snapshot (the peak profile; pprof only) */
+};
+
+/* Write p as a gzipped pprof profile.proto to f. 0 or -errno. */
+int pprof_write(FILE *f, const struct profile *p, const struct dump_info *d);
+/* Write p in the gperftools legacy heap text format to f. 0 or -errno. */
+int legacy_write(FILE *f, const struct profile *p, const struct dump_info *d);
+/* Write p's live bytes as folded stacks (folded.h), one line per bucket
+ * holding any, scaled as in pprof. 0 or -errno. */
+int folded_write(FILE *f, const struct profile *p, const struct dump_info *d);
+/* The directory profiles go to, opened once: every dump is created and
+ * renamed through this one fd, so no component of its path is resolved twice. */
+struct dump_dir {
+	int fd;                   /* -1: not open */
+};
+
+/*
+ * Open the directory of path and check that a profile can be written
+ * there: the name must be free or a regular file (a device, FIFO, socket,
+ * directory or symbolic link is refused, never replaced) and, with probe,
+ * a temporary file with 64 KiB allocated must be creatable (it is removed
+ * again): a missing, read-only or full directory fails here, before any
+ * work. 0, or -errno after one message.
+ */
+int dump_dir_open(struct dump_dir *dd, const char *path, int probe);
+void dump_dir_close(struct dump_dir *dd);
+/* Write p to path, a name in dd's directory (its last component is used),
+ * through a temporary file (mode 0600) and renameat. 0, or -errno after one
+ * message. */
+int dump_write_at(const struct dump_dir *dd, const char *path, enum dump_format fmt,
+		  const struct profile *p, const struct dump_info *d);
+/* dump_dir_open (no probe) + dump_write_at + dump_dir_close. */
+int dump_write_file(const char *path, enum dump_format fmt,
+		    const struct profile *p, const struct dump_info *d);
+/* "out.heap", 3 -> "out.0003.heap"; "out" -> "out.0003". Caller frees. */
+char *dump_numbered_path(const char *path, unsigned n);
+/* "out.heap", "peak" -> "out.peak.heap"; "out" -> "out.peak". Caller frees. */
+char *dump_tagged_path(const char *path, const char *tag);
+
+#endif

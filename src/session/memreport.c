@@ -1,0 +1,265 @@
+/* The run's view of the target's memory: smaps and allocator figures gathered while attached, for the breakdown in every dump. */
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/xmalloc.h"
+#include "fast/agentlink.h"
+#include "implant/implant.h"
+#include "model/census.h"
+#include "profile/profile.h"
+#include "ptrace/events.h"
+#include "ptrace/remote.h"
+#include "ptrace/statscall.h"
+#include "session/memreport.h"
+#include "session/session.h"
+
+/*
+ * No code of the target's runs for these figures but at a safe point:
+ * glibc's are read from its memory (no lock, no call), jemalloc's and
+ * tcmalloc's are asked by a call the tool makes itself once every thread
+ * is stopped outside the allocator (statscall.h). Both happen at a
+ * snapshot (a dump, the detach), and glibc's also once a second for --top.
+ */
+
+#define GLIBC_BUDGET_NS   500000000ULL  /* a walk of glibc's arenas: at most 500 ms */
+#define TOP_EVERY_NS      1000000000ULL /* --top: glibc's figures once a second, */
+#define TOP_BUDGET_NS     100000000ULL  /* a walk of at most 100 ms */
+#define SAFE_TRIES        5             /* stops a snapshot tries for a safe point */
+#define SAFE_GAP_NS       20000000ULL   /* and how far apart */
+#define STALE_NS          2000000000ULL /* older figures are said to be */
+#define MMCHUNKS_BUDGET_NS 200000000ULL /* glibc's mmapped blocks: at most 200 ms */
+
+void memreport_prepare(struct session *s)
+{
+	struct memreport *m = &s->mr;
+	struct allocstats_fn *fn = &m->fn;
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+
+	if (!s->t || allocstats_find(s->t, s->pid, &s->hooks, fn)) {
+		snprintf(m->why, sizeof(m->why), "%s", fn->why);
+		return;
+	}
+	/* symbols, perhaps a debug file: while the target runs untouched */
+	if (fn->kind == ALLOCSTATS_GLIBC && allocstats_glibc_find(s->t, fn) == -ENOENT)
+		fn->kind = 0;
+	snprintf(m->why, sizeof(m->why), "%s", fn->kind ? "not asked yet" : fn->why);
+	pr_debug("allocator statistics: %s found in %.1f ms", fn->allocator ? fn->allocator :
+		 "no allocator", (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
+}
+
+void memreport_arm(struct session *s)
+{
+	struct memreport *m = &s->mr;
+	struct allocstats_fn *fn = &m->fn;
+
+	if ((fn->kind == ALLOCSTATS_MALLCTL || fn->kind == ALLOCSTATS_PROPERTY) &&
+	    (!s->link || s->sc.no_alloc_stats)) {
+		snprintf(fn->why, sizeof(fn->why), "%s's function is called in fast mode only, "
+			 "and only where the target's seccomp filter allows its locks' futex calls",
+			 fn->allocator);
+		snprintf(m->why, sizeof(m->why), "%s", fn->why);
+		fn->kind = 0;
+	}
+	if (fn->kind == ALLOCSTATS_GLIBC)
+		pr_debug("allocator statistics: glibc, its arenas read from its memory (%s)",
+			 fn->glibc_ready ? fn->glibc_how : "not set up yet");
+	else if (fn->kind)
+		pr_debug("allocator statistics: %s, through its function at %#llx at a safe point",
+			 fn->allocator, (unsigned long long)fn->addr);
+	else
+		pr_debug("allocator statistics: none: %s", m->why);
+}
+
+static int in_ours(void *arg, uint64_t ip)
+{
+	return arg && implant_in_region(arg, ip);
+}
+
+/* jemalloc's or tcmalloc's figures at a safe point, up to SAFE_TRIES stops. */
+static int ask_calls(struct session *s, struct allocstats *as)
+{
+	struct memreport *m = &s->mr;
+	struct safecall_env env = {
+		.pid = s->pid, .tr = &s->tr, .unw = s->unw, .sc = &s->sc,
+		.on_event = events_dispatch, .event_arg = &s->ev,
+		.in_ours = in_ours, .ours_arg = s->im,
+	};
+	int ret = -EBUSY;
+
+	for (int i = 0; i < SAFE_TRIES && ret == -EBUSY && !s->ev.gone; i++) {
+		struct timespec gap = { 0, (long)SAFE_GAP_NS };
+
+		if (i)
+			nanosleep(&gap, NULL);
+		ret = statscall_ask(&env, &m->fn, as, m->why, sizeof(m->why));
+	}
+	if (ret == -EBUSY)
+		pr_debug("allocator statistics: no safe point in %d stops: %s", SAFE_TRIES, m->why);
+	else if (ret == -ETIMEDOUT || ret == -EFAULT || ret == -EPERM)
+		m->calls_off = 1;	/* it hung, faulted or is not the allocator's own */
+	return ret;
+}
+
+/* The allocator's figures now, into m->as when had; glibc's walk takes at
+ * most budget_ns. */
+static void refresh(struct session *s, uint64_t budget_ns)
+{
+	struct memreport *m = &s->mr;
+	struct allocstats as;
+	int ret;
+
+	if (!m->fn.kind || m->calls_off || s->ev.gone || s->ev.exec_seen)
+		return;
+	m->tried_ns = clock_ns(CLOCK_MONOTONIC);
+	if (m->fn.kind == ALLOCSTATS_GLIBC) {
+		ret = allocstats_glibc(s->t, &m->fn, budget_ns, &as);
+		if (ret)
+			snprintf(m->why, sizeof(m->why), "%s", m->fn.why);
+	} else {
+		ret = ask_calls(s, &as);
+	}
+	if (ret)
+		return;
+	m->as = as;
+	m->have_as = 1;
+	m->as_ns = clock_ns(CLOCK_MONOTONIC);
+}
+
+void memreport_poll(struct session *s)
+{
+	struct memreport *m = &s->mr;
+
+	if (s->tv && m->fn.kind == ALLOCSTATS_GLIBC &&
+	    clock_ns(CLOCK_MONOTONIC) - m->tried_ns >= TOP_EVERY_NS)
+		refresh(s, TOP_BUDGET_NS);
+}
+
+
+struct ranges {
+	struct mmchunks_range *v;
+	size_t n, cap;
+};
+
+static void add_range(uint64_t ptr, uint64_t size, void *arg)
+{
+	struct ranges *r = arg;
+
+	if (r->n == r->cap) {
+		r->cap = r->cap ? 2 * r->cap : 64;
+		r->v = xrealloc(r->v, r->cap * sizeof(*r->v));
+	}
+	r->v[r->n++] = (struct mmchunks_range){ ptr, ptr + size };
+}
+
+/* jemalloc, tcmalloc: how much of the large blocks the profile holds live,
+ * and those exact mode accounts in the target, is not resident (their
+ * resident figure counts those pages whole). */
+static void big_blocks(struct session *s)
+{
+	struct memreport *m = &s->mr;
+	struct ranges r = { 0 };
+
+	m->have_big = 0;
+	if (!s->prof || !m->have_as || m->as.resident == UINT64_MAX)
+		return;
+	profile_foreach_live(s->prof, AGENT_LINK_BIG, add_range, &r);
+	if (s->link) {
+		/* exact mode's accounted blocks, as they are now */
+		agent_link_xacct_sync(s->link);
+		agent_link_xacct_big(s->link, add_range, &r);
+	}
+	m->have_big = mmchunks_pages(s->ev.reader, r.v, r.n, MMCHUNKS_BUDGET_NS, &m->big) == 0;
+	pr_debug("large blocks the profile holds live: %zu listed, %llu looked at, %llu bytes of "
+		 "pages, %llu resident%s", r.n, (unsigned long long)m->big.count,
+		 (unsigned long long)m->big.mapped, (unsigned long long)m->big.resident,
+		 m->big.cut ? " (cut short)" : "");
+	free(r.v);
+}
+
+void memreport_snapshot(struct session *s)
+{
+	struct rss_smaps sm;
+
+	if (s->ev.gone || s->ev.exec_seen)
+		return;
+	refresh(s, GLIBC_BUDGET_NS);
+	if (rss_smaps_read(s->ev.reader, &sm) == 0) {
+		s->mr.sm = sm;
+		s->mr.have_sm = 1;
+	}
+	s->mr.have_mmc = s->mr.fn.kind == ALLOCSTATS_GLIBC && s->mr.have_as &&
+			 mmchunks_measure(s->ev.reader, MMCHUNKS_BUDGET_NS, &s->mr.mmc) == 0;
+	if (s->mr.fn.kind != ALLOCSTATS_GLIBC)
+		big_blocks(s);
+}
+
+void memreport_compute(struct session *s, struct breakdown *b)
+{
+	struct memreport *m = &s->mr;
+	static struct allocstats as;	/* the breakdown points at its how */
+	struct breakdown_in in = {
+		.sm = m->have_sm ? &m->sm : NULL,
+		.as = m->have_as ? &as : NULL,
+		.as_why = m->why,
+		.prof = s->prof,
+		.mmc = m->have_mmc ? &m->mmc : NULL,
+		.big = m->have_big ? &m->big : NULL,
+	};
+
+	as = m->as;
+	if (m->have_as && m->tried_ns > m->as_ns + STALE_NS) {
+		size_t len = strlen(as.how);
+
+		snprintf(as.how + len, sizeof(as.how) - len, "; from %.0f s before (since: %.60s)",
+			 (m->tried_ns - m->as_ns) / 1e9, m->why);
+	}
+	breakdown_compute(&in, b);
+}
+
+static int census_read(void *arg, uint64_t addr, void *buf, size_t len)
+{
+	const struct session *s = arg;
+
+	return remote_mem_read(s->ev.reader, addr, buf, len);
+}
+
+static void keep_census(void *arg, const char *text)
+{
+	struct memreport *m = arg;
+
+	m->census = xrealloc(m->census, (m->ncensus + 1) * sizeof(*m->census));
+	m->census[m->ncensus++] = xstrdup(text);
+	fprintf(stderr, "heapattach: %s\n", text);
+}
+
+void memreport_census(struct session *s)
+{
+	struct census c;
+	struct mmchunks mm;
+
+	if (census_walk(&s->maps, census_read, s, &c)) {
+		keep_census(&s->mr, "census: no glibc heap could be walked (another allocator, "
+				    "or the heaps changed during the walk)");
+		return;
+	}
+	c.mm_known = mmchunks_measure(s->pid, MMCHUNKS_BUDGET_NS, &mm) == 0 && !mm.cut;
+	c.mm_n = mm.count;
+	c.mm_b = mm.mapped;
+	c.mm_res = mm.resident;
+	census_print(&c, keep_census, &s->mr);
+}
+
+void memreport_free(struct memreport *m)
+{
+	for (size_t i = 0; i < m->ncensus; i++)
+		free(m->census[i]);
+	free(m->census);
+	m->census = NULL;
+	m->ncensus = 0;
+}
