@@ -12,7 +12,6 @@
 #include "ptrace/seccomp_plan.h"
 #include "regs.h"
 #include "remote_arch.h"
-#include "stacks/unwind.h"
 
 /*
  * An allocator's locks are held only while one of its functions runs, or
@@ -88,7 +87,7 @@ const char *safecall_judge(const uint64_t *pcs, size_t n, unsigned walk, int blo
 {
 	size_t parked = blocked ? parked_from(pcs, n, c) : n;
 
-	if (walk & UNWIND_WALK_SIGNAL)
+	if (walk & SAFECALL_WALK_SIGNAL)
 		return "in a signal handler";
 	for (size_t i = 0; i < n; i++) {
 		uint64_t ip = frame_ip(pcs, i);
@@ -100,7 +99,7 @@ const char *safecall_judge(const uint64_t *pcs, size_t n, unsigned walk, int blo
 		if (r && !(r->parks && i >= parked))
 			return r->what;
 	}
-	if (!(walk & UNWIND_WALK_END))
+	if (!(walk & SAFECALL_WALK_END))
 		return "on a stack not walked to its end";
 	return NULL;
 }
@@ -110,15 +109,13 @@ const char *safecall_judge(const uint64_t *pcs, size_t n, unsigned walk, int blo
 static const char *judge_thread(const struct safecall_env *env, const struct safecall_code *c,
 				pid_t tid, uint64_t *pcs)
 {
-	struct unwind_regs ur;
 	arch_regs_t r;
 	unsigned walk;
 	int n;
 
 	if (arch_regs_get(tid, &r))
 		return "with unreadable registers";
-	unwind_regs_from_live(&r, &ur);
-	n = unwind_stack_judged(env->unw, tid, &ur, pcs, SAFECALL_MAX_FRAMES, &walk);
+	n = env->walk(env->walk_arg, tid, &r, pcs, SAFECALL_MAX_FRAMES, &walk);
 	if (n <= 0)
 		return "on an unreadable stack";
 	return safecall_judge(pcs, (size_t)n, walk, remote_arch_blocked_in(&r, SYS_futex), c,

@@ -9,6 +9,7 @@
 
 #include "ptrace/remote.h"
 #include "ptrace/tracee.h"
+#include "regs.h"
 
 /*
  * Code no thread may be in (or return into) when the allocator is called,
@@ -43,7 +44,7 @@ int safecall_code_add_wait(struct safecall_code *c, uint64_t lo, uint64_t hi);
 /*
  * The verdict on one stopped thread from its stack: pcs[0..n) as
  * unwind_stack returns them (pcs[0] exact, the rest return addresses, each
- * looked up one byte back), walk its UNWIND_WALK_* flags, blocked whether
+ * looked up one byte back), walk its SAFECALL_WALK_* flags, blocked whether
  * it was stopped inside a futex wait (parked, see above), in_ours(arg, ip)
  * heapattach's own code in the target (NULL: none). NULL when the thread
  * can hold none of the allocator's locks: a walk that reached the
@@ -56,14 +57,27 @@ const char *safecall_judge(const uint64_t *pcs, size_t n, unsigned walk, int blo
 			   const struct safecall_code *c, int (*in_ours)(void *arg, uint64_t ip),
 			   void *arg);
 
-struct unwinder;
+/* How a thread's walk went (the unwinder's UNWIND_WALK_* values): END, it
+ * reached the outermost frame; SIGNAL, through a signal frame. */
+#define SAFECALL_WALK_END    1
+#define SAFECALL_WALK_SIGNAL 2
+
 struct seccomp_plan;
+
+/*
+ * The frames of stopped thread tid from its registers r, at most max into
+ * pcs (as unwind_stack_judged gives them, the session's unwinder): how
+ * many, or -errno; *flags its SAFECALL_WALK_*.
+ */
+typedef int (*safecall_walk_fn)(void *arg, pid_t tid, const arch_regs_t *r, uint64_t *pcs,
+				size_t max, unsigned *flags);
 
 /* What safecall_run needs of the session. */
 struct safecall_env {
 	pid_t pid;
 	struct tracee *tr;
-	struct unwinder *unw;
+	safecall_walk_fn walk;
+	void *walk_arg;
 	const struct seccomp_plan *sc;          /* which threads may run our code (remote_ok) */
 	tracee_event_fn on_event;               /* stops seen while stopping them */
 	void *event_arg;

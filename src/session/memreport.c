@@ -18,6 +18,7 @@
 #include "ptrace/statscall.h"
 #include "session/memreport.h"
 #include "session/session.h"
+#include "stacks/unwind.h"
 
 /*
  * No code of the target's runs for these figures but at a safe point:
@@ -81,12 +82,25 @@ static int in_ours(void *arg, uint64_t ip)
 	return arg && implant_in_region(arg, ip);
 }
 
+_Static_assert(SAFECALL_WALK_END == UNWIND_WALK_END && SAFECALL_WALK_SIGNAL == UNWIND_WALK_SIGNAL,
+	       "a walk's flags mean the same to safecall");
+
+/* safecall_walk_fn: a thread's frames through the session's unwinder. */
+static int walk_thread(void *arg, pid_t tid, const arch_regs_t *r, uint64_t *pcs, size_t max,
+		       unsigned *flags)
+{
+	struct unwind_regs ur;
+
+	unwind_regs_from_live(r, &ur);
+	return unwind_stack_judged(arg, tid, &ur, pcs, max, flags);
+}
+
 /* jemalloc's or tcmalloc's figures at a safe point, up to SAFE_TRIES stops. */
 static int ask_calls(struct session *s, struct allocstats *as)
 {
 	struct memreport *m = &s->mr;
 	struct safecall_env env = {
-		.pid = s->pid, .tr = &s->tr, .unw = s->unw, .sc = &s->sc,
+		.pid = s->pid, .tr = &s->tr, .walk = walk_thread, .walk_arg = s->unw, .sc = &s->sc,
 		.on_event = events_dispatch, .event_arg = &s->ev,
 		.in_ours = in_ours, .ours_arg = s->im,
 	};

@@ -5,7 +5,6 @@
 
 #include "harness.h"
 #include "ptrace/safecall.h"
-#include "stacks/unwind.h"
 
 static struct safecall_code code(void)
 {
@@ -28,16 +27,16 @@ static void test_safe(void)
 	struct safecall_code c = code();
 	uint64_t pcs[] = { 0x1234, 0x2000, 0x8000 + 5, 0x3000 };
 
-	expect_true(safecall_judge(pcs, 4, UNWIND_WALK_END, 0, &c, ours, NULL) == NULL);
+	expect_true(safecall_judge(pcs, 4, SAFECALL_WALK_END, 0, &c, ours, NULL) == NULL);
 	/* a return address right after a range is its call's: inside */
 	pcs[2] = 0x8000;
-	expect_str_eq(safecall_judge(pcs, 4, UNWIND_WALK_END, 0, &c, ours, NULL), "inside jemalloc");
+	expect_str_eq(safecall_judge(pcs, 4, SAFECALL_WALK_END, 0, &c, ours, NULL), "inside jemalloc");
 	/* but the exact ip of the stopped thread is where it is */
 	pcs[2] = 0x2000;
 	pcs[0] = 0x8000;
-	expect_true(safecall_judge(pcs, 4, UNWIND_WALK_END, 0, &c, ours, NULL) == NULL);
+	expect_true(safecall_judge(pcs, 4, SAFECALL_WALK_END, 0, &c, ours, NULL) == NULL);
 	pcs[0] = 0x7000;
-	expect_str_eq(safecall_judge(pcs, 4, UNWIND_WALK_END, 0, &c, ours, NULL), "inside jemalloc");
+	expect_str_eq(safecall_judge(pcs, 4, SAFECALL_WALK_END, 0, &c, ours, NULL), "inside jemalloc");
 }
 
 /* Any of the four reasons makes the point unsafe. */
@@ -46,15 +45,15 @@ static void test_unsafe(void)
 	struct safecall_code c = code();
 	uint64_t pcs[] = { 0x1234, 0x2000, 0x9050, 0x3000 };
 
-	expect_str_eq(safecall_judge(pcs, 4, UNWIND_WALK_END, 0, &c, ours, NULL), "in fork");
+	expect_str_eq(safecall_judge(pcs, 4, SAFECALL_WALK_END, 0, &c, ours, NULL), "in fork");
 	pcs[2] = 0x2100;
-	expect_str_eq(safecall_judge(pcs, 4, UNWIND_WALK_END | UNWIND_WALK_SIGNAL, 0, &c, ours, NULL),
+	expect_str_eq(safecall_judge(pcs, 4, SAFECALL_WALK_END | SAFECALL_WALK_SIGNAL, 0, &c, ours, NULL),
 		      "in a signal handler");
 	expect_str_eq(safecall_judge(pcs, 4, 0, 0, &c, ours, NULL), "on a stack not walked to its end");
 	pcs[1] = 0x50010;
-	expect_str_eq(safecall_judge(pcs, 4, UNWIND_WALK_END, 0, &c, ours, NULL),
+	expect_str_eq(safecall_judge(pcs, 4, SAFECALL_WALK_END, 0, &c, ours, NULL),
 		      "in heapattach's trampolines");
-	expect_true(safecall_judge(pcs, 4, UNWIND_WALK_END, 0, &c, NULL, NULL) == NULL);
+	expect_true(safecall_judge(pcs, 4, SAFECALL_WALK_END, 0, &c, NULL, NULL) == NULL);
 }
 
 /*
@@ -72,28 +71,28 @@ static void test_parked(void)
 	expect_int_eq(safecall_code_add_own(&c, 0x7000, 0x8000, "inside jemalloc"), 0);
 	expect_int_eq(safecall_code_add(&c, 0x9000, 0x9100, "in fork"), 0);
 	expect_int_eq(safecall_code_add_wait(&c, 0x2000, 0x2100), 0);
-	expect_true(safecall_judge(pcs, 6, UNWIND_WALK_END, 1, &c, ours, NULL) == NULL);
-	expect_str_eq(safecall_judge(pcs, 6, UNWIND_WALK_END, 0, &c, ours, NULL),
+	expect_true(safecall_judge(pcs, 6, SAFECALL_WALK_END, 1, &c, ours, NULL) == NULL);
+	expect_str_eq(safecall_judge(pcs, 6, SAFECALL_WALK_END, 0, &c, ours, NULL),
 		      "inside jemalloc");
 	/* the wait inlined: the stopped ip itself is in it */
-	expect_true(safecall_judge(pcs + 1, 5, UNWIND_WALK_END, 1, &c, ours, NULL) == NULL);
+	expect_true(safecall_judge(pcs + 1, 5, SAFECALL_WALK_END, 1, &c, ours, NULL) == NULL);
 	/* jemalloc called something else that waits */
 	pcs[1] = 0x2200 + 1;
-	expect_str_eq(safecall_judge(pcs, 6, UNWIND_WALK_END, 1, &c, ours, NULL),
+	expect_str_eq(safecall_judge(pcs, 6, SAFECALL_WALK_END, 1, &c, ours, NULL),
 		      "inside jemalloc");
 	/* a wait called by other code, which jemalloc called */
 	pcs[1] = 0x2010 + 1;
 	pcs[2] = 0x4000 + 1;
-	expect_str_eq(safecall_judge(pcs, 6, UNWIND_WALK_END, 1, &c, ours, NULL),
+	expect_str_eq(safecall_judge(pcs, 6, SAFECALL_WALK_END, 1, &c, ours, NULL),
 		      "inside jemalloc");
 	/* parked, but in fork further out */
 	pcs[2] = 0x7100 + 1;
 	pcs[4] = 0x9010 + 1;
-	expect_str_eq(safecall_judge(pcs, 6, UNWIND_WALK_END, 1, &c, ours, NULL), "in fork");
+	expect_str_eq(safecall_judge(pcs, 6, SAFECALL_WALK_END, 1, &c, ours, NULL), "in fork");
 	/* fork's code is not the allocator's own: never parked */
 	pcs[2] = 0x9010 + 1;
 	pcs[4] = 0x7300 + 1;
-	expect_str_eq(safecall_judge(pcs, 6, UNWIND_WALK_END, 1, &c, ours, NULL), "in fork");
+	expect_str_eq(safecall_judge(pcs, 6, SAFECALL_WALK_END, 1, &c, ours, NULL), "in fork");
 	for (int i = 1; i < SAFECALL_MAX_WAITS; i++)
 		expect_int_eq(safecall_code_add_wait(&c, 0x100, 0x200), 0);
 	expect_int_eq(safecall_code_add_wait(&c, 0x100, 0x200), -ENOSPC);
