@@ -118,7 +118,7 @@ struct pyattach *pyattach_new(struct target *t, struct symbolizer *sym, unsigned
 	pa->merge = (struct pymerge_code){ pa->pt.eval_lo, pa->pt.eval_hi, pa->pt.interp_lo,
 					    pa->pt.interp_hi, keep_c };
 	if (sym)
-		symbolizer_set_python(sym, pa->pf);
+		symbolizer_set_namer(sym, pyframes_namer, pa->pf);
 	return pa;	/* pyfind said what it found (-v) */
 none:
 	free(pa);

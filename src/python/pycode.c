@@ -477,6 +477,11 @@ size_t pyframes_decode(struct pyframes *pf, const uint64_t *words, size_t n,
 	return n;
 }
 
+int pyframes_namer(const void *pf, uint64_t addr, struct sym_info *out)
+{
+	return pyframes_lookup(pf, addr, out);
+}
+
 int pyframes_lookup(const struct pyframes *pf, uint64_t addr, struct sym_info *out)
 {
 	const struct place *p;

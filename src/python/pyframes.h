@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "stacks/symbolize.h"
+
 struct target;
 struct py_target;
 struct sym_info;
@@ -17,7 +19,7 @@ struct sym_info;
  * PYFRAMES_MAX_PCS; past that, new places share one pseudo-PC named
  * "[python]".
  */
-#define PYFRAMES_PC_BASE 0xffe0000000000000ULL
+#define PYFRAMES_PC_BASE SYMBOLIZE_NAMED_BASE
 #define PYFRAMES_MAX_PCS (1u << 20)
 
 /* The packed frame word (agent -> tool) is shm.h's SHM_PY_WORD_*. */
@@ -49,6 +51,8 @@ size_t pyframes_decode(struct pyframes *pf, const uint64_t *words, size_t n,
  * pf's). Strings live as long as pf.
  */
 int pyframes_lookup(const struct pyframes *pf, uint64_t addr, struct sym_info *out);
+/* The same as the symbolizer's namer (symbolizer_set_namer), pf as arg. */
+int pyframes_namer(const void *pf, uint64_t addr, struct sym_info *out);
 
 /*
  * The line of the instruction at index idx (in 2-byte code units) from a

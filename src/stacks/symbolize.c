@@ -15,7 +15,6 @@
 #include "model/perfmap.h"
 #include "model/target.h"
 #include "model/tfile.h"
-#include "python/pyframes.h"
 #include "stacks/symbolize.h"
 
 /*
@@ -86,7 +85,8 @@ struct symbolizer {
 	size_t nobjs, capobjs;
 	int root;                       /* the target's root (tfile_root), or -errno */
 	const struct perfmap *jit;      /* names for code in no ELF object, or NULL */
-	const struct pyframes *py;      /* names of Python pseudo-PCs, or NULL */
+	symbolize_namer_fn namer;       /* names of pseudo-PCs, or NULL */
+	const void *namer_arg;
 	int fetch_ok;                   /* debuginfod may be asked now */
 };
 
@@ -454,8 +454,8 @@ int symbolizer_lookup(struct symbolizer *s, uint64_t addr, struct sym_info *out)
 	out->addr = addr;
 	if (addr >= SYMBOLIZE_RETIRED_BASE)
 		return retired_lookup(s, addr, out);
-	if (addr >= PYFRAMES_PC_BASE)
-		return s->py ? pyframes_lookup(s->py, addr, out) : -ENOENT;
+	if (addr >= SYMBOLIZE_NAMED_BASE)
+		return s->namer ? s->namer(s->namer_arg, addr, out) : -ENOENT;
 	m = maps ? proc_maps_find(maps, addr) : NULL;
 	out->map = m;
 	if (!m || !(ms = obj_for(s, maps, m)) || !ms->o || !ms->have_bias)
@@ -590,9 +590,10 @@ void symbolizer_set_perfmap(struct symbolizer *s, const struct perfmap *pm)
 	s->jit = pm;
 }
 
-void symbolizer_set_python(struct symbolizer *s, const struct pyframes *pf)
+void symbolizer_set_namer(struct symbolizer *s, symbolize_namer_fn namer, const void *arg)
 {
-	s->py = pf;
+	s->namer = namer;
+	s->namer_arg = arg;
 }
 
 const char *symbolizer_build_id(struct symbolizer *s, const struct proc_map *map)

@@ -59,11 +59,16 @@ void symbolizer_allow_fetch(struct symbolizer *s, int on);
 /* Name code that is in no ELF object from pm (may be NULL: none), which
  * must outlive s; its names are valid until its next refresh. */
 void symbolizer_set_perfmap(struct symbolizer *s, const struct perfmap *pm);
-/* Name Python pseudo-PCs (PYFRAMES_PC_BASE up to SYMBOLIZE_RETIRED_BASE,
- * src/python/pyframes.h) through pf (may be NULL: none, they stay unnamed),
- * which must outlive s. */
-struct pyframes;
-void symbolizer_set_python(struct symbolizer *s, const struct pyframes *pf);
+/*
+ * Addresses from SYMBOLIZE_NAMED_BASE up to SYMBOLIZE_RETIRED_BASE are no
+ * user addresses: pseudo-PCs that a layer above names (Python frames,
+ * python/pyframes.h) through namer(arg, addr, out), 0 or -ENOENT. namer
+ * NULL: none, they stay unnamed; arg must outlive s.
+ */
+#define SYMBOLIZE_NAMED_BASE 0xffe0000000000000ULL
+struct sym_info;
+typedef int (*symbolize_namer_fn)(const void *arg, uint64_t addr, struct sym_info *out);
+void symbolizer_set_namer(struct symbolizer *s, symbolize_namer_fn namer, const void *arg);
 /*
  * Code that is gone: name return address pc as the maps old (read before
  * the change being made: call from a target_on_change listener registered

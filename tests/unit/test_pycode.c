@@ -312,7 +312,7 @@ static void test_symbolizer_pprof(void)
 	pyframes_decode(pf, &w, 1, &stack[1], &end);
 	stack[0] = (uint64_t)(uintptr_t)&getpid + 1;
 	expect_int_eq(symbolizer_lookup(s, stack[1] - 1, &si), -ENOENT);
-	symbolizer_set_python(s, pf);
+	symbolizer_set_namer(s, pyframes_namer, pf);
 	expect_int_eq(symbolizer_lookup(s, stack[1] - 1, &si), 0);
 	expect_str_eq(si.function, "Py.leaf");
 	expect_str_eq(si.file, "/app/py_mod.py");
