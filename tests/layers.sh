@@ -42,7 +42,6 @@ hookcall.h trap
 ALLOW='
 src/model/target.c ptrace/remote.h       the one memory reader (remote_mem_read) lives in remote.c
 src/model/hooks.c ptrace/remote.h        reads the target through remote_mem_read, not struct target
-src/python/pyattach.c fast/agentlink.h   hands the Python block and decoder to the fast link
 src/session/session.h cli/cli.h          struct session holds the parsed options
 '
 

@@ -7,11 +7,11 @@
 
 #include "base/log.h"
 #include "base/xmalloc.h"
-#include "fast/agentlink.h"
 #include "python/pyattach.h"
 #include "python/pyfind.h"
 #include "python/pyframes.h"
 #include "python/pylayout.h"
+#include "python/pymerge.h"
 #include "shm.h"
 #include "stacks/symbolize.h"
 
@@ -131,13 +131,19 @@ void pyattach_interp(const struct pyattach *pa, uint64_t *lo, uint64_t *hi)
 	*hi = pa ? pa->pt.interp_hi : 0;
 }
 
-void pyattach_link(const struct pyattach *pa, struct agent_link_params *lp)
+const struct shm_py *pyattach_shm(const struct pyattach *pa)
 {
-	if (!pa)
-		return;
-	lp->py = &pa->shm;
-	lp->pyframes = pa->pf;
-	lp->pymerge = pa->merge;
+	return pa ? &pa->shm : NULL;
+}
+
+struct pyframes *pyattach_frames(const struct pyattach *pa)
+{
+	return pa ? pa->pf : NULL;
+}
+
+const struct pymerge_code *pyattach_merge(const struct pyattach *pa)
+{
+	return pa ? &pa->merge : NULL;
 }
 
 void pyattach_free(struct pyattach *pa)

@@ -7,7 +7,9 @@
 
 struct target;
 struct symbolizer;
-struct agent_link_params;
+struct shm_py;
+struct pyframes;
+struct pymerge_code;
 struct pyattach;
 
 /*
@@ -19,8 +21,12 @@ struct pyattach;
  */
 struct pyattach *pyattach_new(struct target *t, struct symbolizer *sym, unsigned max_frames,
 			      int keep_c);
-/* Point the link's parameters at pa (NULL: no Python frames). */
-void pyattach_link(const struct pyattach *pa, struct agent_link_params *lp);
+/* What the fast backend's link takes of pa (agentlink.h's parameters):
+ * the agent's view of the interpreter, the frames' decoder and where they
+ * go in the native stacks; NULL for NULL pa (no Python frames). */
+const struct shm_py *pyattach_shm(const struct pyattach *pa);
+struct pyframes *pyattach_frames(const struct pyattach *pa);
+const struct pymerge_code *pyattach_merge(const struct pyattach *pa);
 /* The interpreter object's code [*lo, *hi); both 0 for NULL pa. */
 void pyattach_interp(const struct pyattach *pa, uint64_t *lo, uint64_t *hi);
 void pyattach_free(struct pyattach *pa);

@@ -657,7 +657,11 @@ static int fast_prepare(struct session *s)
 		.note = note_cb,
 		.note_arg = s,
 	};
-	pyattach_link(s->py, &lp);
+	if (s->py) {
+		lp.py = pyattach_shm(s->py);
+		lp.pyframes = pyattach_frames(s->py);
+		lp.pymerge = *pyattach_merge(s->py);
+	}
 	s->link_xacct = lp.xlive_slots != 0;
 	membudget_set_xlive(&s->mem, lp.xlive_slots);	/* what the link will map */
 	s->link = agent_link_new(&lp);
