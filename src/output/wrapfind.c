@@ -97,12 +97,23 @@ static struct pc_wrap *entry(struct wrapfind *wf, const struct wrapfind_src *src
 	return c;
 }
 
+/* 1 if c's function, not named a wrapper, was found one by its code and
+ * not found impure since (a full impure table: none is one). */
+static int still_pure(struct wrapfind *wf, const struct pc_wrap *c)
+{
+	uint64_t *slot;
+
+	if (!c->pure || !c->fn)
+		return 0;
+	slot = impure_slot(wf, c->fn);
+	return slot && !*slot;
+}
+
 /*
  * 1 if the function of return address pc is an allocator wrapper: named
  * so, or its code returns the call's result (tested once, here: pc must be
  * a frame reached past wrappers only, its call an allocating one; a call
- * that does not return its result makes the function impure for good; a
- * full impure table: none is one by its code).
+ * that does not return its result makes the function impure for good).
  */
 static int is_wrapper(struct wrapfind *wf, const struct wrapfind_src *src, uint64_t pc)
 {
@@ -118,10 +129,7 @@ static int is_wrapper(struct wrapfind *wf, const struct wrapfind_src *src, uint6
 		if (slot)
 			*slot = c->fn;
 	}
-	if (!c->pure)
-		return 0;
-	slot = impure_slot(wf, c->fn);
-	return slot && !*slot;
+	return still_pure(wf, c);
 }
 
 /* 1 if return address pc is in the Python interpreter's code. */
@@ -130,22 +138,29 @@ static int in_interp(const struct wrapfind_src *src, uint64_t pc)
 	return pc - 1 >= src->interp_lo && pc - 1 < src->interp_hi;
 }
 
+struct walk {
+	struct wrapfind *wf;
+	const struct wrapfind_src *src;
+	const struct profile_bucket *b;
+};
+
+/* skipsites_pass's kind of frame i: its code is tested only where reached. */
+static unsigned frame_kind(void *arg, size_t i, int reached)
+{
+	struct walk *w = arg;
+	uint64_t pc = w->b->pcs[i];
+
+	if (entry(w->wf, w->src, pc)->named)
+		return SKIPSITES_WRAPPER | SKIPSITES_NAMED;
+	return reached && is_wrapper(w->wf, w->src, pc) ? SKIPSITES_WRAPPER : 0;
+}
+
 uint64_t wrapfind_site_pc(struct wrapfind *wf, const struct wrapfind_src *src,
 			  const struct profile_bucket *b)
 {
-	size_t k = 0, j;
+	struct walk w = { wf, src, b };
+	size_t k = skipsites_pass(b->npcs, frame_kind, &w), j;
 
-	for (;;) {
-		while (k < b->npcs && is_wrapper(wf, src, b->pcs[k]))
-			k++;
-		/* what a named wrapper further out called is its machinery */
-		for (j = SKIPSITES_REACH < b->npcs ? SKIPSITES_REACH : b->npcs; j-- > k;)
-			if (entry(wf, src, b->pcs[j])->named)
-				break;
-		if (j == (size_t)-1 || j < k)
-			break;
-		k = j + 1;
-	}
 	if (k == b->npcs)
 		return b->npcs ? b->pcs[0] : 2;
 	for (j = k; j < b->npcs && in_interp(src, b->pcs[j]); j++)
@@ -192,15 +207,10 @@ size_t wrapfind_found(struct wrapfind *wf, const struct wrapfind_src *src,
 	for (size_t i = 0; i < PC_CACHE && n < max && src->sym; i++) {
 		const struct pc_wrap *c = &wf->pcs[i];
 		struct sym_info si;
-		uint64_t *slot;
+		uint64_t key;
 		size_t k;
 
-		uint64_t key;
-
-		if (!c->pc || c->named || (!c->pure && !c->py))
-			continue;
-		slot = c->pure && !c->py ? impure_slot(wf, c->fn) : NULL;
-		if (c->pure && !c->py && (!c->fn || !slot || *slot))
+		if (!c->pc || c->named || !(c->py || still_pure(wf, c)))
 			continue;
 		key = c->fn ? c->fn : c->pc;
 		for (k = 0; k < n && seen[k] != key; k++)

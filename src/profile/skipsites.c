@@ -81,13 +81,37 @@ int skipsites_match(const struct skipsites *ss, const char *function)
 	return 0;
 }
 
-size_t skipsites_count(const struct skipsites *ss, const char *const *names, size_t n)
+size_t skipsites_pass(size_t n, unsigned (*kind)(void *arg, size_t i, int reached), void *arg)
 {
 	size_t k = 0;
 
-	for (size_t i = 0; i < n && (i < SKIPSITES_REACH || i == k); i++)
-		if (skipsites_match(ss, names[i]))
+	for (size_t i = 0; i < n && (i < SKIPSITES_REACH || i == k); i++) {
+		unsigned w = kind(arg, i, i == k);
+
+		if ((i == k && (w & SKIPSITES_WRAPPER)) || (w & SKIPSITES_NAMED))
 			k = i + 1;
+	}
+	return k;
+}
+
+struct named {
+	const struct skipsites *ss;
+	const char *const *names;
+};
+
+static unsigned named_kind(void *arg, size_t i, int reached)
+{
+	const struct named *nm = arg;
+
+	(void)reached;
+	return skipsites_match(nm->ss, nm->names[i]) ? SKIPSITES_WRAPPER | SKIPSITES_NAMED : 0;
+}
+
+size_t skipsites_count(const struct skipsites *ss, const char *const *names, size_t n)
+{
+	struct named nm = { ss, names };
+	size_t k = skipsites_pass(n, named_kind, &nm);
+
 	return k < n ? k : 0;
 }
 

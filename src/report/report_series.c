@@ -93,16 +93,18 @@ static size_t index_of(const struct priv *p, const char *s)
 	return p->names.slot[i] - 1;
 }
 
-/* WRAP_* of interned name s (tested once per name). */
-#define WRAP_NAMED 1            /* the built-in list or --skip */
-#define WRAP_FOUND 2            /* found by its code (a heapattach-wrapper: comment) */
-static int wrapper_of(struct priv *p, const char *s)
+/* SKIPSITES_* of interned name s (its list and --skip tested once per
+ * name): WRAPPER alone for one found by its code (a heapattach-wrapper:
+ * comment), which has no reach past it (the interpreter's calls a Python
+ * target's profile names so sit rootward of its Python frames too). */
+static unsigned wrapper_of(struct priv *p, const char *s)
 {
 	size_t i = index_of(p, s);
 
 	if (p->wrapper[i] < 0)
-		p->wrapper[i] = (signed char)(skipsites_match(p->skip, s) ? WRAP_NAMED : 0);
-	return p->wrapper[i];
+		p->wrapper[i] = (signed char)(skipsites_match(p->skip, s) ?
+					      SKIPSITES_WRAPPER | SKIPSITES_NAMED : 0);
+	return (unsigned)p->wrapper[i];
 }
 
 /* A "heapattach-wrapper: NAME" comment (session.c): NAME was found an
@@ -115,24 +117,29 @@ static void read_wrapper(struct priv *p, const char *c)
 	if (strncmp(c, tag, sizeof(tag) - 1) || !c[sizeof(tag) - 1])
 		return;
 	name = intern(p, c + sizeof(tag) - 1);	/* may move p->wrapper */
-	p->wrapper[index_of(p, name)] = (signed char)(wrapper_of(p, name) | WRAP_FOUND);
+	p->wrapper[index_of(p, name)] = (signed char)(wrapper_of(p, name) | SKIPSITES_WRAPPER);
 }
 
-/* Frames of f[0..n) to pass over to name its site: the leading wrappers,
- * and up to a named one among the first SKIPSITES_REACH (skipsites_count's
- * rule; a wrapper found by its code has no such reach: the interpreter's
- * calls that a Python target's profile names so sit rootward of its
- * Python frames too). 0 when all are. */
+struct frames {
+	struct priv *p;
+	const char **f;
+};
+
+static unsigned frame_kind(void *arg, size_t i, int reached)
+{
+	struct frames *fr = arg;
+
+	(void)reached;
+	return wrapper_of(fr->p, fr->f[i]);
+}
+
+/* Frames of f[0..n) to pass over to name its site (skipsites_pass): 0
+ * when all are. */
 static size_t wrappers_of(struct priv *p, const char **f, size_t n)
 {
-	size_t k = 0;
+	struct frames fr = { p, f };
+	size_t k = p->skip ? skipsites_pass(n, frame_kind, &fr) : 0;
 
-	for (size_t i = 0; p->skip && i < n && (i < SKIPSITES_REACH || i == k); i++) {
-		int w = wrapper_of(p, f[i]);
-
-		if ((w && i == k) || (w & WRAP_NAMED))
-			k = i + 1;
-	}
 	return k < n ? k : 0;
 }
 
