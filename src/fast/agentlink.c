@@ -479,6 +479,10 @@ static void shm_hostile(struct agent_link *l, const char *what)
 {
 	if (l->hostile)
 		return;
+	/* pages past a cut read as zeros (mapguard): whatever field they zeroed
+	 * first is a symptom, the cut is the cause */
+	if (mapguard_zeroed_in(data_of(l) - REGION_CODE))
+		what = "it cut the memory short";
 	l->hostile = 1;
 	note(l, "%d wrote over heapattach's shared memory (%s): it is no longer "
 	     "trusted; detaching, the profile ends there", l->p.pid, what);
