@@ -42,7 +42,6 @@ hookcall.h trap
 ALLOW='
 src/model/target.c ptrace/remote.h       the one memory reader (remote_mem_read) lives in remote.c
 src/model/hooks.c ptrace/remote.h        reads the target through remote_mem_read, not struct target
-src/session/session.h cli/cli.h          struct session holds the parsed options
 '
 
 find src include -name '*.[ch]' | sort | LC_ALL=C xargs grep -H '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' |

@@ -203,94 +203,95 @@ int cli_parse(int argc, char **argv, struct options *o)
 	int c;
 
 	memset(o, 0, sizeof(*o));
-	o->sample_rate = CLI_DEFAULT_RATE;
-	o->format = DUMP_PPROF;
-	o->mode = MODE_FAST;
-	o->max_depth = CLI_DEFAULT_DEPTH;
+	o->run.skip = o->skip;
+	o->run.sample_rate = CLI_DEFAULT_RATE;
+	o->run.format = DUMP_PPROF;
+	o->run.mode = MODE_FAST;
+	o->run.max_depth = CLI_DEFAULT_DEPTH;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":p:o:vh", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (cli_parse_pid(optarg, &o->pid))
+			if (cli_parse_pid(optarg, &o->run.pid))
 				return bad("PID", optarg);
 			break;
 		case 'o':
 			if (!*optarg)
 				return bad("output file", optarg);
-			o->output = optarg;
+			o->run.output = optarg;
 			break;
 		case OPT_SAMPLE_RATE:
-			if (cli_parse_size(optarg, &o->sample_rate) || o->sample_rate == 0 ||
-			    o->sample_rate > CLI_MAX_RATE)
+			if (cli_parse_size(optarg, &o->run.sample_rate) || o->run.sample_rate == 0 ||
+			    o->run.sample_rate > CLI_MAX_RATE)
 				return bad("sample rate (1 to 1T)", optarg);
 			break;
 		case OPT_INTERVAL:
-			if (cli_parse_size(optarg, &o->interval) || o->interval == 0)
+			if (cli_parse_size(optarg, &o->run.interval) || o->run.interval == 0)
 				return bad("interval", optarg);
 			break;
 		case OPT_TOP:
-			o->top = 1;
+			o->run.top = 1;
 			break;
 		case OPT_SKIP: {
 			regex_t re;
 
-			if (o->nskip == CLI_MAX_SKIP)
+			if (o->run.nskip == CLI_MAX_SKIP)
 				return bad("--skip (too many)", optarg);
 			if (regcomp(&re, optarg, REG_EXTENDED | REG_NOSUB))
 				return bad("regular expression", optarg);
 			regfree(&re);
-			o->skip[o->nskip++] = optarg;
+			o->skip[o->run.nskip++] = optarg;
 			break;
 		}
 		case OPT_CENSUS:
-			o->census = 1;
+			o->run.census = 1;
 			break;
 		case OPT_NO_PYTHON:
-			o->no_python = 1;
+			o->run.no_python = 1;
 			break;
 		case OPT_NO_DEBUGINFOD:
-			o->no_debuginfod = 1;
+			o->run.no_debuginfod = 1;
 			break;
 		case OPT_PYTHON_C_FRAMES:
-			o->python_c_frames = 1;
+			o->run.python_c_frames = 1;
 			break;
 		case OPT_NO_SECCOMP_PROBE:
-			o->no_seccomp_probe = 1;
+			o->run.no_seccomp_probe = 1;
 			break;
 		case OPT_JVM_PERFMAP:
-			o->jvm_perfmap_ns = JVM_PERFMAP_DEFAULT_NS;
-			if (optarg && (cli_parse_duration(optarg, &o->jvm_perfmap_ns) ||
-				       o->jvm_perfmap_ns < JVM_PERFMAP_MIN_NS))
+			o->run.jvm_perfmap_ns = JVM_PERFMAP_DEFAULT_NS;
+			if (optarg && (cli_parse_duration(optarg, &o->run.jvm_perfmap_ns) ||
+				       o->run.jvm_perfmap_ns < JVM_PERFMAP_MIN_NS))
 				return bad("period for --jvm-perfmap (at least 1s)", optarg);
 			break;
 		case OPT_INUSE_INTERVAL:
-			if (cli_parse_size(optarg, &o->inuse_interval) || o->inuse_interval == 0)
+			if (cli_parse_size(optarg, &o->run.inuse_interval) || o->run.inuse_interval == 0)
 				return bad("in-use interval", optarg);
 			break;
 		case OPT_EVERY:
-			if (cli_parse_duration(optarg, &o->every_ns) || o->every_ns == 0)
+			if (cli_parse_duration(optarg, &o->run.every_ns) || o->run.every_ns == 0)
 				return bad("duration for --every", optarg);
 			break;
 		case OPT_DURATION:
-			if (cli_parse_duration(optarg, &o->duration_ns) || o->duration_ns == 0)
+			if (cli_parse_duration(optarg, &o->run.duration_ns) || o->run.duration_ns == 0)
 				return bad("duration", optarg);
 			break;
 		case OPT_FORMAT:
 			if (!strcmp(optarg, "pprof"))
-				o->format = DUMP_PPROF;
+				o->run.format = DUMP_PPROF;
 			else if (!strcmp(optarg, "legacy"))
-				o->format = DUMP_LEGACY;
+				o->run.format = DUMP_LEGACY;
 			else if (!strcmp(optarg, "folded"))
-				o->format = DUMP_FOLDED;
+				o->run.format = DUMP_FOLDED;
 			else
 				return bad("format (pprof, legacy or folded)", optarg);
 			break;
 		case OPT_MODE:
 			if (!strcmp(optarg, "trap"))
-				o->mode = MODE_TRAP;
+				o->run.mode = MODE_TRAP;
 			else if (!strcmp(optarg, "fast"))
-				o->mode = MODE_FAST;
+				o->run.mode = MODE_FAST;
 			else
 				return bad("mode (trap or fast)", optarg);
 			break;
@@ -301,7 +302,7 @@ int cli_parse(int argc, char **argv, struct options *o)
 			if (cli_parse_size(optarg, &d) || d == 0 || d > CLI_MAX_DEPTH ||
 			    optarg[strspn(optarg, "0123456789")])
 				return bad("stack depth (1 to 1024)", optarg);
-			o->max_depth = (unsigned)d;
+			o->run.max_depth = (unsigned)d;
 			break;
 		}
 		case OPT_LIST_HOOKS:
@@ -330,12 +331,12 @@ int cli_parse(int argc, char **argv, struct options *o)
 		fprintf(stderr, "heapattach: unexpected argument '%s' (try --help)\n", argv[optind]);
 		return -EINVAL;
 	}
-	if (o->list_hooks && o->jvm_perfmap_ns) {
+	if (o->list_hooks && o->run.jvm_perfmap_ns) {
 		fprintf(stderr, "heapattach: --jvm-perfmap asks for a map while attached; "
 			"--list-hooks does not attach (try --help)\n");
 		return -EINVAL;
 	}
-	if (!o->pid) {
+	if (!o->run.pid) {
 		fprintf(stderr, "heapattach: no target: give -p PID (try --help)\n");
 		return -EINVAL;
 	}

@@ -60,5 +60,5 @@ int main(int argc, char **argv)
 	if (rc)
 		return rc > 0 ? 0 : 2;
 	log_verbose = o.verbose;
-	return o.list_hooks ? list_hooks(o.pid) : session_run(&o);
+	return o.list_hooks ? list_hooks(o.run.pid) : session_run(&o.run);
 }

@@ -13,8 +13,6 @@
 #include "output/topview.h"
 #include "output/wrapfind.h"
 #include "profile/profile.h"
-#include "profile/skipsites.h"
-#include "ptrace/remote.h"
 #include "stacks/symbolize.h"
 
 /*
@@ -63,25 +61,14 @@ struct topview {
 	int redraw;                     /* the sort changed: draw again now */
 	const struct topview_in *ti;    /* during a tick */
 	char said[256];                 /* topview_say's line, or "" */
-	struct skipsites *skip;
-	struct wrapfind *wf;            /* with skip */
 };
 
 static const char *const sort_names[NSORTS] = { "live", "growth", "alloc rate" };
 static const char sort_keys[NSORTS] = { 'l', 'g', 'a' };
 
-struct topview *topview_new(int in, int out, const char *const *skip, size_t nskip)
+struct topview *topview_new(int in, int out)
 {
 	struct topview *tv = xcalloc(1, sizeof(*tv));
-
-	tv->skip = skipsites_new();
-	if (!tv->skip) {
-		free(tv);
-		return NULL;
-	}
-	for (size_t i = 0; i < nskip; i++)
-		skipsites_add(tv->skip, skip[i]);	/* checked by cli.c */
-	tv->wf = wrapfind_new(tv->skip);
 
 	tv->in = in;
 	tv->out = out;
@@ -110,8 +97,6 @@ void topview_free(struct topview *tv)
 	if (tv->raw)
 		tcsetattr(tv->in, TCSANOW, &tv->term);
 	free(tv->sites);
-	wrapfind_free(tv->wf);
-	skipsites_free(tv->skip);
 	free(tv);
 }
 
@@ -158,23 +143,10 @@ static void name_site(struct topview *tv, struct site *s)
 		 (unsigned long long)s->pc);
 }
 
-static int read_target(void *arg, uint64_t addr, void *buf, size_t len)
-{
-	return remote_mem_read(*(const pid_t *)arg, addr, buf, len);
-}
-
-/* Where tv->wf reads the target, during a tick. */
-static struct wrapfind_src src_of(struct topview *tv)
-{
-	return (struct wrapfind_src){ tv->ti->sym, read_target, (void *)&tv->ti->pid,
-				      tv->ti->interp_lo, tv->ti->interp_hi };
-}
-
 static int add_bucket(const struct profile_bucket *b, void *arg)
 {
 	struct topview *tv = arg;
-	struct wrapfind_src src = src_of(tv);
-	uint64_t pc = wrapfind_site_pc(tv->wf, &src, b);
+	uint64_t pc = wrapfind_site_pc(tv->ti->wf, &tv->ti->src, b);
 	struct site *s = site_of(tv, pc);
 	int64_t lc, lb, ac, ab;
 
@@ -204,7 +176,6 @@ static int cmp_sites(const void *a, const void *b, void *arg)
  * window, allocation rate. */
 static void gather(struct topview *tv)
 {
-	struct wrapfind_src src = src_of(tv);
 	unsigned slot = tv->refreshes % HIST;
 
 	tv->prev = tv->tot;
@@ -213,7 +184,7 @@ static void gather(struct topview *tv)
 		tv->sites[i].prev_alloc = tv->sites[i].alloc;
 		tv->sites[i].live = tv->sites[i].alloc = 0;
 	}
-	wrapfind_scan(tv->wf, &src, tv->ti->prof);
+	wrapfind_scan(tv->ti->wf, &tv->ti->src, tv->ti->prof);
 	profile_foreach(tv->ti->prof, add_bucket, tv);
 	for (size_t i = 0; i < MAX_SITES; i++) {
 		struct site *s = &tv->sites[i];

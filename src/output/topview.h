@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "output/wrapfind.h"
 
 struct profile;
 struct symbolizer;
@@ -28,7 +29,8 @@ struct topview_in {
 	const struct allocstats *as;    /* the allocator's latest figures, or NULL */
 	uint64_t elapsed_ns;            /* since the attach */
 	unsigned dumps;                 /* numbered profiles written */
-	uint64_t interp_lo, interp_hi;  /* a Python interpreter's code (wrapfind.h), or 0, 0 */
+	struct wrapfind *wf;            /* names each site past the wrappers (not owned) */
+	struct wrapfind_src src;        /* where wf reads the target */
 };
 
 /*
@@ -37,10 +39,9 @@ struct topview_in {
  * group: a background one, e.g. under timeout(1), reads no keys and
  * leaves the terminal's modes alone; else a plain text table appended
  * every second, and in may be -1), naming each site past the allocator's
- * wrappers: the built-in ones and the functions matching skip[0..nskip)
- * (skipsites.h; expressions that compile). NULL only when out of memory.
+ * wrappers (the tick's wrapfind). NULL only when out of memory.
  */
-struct topview *topview_new(int in, int out, const char *const *skip, size_t nskip);
+struct topview *topview_new(int in, int out);
 /* Restore the terminal and free. NULL is fine. */
 void topview_free(struct topview *tv);
 /* A line shown under the title until the next one (e.g. "wrote FILE"). */

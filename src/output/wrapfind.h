@@ -35,8 +35,8 @@ struct wrapfind_src {
 	uint64_t interp_lo, interp_hi;  /* the Python interpreter's code, or 0, 0 */
 };
 
-#define WRAPFIND_NAME 128
-#define WRAPFIND_REACH 16               /* frames looked at for a named wrapper */               /* bytes of a name found, NUL included */
+#define WRAPFIND_NAME 128               /* bytes of a name found, NUL included */
+#define WRAPFIND_REACH 16               /* frames looked at for a named wrapper */
 
 /* Named wrappers are skip's (not owned, may be NULL); xcalloc'd. */
 struct wrapfind *wrapfind_new(const struct skipsites *skip);

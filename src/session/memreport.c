@@ -9,15 +9,15 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/xmalloc.h"
-#include "fast/agentlink.h"
 #include "implant/implant.h"
 #include "model/census.h"
 #include "profile/profile.h"
 #include "ptrace/events.h"
+#include "model/target.h"
 #include "ptrace/remote.h"
+#include "ptrace/seccomp_plan.h"
 #include "ptrace/statscall.h"
 #include "session/memreport.h"
-#include "session/session.h"
 #include "stacks/unwind.h"
 
 /*
@@ -36,13 +36,18 @@
 #define STALE_NS          2000000000ULL /* older figures are said to be */
 #define MMCHUNKS_BUDGET_NS 200000000ULL /* glibc's mmapped blocks: at most 200 ms */
 
-void memreport_prepare(struct session *s)
+void memreport_init(struct memreport *m, const struct memreport_src *src)
 {
-	struct memreport *m = &s->mr;
+	m->src = *src;
+}
+
+void memreport_prepare(struct memreport *m)
+{
+	const struct memreport_src *s = &m->src;
 	struct allocstats_fn *fn = &m->fn;
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 
-	if (!s->t || allocstats_find(s->t, s->pid, &s->hooks, fn)) {
+	if (!s->t || allocstats_find(s->t, s->pid, s->hooks, fn)) {
 		snprintf(m->why, sizeof(m->why), "%s", fn->why);
 		return;
 	}
@@ -54,13 +59,13 @@ void memreport_prepare(struct session *s)
 		 "no allocator", (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 }
 
-void memreport_arm(struct session *s)
+void memreport_arm(struct memreport *m)
 {
-	struct memreport *m = &s->mr;
+	const struct memreport_src *s = &m->src;
 	struct allocstats_fn *fn = &m->fn;
 
 	if ((fn->kind == ALLOCSTATS_MALLCTL || fn->kind == ALLOCSTATS_PROPERTY) &&
-	    (!s->link || s->sc.no_alloc_stats)) {
+	    (!s->agent || s->sc->no_alloc_stats)) {
 		snprintf(fn->why, sizeof(fn->why), "%s's function is called in fast mode only, "
 			 "and only where the target's seccomp filter allows its locks' futex calls",
 			 fn->allocator);
@@ -96,17 +101,17 @@ static int walk_thread(void *arg, pid_t tid, const arch_regs_t *r, uint64_t *pcs
 }
 
 /* jemalloc's or tcmalloc's figures at a safe point, up to SAFE_TRIES stops. */
-static int ask_calls(struct session *s, struct allocstats *as)
+static int ask_calls(struct memreport *m, struct allocstats *as)
 {
-	struct memreport *m = &s->mr;
+	const struct memreport_src *s = &m->src;
 	struct safecall_env env = {
-		.pid = s->pid, .tr = &s->tr, .walk = walk_thread, .walk_arg = s->unw, .sc = &s->sc,
-		.on_event = events_dispatch, .event_arg = &s->ev,
+		.pid = s->pid, .tr = s->tr, .walk = walk_thread, .walk_arg = s->unw, .sc = s->sc,
+		.on_event = events_dispatch, .event_arg = s->ev,
 		.in_ours = in_ours, .ours_arg = s->im,
 	};
 	int ret = -EBUSY;
 
-	for (int i = 0; i < SAFE_TRIES && ret == -EBUSY && !s->ev.gone; i++) {
+	for (int i = 0; i < SAFE_TRIES && ret == -EBUSY && !s->ev->gone; i++) {
 		struct timespec gap = { 0, (long)SAFE_GAP_NS };
 
 		if (i)
@@ -122,13 +127,13 @@ static int ask_calls(struct session *s, struct allocstats *as)
 
 /* The allocator's figures now, into m->as when had; glibc's walk takes at
  * most budget_ns. */
-static void refresh(struct session *s, uint64_t budget_ns)
+static void refresh(struct memreport *m, uint64_t budget_ns)
 {
-	struct memreport *m = &s->mr;
+	const struct memreport_src *s = &m->src;
 	struct allocstats as;
 	int ret;
 
-	if (!m->fn.kind || m->calls_off || s->ev.gone || s->ev.exec_seen)
+	if (!m->fn.kind || m->calls_off || s->ev->gone || s->ev->exec_seen)
 		return;
 	m->tried_ns = clock_ns(CLOCK_MONOTONIC);
 	if (m->fn.kind == ALLOCSTATS_GLIBC) {
@@ -136,7 +141,7 @@ static void refresh(struct session *s, uint64_t budget_ns)
 		if (ret)
 			snprintf(m->why, sizeof(m->why), "%s", m->fn.why);
 	} else {
-		ret = ask_calls(s, &as);
+		ret = ask_calls(m, &as);
 	}
 	if (ret)
 		return;
@@ -145,13 +150,11 @@ static void refresh(struct session *s, uint64_t budget_ns)
 	m->as_ns = clock_ns(CLOCK_MONOTONIC);
 }
 
-void memreport_poll(struct session *s)
+void memreport_poll(struct memreport *m, int top)
 {
-	struct memreport *m = &s->mr;
-
-	if (s->tv && m->fn.kind == ALLOCSTATS_GLIBC &&
+	if (top && m->fn.kind == ALLOCSTATS_GLIBC &&
 	    clock_ns(CLOCK_MONOTONIC) - m->tried_ns >= TOP_EVERY_NS)
-		refresh(s, TOP_BUDGET_NS);
+		refresh(m, TOP_BUDGET_NS);
 }
 
 
@@ -174,21 +177,18 @@ static void add_range(uint64_t ptr, uint64_t size, void *arg)
 /* jemalloc, tcmalloc: how much of the large blocks the profile holds live,
  * and those exact mode accounts in the target, is not resident (their
  * resident figure counts those pages whole). */
-static void big_blocks(struct session *s)
+static void big_blocks(struct memreport *m)
 {
-	struct memreport *m = &s->mr;
+	const struct memreport_src *s = &m->src;
 	struct ranges r = { 0 };
 
 	m->have_big = 0;
 	if (!s->prof || !m->have_as || m->as.resident == UINT64_MAX)
 		return;
-	profile_foreach_live(s->prof, AGENT_LINK_BIG, add_range, &r);
-	if (s->link) {
-		/* exact mode's accounted blocks, as they are now */
-		agent_link_xacct_sync(s->link);
-		agent_link_xacct_big(s->link, add_range, &r);
-	}
-	m->have_big = mmchunks_pages(s->ev.reader, r.v, r.n, MMCHUNKS_BUDGET_NS, &m->big) == 0;
+	profile_foreach_live(s->prof, MEMREPORT_BIG, add_range, &r);
+	if (s->more_big)
+		s->more_big(s->more_big_arg, add_range, &r);
+	m->have_big = mmchunks_pages(s->ev->reader, r.v, r.n, MMCHUNKS_BUDGET_NS, &m->big) == 0;
 	pr_debug("large blocks the profile holds live: %zu listed, %llu looked at, %llu bytes of "
 		 "pages, %llu resident%s", r.n, (unsigned long long)m->big.count,
 		 (unsigned long long)m->big.mapped, (unsigned long long)m->big.resident,
@@ -196,32 +196,32 @@ static void big_blocks(struct session *s)
 	free(r.v);
 }
 
-void memreport_snapshot(struct session *s)
+void memreport_snapshot(struct memreport *m)
 {
+	const struct events *ev = m->src.ev;
 	struct rss_smaps sm;
 
-	if (s->ev.gone || s->ev.exec_seen)
+	if (ev->gone || ev->exec_seen)
 		return;
-	refresh(s, GLIBC_BUDGET_NS);
-	if (rss_smaps_read(s->ev.reader, &sm) == 0) {
-		s->mr.sm = sm;
-		s->mr.have_sm = 1;
+	refresh(m, GLIBC_BUDGET_NS);
+	if (rss_smaps_read(ev->reader, &sm) == 0) {
+		m->sm = sm;
+		m->have_sm = 1;
 	}
-	s->mr.have_mmc = s->mr.fn.kind == ALLOCSTATS_GLIBC && s->mr.have_as &&
-			 mmchunks_measure(s->ev.reader, MMCHUNKS_BUDGET_NS, &s->mr.mmc) == 0;
-	if (s->mr.fn.kind != ALLOCSTATS_GLIBC)
-		big_blocks(s);
+	m->have_mmc = m->fn.kind == ALLOCSTATS_GLIBC && m->have_as &&
+		      mmchunks_measure(ev->reader, MMCHUNKS_BUDGET_NS, &m->mmc) == 0;
+	if (m->fn.kind != ALLOCSTATS_GLIBC)
+		big_blocks(m);
 }
 
-void memreport_compute(struct session *s, struct breakdown *b)
+void memreport_compute(struct memreport *m, struct breakdown *b)
 {
-	struct memreport *m = &s->mr;
 	static struct allocstats as;	/* the breakdown points at its how */
 	struct breakdown_in in = {
 		.sm = m->have_sm ? &m->sm : NULL,
 		.as = m->have_as ? &as : NULL,
 		.as_why = m->why,
-		.prof = s->prof,
+		.prof = m->src.prof,
 		.mmc = m->have_mmc ? &m->mmc : NULL,
 		.big = m->have_big ? &m->big : NULL,
 	};
@@ -238,9 +238,9 @@ void memreport_compute(struct session *s, struct breakdown *b)
 
 static int census_read(void *arg, uint64_t addr, void *buf, size_t len)
 {
-	const struct session *s = arg;
+	const struct memreport_src *s = arg;
 
-	return remote_mem_read(s->ev.reader, addr, buf, len);
+	return remote_mem_read(s->ev->reader, addr, buf, len);
 }
 
 static void keep_census(void *arg, const char *text)
@@ -252,13 +252,14 @@ static void keep_census(void *arg, const char *text)
 	fprintf(stderr, "heapattach: %s\n", text);
 }
 
-void memreport_census(struct session *s)
+void memreport_census(struct memreport *m)
 {
+	const struct memreport_src *s = &m->src;
 	struct census c;
 	struct mmchunks mm;
 
-	if (census_walk(&s->maps, census_read, s, &c)) {
-		keep_census(&s->mr, "census: no glibc heap could be walked (another allocator, "
+	if (census_walk(s->maps, census_read, (void *)s, &c)) {
+		keep_census(m, "census: no glibc heap could be walked (another allocator, "
 				    "or the heaps changed during the walk)");
 		return;
 	}
@@ -266,7 +267,7 @@ void memreport_census(struct session *s)
 	c.mm_n = mm.count;
 	c.mm_b = mm.mapped;
 	c.mm_res = mm.resident;
-	census_print(&c, keep_census, &s->mr);
+	census_print(&c, keep_census, m);
 }
 
 void memreport_free(struct memreport *m)

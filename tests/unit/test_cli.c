@@ -65,23 +65,23 @@ static void options(void)
 	char *a9[] = { "heapattach", "-p", "7", "--no-seccomp-probe", NULL };
 
 	expect_int_eq(parse(&o, 15, a1), 0);
-	expect_int_eq(o.pid, 123);
-	expect_str_eq(o.output, "x.heap");
-	expect_u64_eq(o.sample_rate, 65536);
-	expect_u64_eq(o.interval, 200ULL << 20);
-	expect_u64_eq(o.every_ns, 30000000000ULL);
-	expect_u64_eq(o.duration_ns, 300000000000ULL);
-	expect_int_eq(o.format, DUMP_LEGACY);
+	expect_int_eq(o.run.pid, 123);
+	expect_str_eq(o.run.output, "x.heap");
+	expect_u64_eq(o.run.sample_rate, 65536);
+	expect_u64_eq(o.run.interval, 200ULL << 20);
+	expect_u64_eq(o.run.every_ns, 30000000000ULL);
+	expect_u64_eq(o.run.duration_ns, 300000000000ULL);
+	expect_int_eq(o.run.format, DUMP_LEGACY);
 	expect_int_eq(parse(&o, 3, a2), -EINVAL);
 	expect_int_eq(parse(&o, 5, a3), -EINVAL);
 	expect_int_eq(parse(&o, 3, a4), -EINVAL);
 	expect_int_eq(parse(&o, 4, a5), 0);
 	expect_int_eq(o.list_hooks, 1);
-	expect_u64_eq(o.sample_rate, CLI_DEFAULT_RATE);
-	expect_int_eq(o.format, DUMP_PPROF);
-	expect_int_eq(o.no_seccomp_probe, 0);
+	expect_u64_eq(o.run.sample_rate, CLI_DEFAULT_RATE);
+	expect_int_eq(o.run.format, DUMP_PPROF);
+	expect_int_eq(o.run.no_seccomp_probe, 0);
 	expect_int_eq(parse(&o, 4, a9), 0);
-	expect_int_eq(o.no_seccomp_probe, 1);
+	expect_int_eq(o.run.no_seccomp_probe, 1);
 	expect_int_eq(parse(&o, 5, a6), -EINVAL);
 	expect_int_eq(parse(&o, 2, a7), -EINVAL);
 	expect_int_eq(parse(&o, 4, a8), -EINVAL);
@@ -99,13 +99,13 @@ static void jvm_perfmap(void)
 	char *a5[] = { "heapattach", "-p", "7", NULL };
 
 	expect_int_eq(parse(&o, 4, a1), 0);
-	expect_u64_eq(o.jvm_perfmap_ns, JVM_PERFMAP_DEFAULT_NS);
+	expect_u64_eq(o.run.jvm_perfmap_ns, JVM_PERFMAP_DEFAULT_NS);
 	expect_int_eq(parse(&o, 4, a2), 0);
-	expect_u64_eq(o.jvm_perfmap_ns, 5000000000ULL);
+	expect_u64_eq(o.run.jvm_perfmap_ns, 5000000000ULL);
 	expect_int_eq(parse(&o, 4, a3), -EINVAL);
 	expect_int_eq(parse(&o, 5, a4), -EINVAL);
 	expect_int_eq(parse(&o, 3, a5), 0);
-	expect_u64_eq(o.jvm_perfmap_ns, 0);
+	expect_u64_eq(o.run.jvm_perfmap_ns, 0);
 }
 
 /* -p takes plain decimal digits only: strtol's blanks, sign and trailing
@@ -141,9 +141,9 @@ static void rates(void)
 	char *ok2[] = { "heapattach", "-p", "1", "--sample-rate", "1099511627776", NULL };
 
 	expect_int_eq(parse(&o, 5, ok), 0);
-	expect_u64_eq(o.sample_rate, 1ULL << 40);
+	expect_u64_eq(o.run.sample_rate, 1ULL << 40);
 	expect_int_eq(parse(&o, 5, ok2), 0);
-	expect_u64_eq(o.sample_rate, 1ULL << 40);
+	expect_u64_eq(o.run.sample_rate, 1ULL << 40);
 	for (size_t i = 0; i < sizeof(badv) / sizeof(badv[0]); i++) {
 		char *argv[] = { "heapattach", "-p", "1", "--sample-rate", (char *)badv[i], NULL };
 
@@ -164,12 +164,12 @@ static void depths(void)
 	char *hi[] = { "heapattach", "--max-depth=1024", "-p", "1", NULL };
 
 	expect_int_eq(parse(&o, 3, dflt), 0);
-	expect_int_eq(o.max_depth, CLI_DEFAULT_DEPTH);
+	expect_int_eq(o.run.max_depth, CLI_DEFAULT_DEPTH);
 	expect_int_eq(CLI_DEFAULT_DEPTH, 128);
 	expect_int_eq(parse(&o, 5, lo), 0);
-	expect_int_eq(o.max_depth, 1);
+	expect_int_eq(o.run.max_depth, 1);
 	expect_int_eq(parse(&o, 4, hi), 0);
-	expect_int_eq(o.max_depth, 1024);
+	expect_int_eq(o.run.max_depth, 1024);
 	for (size_t i = 0; i < sizeof(badv) / sizeof(badv[0]); i++) {
 		char *argv[] = { "heapattach", "-p", "1", "--max-depth", (char *)badv[i], NULL };
 
