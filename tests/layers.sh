@@ -24,6 +24,7 @@ LAYERS='
 8 fast
 8 trap
 8 report
+8 snapshot
 9 session
 10 cli
 '

@@ -1,0 +1,95 @@
+/* The blocks of a heap as a graph: which roots reach each block, which none (leaked), and what each root alone keeps alive. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_HEAPGRAPH_H
+#define HEAPATTACH_HEAPGRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * A conservative scan, as LeakSanitizer's, of a copy of the target that
+ * does not run: every aligned word of a root (a thread's stack from its
+ * stack pointer up, its registers, the writable data of each object) and
+ * of every block reached is a pointer if it falls inside an in-use block,
+ * at its start or inside it (interior pointers count: C++ multiple
+ * inheritance, arrays walked by a pointer). Blocks no root reaches are
+ * leaked.
+ *
+ * Ownership, the rule: each root is a node under one super-root, and a
+ * block is owned by root R when every path from the roots to it passes
+ * through R: R dominates it (a dominator tree's child of the super-root).
+ * A block reachable from two roots is shared. A root's retained bytes are
+ * its owned blocks' bytes: what freeing that root alone would free, as a
+ * Java heap analyser's retained size of a GC root. Computed by one
+ * propagation: a block's owner goes from none to a root to shared, never
+ * back, so each block is scanned at most twice.
+ *
+ * Memory: 28 bytes a block (start, size, owner, parent, type) and 4 a
+ * block at most for the worklist; edges are never stored (a block's words
+ * are read again when it is scanned again).
+ *
+ * Everything read is the target's word: a block's contents may point
+ * anywhere, sizes are the walker's (checked: sorted, no overlap).
+ */
+
+#define HG_NONE   UINT32_MAX            /* owner: no root reaches it (leaked) */
+#define HG_SHARED (UINT32_MAX - 1)      /* owner: two roots or more reach it */
+#define HG_QUEUED 0x80000000u           /* type: in the worklist (types are below) */
+/* Blocks and root ids together stay below HG_SHARED (parent holds either). */
+#define HG_MAX (UINT32_MAX - 2)
+
+/* A span of the target to read. */
+struct hg_span {
+	uint64_t addr;
+	size_t len;
+};
+
+/* Reads spans[0..n) of the target (its copy), one after the other, into
+ * buf: 0 or -errno. Read in batches of up to HG_BATCH spans and
+ * HG_BATCH_BYTES bytes (one process_vm_readv each). */
+typedef int (*hg_read_fn)(void *arg, const struct hg_span *spans, size_t n, uint8_t *buf);
+#define HG_BATCH 512
+#define HG_BATCH_BYTES (4u << 20)
+
+struct heapgraph {
+	size_t n;
+	uint64_t *addr;                 /* block starts, ascending */
+	uint64_t *size;                 /* usable bytes of each */
+	uint32_t *owner;                /* a root id, HG_SHARED or HG_NONE */
+	uint32_t *parent;               /* what first reached it: block i (< n), or root
+					 * id r as n + r (heapgraph_parent); HG_NONE: none */
+	uint32_t *type;                 /* the caller's: what each block holds (0: unknown;
+					 * below HG_QUEUED) */
+	/* private */
+	uint32_t *work;
+	size_t nwork;
+	hg_read_fn read;
+	void *read_arg;
+	uint8_t *buf;                   /* HG_BATCH_BYTES */
+	uint64_t lo, hi;                /* the lowest block start, the highest block end */
+	uint64_t words, reads, unread;  /* words scanned, batches read, bytes not readable */
+};
+
+/* A graph of n blocks (filled with heapgraph_set) read through read. 0 or -E2BIG. */
+int heapgraph_init(struct heapgraph *g, size_t n, hg_read_fn read, void *arg);
+void heapgraph_free(struct heapgraph *g);
+/* Block i (in ascending order of addr). */
+static inline void heapgraph_set(struct heapgraph *g, size_t i, uint64_t addr, uint64_t size)
+{
+	g->addr[i] = addr;
+	g->size[i] = size;
+}
+/* After the last heapgraph_set: blocks out of order or overlapping are
+ * dropped (the walker read a heap that changed, or lies). How many remain. */
+size_t heapgraph_seal(struct heapgraph *g);
+/* The block holding address p (start or interior), or -1. */
+long heapgraph_find(const struct heapgraph *g, uint64_t p);
+/* Scan root id's memory [lo, hi) (read through read), then everything it
+ * reaches. 0, or -errno when none of it could be read. id + n <= HG_MAX. */
+int heapgraph_root_range(struct heapgraph *g, uint32_t id, uint64_t lo, uint64_t hi);
+/* The same for words the caller has (a thread's registers). */
+void heapgraph_root_words(struct heapgraph *g, uint32_t id, const uint64_t *w, size_t n);
+/* What first reached block i: 1 and *block, 0 and *root (a root), or -1 (none). */
+int heapgraph_parent(const struct heapgraph *g, size_t i, size_t *block, uint32_t *root);
+
+#endif
