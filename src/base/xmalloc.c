@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include "base/xmalloc.h"
 
 void (*xmalloc_oom_hook)(void);
@@ -49,4 +50,19 @@ char *xstrdup(const char *s)
 	if (!p)
 		xmalloc_oom(strlen(s) + 1);
 	return p;
+}
+
+void *xmap(size_t n)
+{
+	void *p = mmap(NULL, n ? n : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		xmalloc_oom(n);
+	return p;
+}
+
+void xunmap(void *p, size_t n)
+{
+	if (p)
+		munmap(p, n ? n : 1);
 }

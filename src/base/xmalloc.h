@@ -10,6 +10,11 @@ void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 
+/* n zeroed bytes of their own pages (anonymous mmap): big arrays that go
+ * back to the system whole, outside the heap; xunmap with the same n. */
+void *xmap(size_t n);
+void xunmap(void *p, size_t n);
+
 /* Say that n bytes could not be had and exit (xmalloc's end, for
  * allocations made otherwise: mmap). */
 void xmalloc_oom(size_t n) __attribute__((noreturn));

@@ -72,33 +72,27 @@ static unsigned class_of(uint64_t size)
 	return i;
 }
 
-/* Walk the chain from first to end into h (zeroed first): 0 if it lands
- * exactly on end. */
-static int chain(struct reader *r, uint64_t first, uint64_t end, struct census *h)
+/* A chunk of a chain: at c, size bytes, in use by the chain's word (the
+ * next chunk's flag: thread-cache and fastbin chunks look in use). */
+typedef void (*chunk_fn)(void *arg, uint64_t c, uint64_t size, int used);
+
+/* Walk the chain from first to end, each chunk but the top to visit (may
+ * be NULL), the top's size into *top: 0 if it lands exactly on end. */
+static int chain(struct reader *r, uint64_t first, uint64_t end, chunk_fn visit, void *arg,
+		 uint64_t *top)
 {
 	uint64_t p = first, prev = 0, size;
 
-	memset(h->cls, 0, sizeof(h->cls));
-	h->top_b = 0;
 	while (p < end) {
 		if (end - p < MIN_CHUNK || word(r, p + 8, &size))
 			return -EINVAL;
-		if (prev) {
-			struct census_class *c = &h->cls[class_of(prev)];
-
-			if (size & 1) {
-				c->used_n++;
-				c->used_b += prev;
-			} else {
-				c->free_n++;
-				c->free_b += prev;
-			}
-		}
+		if (prev && visit)
+			visit(arg, p - prev, prev, (int)(size & 1));
 		size &= ~7ULL;
 		if (size < MIN_CHUNK || size % 16 || size > end - p)
 			return -EINVAL;
 		if (p + size == end) {
-			h->top_b = size;
+			*top = size;
 			return 0;
 		}
 		prev = size;
@@ -107,58 +101,93 @@ static int chain(struct reader *r, uint64_t first, uint64_t end, struct census *
 	return -EINVAL;
 }
 
-/* One heap: the first offset in [from, from + 4096) whose chain lands on end. */
-static int heap(struct reader *r, uint64_t start, uint64_t from, uint64_t end, struct census *out)
+/* One heap: the first offset in [from, from + 4096) whose chain lands on
+ * end, walked again with visit; its top's size into *top. */
+static int heap(struct reader *r, uint64_t start, uint64_t from, uint64_t end, chunk_fn visit,
+		void *arg, uint64_t *top)
 {
-	struct census h;
-
-	for (uint64_t off = from; off < from + 4096 && start + off < end; off += 16) {
-		if (chain(r, start + off, end, &h))
-			continue;
-		for (unsigned i = 0; i < CENSUS_CLASSES; i++) {
-			out->cls[i].used_n += h.cls[i].used_n;
-			out->cls[i].used_b += h.cls[i].used_b;
-			out->cls[i].free_n += h.cls[i].free_n;
-			out->cls[i].free_b += h.cls[i].free_b;
-		}
-		out->top_b += h.top_b;
-		return 0;
-	}
+	for (uint64_t off = from; off < from + 4096 && start + off < end; off += 16)
+		if (chain(r, start + off, end, NULL, NULL, top) == 0)
+			return chain(r, start + off, end, visit, arg, top);
 	return -EINVAL;
+}
+
+/* chunk_fn: count the chunk in its class. */
+static void count(void *arg, uint64_t c, uint64_t size, int used)
+{
+	struct census_class *k = &((struct census *)arg)->cls[class_of(size)];
+
+	(void)c;
+	if (used) {
+		k->used_n++;
+		k->used_b += size;
+	} else {
+		k->free_n++;
+		k->free_b += size;
+	}
+}
+
+/*
+ * Every heap of maps: [heap], and the other arenas' heaps (anonymous, rw,
+ * at a 64 MiB boundary, heap_info.size plausible), each walked with
+ * visit; the tops' bytes into *top. How many were found and walked.
+ */
+static void heaps(const struct proc_maps *maps, struct reader *r, chunk_fn visit, void *arg,
+		  unsigned *found, unsigned *walked, uint64_t *tops)
+{
+	uint64_t top;
+
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct proc_map *m = &maps->v[i];
+		uint64_t used, start = m->start, from = 32;
+
+		r->lo = r->hi = 0;
+		r->end = m->end;
+		if (m->path && !strcmp(m->path, "[heap]")) {
+			used = m->end - m->start;
+			from = 0;
+		} else if (m->path || (m->prot & (PROC_MAP_R | PROC_MAP_W)) !=
+					      (PROC_MAP_R | PROC_MAP_W) ||
+			   (m->prot & PROC_MAP_SHARED) || m->start % ARENA_ALIGN ||
+			   m->end - m->start > ARENA_ALIGN ||
+			   word(r, m->start + HEAP_INFO_SIZE_OFF, &used) || used < 4096 ||
+			   used > m->end - m->start) {
+			continue;
+		}
+		(*found)++;
+		r->lo = r->hi = 0;
+		r->end = start + used;
+		if (heap(r, start, from, start + used, visit, arg, &top) == 0) {
+			(*walked)++;
+			*tops += top;
+		}
+	}
+}
+
+int census_chunks(const struct proc_maps *maps, census_read_fn read, void *arg,
+		  void (*visit)(void *arg, uint64_t chunk, uint64_t size, int used), void *varg,
+		  unsigned *walked)
+{
+	struct reader r = { .read = read, .arg = arg, .buf = xmap(WINDOW),
+			    .deadline = UINT64_MAX };
+	unsigned found = 0;
+	uint64_t tops = 0;
+
+	*walked = 0;
+	heaps(maps, &r, visit, varg, &found, walked, &tops);
+	xunmap(r.buf, WINDOW);
+	return *walked ? 0 : -ENOENT;
 }
 
 int census_walk(const struct proc_maps *maps, census_read_fn read, void *arg, struct census *out)
 {
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
-	struct reader r = { .read = read, .arg = arg, .buf = xmalloc(WINDOW),
+	struct reader r = { .read = read, .arg = arg, .buf = xmap(WINDOW),
 			    .deadline = t0 + CENSUS_MAX_NS };
 
 	memset(out, 0, sizeof(*out));
-	for (size_t i = 0; i < maps->n; i++) {
-		const struct proc_map *m = &maps->v[i];
-		uint64_t used;
-
-		r.lo = r.hi = 0;
-		r.end = m->end;
-		if (m->path && !strcmp(m->path, "[heap]")) {
-			out->heaps++;
-			out->walked += heap(&r, m->start, 0, m->end, out) == 0;
-			continue;
-		}
-		/* another arena's heap: anonymous, rw, at a 64 MiB boundary */
-		if (m->path || (m->prot & (PROC_MAP_R | PROC_MAP_W)) != (PROC_MAP_R | PROC_MAP_W) ||
-		    (m->prot & PROC_MAP_SHARED) || m->start % ARENA_ALIGN ||
-		    m->end - m->start > ARENA_ALIGN)
-			continue;
-		if (word(&r, m->start + HEAP_INFO_SIZE_OFF, &used) || used < 4096 ||
-		    used > m->end - m->start)
-			continue;
-		out->heaps++;
-		r.lo = r.hi = 0;
-		r.end = m->start + used;
-		out->walked += heap(&r, m->start, 32, m->start + used, out) == 0;
-	}
-	free(r.buf);
+	heaps(maps, &r, count, out, &out->heaps, &out->walked, &out->top_b);
+	xunmap(r.buf, WINDOW);
 	out->ns = clock_ns(CLOCK_MONOTONIC) - t0;
 	return out->walked ? 0 : -ENOENT;
 }

@@ -43,6 +43,17 @@ typedef int (*census_read_fn)(void *arg, uint64_t addr, void *buf, size_t len);
  */
 int census_walk(const struct proc_maps *maps, census_read_fn read, void *arg, struct census *out);
 
+/*
+ * The same walk, without a time limit (a copy of the target that does not
+ * run): every chunk of every heap but the tops, in address order within a
+ * heap, to visit: its address, its size, and whether the chain says it is
+ * in use (thread-cache and fastbin chunks look in use). 0, or -ENOENT
+ * when no heap was walked; *walked the heaps walked.
+ */
+int census_chunks(const struct proc_maps *maps, census_read_fn read, void *arg,
+		  void (*visit)(void *arg, uint64_t chunk, uint64_t size, int used), void *varg,
+		  unsigned *walked);
+
 /* The census as text lines: first "heapattach-census: key=value ...", then
  * a table for people, then the mmapped blocks (or that they are not
  * counted). */

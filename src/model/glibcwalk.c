@@ -113,6 +113,8 @@ struct walk {
 	void *arg;
 	uint64_t budget;        /* free chunks it may still visit */
 	struct glibc_figures *out;
+	void (*fast)(void *arg, uint64_t chunk);        /* each fast bin chunk, or NULL */
+	void *fast_arg;
 };
 
 /* Take one chunk off the budget: 0, or -ENOSPC (and out->cut) when none is left. */
@@ -156,6 +158,8 @@ static uint64_t fast_bin(struct walk *w, unsigned i, uint64_t p)
 		}
 		if (spend(w))
 			break;
+		if (w->fast)
+			w->fast(w->fast_arg, p);
 		sum += hdr[0] & ~SIZE_BITS;
 		p = ((p + 16) >> 12) ^ hdr[1];	/* REVEAL_PTR of the fd at p + 16 */
 	}
@@ -231,8 +235,14 @@ static void read_mmaps(const struct glibc_state *g, glibc_read_fn rd, void *arg,
 int glibc_walk(const struct glibc_state *g, glibc_read_fn rd, void *arg, uint64_t max_chunks,
 	       struct glibc_figures *out)
 {
+	return glibc_walk_fast(g, rd, arg, max_chunks, out, NULL, NULL);
+}
+
+int glibc_walk_fast(const struct glibc_state *g, glibc_read_fn rd, void *arg, uint64_t max_chunks,
+		    struct glibc_figures *out, void (*fast)(void *arg, uint64_t chunk), void *fast_arg)
+{
 	uint64_t seen[GLIBC_MAX_ARENAS];	/* arenas walked: a cycle without main_arena ends */
-	struct walk w = { g->lay, rd, arg, max_chunks, out };
+	struct walk w = { g->lay, rd, arg, max_chunks, out, fast, fast_arg };
 	uint8_t s[STATE_MAX];
 	uint64_t a = g->main_arena;
 	int ret;

@@ -76,5 +76,9 @@ int glibc_arena_check(const struct glibc_layout *lay, uint64_t a, glibc_read_fn 
  */
 int glibc_walk(const struct glibc_state *g, glibc_read_fn rd, void *arg, uint64_t max_chunks,
 	       struct glibc_figures *out);
+/* The same, each fast bin chunk (its address) to fast: free, though the
+ * heap's chain says it is in use. */
+int glibc_walk_fast(const struct glibc_state *g, glibc_read_fn rd, void *arg, uint64_t max_chunks,
+		    struct glibc_figures *out, void (*fast)(void *arg, uint64_t chunk), void *fast_arg);
 
 #endif

@@ -1,7 +1,6 @@
 /* The blocks of a heap as a graph: which roots reach each block, which none (leaked), and what each root alone keeps alive. */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "base/xmalloc.h"
@@ -12,14 +11,14 @@ int heapgraph_init(struct heapgraph *g, size_t n, hg_read_fn read, void *arg)
 	memset(g, 0, sizeof(*g));
 	if (n >= HG_MAX)
 		return -E2BIG;
-	g->n = n;
-	g->addr = xcalloc(n + 1, sizeof(*g->addr));
-	g->size = xcalloc(n + 1, sizeof(*g->size));
-	g->owner = xcalloc(n + 1, sizeof(*g->owner));
-	g->parent = xcalloc(n + 1, sizeof(*g->parent));
-	g->type = xcalloc(n + 1, sizeof(*g->type));
-	g->work = xcalloc(n + 1, sizeof(*g->work));
-	g->buf = xmalloc(HG_BATCH_BYTES);
+	g->n = g->cap = n;
+	g->addr = xmap((n + 1) * sizeof(*g->addr));
+	g->size = xmap((n + 1) * sizeof(*g->size));
+	g->owner = xmap((n + 1) * sizeof(*g->owner));
+	g->parent = xmap((n + 1) * sizeof(*g->parent));
+	g->type = xmap((n + 1) * sizeof(*g->type));
+	g->work = xmap((n + 1) * sizeof(*g->work));
+	g->buf = xmap(HG_BATCH_BYTES);
 	g->read = read;
 	g->read_arg = arg;
 	return 0;
@@ -27,13 +26,17 @@ int heapgraph_init(struct heapgraph *g, size_t n, hg_read_fn read, void *arg)
 
 void heapgraph_free(struct heapgraph *g)
 {
-	free(g->addr);
-	free(g->size);
-	free(g->owner);
-	free(g->parent);
-	free(g->type);
-	free(g->work);
-	free(g->buf);
+	size_t n = g->cap + 1;
+
+	if (!g->addr)
+		return;
+	xunmap(g->addr, n * sizeof(*g->addr));
+	xunmap(g->size, n * sizeof(*g->size));
+	xunmap(g->owner, n * sizeof(*g->owner));
+	xunmap(g->parent, n * sizeof(*g->parent));
+	xunmap(g->type, n * sizeof(*g->type));
+	xunmap(g->work, n * sizeof(*g->work));
+	xunmap(g->buf, HG_BATCH_BYTES);
 	memset(g, 0, sizeof(*g));
 }
 

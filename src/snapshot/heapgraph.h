@@ -25,7 +25,8 @@
  * back, so each block is scanned at most twice.
  *
  * Memory: 28 bytes a block (start, size, owner, parent, type) and 4 a
- * block at most for the worklist; edges are never stored (a block's words
+ * block at most for the worklist, in pages of their own (xmap: outside
+ * our heap, given back whole); edges are never stored (a block's words
  * are read again when it is scanned again).
  *
  * Everything read is the target's word: a block's contents may point
@@ -52,7 +53,7 @@ typedef int (*hg_read_fn)(void *arg, const struct hg_span *spans, size_t n, uint
 #define HG_BATCH_BYTES (4u << 20)
 
 struct heapgraph {
-	size_t n;
+	size_t n, cap;                  /* blocks, and room for (heapgraph_init) */
 	uint64_t *addr;                 /* block starts, ascending */
 	uint64_t *size;                 /* usable bytes of each */
 	uint32_t *owner;                /* a root id, HG_SHARED or HG_NONE */

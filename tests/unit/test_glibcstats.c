@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "own_libc.h"
 #include "model/glibcfind.h"
 #include "model/glibcwalk.h"
 #include "model/proc.h"
@@ -186,18 +187,6 @@ static void test_nofast(void)
 }
 
 /* ---- this process's glibc ---- */
-
-/* The mapping of this process's libc (its text). */
-static const struct proc_map *libc_map(struct target *t)
-{
-	const struct proc_maps *maps = target_maps(t);
-
-	for (size_t i = 0; maps && i < maps->n; i++)
-		if (maps->v[i].path && strstr(maps->v[i].path, "/libc.so") &&
-		    (maps->v[i].prot & PROC_MAP_X))
-			return &maps->v[i];
-	return NULL;
-}
 
 /* Found from symbols or from code alone, the figures equal mallinfo2's. */
 static void own_glibc(int code_only)

@@ -1,0 +1,181 @@
+/* glibc malloc's blocks in use, listed from a copy of the target that does not run: heap chunks minus those in the thread caches and fast bins. */
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xmalloc.h"
+#include "model/census.h"
+#include "snapshot/glibcblocks.h"
+
+/*
+ * A thread's cache (malloc/malloc.c, tcache_perthread_struct) is a chunk
+ * of its arena: counts[64] then entries[64], the heads of 64 lists of
+ * free chunks of one size class each (class i: chunks of (i + 2) * 16
+ * bytes), linked through their first word. counts are 16-bit since glibc
+ * 2.30 (a 0x290-byte chunk), 8-bit before (0x250); the links are
+ * mangled since 2.32 (safe-linking: the next pointer xor the link's own
+ * address >> 12). A chunk of either size is taken for a cache only when
+ * every list holds together: each entry a block of the heap of its class,
+ * the list exactly counts[i] long, an empty list's head NULL.
+ */
+#define TCACHE_BINS 64
+#define TCACHE_WIDE_CHUNK 0x290         /* 2.30 on: uint16_t counts */
+#define TCACHE_NARROW_CHUNK 0x250       /* before: uint8_t counts */
+#define FAST_MAX_CHUNKS (64u << 20)     /* fast bin chunks walked at most */
+
+struct fill {
+	struct heapgraph *g;
+	size_t n;
+};
+
+static void count_used(void *arg, uint64_t chunk, uint64_t size, int used)
+{
+	(void)chunk;
+	(void)size;
+	*(size_t *)arg += used != 0;
+}
+
+static void fill_used(void *arg, uint64_t chunk, uint64_t size, int used)
+{
+	struct fill *f = arg;
+
+	if (used && f->n < f->g->n)
+		heapgraph_set(f->g, f->n++, chunk + 16, size - 8);
+}
+
+/* Indices of blocks found free, to drop: room for every block (a list that
+ * names one twice is cut there), in pages of their own: nothing of ours
+ * moves in a heap the listing reads (a unit test lists its own). */
+struct frees {
+	uint32_t *v;
+	size_t n, cap;
+};
+
+static void add_free(struct frees *fr, size_t b)
+{
+	if (fr->n < fr->cap)
+		fr->v[fr->n++] = (uint32_t)b;
+}
+
+/* The block whose user address is exactly p, of chunk size csize (0: any): its index or -1. */
+static long block_at(const struct heapgraph *g, uint64_t p, uint64_t csize)
+{
+	long b = heapgraph_find(g, p);
+
+	if (b < 0 || g->addr[b] != p || (csize && g->size[b] + 8 != csize))
+		return -1;
+	return b;
+}
+
+/* Check the cache whose counts and entries are c (wide: 16-bit counts),
+ * its links mangled or not; its chunks into fr when it holds together.
+ * The number of chunks, or -1. */
+static long tcache_check(const struct heapgraph *g, glibc_read_fn read, void *arg,
+			 const uint8_t *c, int wide, int mangled, struct frees *fr)
+{
+	size_t at = fr->n;
+	long total = 0;
+
+	for (unsigned i = 0; i < TCACHE_BINS; i++) {
+		unsigned cnt = wide ? ((const uint16_t *)c)[i] : c[i];
+		uint64_t e;
+
+		memcpy(&e, c + (wide ? 2 : 1) * TCACHE_BINS + 8 * i, 8);
+		for (unsigned k = 0; k < cnt; k++) {
+			long b = block_at(g, e, (uint64_t)(i + 2) * 16);
+			uint64_t raw;
+
+			if (b < 0 || read(arg, e, &raw, 8))
+				goto bad;
+			add_free(fr, (size_t)b);
+			e = mangled ? (e >> 12) ^ raw : raw;
+		}
+		if (e)
+			goto bad;	/* longer than its count, or a head without one */
+		total += cnt;
+	}
+	return total;
+bad:
+	fr->n = at;
+	return -1;
+}
+
+/* The thread caches among the blocks of g: their chunks into fr. */
+static void tcaches(const struct heapgraph *g, glibc_read_fn read, void *arg, struct frees *fr,
+		    struct glibcblocks_stats *st)
+{
+	uint8_t c[TCACHE_WIDE_CHUNK - 16];
+
+	for (size_t b = 0; b < g->n; b++) {
+		uint64_t csize = g->size[b] + 8;
+		int wide = csize == TCACHE_WIDE_CHUNK;
+		long got;
+
+		if (!wide && csize != TCACHE_NARROW_CHUNK)
+			continue;
+		if (read(arg, g->addr[b], c, csize - 16))
+			continue;
+		got = tcache_check(g, read, arg, c, wide, 1, fr);
+		if (got < 0)
+			got = tcache_check(g, read, arg, c, wide, 0, fr);
+		if (got < 0)
+			continue;
+		st->tcaches++;
+		st->tcache_free += (uint64_t)got;
+	}
+}
+
+struct fastctx {
+	const struct heapgraph *g;
+	struct frees *fr;
+	struct glibcblocks_stats *st;
+};
+
+static void fast_chunk(void *arg, uint64_t chunk)
+{
+	struct fastctx *f = arg;
+	long b = block_at(f->g, chunk + 16, 0);
+
+	if (b >= 0) {
+		add_free(f->fr, (size_t)b);
+		f->st->fast_free++;
+	}
+}
+
+int glibcblocks_list(const struct proc_maps *maps, glibc_read_fn read, void *arg,
+		     const struct glibc_state *gs, struct heapgraph *g, hg_read_fn gread,
+		     void *garg, struct glibcblocks_stats *st)
+{
+	struct frees fr = { 0 };
+	struct fill f = { g, 0 };
+	size_t n = 0;
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	memset(g, 0, sizeof(*g));
+	rc = census_chunks(maps, read, arg, count_used, &n, &st->heaps);
+	if (rc)
+		return rc;
+	rc = heapgraph_init(g, n, gread, garg);
+	if (rc)
+		return rc;
+	census_chunks(maps, read, arg, fill_used, &f, &st->heaps);
+	g->n = f.n;
+	st->chunks = heapgraph_seal(g);
+	fr.cap = g->n;
+	fr.v = xmap((fr.cap + 1) * sizeof(*fr.v));
+	tcaches(g, read, arg, &fr, st);
+	if (gs && gs->lay) {
+		struct glibc_figures fig;
+		struct fastctx fc = { g, &fr, st };
+
+		st->fast_known = glibc_walk_fast(gs, read, arg, FAST_MAX_CHUNKS, &fig, fast_chunk,
+						 &fc) == 0 && !fig.torn && !fig.cut;
+	}
+	for (size_t i = 0; i < fr.n; i++)
+		g->size[fr.v[i]] = 0;	/* dropped by the seal */
+	heapgraph_seal(g);
+	xunmap(fr.v, (fr.cap + 1) * sizeof(*fr.v));
+	return 0;
+}
