@@ -82,10 +82,16 @@ static void read_window(pid_t pid, uint64_t start, uint64_t npages, const uint64
 		(void)process_vm_readv(pid, loc, k, rem, k, 0);
 }
 
+/* Who hears of each block found (mmchunks_list), or none. */
+struct visitor {
+	void (*fn)(void *arg, uint64_t addr, uint64_t len);
+	void *arg;
+};
+
 /* The blocks in one mapping [start, end), given its pages' states (its
  * buffers are static: one scan at a time). */
 static void scan_map(pid_t pid, uint64_t start, uint64_t end, const uint64_t *ent,
-		     uint64_t deadline, struct mmchunks *out)
+		     uint64_t deadline, const struct visitor *v, struct mmchunks *out)
 {
 	static uint64_t hdr[WINDOW][2];
 	uint64_t npages = (end - start) / PAGE, i = 0, w = UINT64_MAX;
@@ -110,6 +116,8 @@ static void scan_map(pid_t pid, uint64_t start, uint64_t end, const uint64_t *en
 		}
 		out->count++;
 		out->mapped += len;
+		if (v->fn)
+			v->fn(v->arg, start + i * PAGE, len);
 		for (uint64_t k = i; k < i + len / PAGE; k++) {
 			if (ent[k] & PM_PRESENT)
 				out->resident += PAGE;
@@ -133,6 +141,14 @@ static int arena_part(const struct proc_maps *maps, size_t j)
 
 int mmchunks_measure(pid_t pid, uint64_t budget_ns, struct mmchunks *out)
 {
+	return mmchunks_list(pid, budget_ns, NULL, NULL, out);
+}
+
+int mmchunks_list(pid_t pid, uint64_t budget_ns, void (*visit)(void *arg, uint64_t addr,
+							      uint64_t len),
+		  void *arg, struct mmchunks *out)
+{
+	const struct visitor v = { visit, arg };
 	uint64_t deadline = now_ns() + budget_ns;
 	struct proc_maps maps = { 0 };
 	uint64_t *ent = NULL, cap = 0;
@@ -171,7 +187,7 @@ int mmchunks_measure(pid_t pid, uint64_t budget_ns, struct mmchunks *out)
 		}
 		if (pagemap_read(fd, m->start, npages, ent))
 			continue;	/* unmapped since: its blocks are gone too */
-		scan_map(pid, m->start, m->end, ent, deadline, out);
+		scan_map(pid, m->start, m->end, ent, deadline, &v, out);
 	}
 out:
 	if (fd >= 0)

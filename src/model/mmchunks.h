@@ -27,6 +27,11 @@ struct mmchunks {
  * filled, or -errno (maps or pagemap unreadable).
  */
 int mmchunks_measure(pid_t pid, uint64_t budget_ns, struct mmchunks *out);
+/* The same, each block found to visit: the start of its mapping (its chunk
+ * header; the block is 16 bytes on) and its length, in address order. */
+int mmchunks_list(pid_t pid, uint64_t budget_ns, void (*visit)(void *arg, uint64_t addr,
+							      uint64_t len),
+		  void *arg, struct mmchunks *out);
 
 /* An address range [lo, hi) of the target's. */
 struct mmchunks_range {

@@ -6,6 +6,7 @@
 
 #include "base/xmalloc.h"
 #include "model/census.h"
+#include "model/mmchunks.h"
 #include "snapshot/glibcblocks.h"
 
 /*
@@ -23,6 +24,7 @@
 #define TCACHE_WIDE_CHUNK 0x290         /* 2.30 on: uint16_t counts */
 #define TCACHE_NARROW_CHUNK 0x250       /* before: uint8_t counts */
 #define FAST_MAX_CHUNKS (64u << 20)     /* fast bin chunks walked at most */
+#define MM_BUDGET_NS 10000000000ULL     /* the search for mmapped blocks: 10 s at most */
 
 struct fill {
 	struct heapgraph *g;
@@ -143,25 +145,65 @@ static void fast_chunk(void *arg, uint64_t chunk)
 	}
 }
 
-int glibcblocks_list(const struct proc_maps *maps, glibc_read_fn read, void *arg,
+/* glibc's mmapped blocks, in address order. */
+struct mmlist {
+	struct hg_span *v;
+	size_t n, cap;
+};
+
+static void add_mm(void *arg, uint64_t addr, uint64_t len)
+{
+	struct mmlist *l = arg;
+
+	if (len <= 16)
+		return;
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 64;
+		l->v = xrealloc(l->v, l->cap * sizeof(*l->v));
+	}
+	l->v[l->n++] = (struct hg_span){ addr + 16, (size_t)(len - 16) };
+}
+
+/* Merge mm's blocks into g's first f.n (both in address order), from the end back. */
+static void merge_mm(struct heapgraph *g, size_t nheap, const struct mmlist *mm)
+{
+	size_t i = nheap, j = mm->n, k = nheap + mm->n;
+
+	while (j) {
+		if (i && g->addr[i - 1] > mm->v[j - 1].addr) {
+			i--;
+			heapgraph_set(g, --k, g->addr[i], g->size[i]);
+		} else {
+			j--;
+			heapgraph_set(g, --k, mm->v[j].addr, mm->v[j].len);
+		}
+	}
+	g->n = nheap + mm->n;
+}
+
+int glibcblocks_list(pid_t pid, const struct proc_maps *maps, glibc_read_fn read, void *arg,
 		     const struct glibc_state *gs, struct heapgraph *g, hg_read_fn gread,
 		     void *garg, struct glibcblocks_stats *st)
 {
 	struct frees fr = { 0 };
 	struct fill f = { g, 0 };
+	struct mmlist mm = { 0 };
+	struct mmchunks mc;
 	size_t n = 0;
 	int rc;
 
 	memset(st, 0, sizeof(*st));
 	memset(g, 0, sizeof(*g));
+	st->mm_known = mmchunks_list(pid, MM_BUDGET_NS, add_mm, &mm, &mc) == 0 && !mc.cut;
 	rc = census_chunks(maps, read, arg, count_used, &n, &st->heaps);
+	if (rc && !mm.n)
+		goto out;
+	rc = heapgraph_init(g, n + mm.n, gread, garg);
 	if (rc)
-		return rc;
-	rc = heapgraph_init(g, n, gread, garg);
-	if (rc)
-		return rc;
+		goto out;
 	census_chunks(maps, read, arg, fill_used, &f, &st->heaps);
-	g->n = f.n;
+	merge_mm(g, f.n, &mm);
+	st->mmapped = mm.n;
 	st->chunks = heapgraph_seal(g);
 	fr.cap = g->n;
 	fr.v = xmap((fr.cap + 1) * sizeof(*fr.v));
@@ -177,5 +219,7 @@ int glibcblocks_list(const struct proc_maps *maps, glibc_read_fn read, void *arg
 		g->size[fr.v[i]] = 0;	/* dropped by the seal */
 	heapgraph_seal(g);
 	xunmap(fr.v, (fr.cap + 1) * sizeof(*fr.v));
-	return 0;
+out:
+	free(mm.v);
+	return rc;
 }

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "model/glibcwalk.h"
 #include "model/proc.h"
@@ -18,6 +19,8 @@ struct glibcblocks_stats {
 	uint64_t tcache_free;           /* chunks in them: free */
 	uint64_t fast_free;             /* chunks in the fast bins: free */
 	int fast_known;                 /* the fast bins were walked (glibc's state known) */
+	uint64_t mmapped;               /* blocks mmapped for themselves */
+	int mm_known;                   /* every mapping was searched for them */
 };
 
 /*
@@ -27,10 +30,11 @@ struct glibcblocks_stats {
  * cache (found by its tcache_perthread_struct, every list checked against
  * the chunks and their size class, with or without safe-linking) or in a
  * fast bin (walked from glibc's arenas when gs is known; else counted in
- * use, and said) is free. glibc's blocks mmapped for themselves are not
- * in a heap: the caller adds them. 0, or -ENOENT (no heap walked).
+ * use, and said) is free. glibc's blocks mmapped for themselves (found in
+ * pid's mappings by their headers, mmchunks.h) are blocks too. 0, or
+ * -ENOENT (no heap walked, no mmapped block).
  */
-int glibcblocks_list(const struct proc_maps *maps, glibc_read_fn read, void *arg,
+int glibcblocks_list(pid_t pid, const struct proc_maps *maps, glibc_read_fn read, void *arg,
 		     const struct glibc_state *gs, struct heapgraph *g, hg_read_fn gread,
 		     void *garg, struct glibcblocks_stats *st);
 

@@ -83,7 +83,7 @@ static void own_heap(void)
 	}
 	target_maps_reload(t);	/* the heap as it grew */
 	maps = target_maps(t);
-	expect_int_eq(glibcblocks_list(maps, read_self, NULL, &gs, &g, readv_self, NULL, &st), 0);
+	expect_int_eq(glibcblocks_list(getpid(), maps, read_self, NULL, &gs, &g, readv_self, NULL, &st), 0);
 	for (int i = 0; i < NKEEP; i++)
 		if (keep[i] && !listed(&g, keep[i], 40)) {
 			fprintf(stderr, "kept block %d at %p not listed\n", i, keep[i]);
@@ -123,7 +123,7 @@ static void freed_not_listed(void)
 	struct heapgraph g;
 	const char *how;
 	char why[160];
-	void *p[3];
+	void *p[3], *big = malloc(32 << 20);   /* above the top's room: mmapped */
 	uint64_t p1;
 
 	if (!m || glibc_find(t, m, &gs, &how, why, sizeof(why))) {
@@ -134,15 +134,17 @@ static void freed_not_listed(void)
 	for (int i = 0; i < 3; i++)
 		p[i] = malloc(200);             /* 208-byte chunks: a cache class, no fast bin */
 	target_maps_reload(t);
-	expect_int_eq(glibcblocks_list(target_maps(t), read_self, NULL, &gs, &g, readv_self, NULL,
+	expect_int_eq(glibcblocks_list(getpid(), target_maps(t), read_self, NULL, &gs, &g, readv_self, NULL,
 				       &st), 0);
 	for (int i = 0; i < 3; i++)
 		expect_true(listed(&g, p[i], 200));
+	expect_true(listed(&g, big, malloc_usable_size(big)));
+	expect_true(st.mmapped >= 1 && st.mm_known);
 	heapgraph_free(&g);
 	p1 = (uint64_t)(uintptr_t)p[1];
 	free(p[1]);
 	target_maps_reload(t);
-	expect_int_eq(glibcblocks_list(target_maps(t), read_self, NULL, &gs, &g, readv_self, NULL,
+	expect_int_eq(glibcblocks_list(getpid(), target_maps(t), read_self, NULL, &gs, &g, readv_self, NULL,
 				       &st), 0);
 	expect_true(listed(&g, p[0], 200));
 	expect_true(!listed_at(&g, p1, 200));
@@ -150,6 +152,7 @@ static void freed_not_listed(void)
 	heapgraph_free(&g);
 	free(p[0]);
 	free(p[2]);
+	free(big);
 	target_free(t);
 }
 
