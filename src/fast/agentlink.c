@@ -34,6 +34,7 @@
 #include "base/xmalloc.h"
 #include "fast/adapt.h"
 #include "fast/agentlink.h"
+#include "fast/link_priv.h"
 #include "fast/ring.h"
 #include "fast/stackids.h"
 #include "fast/toolguard.h"
@@ -58,82 +59,13 @@
 #define NAP_MIN_NS 1000000ULL		/* 1 ms */
 #define NAP_MAX_NS 20000000ULL		/* 20 ms */
 #define DRAIN_NS 100000000ULL		/* a drain hands over events for at most 100 ms */
-#define DRAIN_CLOCK_EVERY 64		/* events between two looks at the clock */
 #define QUIESCE_DRAIN_MAX 65536		/* records drained per round of implant_wait_quiet:
 					 * room for writers waiting, not the whole backlog */
 /* Counters no agent can raise faster: 16 a nanosecond since the area was set up. */
 #define COUNT_PER_NS 16
 #define COUNT_SLACK (1ULL << 20)
-#define OP_BATCH 64
 #define FP_REFRESH_NS 50000000ULL	/* maps read for new JIT code at most this often */
 #define BEAT_NS 50000000L		/* the heartbeat thread's period: 50 ms */
-#define SHIFT_HIST 256			/* interval changes kept for events still in the rings */
-
-struct agent_link {
-	struct agent_link_params p;
-	struct shm_hdr *shm;            /* our view of the shared data (the first region's) */
-	const struct shm_hdr *want;     /* its header as we wrote it (the implant's copy) */
-	uint8_t *map;                   /* that view's mapping, once the implant handed it
-					 * over (the target's are gone), and its size */
-	size_t map_size;
-	struct frametab *ftab;          /* frame rules the agent walks with */
-	struct ownframes *own;          /* rules of our own code there (trampolines, agent) */
-	struct copywalk_stats cwst;     /* walks of copies through it */
-	int watching;                   /* on_code_change is the target's listener */
-	struct tramp_fast_env fenv;     /* where trampolines find the data and the agent */
-	struct toolguard guard;         /* tool_alive and the agent's faults (toolguard.h) */
-	uint64_t faults;                /* the agent's loads that faulted, taken back */
-	struct ring_reader rings;       /* our side of the event rings */
-	struct profile_op ops[OP_BATCH]; /* events not yet recorded */
-	size_t nops;
-	uint64_t drops_seen;
-	uint64_t nap_head, nap_ns;      /* ring_heads_total and time at the last nap_ns */
-	uint64_t since;                 /* CLOCK_MONOTONIC ns when the area was set up */
-	uint64_t drain_deadline;        /* a drain hands over no event after this */
-	unsigned drain_left;            /* events until the drain looks at the clock */
-	unsigned depth;                 /* frames the agent walks: our copy, never read back */
-	int exact;                      /* every call recorded (rate 1) */
-	int hostile;                    /* it held what no agent writes: trusted no more */
-	int learn_noted;                /* the learning cap was said */
-	int final;                      /* no writer will come back (agent_link_final) */
-	int beating;                    /* beat_thread runs (agent_link_beat_start) */
-	int beat_stop;                  /* under beat_lock: it is to end */
-	pthread_t beat_thread;
-	pthread_mutex_t beat_lock;
-	pthread_cond_t beat_cond;
-	int fp_stale;                   /* a walk missed in code of no known range */
-	uint32_t fp_ranges;             /* frame-pointer ranges published */
-	uint64_t fp_read_ns;            /* when the maps were last read for them */
-	unsigned py_max;                /* Python words an event may carry (0: none) */
-
-	/* Sampled mode: the interval in force is p.rate << ad.shift (adapt.h). */
-	struct adapt_state ad;
-	struct shift_change {
-		uint64_t tsc;           /* our time stamp just before the agent could see it */
-		uint8_t shift, before;
-	} shifts[SHIFT_HIST];           /* the last SHIFT_HIST changes, by nshifts % SHIFT_HIST */
-	uint64_t nshifts;
-	uint64_t napped_ns;             /* time spent in agent_link_nap, in all */
-	uint64_t raised_from_ns;        /* the current raised period's start */
-	uint64_t nallocs, nfrees;       /* events handled, in all */
-
-	/* Exact mode's in-target accounting (SHM_F_XACCT; xacct_*, below). */
-	uint64_t xslots;                /* slots of the xlive table; 0: no accounting */
-	int xtp;                        /* thread ids from %fs:0, not rdfsbase (SHM_F_XTP) */
-	int xshared;                    /* lanes closed (SHM_F_XSHARED): threads share an id */
-	uint64_t xbytes_seen;           /* the lanes' alloc_bytes at the last look (--interval) */
-	struct xpages {                 /* the pages of a region the agent has touched */
-		uint64_t off, n;        /* entries (16 bytes) from offset off of the area */
-		uint8_t *seen;          /* by page of our view from the region's first */
-	} xcount_pages, xlive_pages;
-	uint64_t xbad_keys, xbad_counts, xbad_ptrs, xtorn;	/* entries not believed */
-	int xbad_noted;                 /* said once (debug) */
-	uint64_t xsyncs, xsync_max_ns;  /* readings, and the longest (debug) */
-	int xfinal_read;                /* read after agent_link_final: nothing changes now */
-	struct { uint64_t ptr, size; } *xbig;   /* accounted blocks of AGENT_LINK_BIG bytes
-						 * or more at the last reading */
-	size_t nxbig, xbig_cap;
-};
 
 uint64_t agent_link_ring_size(uint64_t rate)
 {
@@ -182,7 +114,7 @@ static const char *thread_id(const struct agent_link *l, pid_t pid, pid_t tid, u
 	*gone = rc < 0 && !tracee_thread_alive(pid, tid);
 	if (rc < 0)
 		return "registers cannot be read";
-	if (!rc && l->xtp)
+	if (!rc && l->xa.tp)
 		return "first TLS word is not its thread pointer";
 	return NULL;
 }
@@ -194,7 +126,7 @@ int agent_link_xacct_threads(struct agent_link *l, struct tracee *tr)
 	const char *why = NULL, *whose = "a thread's ";
 	int gone;
 
-	if (!l->xslots)
+	if (!l->xa.slots)
 		return 0;
 	tps = xcalloc(tr->n + 1, sizeof(*tps));
 	for (size_t i = 0; i < tr->n && !why; i++) {
@@ -224,10 +156,10 @@ int agent_link_xacct_threads(struct agent_link *l, struct tracee *tr)
 	free(tps);
 	if (why) {
 		pr_debug("in-target accounting off: %s%s", whose, why);
-		l->xslots = 0;
+		l->xa.slots = 0;
 		return 0;
 	}
-	if (l->xtp)
+	if (l->xa.tp)
 		pr_debug("in-target accounting: threads told apart by %%fs:0 (no rdfsbase here)");
 	return 1;
 }
@@ -242,23 +174,10 @@ struct agent_link *agent_link_new(const struct agent_link_params *p)
 	l->exact = p->rate == 1;
 	l->depth = shm_depth(p->max_depth);
 	if (l->exact && x && !(x & (x - 1)) && x <= SHM_XLIVE_MAX)
-		l->xslots = x;
+		l->xa.slots = x;
 	/* the agent tells its threads apart by their fs base: rdfsbase, or %fs:0 */
-	l->xtp = l->xslots && !arch_xacct_allowed(proc_auxv_get(p->pid, ARCH_XACCT_AUXV));
+	l->xa.tp = l->xa.slots && !arch_xacct_allowed(proc_auxv_get(p->pid, ARCH_XACCT_AUXV));
 	return l;
-}
-
-static uint8_t *data_of(struct agent_link *l)
-{
-	return (uint8_t *)l->shm;
-}
-
-/* The shared layout is mapped and set up (not yet, or no longer, released):
- * after detach too, until agent_link_free(), so that what the rings hold
- * is read once the target runs again. */
-static int ready(const struct agent_link *l)
-{
-	return l && l->shm && l->ftab;
 }
 
 void agent_link_heartbeat(struct agent_link *l)
@@ -283,8 +202,8 @@ static void *beat_main(void *arg)
 	struct agent_link *l = arg;
 	struct timespec until;
 
-	pthread_mutex_lock(&l->beat_lock);
-	while (!l->beat_stop) {
+	pthread_mutex_lock(&l->beat.lock);
+	while (!l->beat.stop) {
 		agent_link_heartbeat(l);
 		clock_gettime(CLOCK_MONOTONIC, &until);
 		until.tv_nsec += BEAT_NS;
@@ -292,9 +211,9 @@ static void *beat_main(void *arg)
 			until.tv_sec++;
 			until.tv_nsec -= 1000000000L;
 		}
-		pthread_cond_timedwait(&l->beat_cond, &l->beat_lock, &until);
+		pthread_cond_timedwait(&l->beat.cond, &l->beat.lock, &until);
 	}
-	pthread_mutex_unlock(&l->beat_lock);
+	pthread_mutex_unlock(&l->beat.lock);
 	return NULL;
 }
 
@@ -303,39 +222,39 @@ void agent_link_beat_start(struct agent_link *l)
 	pthread_condattr_t ca;
 	sigset_t all, old;
 
-	if (!ready(l) || l->beating)
+	if (!ready(l) || l->beat.running)
 		return;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&l->beat_cond, &ca);
+	pthread_cond_init(&l->beat.cond, &ca);
 	pthread_condattr_destroy(&ca);
-	pthread_mutex_init(&l->beat_lock, NULL);
-	l->beat_stop = 0;
+	pthread_mutex_init(&l->beat.lock, NULL);
+	l->beat.stop = 0;
 	sigfillset(&all);
 	sigdelset(&all, SIGBUS);
 	sigdelset(&all, SIGSEGV);
 	pthread_sigmask(SIG_SETMASK, &all, &old);	/* inherited by the thread */
-	l->beating = !pthread_create(&l->beat_thread, NULL, beat_main, l);
+	l->beat.running = !pthread_create(&l->beat.thread, NULL, beat_main, l);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (!l->beating) {
-		pthread_cond_destroy(&l->beat_cond);
-		pthread_mutex_destroy(&l->beat_lock);
+	if (!l->beat.running) {
+		pthread_cond_destroy(&l->beat.cond);
+		pthread_mutex_destroy(&l->beat.lock);
 		pr_debug("no heartbeat thread: the heartbeat is refreshed between drains only");
 	}
 }
 
 void agent_link_beat_stop(struct agent_link *l)
 {
-	if (!l || !l->beating)
+	if (!l || !l->beat.running)
 		return;
-	pthread_mutex_lock(&l->beat_lock);
-	l->beat_stop = 1;
-	pthread_cond_signal(&l->beat_cond);
-	pthread_mutex_unlock(&l->beat_lock);
-	pthread_join(l->beat_thread, NULL);
-	pthread_cond_destroy(&l->beat_cond);
-	pthread_mutex_destroy(&l->beat_lock);
-	l->beating = 0;
+	pthread_mutex_lock(&l->beat.lock);
+	l->beat.stop = 1;
+	pthread_cond_signal(&l->beat.cond);
+	pthread_mutex_unlock(&l->beat.lock);
+	pthread_join(l->beat.thread, NULL);
+	pthread_cond_destroy(&l->beat.cond);
+	pthread_mutex_destroy(&l->beat.lock);
+	l->beat.running = 0;
 }
 
 /* Fault in len bytes of our shared mapping at p (page aligned), so that
@@ -386,9 +305,9 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	/* charged to our memory cgroup, not the target's (membudget.c) */
 	if (l->p.prefault)
 		prefault(d, SHM_OFF_RING);
-	w->flags = (l->exact ? SHM_F_EXACT : 0) | (l->xslots ? SHM_F_XACCT : 0) |
-		   (l->xslots && l->xtp ? SHM_F_XTP : 0) | l->p.sc->shm_flags;
-	w->xlive_slots = l->xslots;	/* its regions after the rings: never prefaulted */
+	w->flags = (l->exact ? SHM_F_EXACT : 0) | (l->xa.slots ? SHM_F_XACCT : 0) |
+		   (l->xa.slots && l->xa.tp ? SHM_F_XTP : 0) | l->p.sc->shm_flags;
+	w->xlive_slots = l->xa.slots;	/* its regions after the rings: never prefaulted */
 	h->no_stack_copy = l->p.sc->no_stack_copy;	/* seccomp: no process_vm_readv */
 	w->data_remote = l->fenv.data;
 	w->ring_size = l->p.ring_size;
@@ -549,8 +468,8 @@ static void fp_refresh(struct agent_link *l)
 	struct shm_range v[SHM_FP_RANGES];
 	uint32_t n;
 
-	l->fp_read_ns = clock_ns(CLOCK_MONOTONIC);
-	l->fp_stale = 0;
+	l->fp.read_ns = clock_ns(CLOCK_MONOTONIC);
+	l->fp.stale = 0;
 	if (l->p.target) {
 		/* the one cache of the maps: a change of code seen here is
 		 * acted on like any other (target_on_change) */
@@ -575,7 +494,7 @@ static void fp_refresh(struct agent_link *l)
 	l->shm->fp_n = n;
 	shm_barrier();
 	l->shm->walk_gen++;	/* walks the agent kept took the old ranges */
-	l->fp_ranges = n;
+	l->fp.n = n;
 }
 
 /* A walk missed at ip: if it is no frame-pointer code we know of, look at
@@ -585,7 +504,7 @@ static void fp_missed(struct agent_link *l, uint64_t ip)
 	struct walk_fp fp = { l->want->fp, l->want->fp_n };
 
 	if (!walk_fp_has(&fp, ip))
-		l->fp_stale = 1;
+		l->fp.stale = 1;
 }
 
 /* Header fields the tool wrote and nothing else does, by name. */
@@ -643,11 +562,11 @@ static void check_header(struct agent_link *l)
 /* The shift in force when an event stamped tsc was sampled. */
 static unsigned shift_at(const struct agent_link *l, uint64_t tsc)
 {
-	uint64_t n = l->nshifts, k;
-	unsigned before = l->ad.shift;
+	uint64_t n = l->iv.nshifts, k;
+	unsigned before = l->iv.ad.shift;
 
 	for (k = 0; k < n && k < SHIFT_HIST; k++) {
-		const struct shift_change *c = &l->shifts[(n - 1 - k) % SHIFT_HIST];
+		const struct shift_change *c = &l->iv.shifts[(n - 1 - k) % SHIFT_HIST];
 
 		if (tsc >= c->tsc)
 			return c->shift;
@@ -661,14 +580,14 @@ static unsigned shift_at(const struct agent_link *l, uint64_t tsc)
  * fresh gap; the profile keeps the period. */
 static void set_shift(struct agent_link *l, unsigned before, unsigned shift, uint64_t now)
 {
-	struct shift_change *c = &l->shifts[l->nshifts % SHIFT_HIST];
+	struct shift_change *c = &l->iv.shifts[l->iv.nshifts % SHIFT_HIST];
 	uint64_t gm = gap_mul_of(l->p.rate << shift);
 	char a[32], b[32];
 
 	c->before = (uint8_t)before;
 	c->shift = (uint8_t)shift;
 	c->tsc = arch_timestamp();
-	l->nshifts++;
+	l->iv.nshifts++;
 	((struct shm_hdr *)l->want)->gap_mul = gm;
 	__atomic_store_n(&l->shm->gap_mul, gm, __ATOMIC_RELEASE);
 	for (int i = 0; i < SHM_NCOUNTERS; i++) {
@@ -680,7 +599,7 @@ static void set_shift(struct agent_link *l, unsigned before, unsigned shift, uin
 	}
 	profile_set_shift(l->p.prof, shift, now);
 	if (!before) {
-		l->raised_from_ns = now;
+		l->iv.raised_from_ns = now;
 		pr_warn("%d allocates faster than heapattach can follow at a sampling interval of "
 			"%s: raised to %s while it cannot keep up (each sample is scaled by the "
 			"interval it was taken at; the profile's comments say for how long)",
@@ -688,7 +607,7 @@ static void set_shift(struct agent_link *l, unsigned before, unsigned shift, uin
 			profile_interval_text(l->p.rate << shift, b, sizeof(b)));
 	} else if (!shift) {
 		pr_debug("sampling interval back to %s after %.1f s",
-			 profile_interval_text(l->p.rate, a, sizeof(a)), (now - l->raised_from_ns) / 1e9);
+			 profile_interval_text(l->p.rate, a, sizeof(a)), (now - l->iv.raised_from_ns) / 1e9);
 	} else {
 		pr_debug("sampling interval now %s",
 			 profile_interval_text(l->p.rate << shift, a, sizeof(a)));
@@ -719,7 +638,7 @@ static uint64_t tails_total(const struct agent_link *l)
  * its verdict applied. */
 static void adapt(struct agent_link *l, uint64_t now)
 {
-	unsigned top = max_shift(l), before = l->ad.shift;
+	unsigned top = max_shift(l), before = l->iv.ad.shift;
 	struct adapt_verdict v;
 	struct adapt_window w;
 
@@ -737,7 +656,7 @@ static void adapt(struct agent_link *l, uint64_t now)
 		.size = l->rings.size,
 		.top = top,
 	};
-	adapt_judge(&l->ad, &w, &v);
+	adapt_judge(&l->iv.ad, &w, &v);
 	if (v.say & ADAPT_SAY_DROPS)
 		pr_debug("%llu events dropped in %.0f ms, the fullest ring %llu%% full, busy %.0f%%",
 			 (unsigned long long)v.dropped, v.span_ns / 1e6,
@@ -753,15 +672,15 @@ static void adapt(struct agent_link *l, uint64_t now)
 /* Hand the queued events to the profile (they are recorded in batches). */
 static void flush_ops(struct agent_link *l)
 {
-	profile_record_batch(l->p.prof, l->ops, l->nops);
-	l->nops = 0;
+	profile_record_batch(l->p.prof, l->rec.ops, l->rec.nops);
+	l->rec.nops = 0;
 }
 
 static void queue_op(struct agent_link *l, uint32_t kind, uint32_t stack, uint64_t size,
 		     uint64_t ptr, unsigned shift)
 {
-	l->ops[l->nops++] = (struct profile_op){ kind, stack, size, ptr, shift };
-	if (l->nops == OP_BATCH)
+	l->rec.ops[l->rec.nops++] = (struct profile_op){ kind, stack, size, ptr, shift };
+	if (l->rec.nops == OP_BATCH)
 		flush_ops(l);
 }
 
@@ -827,7 +746,7 @@ static struct copywalk copywalk_of(struct agent_link *l)
 		.fp = { l->want->fp, l->want->fp_n },
 		.depth = l->depth,
 		.own = l->own,
-		.st = &l->cwst,
+		.st = &l->rec.cwst,
 	};
 }
 
@@ -1049,7 +968,7 @@ static void on_alloc(struct agent_link *l, const struct shm_ev_alloc *e)
 	int trunc = !!(e->flags & (SHM_EVF_TRUNC | SHM_EVF_NOCOPY)), unwalk = 0;
 	size_t pre = 0;		/* the agent's frames before a hop's copy */
 	uint32_t stack;
-	unsigned shift = l->nshifts ? shift_at(l, e->tsc) : 0;
+	unsigned shift = l->iv.nshifts ? shift_at(l, e->tsc) : 0;
 	int n;
 
 	l->p.stats->events++;
@@ -1191,7 +1110,7 @@ size_t agent_link_drain(struct agent_link *l, size_t max)
 	} while (n == batch && total < max && !l->hostile &&
 		 clock_ns(CLOCK_MONOTONIC) <= l->drain_deadline);
 	flush_ops(l);
-	if (l->xslots && l->p.count_bytes)
+	if (l->xa.slots && l->p.count_bytes)
 		xacct_bytes(l);
 	/* a writer whose ring stood still through this drain stops waiting (agent.c) */
 	__atomic_store_n(&l->shm->drained, clock_ns(CLOCK_MONOTONIC), __ATOMIC_RELEASE);
@@ -1200,8 +1119,8 @@ size_t agent_link_drain(struct agent_link *l, size_t max)
 	check_header(l);
 	note_learning(l);
 	adapt(l, clock_ns(CLOCK_MONOTONIC));
-	if (l->fp_stale && !l->hostile &&
-	    clock_ns(CLOCK_MONOTONIC) - l->fp_read_ns >= FP_REFRESH_NS)
+	if (l->fp.stale && !l->hostile &&
+	    clock_ns(CLOCK_MONOTONIC) - l->fp.read_ns >= FP_REFRESH_NS)
 		fp_refresh(l);
 	return total;
 }
@@ -1342,7 +1261,7 @@ static void sync_stats(struct agent_link *l)
 	l->p.stats->memo_hits = sum[3];
 	l->p.stats->doorbells = __atomic_load_n(&l->shm->doorbell, __ATOMIC_RELAXED);
 	l->p.stats->wait_max_ns = __atomic_load_n(&l->shm->wait_max_ns, __ATOMIC_RELAXED);
-	if (l->xslots)
+	if (l->xa.slots)
 		xacct_stats(l);
 	if (l->py_max) {	/* said with -v only: a hostile figure misleads nobody */
 		l->p.stats->py_found = __atomic_load_n(&l->shm->py.found, __ATOMIC_RELAXED);
@@ -1427,9 +1346,9 @@ static void xacct_bytes(struct agent_link *l)
 {
 	uint64_t sum = xlanes_sum(l, offsetof(struct shm_xlane, alloc_bytes), NULL);
 
-	if (sum > l->xbytes_seen)
-		l->p.stats->bytes += sum - l->xbytes_seen;
-	l->xbytes_seen = sum;
+	if (sum > l->xa.bytes_seen)
+		l->p.stats->bytes += sum - l->xa.bytes_seen;
+	l->xa.bytes_seen = sum;
 }
 
 #define XPAGE 4096
@@ -1512,7 +1431,7 @@ static int xkey_ok(const struct agent_link *l, uint64_t key)
 static void xcount_take(struct agent_link *l, uint32_t id, uint64_t size, uint64_t count)
 {
 	if (!plausible(l, count))
-		l->xbad_counts++;
+		l->xa.bad_counts++;
 	else
 		profile_xacct_alloc(l->p.prof, id, size, count);
 }
@@ -1528,7 +1447,7 @@ static void xcount_one(struct agent_link *l, const volatile uint64_t *e)
 	if (!count)
 		return;	/* claimed, not counted yet */
 	if (!xkey_ok(l, key))
-		l->xbad_keys++;
+		l->xa.bad_keys++;
 	else
 		xcount_take(l, shm_xkey_id(key), shm_xkey_size(key), count);
 }
@@ -1539,7 +1458,7 @@ static void xcount_pages_of(struct agent_link *l, const uint8_t *t)
 {
 	const volatile uint64_t *dir = (const volatile uint64_t *)(t + SHM_XPAGES_OFF);
 
-	if (!xpage_seen(l, &l->xcount_pages, (uintptr_t)dir))
+	if (!xpage_seen(l, &l->xa.count_pages, (uintptr_t)dir))
 		return;
 	for (unsigned p = 0; p < SHM_XPAGES; p++) {
 		const volatile uint64_t *c = (const volatile uint64_t *)
@@ -1551,7 +1470,7 @@ static void xcount_pages_of(struct agent_link *l, const uint8_t *t)
 		if (!d)
 			continue;
 		if (d > 0xffffff || !xkey_ok(l, d)) {	/* d: the key of (id, size 0) */
-			l->xbad_keys++;
+			l->xa.bad_keys++;
 			continue;
 		}
 		for (uint64_t size = 0; size < SHM_XPAGE_SIZES; size++) {
@@ -1560,7 +1479,7 @@ static void xcount_pages_of(struct agent_link *l, const uint8_t *t)
 
 			if (a != pg) {	/* the counts need not start a page */
 				pg = a;
-				seen = xpage_seen(l, &l->xcount_pages, a);
+				seen = xpage_seen(l, &l->xa.count_pages, a);
 			}
 			if (!seen)
 				continue;
@@ -1579,12 +1498,12 @@ static void xlive_keep(struct agent_link *l, uint64_t ptr, uint64_t key)
 	profile_xacct_inuse(l->p.prof, shm_xkey_id(key), size);
 	if (size < AGENT_LINK_BIG)
 		return;
-	if (l->nxbig == l->xbig_cap) {
-		l->xbig_cap = l->xbig_cap ? 2 * l->xbig_cap : 64;
-		l->xbig = xrealloc(l->xbig, l->xbig_cap * sizeof(*l->xbig));
+	if (l->xa.nbig == l->xa.big_cap) {
+		l->xa.big_cap = l->xa.big_cap ? 2 * l->xa.big_cap : 64;
+		l->xa.big = xrealloc(l->xa.big, l->xa.big_cap * sizeof(*l->xa.big));
 	}
-	l->xbig[l->nxbig].ptr = ptr;
-	l->xbig[l->nxbig++].size = size;
+	l->xa.big[l->xa.nbig].ptr = ptr;
+	l->xa.big[l->xa.nbig++].size = size;
 }
 
 /* One struct shm_xlive: ptr, key, ptr again (0 never used, 1 freed, 2
@@ -1599,11 +1518,11 @@ static void xlive_one(struct agent_link *l, const volatile uint64_t *e)
 	key = e[1];
 	shm_barrier();
 	if (e[0] != ptr)
-		l->xtorn++;	/* freed or taken again meanwhile: the next read has it */
+		l->xa.torn++;	/* freed or taken again meanwhile: the next read has it */
 	else if (ptr >= SHM_ADDR_LIMIT)
-		l->xbad_ptrs++;
+		l->xa.bad_ptrs++;
 	else if (!xkey_ok(l, key))
-		l->xbad_keys++;
+		l->xa.bad_keys++;
 	else
 		xlive_keep(l, ptr, key);
 }
@@ -1613,7 +1532,7 @@ static void xlive_one(struct agent_link *l, const volatile uint64_t *e)
  * compared with it after every drain. */
 static void xacct_close_lanes(struct agent_link *l)
 {
-	l->xshared = 1;
+	l->xa.shared = 1;
 	((struct shm_hdr *)l->want)->flags |= SHM_F_XSHARED;
 	__atomic_or_fetch(&l->shm->flags, SHM_F_XSHARED, __ATOMIC_SEQ_CST);
 }
@@ -1623,8 +1542,8 @@ int agent_link_xacct_thread(struct agent_link *l, struct tracee *tr, struct thre
 	const char *why;
 	int gone;
 
-	if (!l->xslots || l->xshared || !ready(l))
-		return l->xslots && !l->xshared;
+	if (!l->xa.slots || l->xa.shared || !ready(l))
+		return l->xa.slots && !l->xa.shared;
 	why = thread_id(l, tr->pid, th->tid, &th->tp, &gone);
 	if (gone) {
 		th->tp = 0;
@@ -1654,53 +1573,53 @@ void agent_link_xacct_sync(struct agent_link *l)
 {
 	uint64_t bad, t0;
 
-	if (!ready(l) || l->hostile || !l->xslots || l->xfinal_read)
+	if (!ready(l) || l->hostile || !l->xa.slots || l->xa.final_read)
 		return;
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	if (l->final)
-		l->xfinal_read = 1;	/* the writers are gone: this reading is the last */
-	if (!l->xcount_pages.n) {
-		l->xcount_pages = (struct xpages){ SHM_OFF_XCOUNTS(l->p.ring_size),
+		l->xa.final_read = 1;	/* the writers are gone: this reading is the last */
+	if (!l->xa.count_pages.n) {
+		l->xa.count_pages = (struct xpages){ SHM_OFF_XCOUNTS(l->p.ring_size),
 						   (uint64_t)SHM_NLANES * SHM_XCOUNTS, NULL };
-		l->xlive_pages = (struct xpages){ SHM_OFF_XLIVE(l->p.ring_size), l->xslots, NULL };
+		l->xa.live_pages = (struct xpages){ SHM_OFF_XLIVE(l->p.ring_size), l->xa.slots, NULL };
 	}
-	xpages_update(l, &l->xcount_pages);
-	xpages_update(l, &l->xlive_pages);
+	xpages_update(l, &l->xa.count_pages);
+	xpages_update(l, &l->xa.live_pages);
 	profile_xacct_reset(l->p.prof);
 	for (unsigned r = 0; r < SHM_NLANES; r++) {
 		uint64_t at = (uint64_t)r * SHM_XCOUNTS;
 
-		xpages_each(l, &l->xcount_pages, at, at + SHM_XHASHED, xcount_one);
-		xcount_pages_of(l, data_of(l) + l->xcount_pages.off + at * 16);
+		xpages_each(l, &l->xa.count_pages, at, at + SHM_XHASHED, xcount_one);
+		xcount_pages_of(l, data_of(l) + l->xa.count_pages.off + at * 16);
 	}
-	l->nxbig = 0;
-	xpages_each(l, &l->xlive_pages, 0, l->xslots, xlive_one);
-	l->xsyncs++;
+	l->xa.nbig = 0;
+	xpages_each(l, &l->xa.live_pages, 0, l->xa.slots, xlive_one);
+	l->xa.syncs++;
 	t0 = clock_ns(CLOCK_MONOTONIC) - t0;
-	if (t0 > l->xsync_max_ns)
-		l->xsync_max_ns = t0;
-	bad = l->xbad_keys + l->xbad_counts + l->xbad_ptrs;
-	if (bad && !l->xbad_noted) {
-		l->xbad_noted = 1;
+	if (t0 > l->xa.sync_max_ns)
+		l->xa.sync_max_ns = t0;
+	bad = l->xa.bad_keys + l->xa.bad_counts + l->xa.bad_ptrs;
+	if (bad && !l->xa.bad_noted) {
+		l->xa.bad_noted = 1;
 		pr_debug("in-target accounting: %llu entries left out (%llu keys of no stack or "
 			 "size of ours, %llu implausible counts, %llu pointers out of range)",
-			 (unsigned long long)bad, (unsigned long long)l->xbad_keys,
-			 (unsigned long long)l->xbad_counts, (unsigned long long)l->xbad_ptrs);
+			 (unsigned long long)bad, (unsigned long long)l->xa.bad_keys,
+			 (unsigned long long)l->xa.bad_counts, (unsigned long long)l->xa.bad_ptrs);
 	}
 }
 
 void agent_link_xacct_big(const struct agent_link *l,
 			  void (*cb)(uint64_t ptr, uint64_t size, void *arg), void *arg)
 {
-	for (size_t i = 0; i < l->nxbig; i++)
-		cb(l->xbig[i].ptr, l->xbig[i].size, arg);
+	for (size_t i = 0; i < l->xa.nbig; i++)
+		cb(l->xa.big[i].ptr, l->xa.big[i].size, arg);
 }
 
 int agent_link_xacct_live(struct agent_link *l, uint64_t *bytes)
 {
 	uint64_t a, f;
 
-	if (!ready(l) || l->hostile || !l->xslots)
+	if (!ready(l) || l->hostile || !l->xa.slots)
 		return -ENODATA;
 	a = xlanes_sum(l, offsetof(struct shm_xlane, alloc_bytes), NULL);
 	f = sat_add(xlanes_sum(l, offsetof(struct shm_xlane, free_bytes), NULL),
@@ -1785,19 +1704,19 @@ void agent_link_free(struct agent_link *l)
 			 (unsigned long long)st.throttled, (unsigned long long)st.objects,
 			 (unsigned long long)st.unwalkable);
 	}
-	if (l->xslots)
+	if (l->xa.slots)
 		pr_debug("in-target accounting: %llu allocations and %llu frees accounted in the "
 			 "target (no events); read %llu times (the longest %.1f ms), %llu blocks "
 			 "read while they changed", (unsigned long long)l->p.stats->xacct_allocs,
-			 (unsigned long long)l->p.stats->xacct_frees, (unsigned long long)l->xsyncs,
-			 l->xsync_max_ns / 1e6, (unsigned long long)l->xtorn);
-	if (l->cwst.own || l->cwst.own_stuck)
+			 (unsigned long long)l->p.stats->xacct_frees, (unsigned long long)l->xa.syncs,
+			 l->xa.sync_max_ns / 1e6, (unsigned long long)l->xa.torn);
+	if (l->rec.cwst.own || l->rec.cwst.own_stuck)
 		pr_debug("stack copies walked through heapattach's code (a signal interrupted a "
 			 "trampoline or the agent): %llu, %llu more ended there",
-			 (unsigned long long)l->cwst.own, (unsigned long long)l->cwst.own_stuck);
-	free(l->xcount_pages.seen);
-	free(l->xlive_pages.seen);
-	free(l->xbig);
+			 (unsigned long long)l->rec.cwst.own, (unsigned long long)l->rec.cwst.own_stuck);
+	free(l->xa.count_pages.seen);
+	free(l->xa.live_pages.seen);
+	free(l->xa.big);
 	frametab_free(l->ftab);
 	ownframes_free(l->own);
 	if (l->map) {
@@ -1813,7 +1732,7 @@ static uint64_t ops_data_size(void *arg)
 {
 	struct agent_link *l = arg;
 
-	return agent_link_data_size(l->p.ring_size, l->xslots);
+	return agent_link_data_size(l->p.ring_size, l->xa.slots);
 }
 
 /* The first region: shared data, the agent blob, and where trampolines find them. */
