@@ -4,12 +4,18 @@
 #define HEAPATTACH_LINK_PRIV_H
 
 /*
- * struct agent_link (agentlink.h) is made of parts, each owning a
- * sub-struct of it: the records' (rec), exact mode's in-target accounting
- * (xa), the heartbeat thread (beat), the JIT code walked by its frame
- * pointer (fp) and the sampling interval (iv; adapt.c judges). The rest
- * (the area, its header as we wrote it, the rings, the frame table) is the
- * core's, and read by every part.
+ * struct agent_link (agentlink.h) is made of parts, each a file of its own
+ * that owns a sub-struct of it:
+ *   agentlink.c  the core: create/free, the area's setup (the implant
+ *                backend), the drain loop, naps, the counters' sync
+ *   records.c    the records of the rings: events, their checks, stack copies (rec)
+ *   xacct.c      exact mode's in-target accounting (xa)
+ *   heartbeat.c  the heartbeat and its thread (beat)
+ *   fpranges.c   the JIT code walked by its frame pointer (fp)
+ *   hdrcheck.c   the header compared with ours; the link turned hostile
+ *   interval.c   the sampling interval raised while we cannot keep up (iv; adapt.c judges)
+ * The rest (the area, its header as we wrote it, the rings, the frame
+ * table) is the core's, and read by every part.
  */
 #include <pthread.h>
 #include <stddef.h>
@@ -27,14 +33,14 @@
 #define OP_BATCH 64
 #define SHIFT_HIST 256			/* interval changes kept for events still in the rings */
 
-/* The records' part. */
+/* The records' part (records.c). */
 struct records {
 	struct profile_op ops[OP_BATCH]; /* events not yet recorded */
 	size_t nops;
 	struct copywalk_stats cwst;     /* walks of copies through the frame table */
 };
 
-/* The heartbeat thread's part. */
+/* The heartbeat thread's part (heartbeat.c). */
 struct beat {
 	int running;                    /* thread runs (agent_link_beat_start) */
 	int stop;                       /* under lock: it is to end */
@@ -43,14 +49,14 @@ struct beat {
 	pthread_cond_t cond;
 };
 
-/* The frame-pointer ranges' part. */
+/* The frame-pointer ranges' part (fpranges.c). */
 struct fpranges {
 	int stale;                      /* a walk missed in code of no known range */
 	uint32_t n;                     /* frame-pointer ranges published */
 	uint64_t read_ns;               /* when the maps were last read for them */
 };
 
-/* Sampled mode: the interval in force is p.rate << ad.shift (adapt.h). */
+/* Sampled mode: the interval in force is p.rate << ad.shift (adapt.h; interval.c). */
 struct interval {
 	struct adapt_state ad;
 	struct shift_change {
@@ -61,7 +67,7 @@ struct interval {
 	uint64_t raised_from_ns;        /* the current raised period's start */
 };
 
-/* Exact mode's in-target accounting (SHM_F_XACCT). */
+/* Exact mode's in-target accounting (SHM_F_XACCT; xacct.c). */
 struct xacct {
 	uint64_t slots;                 /* slots of the xlive table; 0: no accounting */
 	int tp;                         /* thread ids from %fs:0, not rdfsbase (SHM_F_XTP) */
@@ -127,5 +133,67 @@ static inline int ready(const struct agent_link *l)
 {
 	return l && l->shm && l->ftab;
 }
+
+/* ---- agentlink.c ---- */
+
+/* Say msg once on stderr and in the profile (the run's note). */
+void link_note(struct agent_link *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A counter of the agent's that started at 0 when the area was set up:
+ * whether v is a count it could have reached by now. */
+int link_plausible(const struct agent_link *l, uint64_t v);
+
+/* ---- records.c ---- */
+
+/* ring_fn: one record (our copy). Non-zero stops the drain: a record the
+ * agent cannot have written, or the drain's time is up. */
+int records_on_record(void *arg, const void *rec, uint32_t len);
+/* Hand the queued events to the profile (they are recorded in batches). */
+void records_flush(struct agent_link *l);
+/* Whether the agent's live table no longer holds ptr, a pointer it entered
+ * (it never drops one: see shm.h); arg is the link. */
+int records_freed_in_table(uint64_t ptr, void *arg);
+
+/* ---- xacct.c ---- */
+
+/* At agent_link_new: accounting only in exact mode with a table of a power
+ * of two slots (p.xlive_slots), and how the agent tells threads apart. */
+void xacct_init(struct agent_link *l);
+/* --interval: what the lanes allocated since the last look, into the stats' bytes. */
+void xacct_bytes(struct agent_link *l);
+/* The lanes' allocation and free totals into the stats (-v). */
+void xacct_stats(struct agent_link *l);
+/* At agent_link_free: what it read (debug), and its memory freed. */
+void xacct_free(struct agent_link *l);
+
+/* ---- fpranges.c ---- */
+
+/* Read the maps and publish the ranges (ours first, then the shared
+ * header: ranges before their count). */
+void fpranges_refresh(struct agent_link *l);
+/* A walk missed at ip: if it is no frame-pointer code we know of, look at
+ * the maps again soon (new JIT code). */
+void fpranges_missed(struct agent_link *l, uint64_t ip);
+/* After a drain: the maps read again if a walk missed, at most every FP_REFRESH_NS. */
+void fpranges_after_drain(struct agent_link *l);
+
+/* ---- hdrcheck.c ---- */
+
+/* The shared area is no longer trusted: the target wrote what the agent
+ * never writes (what). Said once; from now on nothing in the area is read. */
+void hdrcheck_hostile(struct agent_link *l, const char *what);
+/* Compare the shared header with what we wrote (l->want); the first
+ * field that differs makes the link hostile. */
+void hdrcheck_header(struct agent_link *l);
+
+/* ---- interval.c ---- */
+
+/* shm_exp_gap's multiplier for a mean interval of rate bytes; rates above
+ * 2^46 (64 TiB) sample as that. */
+uint64_t interval_gap_mul(uint64_t rate);
+/* The shift in force when an event stamped tsc was sampled. */
+unsigned interval_shift_at(const struct agent_link *l, uint64_t tsc);
+/* After a drain: the window's figures to the controller (adapt.h), and
+ * its verdict applied. */
+void interval_adapt(struct agent_link *l, uint64_t now);
 
 #endif
