@@ -9,7 +9,7 @@
  * The interval in force is the rate << shift. After each drain the link
  * hands adapt_judge the figures of now (a window): it judges the window
  * once it is ADAPT_WIN_NS long (an eighth of it with a ring past half
- * full) and says the shift to use; the link applies it (agentlink.c,
+ * full) and says the shift to use; the link applies it (interval.c,
  * set_shift). No clock is read, nothing is said: tests drive it with
  * made-up windows (tests/unit/test_adapt.c).
  */
