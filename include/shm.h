@@ -35,7 +35,7 @@
  * pointer in its live bucket before committing the event. Frees: the
  * trampoline tests the pointer's bit; on a hit the agent looks the
  * pointer up in its bucket and removes it. The tool learns of such frees
- * by reading the table (agentlink.c: every pointer it holds live, entered, and
+ * by reading the table (fast/xacct.c: every pointer it holds live, entered, and
  * no longer finds in its bucket was freed), so they cost no event. A
  * pointer that found its bucket full is not entered (SHM_EVF_UNTABLED in
  * its event) and marks the bucket overflowed for good; from then on every

@@ -16,7 +16,7 @@ struct range {
 };
 
 /*
- * Read by the handler, which may run in any thread (agentlink.c's heartbeat
+ * Read by the handler, which may run in any thread (fast/heartbeat.c's heartbeat
  * thread writes into a registered view) while the main thread registers or
  * forgets a mapping: an entry is written before n grows or its end is set,
  * an array outgrown is kept (retired) rather than freed, and a mapping

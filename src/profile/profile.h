@@ -138,7 +138,7 @@ uint64_t profile_drops(const struct profile *p);
 uint64_t profile_live_again(const struct profile *p);
 /*
  * Figures accounted in the target (exact mode's in-target accounting,
- * agentlink.c), by (stack id, size), shift 0: read anew each time, so
+ * fast/xacct.c), by (stack id, size), shift 0: read anew each time, so
  * reset, then added. They count in profile_foreach's buckets and in the
  * totals below (profile_total_*, profile_nlive) but not in the live table.
  * A stack id the profile does not hold is ignored; the buckets are
@@ -191,7 +191,7 @@ int profile_foreach(const struct profile *p,
 
 /*
  * A sampled run's interval can be raised while heapattach cannot keep up
- * (agentlink.c): to the rate << shift, shift at most PROFILE_MAX_SHIFT and
+ * (fast/interval.c): to the rate << shift, shift at most PROFILE_MAX_SHIFT and
  * the rate at most PROFILE_MAX_RATE. Each sample is scaled by the interval
  * in force when it was taken (its bucket's rate), so the estimates stay
  * unbiased, only coarser. The profile keeps the periods so raised

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 /* Owned by the run (session.h); the collectors (collect.c in trap mode,
- * agentlink.c in fast mode) add to it. */
+ * fast/records.c in fast mode) add to it. */
 struct run_stats {
 	uint64_t events;        /* events recorded */
 	uint64_t nested;        /* calls made from inside another hooked call */

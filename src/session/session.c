@@ -329,7 +329,7 @@ static void detach(struct session *s)
  * its writers wait for the drain: with many busy threads on few CPUs the
  * tool, one thread among them, would wait its turn behind them all while
  * they wait for it. A sampled session runs as is: a tool that cannot
- * keep up raises its sampling interval (agentlink.c) rather than take
+ * keep up raises its sampling interval (fast/interval.c) rather than take
  * the target's CPU. Before the attach and after the detach the target
  * does not wait for the tool, and runs first.
  */

@@ -369,7 +369,7 @@ static int starts_with(const char *s, const char *prefix)
 	return !strncmp(s, prefix, strlen(prefix));
 }
 
-/* A copy as heapattach walks it (agentlink.c): the frame table, and where
+/* A copy as heapattach walks it (fast/records.c): the frame table, and where
  * it misses the mixed walk. Frames; *slow: libunwind had a part. */
 static int tool_walk(const struct copywalk *cw, const struct unwind_regs *r, const uint8_t *copy,
 		     uint32_t len, uint64_t *pcs, int *trunc, int *slow)
@@ -525,7 +525,7 @@ static int upt_walk(unw_addr_space_t as, void *upt, uint64_t *pcs)
 }
 
 /*
- * The copy as heapattach walks it (agentlink.c): the frame table (learnt
+ * The copy as heapattach walks it (fast/records.c): the frame table (learnt
  * from a first walk, as the tool learns it) where it has rules, libunwind
  * where it has none (a signal frame, code without CFI).
  */

@@ -5,7 +5,7 @@
 
 /*
  * Freestanding: the agent walks its own stack with it, the tool a stack
- * copy the agent sent (agentlink.c), so that a stack the tool walks is
+ * copy the agent sent (fast/records.c), so that a stack the tool walks is
  * the stack the agent would have walked. A rule (shm.h, struct
  * shm_frame) gives the caller's frame of a return address ip: CFA =
  * rsp|rbp + K, the return address at CFA - 8, the caller's rbp kept or
