@@ -209,6 +209,8 @@ FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE -Isrc -Iinclude -Isrc/arch/$(ARC
 	-Wall -Wextra $(if $(filter true,$(CI)),-Werror) \
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_LIB_SRC := src/model/elfobj.c src/model/proc.c src/model/tfile.c src/model/tcred.c src/model/zsection.c src/model/debugfile.c src/stacks/unwind.c src/stacks/frametab.c \
+	src/stacks/unwind_objs.c src/stacks/unwind_pcache.c src/stacks/unwind_acc.c \
+	src/stacks/frametab_objs.c src/stacks/frametab_cfi.c src/stacks/frametab_ends.c \
 	src/model/mapguard.c src/base/xmalloc.c src/base/log.c src/model/perfmap.c src/report/report_pprof.c \
 	src/model/target.c src/ptrace/remote.c src/ptrace/gadgets.c src/arch/$(ARCH)/sigframe.c \
 	src/python/pylines.c src/stacks/gocgo.c src/arch/$(ARCH)/disasm.c
