@@ -389,7 +389,7 @@ struct shm_hdr {
 
 	volatile uint64_t drained;      /* CLOCK_MONOTONIC ns when the tool last finished
 					 * a drain: a writer whose ring stood still while
-					 * it drained stops waiting (agent.c, wait_room) */
+					 * it drained stops waiting (agent_ring.h, wait_room) */
 
 	/*
 	 * Code without unwind info that keeps frame pointers (a JIT's
@@ -420,7 +420,7 @@ struct shm_hdr {
 	volatile uint32_t walk_gen __attribute__((aligned(64)));
 
 	/*
-	 * Pages a guarded read of the agent faulted on (agent.c, guest_page):
+	 * Pages a guarded read of the agent faulted on (agent_guest.h, guest_page_ld):
 	 * page number << 28 | the walk_gen it was seen in, by the page's hash.
 	 * The agent alone writes them, racily: a hint that spares the next
 	 * walks a fault (a ptrace stop each) until the frame table changes.
@@ -503,7 +503,7 @@ static inline uint32_t shm_depth(uint32_t max_depth)
 	return max_depth < SHM_MAX_DEPTH ? max_depth : SHM_MAX_DEPTH;
 }
 
-/* shm_hdr.drop_why: why a writer dropped its event (agent.c, ring_reserve). */
+/* shm_hdr.drop_why: why a writer dropped its event (agent_ring.h, ring_reserve). */
 #define SHM_DROP_FULL     1u    /* sampled mode: its ring was full */
 #define SHM_DROP_HUGE     2u    /* the record is larger than a ring */
 #define SHM_DROP_NO_TOOL  4u    /* exact mode: no heartbeat, or one 5 s old */

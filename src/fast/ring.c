@@ -111,7 +111,7 @@ void ring_reader_init(struct ring_reader *rd, struct shm_hdr *hdr, uint64_t ring
 
 /*
  * Store ring r's tail for the writers, and wake those asleep for room
- * (exact mode). The fence pairs with theirs (agent.c, sleep_for_room): a
+ * (exact mode). The fence pairs with theirs (agent_ring.h, sleep_for_room): a
  * writer announced after our load sees the new tail and does not sleep.
  */
 static void publish(struct ring_reader *rd, unsigned r)
@@ -130,7 +130,7 @@ static void publish(struct ring_reader *rd, unsigned r)
 /*
  * Our view of ring r's chunk at byte off, mapped in before we read it,
  * within the ring's first pass: what the agent does for its own view
- * (agent.c, ring_populate), so that we do not take a page fault for every
+ * (agent_ring.h, ring_populate), so that we do not take a page fault for every
  * page either. Failures only leave the pages to their faults.
  */
 static void populate(struct ring_reader *rd, unsigned r, uint64_t off)

@@ -76,7 +76,7 @@ void seccomp_plan_calls(const struct seccomp_params *pp, struct seccomp_call *c)
 				  ARGS(0, sz, PROT_READ | PROT_WRITE),
 				  "in --mode fast to map its data (--mode trap does not)" },
 		/* a stack copy: process_vm_readv on the calling thread's id
-		 * (agent.c, stack_copy), which gettid gives: not known here */
+		 * (agent_walk.h, stack_copy), which gettid gives: not known here */
 		[SC_GETTID] = { "gettid", SYS_gettid, NEED_COPY, 0x3f, ARGS(0), "" },
 		[SC_VM_READV] = { "process_vm_readv", SYS_process_vm_readv, NEED_COPY, 0x34,
 				  ARGS(0, 0, 1, 0, 1, 0), "" },
