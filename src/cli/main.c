@@ -11,6 +11,7 @@
 #include "ptrace/tracee.h"
 #include "report/report.h"
 #include "session/session.h"
+#include "snapshot/snapshot.h"
 
 /* --list-hooks: print where allocator calls bind; no ptrace stop needed. */
 static int list_hooks(pid_t pid)
@@ -56,6 +57,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "report"))
 		return report_main(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "snapshot"))
+		return snapshot_main(argc - 1, argv + 1);
 	rc = cli_parse(argc, argv, &o);
 	if (rc)
 		return rc > 0 ? 0 : 2;

@@ -109,8 +109,7 @@ static demangle_fn get_demangler(void)
 	return fn;
 }
 
-/* The demangled form of a "_Z" name (malloc'd), or NULL. */
-static char *demangle(const char *name)
+char *symbolize_demangle(const char *name)
 {
 	demangle_fn fn;
 	int status = 0;
@@ -404,7 +403,7 @@ static int name_in(struct symobj *o, uint64_t a, struct sym_info *out)
 
 	if (f) {
 		if (!f->tried) {
-			f->demangled = demangle(f->name);
+			f->demangled = symbolize_demangle(f->name);
 			f->tried = 1;
 		}
 		out->function = f->demangled ? f->demangled : f->name;

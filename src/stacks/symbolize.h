@@ -65,6 +65,10 @@ void symbolizer_set_perfmap(struct symbolizer *s, const struct perfmap *pm);
  * python/pyframes.h) through namer(arg, addr, out), 0 or -ENOENT. namer
  * NULL: none, they stay unnamed; arg must outlive s.
  */
+/* The demangled form of a C++ ("_Z") name, malloc'd, or NULL (not one, or
+ * no demangler: libstdc++'s __cxa_demangle, loaded on first use). */
+char *symbolize_demangle(const char *name);
+
 #define SYMBOLIZE_NAMED_BASE 0xffe0000000000000ULL
 struct sym_info;
 typedef int (*symbolize_namer_fn)(const void *arg, uint64_t addr, struct sym_info *out);

@@ -1,0 +1,159 @@
+/* Where a snapshot's conservative scan starts: threads' registers and stacks, TLS, each object's data by symbol, other anonymous memory. */
+/* SPDX-License-Identifier: MIT */
+#include <elf.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xmalloc.h"
+#include "model/elfobj.h"
+#include "model/target.h"
+#include "snapshot/roots.h"
+
+#define RED_ZONE 128
+#define TLS_BELOW (64u << 10)   /* the static TLS blocks under the thread pointer, at most */
+#define TLS_ABOVE (4u << 10)    /* the thread's control block above it */
+
+static void add(struct snaproots *r, uint64_t lo, uint64_t hi, uint32_t name)
+{
+	if (hi <= lo)
+		return;
+	if (r->n == r->cap) {
+		r->cap = r->cap ? 2 * r->cap : 64;
+		r->v = xrealloc(r->v, r->cap * sizeof(*r->v));
+	}
+	r->v[r->n++] = (struct snaproot){ lo, hi, name };
+}
+
+void snaproots_free(struct snaproots *r)
+{
+	free(r->v);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Whether a block of g starts in [lo, hi) or holds lo. */
+static int has_blocks(const struct heapgraph *g, uint64_t lo, uint64_t hi)
+{
+	size_t a = 0, b = g->n;
+
+	if (heapgraph_find(g, lo) >= 0)
+		return 1;
+	while (a < b) {	/* the first block starting at or after lo */
+		size_t mid = a + (b - a) / 2;
+
+		if (g->addr[mid] < lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	return a < g->n && g->addr[a] < hi;
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+
+	return s ? s + 1 : path ? path : "?";
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct elfobj_sym *x = *(const struct elfobj_sym *const *)a;
+	const struct elfobj_sym *y = *(const struct elfobj_sym *const *)b;
+
+	return (x->value > y->value) - (x->value < y->value);
+}
+
+/* [lo, hi) of object file (its mapping fm, to find it and its bias): a
+ * root per data symbol inside, the gaps a root "data of FILE". */
+static void data_roots(struct target *t, const struct proc_map *fm, uint64_t lo, uint64_t hi,
+		       struct snapnames *names, struct snaproots *out)
+{
+	const char *file = base_name(fm->path);
+	uint32_t rest = snapnames_idf(names, "data of %s", file);
+	const struct elfobj_sym *syms, **in = NULL;
+	struct elfobj *e = t ? target_object(t, fm, TARGET_OBJ_SYMS, NULL) : NULL;
+	uint64_t bias, at = lo;
+	size_t n = 0, k = 0;
+
+	if (!e || target_map_bias(t, fm, e, &bias)) {
+		add(out, lo, hi, rest);
+		return;
+	}
+	syms = elfobj_syms(e, &n);
+	in = xcalloc(n + 1, sizeof(*in));
+	for (size_t i = 0; i < n; i++)
+		if (syms[i].type == STT_OBJECT && syms[i].size && syms[i].shndx != SHN_UNDEF &&
+		    syms[i].value + bias >= lo && syms[i].value + bias < hi)
+			in[k++] = &syms[i];
+	qsort(in, k, sizeof(*in), cmp_sym);
+	for (size_t i = 0; i < k; i++) {
+		uint64_t s = in[i]->value + bias, end = s + in[i]->size;
+
+		if (s < at)
+			continue;	/* an alias, or overlapping the one before */
+		if (end > hi)
+			end = hi;
+		add(out, at, s, rest);
+		add(out, s, end, snapnames_idf(names, "%s (%s)", in[i]->name, file));
+		at = end;
+	}
+	add(out, at, hi, rest);
+	free(in);
+}
+
+/* The mapping of maps holding addr, or NULL. */
+static const struct proc_map *map_of(const struct proc_maps *maps, uint64_t addr)
+{
+	return proc_maps_find(maps, addr);
+}
+
+void snaproots_build(struct target *t, const struct proc_maps *maps, const struct heapgraph *g,
+		     const struct snapthread *th, size_t nth, struct snapnames *names,
+		     struct snaproots *out)
+{
+	uint8_t *taken = xcalloc(maps->n + 1, 1);	/* mappings already roots */
+
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < nth; i++) {
+		const struct proc_map *m = map_of(maps, th[i].sp);
+		const struct proc_map *f = map_of(maps, th[i].fs_base);
+		uint32_t name;
+
+		if (m) {
+			uint64_t lo = th[i].sp - RED_ZONE < m->start ? m->start : th[i].sp - RED_ZONE;
+
+			name = snapnames_idf(names, SNAP_THREAD_ROOT, (int)th[i].tid);
+			add(out, lo, m->end, name);
+			taken[m - maps->v] = 1;
+		}
+		if (f && f != m && !has_blocks(g, f->start, f->end)) {
+			uint64_t lo = th[i].fs_base - f->start > TLS_BELOW ? th[i].fs_base - TLS_BELOW :
+									     f->start;
+			uint64_t hi = f->end - th[i].fs_base > TLS_ABOVE ? th[i].fs_base + TLS_ABOVE :
+									   f->end;
+
+			add(out, lo, hi, snapnames_idf(names, "TLS of thread %d", (int)th[i].tid));
+		}
+	}
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct proc_map *m = &maps->v[i], *prev = i ? &maps->v[i - 1] : NULL;
+		int rw = (m->prot & (PROC_MAP_R | PROC_MAP_W)) == (PROC_MAP_R | PROC_MAP_W);
+
+		if (taken[i] || !rw || (m->prot & PROC_MAP_SHARED))
+			continue;
+		if (m->path && m->path[0] == '/') {
+			data_roots(t, m, m->start, m->end, names, out);
+		} else if (!m->path && prev && prev->end == m->start && prev->path &&
+			   prev->path[0] == '/' &&
+			   (prev->prot & (PROC_MAP_R | PROC_MAP_W)) == (PROC_MAP_R | PROC_MAP_W)) {
+			data_roots(t, prev, m->start, m->end, names, out);	/* its .bss */
+		} else if ((!m->path || !strncmp(m->path, "[anon", 5) || !strcmp(m->path, "[stack]")) &&
+			   !has_blocks(g, m->start, m->end)) {
+			add(out, m->start, m->end, snapnames_idf(names, "%s at %#llx (%llu KiB)",
+				 m->path && m->path[0] == '[' ? "[stack] of no thread" :
+				 "anonymous mapping", (unsigned long long)m->start,
+				 (unsigned long long)((m->end - m->start) >> 10)));
+		}
+	}
+	free(taken);
+}

@@ -1,0 +1,243 @@
+/* A snapshot's results: the profile (a sample per block, its stack type <- owner chain <- root) and the summary people read. */
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xmalloc.h"
+#include "output/dump.h"
+#include "model/target.h"
+#include "profile/profile.h"
+#include "snapshot/snapout.h"
+#include "stacks/symbolize.h"
+
+#define CHAIN_MAX 8             /* owners between a block and its root, at most */
+#define LINE 512
+
+/* Bytes and blocks per name id. */
+struct tally {
+	uint64_t *bytes, *blocks;
+	size_t n;
+};
+
+static void tally_init(struct tally *t, size_t n)
+{
+	t->n = n;
+	t->bytes = xcalloc(n + 1, sizeof(*t->bytes));
+	t->blocks = xcalloc(n + 1, sizeof(*t->blocks));
+}
+
+static void tally_add(struct tally *t, uint32_t id, uint64_t bytes)
+{
+	if (id >= t->n)
+		return;
+	t->bytes[id] += bytes;
+	t->blocks[id]++;
+}
+
+static void tally_free(struct tally *t)
+{
+	free(t->bytes);
+	free(t->blocks);
+}
+
+static const uint64_t *sort_key;
+
+static int by_key(const void *a, const void *b)
+{
+	uint64_t x = sort_key[*(const uint32_t *)a], y = sort_key[*(const uint32_t *)b];
+
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void mib(char *buf, size_t len, uint64_t b)
+{
+	if (b >= 10ULL << 20)
+		snprintf(buf, len, "%.1f MiB", b / 1048576.0);
+	else
+		snprintf(buf, len, "%.1f KiB", b / 1024.0);
+}
+
+/* The top lines of t by bytes, each "  BYTES  BLOCKS  NAME", to line. */
+static void print_top(const struct tally *t, const struct snapnames *names, unsigned top,
+		      void (*line)(void *arg, const char *text), void *arg)
+{
+	uint32_t *ids = xcalloc(t->n + 1, sizeof(*ids));
+	char text[LINE], b[32];
+	size_t k = 0;
+
+	for (uint32_t i = 0; i < t->n; i++)
+		if (t->bytes[i])
+			ids[k++] = i;
+	sort_key = t->bytes;
+	qsort(ids, k, sizeof(*ids), by_key);
+	for (size_t i = 0; i < k && i < top; i++) {
+		mib(b, sizeof(b), t->bytes[ids[i]]);
+		snprintf(text, sizeof(text), "  %12s %10llu blocks  %s", b,
+			 (unsigned long long)t->blocks[ids[i]], snapnames_name(names, ids[i]));
+		line(arg, text);
+	}
+	free(ids);
+}
+
+/*
+ * The root that first reached each block (the top of its parent chain),
+ * into memo (g's worklist, free after the scan): a chain is walked up to
+ * a block already known, then written down, so each block is walked once.
+ */
+static void first_roots(const struct heapgraph *g, uint32_t *memo)
+{
+	for (size_t i = 0; i < g->n; i++)
+		memo[i] = HG_NONE;
+	for (size_t i = 0; i < g->n; i++) {
+		size_t at = i, p;
+		uint32_t root = HG_NONE;
+		int r;
+
+		while (memo[at] == HG_NONE && (r = heapgraph_parent(g, at, &p, &root)) > 0 &&
+		       p != i)
+			at = p;
+		if (memo[at] != HG_NONE)
+			root = memo[at];
+		else if (r != 0)
+			root = HG_NONE - 1;	/* no root: leaked (or a loop) */
+		for (at = i; memo[at] == HG_NONE; at = p) {
+			memo[at] = root;
+			if (heapgraph_parent(g, at, &p, &(uint32_t){ 0 }) <= 0)
+				break;
+		}
+	}
+}
+
+/* The stack of block b, leaf first: its type, its owners' types (a run of
+ * one type once, CHAIN_MAX at most), then its first root, then "shared"
+ * when another root reaches it too; or "leaked". How many frames. */
+static size_t stack_of(const struct heapgraph *g, const uint32_t *memo, size_t b, uint64_t *pcs,
+		       uint32_t leaked, uint32_t shared)
+{
+	size_t n = 0, at = b, p;
+	uint32_t last = g->type[b], root;
+
+	pcs[n++] = snapnames_pc(g->type[b]);
+	if (g->owner[b] == HG_NONE) {
+		pcs[n++] = snapnames_pc(leaked);
+		return n;
+	}
+	for (unsigned k = 0; n < CHAIN_MAX && heapgraph_parent(g, at, &p, &root) > 0; k++) {
+		if (g->type[p] != last)
+			pcs[n++] = snapnames_pc(g->type[p]);
+		last = g->type[p];
+		at = p;
+		if (k > 64)
+			break;	/* a long chain of one type: its root follows */
+	}
+	if (memo[b] < HG_NONE - 1)
+		pcs[n++] = snapnames_pc(memo[b]);
+	if (g->owner[b] == HG_SHARED)
+		pcs[n++] = snapnames_pc(shared);
+	return n;
+}
+
+static void to_stderr(void *arg, const char *text)
+{
+	(void)arg;
+	fprintf(stderr, "heapattach: %s\n", text);
+}
+
+/* Lines kept for the profile's comments too. */
+struct lines {
+	char **v;
+	size_t n;
+};
+
+static void keep(void *arg, const char *text)
+{
+	struct lines *l = arg;
+
+	to_stderr(NULL, text);
+	l->v = xrealloc(l->v, (l->n + 1) * sizeof(*l->v));
+	l->v[l->n++] = xstrdup(text);
+}
+
+int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
+		  struct snapnames *names, struct target *t, const struct glibcblocks_stats *bs,
+		  struct snapshot_stats *st)
+{
+	uint32_t leaked = snapnames_id(names, "leaked (no root reaches it)");
+	uint32_t shared = snapnames_id(names, "shared (two roots or more reach it)");
+	struct profile *p = profile_new(1);
+	struct tally own, lk;
+	struct lines l = { 0 };
+	struct symbolizer *sym = t ? symbolizer_new(t) : NULL;
+	char text[LINE], a[32], b[32], c[32], defout[64], *path;
+	uint64_t pcs[CHAIN_MAX + 4];
+	int rc;
+
+	profile_set_caps(p, g->n + 16, (g->n + 16) * 4, g->n + 16, 0);
+	tally_init(&own, names->n);
+	tally_init(&lk, names->n);
+	first_roots(g, g->work);
+	for (size_t i = 0; i < g->n; i++) {
+		size_t n = stack_of(g, g->work, i, pcs, leaked, shared);
+
+		st->blocks++;
+		st->bytes += g->size[i];
+		profile_xacct_inuse(p, profile_stack_id(p, pcs, n), g->size[i]);
+		if (g->owner[i] == HG_NONE) {
+			st->leaked_blocks++;
+			st->leaked_bytes += g->size[i];
+			tally_add(&lk, g->type[i], g->size[i]);
+		} else if (g->owner[i] == HG_SHARED) {
+			st->shared_bytes += g->size[i];
+		} else {
+			tally_add(&own, g->owner[i], g->size[i]);
+		}
+	}
+	mib(a, sizeof(a), st->bytes);
+	mib(b, sizeof(b), st->leaked_bytes);
+	mib(c, sizeof(c), st->shared_bytes);
+	snprintf(text, sizeof(text), "heapattach-snapshot: blocks=%llu bytes=%llu leaked_blocks=%llu "
+		 "leaked_bytes=%llu shared_bytes=%llu classed=%llu roots=%llu pause_ns=%llu "
+		 "words=%llu tcache_free=%llu fast_free=%llu fast_known=%d mmapped=%llu",
+		 (unsigned long long)st->blocks, (unsigned long long)st->bytes,
+		 (unsigned long long)st->leaked_blocks, (unsigned long long)st->leaked_bytes,
+		 (unsigned long long)st->shared_bytes, (unsigned long long)st->classed,
+		 (unsigned long long)st->roots, (unsigned long long)st->pause_ns,
+		 (unsigned long long)st->words, (unsigned long long)bs->tcache_free,
+		 (unsigned long long)bs->fast_free, bs->fast_known,
+		 (unsigned long long)bs->mmapped);
+	keep(&l, text);
+	snprintf(text, sizeof(text), "snapshot of %d: %llu blocks in use (%s), %llu leaked (%s), "
+		 "%s shared by several roots; %d stopped %.1f ms", (int)cfg->pid,
+		 (unsigned long long)st->blocks, a, (unsigned long long)st->leaked_blocks, b, c,
+		 (int)cfg->pid, st->pause_ns / 1e6);
+	keep(&l, text);
+	if (!bs->fast_known)
+		keep(&l, "  glibc's fast bins could not be read: their free chunks count as in use");
+	keep(&l, "kept alive only by (retained: what freeing the root alone would free):");
+	print_top(&own, names, cfg->top, keep, &l);
+	keep(&l, "leaked, by type:");
+	print_top(&lk, names, cfg->top, keep, &l);
+	snprintf(defout, sizeof(defout), "heapattach.%d.snapshot.heap", (int)cfg->pid);
+	path = (char *)(cfg->output ? cfg->output : defout);
+	if (sym)
+		symbolizer_set_namer(sym, snapnames_namer, names);
+	{
+		struct dump_info d = { .pid = cfg->pid, .maps = t ? target_maps(t) : NULL, .sym = sym,
+				       .comments = (const char **)l.v, .ncomments = l.n };
+
+		rc = dump_write_file(path, DUMP_PPROF, p, &d);
+	}
+	if (!rc)
+		fprintf(stderr, "heapattach: wrote %s\n", path);
+	for (size_t i = 0; i < l.n; i++)
+		free(l.v[i]);
+	free(l.v);
+	tally_free(&own);
+	tally_free(&lk);
+	if (sym)
+		symbolizer_free(sym);
+	profile_free(p);
+	return rc;
+}

@@ -1,0 +1,267 @@
+/* heapattach snapshot: every block in use in a live process, leaked or kept alive by which root, and its type. */
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "model/glibcfind.h"
+#include "model/target.h"
+#include "ptrace/events.h"
+#include "ptrace/tracee.h"
+#include "regs.h"
+#include "snapshot/glibcblocks.h"
+#include "snapshot/roots.h"
+#include "snapshot/snapout.h"
+#include "snapshot/snapshot.h"
+#include "snapshot/types.h"
+
+/* The state of one snapshot. */
+struct snap {
+	const struct snapshot_config *cfg;
+	pid_t pid, reader;
+	struct target *t;
+	struct tracee tr;
+	struct events ev;
+	struct glibc_state gs;
+	int have_gs;
+	struct snapthread *th;
+	size_t nth;
+	struct heapgraph g;
+	struct glibcblocks_stats bs;
+	struct snaproots roots;
+	struct snapnames names;
+	struct snapshot_stats st;
+};
+
+static const struct events_ops snap_events = { 0 };
+
+/* hg_read_fn: the spans through one process_vm_readv per IOV_MAX. */
+static int read_spans(void *arg, const struct hg_span *s, size_t n, uint8_t *buf)
+{
+	static struct iovec loc[HG_BATCH], rem[HG_BATCH];
+	const struct snap *sn = arg;
+	size_t want = 0;
+
+	if (n > HG_BATCH)
+		return -E2BIG;
+	for (size_t i = 0; i < n; i++) {
+		loc[i] = (struct iovec){ buf + want, s[i].len };
+		rem[i] = (struct iovec){ (void *)(uintptr_t)s[i].addr, s[i].len };
+		want += s[i].len;
+	}
+	return process_vm_readv(sn->reader, loc, n, rem, n, 0) == (ssize_t)want ? 0 : -EFAULT;
+}
+
+/* Before the stop, while the target runs: glibc's state, every object's symbols. */
+static void prepare(struct snap *sn)
+{
+	const struct proc_maps *maps = target_maps(sn->t);
+	const char *how;
+	char why[160];
+
+	for (size_t i = 0; maps && i < maps->n; i++) {
+		const struct proc_map *m = &maps->v[i];
+
+		if (!m->path || m->path[0] != '/')
+			continue;
+		target_object(sn->t, m, TARGET_OBJ_SYMS, NULL);
+		if (!sn->have_gs && (m->prot & PROC_MAP_X) && strstr(m->path, "/libc.so"))
+			sn->have_gs = glibc_find(sn->t, m, &sn->gs, &how, why, sizeof(why)) == 0;
+	}
+	if (!sn->have_gs)
+		pr_debug("snapshot: no glibc state (fast bins counted in use)");
+}
+
+/* Every thread's registers, stopped. */
+static int take_threads(struct snap *sn)
+{
+	sn->th = calloc(sn->tr.n + 1, sizeof(*sn->th));
+	if (!sn->th)
+		return -ENOMEM;
+	for (size_t i = 0; i < sn->tr.n; i++) {
+		arch_regs_t r;
+		struct snapthread *t = &sn->th[sn->nth];
+
+		if (sn->tr.t[i].state != TS_STOPPED || arch_regs_get(sn->tr.t[i].tid, &r))
+			continue;
+		t->tid = sn->tr.t[i].tid;
+		t->sp = r.rsp;
+		t->fs_base = r.fs_base;
+		memcpy(t->regs, &r, sizeof(t->regs) < sizeof(r) ? sizeof(t->regs) : sizeof(r));
+		sn->nth++;
+	}
+	return 0;
+}
+
+/* Scan the roots: data first (named globals own what they hold), then
+ * threads' stacks and TLS, registers, other anonymous memory last. */
+static void scan(struct snap *sn)
+{
+	for (size_t i = 0; i < sn->roots.n; i++)
+		heapgraph_root_range(&sn->g, sn->roots.v[i].name, sn->roots.v[i].lo,
+				     sn->roots.v[i].hi);
+	for (size_t i = 0; i < sn->nth; i++)
+		heapgraph_root_words(&sn->g, snapnames_idf(&sn->names, SNAP_THREAD_ROOT,
+							   (int)sn->th[i].tid),
+				     sn->th[i].regs, SNAP_REGS);
+}
+
+/* With the target stopped: list, scan, type. 0 or -errno (said). */
+static int analyse(struct snap *sn)
+{
+	const struct proc_maps *maps;
+	int rc;
+
+	target_maps_reload(sn->t);
+	maps = target_maps(sn->t);
+	if (!maps) {
+		pr_err("cannot read the memory map of %d", sn->pid);
+		return -EIO;
+	}
+	rc = take_threads(sn);
+	if (!rc)
+		rc = glibcblocks_list(sn->reader, maps, glibc_target_read, sn->t,
+				      sn->have_gs ? &sn->gs : NULL, &sn->g, read_spans, sn, &sn->bs);
+	if (rc) {
+		pr_err("no glibc heap found in %d: its blocks cannot be listed (another allocator?)",
+		       sn->pid);
+		return rc;
+	}
+	snaproots_build(sn->t, maps, &sn->g, sn->th, sn->nth, &sn->names, &sn->roots);
+	/* the data symbols' names first: roots are ordered as built */
+	scan(sn);
+	sn->st.classed = snaptypes_classify(sn->t, maps, &sn->g, &sn->names);
+	sn->st.roots = sn->roots.n + sn->nth;
+	sn->st.words = sn->g.words;
+	return 0;
+}
+
+/* Seize and stop every thread: 0, or -errno (said). */
+static int stop(struct snap *sn)
+{
+	int rc = tracee_seize(&sn->tr, sn->pid);
+
+	if (rc) {
+		pr_err("cannot attach to %d: %s", sn->pid, strerror(-rc));
+		return rc;
+	}
+	rc = tracee_stop_all(&sn->tr, events_dispatch, &sn->ev);
+	if (rc || sn->ev.gone) {
+		pr_err("cannot stop %d: %s", sn->pid, sn->ev.gone ? "it exited" : strerror(-rc));
+		tracee_detach_all(&sn->tr);
+		return rc ? rc : -ESRCH;
+	}
+	return 0;
+}
+
+int snapshot_run(const struct snapshot_config *cfg)
+{
+	struct snap sn = { .cfg = cfg, .pid = cfg->pid };
+	uint64_t t0;
+	int rc, code = 1;
+
+	if (tracee_check(sn.pid))
+		return 1;
+	sn.reader = tracee_live_tid(sn.pid);
+	sn.ev = (struct events){ .pid = sn.pid, .reader = sn.reader, .tr = &sn.tr,
+				 .ops = &snap_events, .arg = &sn, .exit_status = -1 };
+	sn.t = target_new(sn.pid, sn.reader);
+	if (!sn.t || !target_maps(sn.t)) {
+		pr_err("cannot read the memory map of %d", sn.pid);
+		goto out;
+	}
+	prepare(&sn);
+	if (stop(&sn))
+		goto out;
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	rc = analyse(&sn);
+	tracee_detach_all(&sn.tr);
+	sn.st.pause_ns = clock_ns(CLOCK_MONOTONIC) - t0;
+	sn.st.scan_ns = sn.st.pause_ns;
+	if (rc)
+		goto out;
+	code = snapout_write(cfg, &sn.g, &sn.names, sn.t, &sn.bs, &sn.st) ? 1 : 0;
+out:
+	heapgraph_free(&sn.g);
+	snaproots_free(&sn.roots);
+	snapnames_free(&sn.names);
+	free(sn.th);
+	target_free(sn.t);
+	tracee_release(&sn.tr);
+	return code;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"usage: heapattach snapshot -p PID [-o FILE] [--top N]\n"
+"\n"
+"Every block in use in PID's heap (glibc malloc), as it is now: which are\n"
+"leaked (no root reaches them), which root keeps the others alive (a global\n"
+"variable, a thread's stack), and what each holds (a C++ class by its vtable,\n"
+"else its size). The target is stopped while its heap is read and scanned.\n"
+"\n"
+"  -p, --pid PID     the process\n"
+"  -o, --output FILE the profile (pprof; default heapattach.PID.snapshot.heap):\n"
+"                    inuse_space and inuse_objects, each stack type <- owners <- root\n"
+"      --top N       lines of each table in the summary (default 10)\n"
+"  -h, --help        this help\n");
+}
+
+int snapshot_main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "top", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct snapshot_config cfg = { .top = 10 };
+	char *end;
+	long v;
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "p:o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			v = strtol(optarg, &end, 10);
+			if (*end || v <= 0 || v > 0x3fffffff || optarg[0] < '0' || optarg[0] > '9') {
+				fprintf(stderr, "heapattach snapshot: bad PID: %s\n", optarg);
+				return 2;
+			}
+			cfg.pid = (pid_t)v;
+			break;
+		case 'o':
+			cfg.output = optarg;
+			break;
+		case 't':
+			v = strtol(optarg, &end, 10);
+			if (*end || v <= 0 || v > 1000) {
+				fprintf(stderr, "heapattach snapshot: bad --top: %s\n", optarg);
+				return 2;
+			}
+			cfg.top = (unsigned)v;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc || !cfg.pid) {
+		fprintf(stderr, "heapattach snapshot: %s\n", optind < argc ? "unexpected argument" :
+			"-p PID is required");
+		return 2;
+	}
+	return snapshot_run(&cfg);
+}
