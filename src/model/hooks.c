@@ -17,7 +17,7 @@
 #include "model/hooks.h"
 #include "model/target.h"
 #include "model/tfile.h"
-#include "ptrace/remote.h"
+#include "model/tmem.h"
 
 /*
  * Resolution models the dynamic linker's global scope: the executable, then
@@ -275,11 +275,11 @@ int hook_kind_of(const char *name)
 
 /* ---- target memory ---- */
 
-/* Read len bytes at addr in pid (remote_mem_read: the one reader of target
+/* Read len bytes at addr in pid (tmem_read: the one reader of target
  * memory). 0 or -errno. */
 static int read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
-	return remote_mem_read(pid, addr, buf, len);
+	return tmem_read(pid, addr, buf, len);
 }
 
 /* ---- the object list ---- */

@@ -10,11 +10,11 @@
 
 #include "base/xmalloc.h"
 #include "model/allocstats.h"
+#include "model/tmem.h"
 #include "output/topview.h"
 #include "output/wrapfind.h"
 #include "profile/profile.h"
 #include "profile/skipsites.h"
-#include "ptrace/remote.h"
 #include "stacks/symbolize.h"
 
 /*
@@ -160,7 +160,7 @@ static void name_site(struct topview *tv, struct site *s)
 
 static int read_target(void *arg, uint64_t addr, void *buf, size_t len)
 {
-	return remote_mem_read(*(const pid_t *)arg, addr, buf, len);
+	return tmem_read(*(const pid_t *)arg, addr, buf, len);
 }
 
 /* Where tv->wf reads the target, during a tick. */

@@ -89,142 +89,13 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/sys_compat.h"
+#include "model/tmem.h"
 #include "ptrace/gadgets.h"
 #include "ptrace/remote.h"
 #include "remote_arch.h"
 #include "sigframe.h"
 
 #define MAX_HELD_SIGS 8
-
-/* ---- memory ---- */
-
-/* pread/pwrite all of len through /proc/PID/mem. 0 or -errno. */
-static int proc_mem_xfer(pid_t pid, uint64_t addr, void *buf, size_t len,
-			 int write)
-{
-	char path[64];
-	size_t done = 0;
-	int fd, err = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-	fd = open(path, (write ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	while (done < len) {
-		ssize_t n;
-
-		if (write)
-			n = pwrite(fd, (char *)buf + done, len - done,
-				   (off_t)(addr + done));
-		else
-			n = pread(fd, (char *)buf + done, len - done,
-				  (off_t)(addr + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			err = n < 0 ? -errno : -EIO;
-			goto out;
-		}
-		done += (size_t)n;
-	}
-out:
-	close(fd);
-	return err;
-}
-
-/* Read with PTRACE_PEEKDATA word by word; pid must be a stopped tracee. */
-static int peek_read(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	uint64_t base = addr & ~7ULL;
-	size_t done = 0;
-
-	while (done < len) {
-		uint64_t skip = (addr + done) - base;
-		size_t n = 8 - skip;
-		long w;
-
-		errno = 0;
-		w = ptrace(PTRACE_PEEKDATA, pid, (void *)base, NULL);
-		if (errno)
-			return -errno;
-		if (n > len - done)
-			n = len - done;
-		memcpy((char *)buf + done, (char *)&w + skip, n);
-		done += n;
-		base += 8;
-	}
-	return 0;
-}
-
-/*
- * Write with PTRACE_POKEDATA; an unaligned head or tail word is read first
- * and merged. pid must be a stopped tracee.
- */
-static int poke_write(pid_t pid, uint64_t addr, const void *buf, size_t len)
-{
-	uint64_t base = addr & ~7ULL;
-	size_t done = 0;
-
-	while (done < len) {
-		uint64_t skip = (addr + done) - base;
-		size_t n = 8 - skip;
-		long w = 0;
-
-		if (n > len - done)
-			n = len - done;
-		if (n != 8) {
-			errno = 0;
-			w = ptrace(PTRACE_PEEKDATA, pid, (void *)base, NULL);
-			if (errno)
-				return -errno;
-		}
-		memcpy((char *)&w + skip, (const char *)buf + done, n);
-		if (ptrace(PTRACE_POKEDATA, pid, (void *)base, (void *)w) < 0)
-			return -errno;
-		done += n;
-		base += 8;
-	}
-	return 0;
-}
-
-int remote_mem_ptrace_only;
-
-int remote_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len)
-{
-	struct iovec local = { .iov_base = buf, .iov_len = len };
-	struct iovec remote = { .iov_base = (void *)addr, .iov_len = len };
-	ssize_t n;
-	int err;
-
-	if (!len)
-		return 0;
-	if (remote_mem_ptrace_only)
-		return peek_read(pid, addr, buf, len);
-	n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-	if (n == (ssize_t)len)
-		return 0;
-	if (n < 0)
-		n = 0;
-	/* The rest may be unreadable to process_vm_readv only (PROT_NONE...). */
-	err = proc_mem_xfer(pid, addr + n, (char *)buf + n, len - n, 0);
-	if (err)
-		err = peek_read(pid, addr + n, (char *)buf + n, len - n);
-	return err;
-}
-
-int remote_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len)
-{
-	int err;
-
-	if (!len)
-		return 0;
-	if (remote_mem_ptrace_only)
-		return poke_write(pid, addr, buf, len);
-	err = proc_mem_xfer(pid, addr, (void *)buf, len, 1);
-	if (err)
-		err = poke_write(pid, addr, buf, len);
-	return err;
-}
 
 /* ---- thread state ---- */
 
@@ -298,7 +169,7 @@ static void rseq_abort_ip(pid_t tid, uint64_t rseq_cs, remote_regs_t *r)
 {
 	struct rseq_cs_desc cs;
 
-	if (!rseq_cs || remote_mem_read(tid, rseq_cs, &cs, sizeof(cs)))
+	if (!rseq_cs || tmem_read(tid, rseq_cs, &cs, sizeof(cs)))
 		return;
 	if (remote_arch_ip(r) - cs.start_ip < cs.post_commit_offset)
 		remote_arch_set_ip(r, cs.abort_ip);
@@ -618,7 +489,7 @@ static int save_state(pid_t tid, struct saved_state *st)
 		return err;
 	st->rseq_cs = 0;
 	st->rseq_at = rseq_cs_addr(tid);
-	if (st->rseq_at && remote_mem_read(tid, st->rseq_at, &st->rseq_cs, sizeof(st->rseq_cs)))
+	if (st->rseq_at && tmem_read(tid, st->rseq_at, &st->rseq_cs, sizeof(st->rseq_cs)))
 		st->rseq_at = 0;
 	return 0;
 }
@@ -642,7 +513,7 @@ static int write_frame(pid_t tid, const struct saved_state *st, uint64_t restore
 	err = sigframe_build(frame, sizeof(frame), top, resume, st->mask, st->fpu,
 			     st->fpu_len, st->xsave, restorer, at, &len);
 	if (!err)
-		err = remote_mem_write(tid, *at, frame, len);
+		err = tmem_write(tid, *at, frame, len);
 	return err;
 }
 
@@ -680,7 +551,7 @@ static int put_back(struct remote_ctx *ctx, const struct saved_state *st, struct
 		err = err2;
 	die_at(8);
 	if (ran && st->rseq_at &&
-	    remote_mem_write(tid, st->rseq_at, &st->rseq_cs, sizeof(st->rseq_cs)))
+	    tmem_write(tid, st->rseq_at, &st->rseq_cs, sizeof(st->rseq_cs)))
 		pr_warn("remote: cannot restore rseq_cs of thread %d", (int)tid);
 	if (regs_dirty && (err2 = set_regs(tid, &st->regs)) && !err)
 		err = err2;
@@ -938,7 +809,7 @@ static int wait_call(struct remote_ctx *ctx, struct remote_call *c, uint64_t at_
 				    remote_arch_sp(&r) == at_ret + 16) {
 					returned = 1;
 					if (c->data_len &&
-					    remote_mem_read(tid, data_at, c->data, c->data_len))
+					    tmem_read(tid, data_at, c->data, c->data_len))
 						return -EFAULT;
 					die_at(5);
 				}
@@ -1044,9 +915,9 @@ int remote_call(struct remote_ctx *ctx, struct remote_call *c)
 			err = -ENOSPC;
 	}
 	if (!err)
-		err = remote_mem_write(tid, at_ret, &ret_gadget, sizeof(ret_gadget));
+		err = tmem_write(tid, at_ret, &ret_gadget, sizeof(ret_gadget));
 	if (!err && c->data_len)
-		err = remote_mem_write(tid, data_at, c->data, c->data_len);
+		err = tmem_write(tid, data_at, c->data, c->data_len);
 	if (err) {
 		pr_debug("remote: no room for a call on the stack of %d: %s", (int)tid,
 			 strerror(-err));
@@ -1151,9 +1022,9 @@ int remote_exit_frame(struct remote_ctx *ctx, uint64_t top, uint64_t *at)
 	err = sigframe_build(frame, sizeof(frame), top, &r, ~0ULL, fpu, sizeof(fpu), 0,
 			     g.sigreturn, at, &len);
 	if (!err)
-		err = remote_mem_write(ctx->tid, *at, frame, len);
+		err = tmem_write(ctx->tid, *at, frame, len);
 	if (!err)
-		err = remote_mem_write(ctx->tid, top, &zero, sizeof(zero));
+		err = tmem_write(ctx->tid, top, &zero, sizeof(zero));
 	return err;
 }
 
@@ -1247,7 +1118,7 @@ int remote_memfd_create(struct remote_ctx *ctx, const char *name,
 		return err;
 	/* The scratch area below the red zone, above remote_syscall's frame. */
 	at = remote_arch_sp(&r) - REMOTE_ARCH_RED_ZONE - len;
-	err = remote_mem_write(ctx->tid, at, name, len);
+	err = tmem_write(ctx->tid, at, name, len);
 	if (err)
 		return err;
 	err = remote_syscall(ctx, SYS_memfd_create, (long)at, (long)flags, 0, 0,

@@ -12,9 +12,9 @@
 #include "fast/agentlink.h"
 #include "implant/implant.h"
 #include "model/census.h"
+#include "model/tmem.h"
 #include "profile/profile.h"
 #include "ptrace/events.h"
-#include "ptrace/remote.h"
 #include "ptrace/statscall.h"
 #include "session/memreport.h"
 #include "session/session.h"
@@ -240,7 +240,7 @@ static int census_read(void *arg, uint64_t addr, void *buf, size_t len)
 {
 	const struct session *s = arg;
 
-	return remote_mem_read(s->ev.reader, addr, buf, len);
+	return tmem_read(s->ev.reader, addr, buf, len);
 }
 
 static void keep_census(void *arg, const char *text)
