@@ -448,13 +448,6 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	fp_refresh(l);
 }
 
-void agent_link_set_pid(struct agent_link *l, pid_t tid)
-{
-	l->p.proc_tid = tid;
-	if (l->ftab)
-		frametab_set_pid(l->ftab, tid);
-}
-
 /* Say msg once on stderr and in the profile (the run's note). */
 static void note(struct agent_link *l, const char *fmt, ...)
 {

@@ -12,7 +12,7 @@
 #include "base/xmalloc.h"
 #include "implant/implant.h"
 #include "model/mapguard.h"
-#include "model/tmem.h"
+#include "model/target.h"
 #include "profile/profile.h"
 #include "ptrace/remote.h"
 #include "ptrace/seccomp_plan.h"
@@ -69,12 +69,6 @@ static enum tramp_class class_of(enum hook_kind k)
 	default:
 		return TRAMP_ALLOC;
 	}
-}
-
-/* The thread the target's memory is read through. */
-static pid_t proc_tid(const struct implant *im)
-{
-	return *im->p.proc_tid;
 }
 
 static int target_gone(const struct implant *im)
@@ -383,7 +377,7 @@ static int body_branch_into(struct implant *im, const struct hook *h, const stru
 	int rc;
 
 	*where = h->addr;
-	rc = tmem_read(proc_tid(im), h->addr, body, len);
+	rc = target_read(im->p.target, h->addr, body, len);
 	if (!rc)
 		rc = reloc_branch_into(body, len, h->addr, p->reloc.patch_addr,
 				       p->reloc.patch_addr + p->reloc.covered, where);
@@ -405,7 +399,7 @@ static int prepare(struct implant *im, const struct hook *h, struct patch *p)
 
 	if (avail > MAX_BODY)
 		avail = MAX_BODY;
-	rc = tmem_read(proc_tid(im), h->addr, body, avail);
+	rc = target_read(im->p.target, h->addr, body, avail);
 	if (rc)
 		return rc;
 	memset(p, 0, sizeof(*p));
@@ -485,7 +479,7 @@ static int write_jump(struct implant *im, struct patch *p)
 	/* Threads inside the bytes go to the relocated copy first: if we die
 	 * before the jump is written, they run on there just as well. */
 	move_threads(im, p);
-	rc = tmem_write(proc_tid(im), p->reloc.patch_addr, jmp, RELOC_JMP_LEN);
+	rc = target_write(im->p.target, p->reloc.patch_addr, jmp, RELOC_JMP_LEN);
 	if (rc)
 		return rc;
 	p->installed = 1;
@@ -848,7 +842,7 @@ void implant_remove(struct implant *im)
 
 		if (!p->installed)
 			continue;
-		if (tmem_write(proc_tid(im), p->reloc.patch_addr, p->orig, RELOC_JMP_LEN)) {
+		if (target_write(im->p.target, p->reloc.patch_addr, p->orig, RELOC_JMP_LEN)) {
 			pr_err("cannot restore %s at %#lx in %d", p->hook->names[0],
 			       (unsigned long)p->reloc.patch_addr, im->p.pid);
 			unrestored++;

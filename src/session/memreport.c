@@ -12,7 +12,7 @@
 #include "fast/agentlink.h"
 #include "implant/implant.h"
 #include "model/census.h"
-#include "model/tmem.h"
+#include "model/target.h"
 #include "profile/profile.h"
 #include "ptrace/events.h"
 #include "ptrace/statscall.h"
@@ -240,7 +240,7 @@ static int census_read(void *arg, uint64_t addr, void *buf, size_t len)
 {
 	const struct session *s = arg;
 
-	return tmem_read(s->ev.reader, addr, buf, len);
+	return target_read(s->t, addr, buf, len);
 }
 
 static void keep_census(void *arg, const char *text)

@@ -641,7 +641,6 @@ static int fast_prepare(struct session *s)
 		return rc;
 	lp = (struct agent_link_params){
 		.pid = s->pid,
-		.proc_tid = s->ev.reader,
 		.rate = s->opt->sample_rate,
 		.max_depth = s->opt->max_depth,
 		.ring_size = s->mem.ring_size,
@@ -812,11 +811,11 @@ static void on_reader_moved(void *arg, pid_t tid)
 {
 	struct session *s = arg;
 
+	/* the one owner of the reader: the unwinder, the frame table and
+	 * the agent link read through s->t */
 	target_set_reader(s->t, tid);
 	if (s->unw)
-		unwinder_set_pid(s->unw, tid);
-	if (s->link)
-		agent_link_set_pid(s->link, tid);
+		unwinder_flush(s->unw);
 }
 
 /* Before a new thread runs: can exact mode's accounting tell it apart? */
@@ -879,7 +878,7 @@ static struct implant *new_implant(struct session *s)
 {
 	struct implant_params ip = {
 		.pid = s->pid,
-		.proc_tid = &s->ev.reader,
+		.target = s->t,
 		.tr = &s->tr,
 		.gone = &s->ev.gone,
 		.sc = &s->sc,

@@ -620,11 +620,6 @@ void frametab_set_gen(struct frametab *ft, volatile uint32_t *gen)
 	ft->gen = gen;
 }
 
-void frametab_set_pid(struct frametab *ft, pid_t pid)
-{
-	target_set_reader(ft->t, pid);
-}
-
 void frametab_get_stats(const struct frametab *ft, struct frametab_stats *st)
 {
 	*st = ft->st;

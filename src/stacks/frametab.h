@@ -136,8 +136,5 @@ int frametab_rule_elf(struct elfobj *e, uint64_t addr, struct shm_frame *out);
 const struct shm_frame *frametab_lookup(const struct shm_frame *table, uint64_t ip);
 
 void frametab_get_stats(const struct frametab *ft, struct frametab_stats *st);
-/* Read the process's maps and objects through thread pid from now on (the
- * one given to frametab_new has exited). */
-void frametab_set_pid(struct frametab *ft, pid_t pid);
 
 #endif

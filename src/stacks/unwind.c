@@ -671,12 +671,6 @@ void unwinder_flush(struct unwinder *u)
 	u->maps_gen = u->gen - 1;	/* the next miss reads the maps */
 }
 
-void unwinder_set_pid(struct unwinder *u, pid_t pid)
-{
-	target_set_reader(u->t, pid);
-	unwinder_flush(u);
-}
-
 void unwinder_get_stats(const struct unwinder *u, struct unwind_stats *st)
 {
 	*st = u->st;

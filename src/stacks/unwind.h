@@ -78,9 +78,6 @@ void unwinder_free(struct unwinder *u);
  * replaced (dlclose, munmap, exec), before the next unwind.
  */
 void unwinder_flush(struct unwinder *u);
-/* Read the process through thread pid from now on (the target's reader
- * has exited: target_set_reader); flushes as unwinder_flush. */
-void unwinder_set_pid(struct unwinder *u, pid_t pid);
 void unwinder_get_stats(const struct unwinder *u, struct unwind_stats *st);
 
 /*
