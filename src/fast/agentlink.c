@@ -426,8 +426,7 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	memset(d + SHM_OFF_BITS, l->exact ? 0xff : 0, SHM_BLOOM_SIZE / 8);
 	ring_reader_init(&l->rings, h, l->p.ring_size, l->depth, l->py_max);
 	l->ftab = l->p.target ?
-		  frametab_new_target(l->p.target, (struct shm_frame *)(d + SHM_OFF_FRAMES)) :
-		  frametab_new(l->p.proc_tid, (struct shm_frame *)(d + SHM_OFF_FRAMES));
+		  frametab_new_target(l->p.target, (struct shm_frame *)(d + SHM_OFF_FRAMES)) : NULL;
 	if (l->ftab) {
 		struct frametab_stats fs;
 
@@ -537,25 +536,17 @@ static uint32_t fp_ranges(const struct proc_maps *m, struct shm_range *v)
  * header: ranges before their count). */
 static void fp_refresh(struct agent_link *l)
 {
-	struct proc_maps m = { 0 };
 	struct shm_hdr *w = (struct shm_hdr *)l->want;
 	struct shm_range v[SHM_FP_RANGES];
 	uint32_t n;
 
 	l->fp_read_ns = clock_ns(CLOCK_MONOTONIC);
 	l->fp_stale = 0;
-	if (l->p.target) {
-		/* the one cache of the maps: a change of code seen here is
-		 * acted on like any other (target_on_change) */
-		if (target_maps_reload(l->p.target) < 0 || !target_maps(l->p.target))
-			return;
-		n = fp_ranges(target_maps(l->p.target), v);
-	} else {
-		if (proc_maps_read(l->p.proc_tid, &m))
-			return;
-		n = fp_ranges(&m, v);
-		proc_maps_free(&m);
-	}
+	/* the one cache of the maps: a change of code seen here is acted on
+	 * like any other (target_on_change); no target, no maps */
+	if (!l->p.target || target_maps_reload(l->p.target) < 0 || !target_maps(l->p.target))
+		return;
+	n = fp_ranges(target_maps(l->p.target), v);
 	if (n == w->fp_n && !memcmp(v, w->fp, n * sizeof(*v)))
 		return;
 	w->fp_n = 0;

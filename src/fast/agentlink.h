@@ -31,8 +31,6 @@ struct agent_link;
 
 struct agent_link_params {
 	pid_t pid;                      /* the target (named in notes) */
-	pid_t proc_tid;                 /* without a target only: the thread its maps
-					 * are read through */
 	uint64_t rate;                  /* --sample-rate; 1: exact, every call and free */
 	unsigned max_depth;             /* --max-depth: frames kept of a stack (0: SHM_DEFAULT_DEPTH) */
 	uint64_t ring_size;             /* bytes of each ring (agent_link_ring_size) */
@@ -45,7 +43,7 @@ struct agent_link_params {
 	struct sampler *sampler;        /* the counters' first gaps and seeds */
 	struct unwinder *unw;           /* stacks the frame table cannot walk */
 	struct target *target;          /* maps, memory, objects, and the thread they are
-					 * read through (NULL: proc_tid's own) */
+					 * read through (NULL: no frame table, no ranges) */
 	struct run_stats *stats;        /* what the events add to */
 	const struct shm_py *py;        /* the agent's view of the target's Python
 					 * (pyfind.c); NULL or kind 0: no Python frames */

@@ -79,7 +79,6 @@ struct ft_bind {
 
 struct frametab {
 	struct target *t;
-	int own_target;		/* made by frametab_new, freed with us */
 	struct shm_frame *table;
 	struct ft_bind *binds;	/* parallel to the target's maps of version binds_ver */
 	size_t nbinds;
@@ -583,20 +582,6 @@ struct frametab *frametab_new_target(struct target *t, struct shm_frame *table)
 	return ft;
 }
 
-struct frametab *frametab_new(pid_t pid, struct shm_frame *table)
-{
-	struct target *t = pid > 0 ? target_new(pid, 0) : NULL;
-	struct frametab *ft = t ? frametab_new_target(t, table) : NULL;
-
-	if (!ft) {
-		target_free(t);
-		errno = EINVAL;
-		return NULL;
-	}
-	ft->own_target = 1;
-	return ft;
-}
-
 void frametab_reset(struct frametab *ft)
 {
 	reset(ft);
@@ -608,8 +593,6 @@ void frametab_free(struct frametab *ft)
 	if (!ft)
 		return;
 	target_off_change(ft->t, on_maps_change, ft);
-	if (ft->own_target)
-		target_free(ft->t);
 	drop_binds(ft);
 	drop_objects(ft);
 	free(ft);

@@ -28,15 +28,15 @@ struct frametab_stats {
 
 struct frametab;
 
-/*
- * A rule compiler for process pid writing into table, SHM_NFRAMES slots
- * (zeroed, in shared memory: the agent reads it concurrently). The tool is the
- * only writer. Not thread-safe. NULL on failure (errno set).
- */
-struct frametab *frametab_new(pid_t pid, struct shm_frame *table);
-/* The same over target t (which must outlive it): its maps, memory and
- * objects, and a reset at every change of its code mappings. */
 struct target;
+
+/*
+ * A rule compiler for target t (which must outlive it: its maps, memory
+ * and objects, and a reset at every change of its code mappings) writing
+ * into table, SHM_NFRAMES slots (zeroed, in shared memory: the agent reads
+ * it concurrently). The tool is the only writer. Not thread-safe. NULL on
+ * failure (errno set).
+ */
 struct frametab *frametab_new_target(struct target *t, struct shm_frame *table);
 /* Bump *gen (shm_hdr.walk_gen; NULL: none) after every change of the table. */
 void frametab_set_gen(struct frametab *ft, volatile uint32_t *gen);

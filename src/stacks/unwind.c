@@ -95,7 +95,6 @@ struct pslot {
 
 struct unwinder {
 	struct target *t;
-	int own_target;			/* made by unwinder_new, freed with us */
 	unw_addr_space_t as;
 	uint64_t maps_gen;		/* unwind generation of the last maps read */
 	uint64_t reload_ns;		/* when we last read them for a missing address */
@@ -634,26 +633,11 @@ struct unwinder *unwinder_new_target(struct target *t)
 	return u;
 }
 
-struct unwinder *unwinder_new(pid_t pid)
-{
-	struct target *t = target_new(pid, 0);
-	struct unwinder *u = t ? unwinder_new_target(t) : NULL;
-
-	if (!u) {
-		target_free(t);
-		return NULL;
-	}
-	u->own_target = 1;
-	return u;
-}
-
 void unwinder_free(struct unwinder *u)
 {
 	if (!u)
 		return;
 	target_off_change(u->t, on_maps_change, u);
-	if (u->own_target)
-		target_free(u->t);
 	objs_drop(u);
 	free(u->objs);
 	if (u->as)

@@ -67,8 +67,6 @@ struct target;
  * thread-safe: use one per tracer thread. NULL on failure (errno set).
  */
 struct unwinder *unwinder_new_target(struct target *t);
-/* The same over a target of its own for process pid (the thread group id). */
-struct unwinder *unwinder_new(pid_t pid);
 void unwinder_free(struct unwinder *u);
 /*
  * Drop everything cached about the target's mappings: maps, per-object
