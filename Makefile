@@ -218,7 +218,8 @@ FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE -Isrc -Iinclude -Isrc/arch/$(ARC
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 FUZZ_LIB_SRC := src/model/elfobj.c src/model/proc.c src/model/tfile.c src/model/tcred.c src/model/zsection.c src/model/debugfile.c src/stacks/unwind.c src/stacks/frametab.c \
 	src/model/mapguard.c src/base/xmalloc.c src/base/log.c src/model/perfmap.c src/report/report_pprof.c \
-	src/model/target.c src/model/tmem.c src/ptrace/remote.c src/ptrace/gadgets.c src/arch/$(ARCH)/sigframe.c \
+	src/model/target.c src/model/tmem.c src/ptrace/remote.c src/ptrace/remote_state.c \
+	src/ptrace/remote_stop.c src/ptrace/gadgets.c src/arch/$(ARCH)/sigframe.c \
 	src/python/pylines.c src/stacks/gocgo.c src/arch/$(ARCH)/disasm.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FB)/%.o)
 FUZZ_BIN     := $(patsubst tests/fuzz/%.c,$(FB)/%,$(wildcard tests/fuzz/fuzz_*.c))
