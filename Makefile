@@ -112,13 +112,21 @@ $(B)/src/arch/$(ARCH)/tramp_fast.o: override CFLAGS += -I$(B)/gen
 $(B)/src/arch/$(ARCH)/agent_cfi.o: $(B)/gen/agent_cfi_rows.h
 $(B)/src/arch/$(ARCH)/agent_cfi.o: override CFLAGS += -I$(B)/gen
 
-$(B)/tests/%: tests/unit/%.c $(B)/libheapattach.a tests/unit/harness.h
-	@mkdir -p $(dir $@)
-	$(QCC)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(B)/libheapattach.a $(LDLIBS)
+# Helpers the unit tests and the tools link with (tests/unit, not test_*.c).
+TEST_HELP := $(B)/testhelp/testtarget.o
+.SECONDARY: $(TEST_HELP)
 
-$(B)/tools/%: tests/tools/%.c $(B)/libheapattach.a
+$(B)/testhelp/%.o: tests/unit/%.c
 	@mkdir -p $(dir $@)
-	$(QCC)$(CC) $(CFLAGS) -o $@ $< $(B)/libheapattach.a $(LDLIBS)
+	$(QCC)$(CC) $(CPPFLAGS) $(CFLAGS) -Itests/unit -c -o $@ $<
+
+$(B)/tests/%: tests/unit/%.c $(B)/libheapattach.a $(TEST_HELP) tests/unit/harness.h
+	@mkdir -p $(dir $@)
+	$(QCC)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(TEST_HELP) $(B)/libheapattach.a $(LDLIBS)
+
+$(B)/tools/%: tests/tools/%.c $(B)/libheapattach.a $(TEST_HELP)
+	@mkdir -p $(dir $@)
+	$(QCC)$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(TEST_HELP) $(B)/libheapattach.a $(LDLIBS)
 
 # Fixtures: victims built -O1 with frame pointers; each may add flags in a
 # first-line comment "/* build: FLAGS */" (e.g. -static, -no-pie, -s). One
@@ -212,7 +220,8 @@ FUZZ_LIB_SRC := src/model/elfobj.c src/model/proc.c src/model/tfile.c src/model/
 	src/stacks/unwind_objs.c src/stacks/unwind_pcache.c src/stacks/unwind_acc.c \
 	src/stacks/frametab_objs.c src/stacks/frametab_cfi.c src/stacks/frametab_ends.c \
 	src/model/mapguard.c src/base/xmalloc.c src/base/log.c src/model/perfmap.c src/report/report_pprof.c \
-	src/model/target.c src/ptrace/remote.c src/ptrace/gadgets.c src/arch/$(ARCH)/sigframe.c \
+	src/model/target.c src/model/tmem.c src/ptrace/remote.c src/ptrace/remote_state.c \
+	src/ptrace/remote_stop.c src/ptrace/gadgets.c src/arch/$(ARCH)/sigframe.c \
 	src/python/pylines.c src/stacks/gocgo.c src/arch/$(ARCH)/disasm.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FB)/%.o)
 FUZZ_BIN     := $(patsubst tests/fuzz/%.c,$(FB)/%,$(wildcard tests/fuzz/fuzz_*.c))

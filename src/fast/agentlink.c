@@ -153,8 +153,7 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	memset(d + SHM_OFF_BITS, l->exact ? 0xff : 0, SHM_BLOOM_SIZE / 8);
 	ring_reader_init(&l->rings, h, l->p.ring_size, l->depth, l->py_max);
 	l->ftab = l->p.target ?
-		  frametab_new_target(l->p.target, (struct shm_frame *)(d + SHM_OFF_FRAMES)) :
-		  frametab_new(l->p.proc_tid, (struct shm_frame *)(d + SHM_OFF_FRAMES));
+		  frametab_new_target(l->p.target, (struct shm_frame *)(d + SHM_OFF_FRAMES)) : NULL;
 	if (l->ftab) {
 		struct frametab_stats fs;
 
@@ -173,13 +172,6 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	if (l->p.target && !target_on_change(l->p.target, on_code_change, l))
 		l->watching = 1;
 	fpranges_refresh(l);
-}
-
-void agent_link_set_pid(struct agent_link *l, pid_t tid)
-{
-	l->p.proc_tid = tid;
-	if (l->ftab)
-		frametab_set_pid(l->ftab, tid);
 }
 
 /* Say msg once on stderr and in the profile (the run's note). */

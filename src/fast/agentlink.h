@@ -31,7 +31,6 @@ struct agent_link;
 
 struct agent_link_params {
 	pid_t pid;                      /* the target (named in notes) */
-	pid_t proc_tid;                 /* the thread its memory and maps are read through */
 	uint64_t rate;                  /* --sample-rate; 1: exact, every call and free */
 	unsigned max_depth;             /* --max-depth: frames kept of a stack (0: SHM_DEFAULT_DEPTH) */
 	uint64_t ring_size;             /* bytes of each ring (agent_link_ring_size) */
@@ -43,7 +42,8 @@ struct agent_link_params {
 	struct profile *prof;           /* where events go */
 	struct sampler *sampler;        /* the counters' first gaps and seeds */
 	struct unwinder *unw;           /* stacks the frame table cannot walk */
-	struct target *target;          /* maps, memory, objects (NULL: proc_tid's own) */
+	struct target *target;          /* maps, memory, objects, and the thread they are
+					 * read through (NULL: no frame table, no ranges) */
 	struct run_stats *stats;        /* what the events add to */
 	const struct shm_py *py;        /* the agent's view of the target's Python
 					 * (pyfind.c); NULL or kind 0: no Python frames */
@@ -161,8 +161,6 @@ void agent_link_reconcile(struct agent_link *l);
 /* No writer will make progress any more (target gone, exec'd, or detached):
  * a record left half written is skipped. */
 void agent_link_final(struct agent_link *l);
-/* Read the target through thread tid from now on (the one before has exited). */
-void agent_link_set_pid(struct agent_link *l, pid_t tid);
 /* Non-zero once the target wrote what no agent writes: nothing in the area
  * is read any more and the run must end. */
 int agent_link_hostile(const struct agent_link *l);

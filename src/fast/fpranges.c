@@ -58,25 +58,17 @@ static uint32_t fp_ranges(const struct proc_maps *m, struct shm_range *v)
  * header: ranges before their count). */
 void fpranges_refresh(struct agent_link *l)
 {
-	struct proc_maps m = { 0 };
 	struct shm_hdr *w = (struct shm_hdr *)l->want;
 	struct shm_range v[SHM_FP_RANGES];
 	uint32_t n;
 
 	l->fp.read_ns = clock_ns(CLOCK_MONOTONIC);
 	l->fp.stale = 0;
-	if (l->p.target) {
-		/* the one cache of the maps: a change of code seen here is
-		 * acted on like any other (target_on_change) */
-		if (target_maps_reload(l->p.target) < 0 || !target_maps(l->p.target))
-			return;
-		n = fp_ranges(target_maps(l->p.target), v);
-	} else {
-		if (proc_maps_read(l->p.proc_tid, &m))
-			return;
-		n = fp_ranges(&m, v);
-		proc_maps_free(&m);
-	}
+	/* the one cache of the maps: a change of code seen here is acted on
+	 * like any other (target_on_change); no target, no maps */
+	if (!l->p.target || target_maps_reload(l->p.target) < 0 || !target_maps(l->p.target))
+		return;
+	n = fp_ranges(target_maps(l->p.target), v);
 	if (n == w->fp_n && !memcmp(v, w->fp, n * sizeof(*v)))
 		return;
 	w->fp_n = 0;

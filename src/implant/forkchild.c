@@ -23,6 +23,7 @@
 #include "base/log.h"
 #include "implant/forkchild.h"
 #include "implant/implant.h"
+#include "model/tmem.h"
 #include "ptrace/remote.h"
 
 int forkchild_separate_memory(pid_t a, pid_t b)
@@ -50,15 +51,15 @@ static int restore_child(const struct implant *im, pid_t child)
 		uint8_t cur[RELOC_JMP_LEN];
 		uint64_t at = p->reloc.patch_addr, to;
 
-		if (remote_mem_read(child, at, cur, sizeof(cur))) {
+		if (tmem_read(child, at, cur, sizeof(cur))) {
 			clean = 0;
 			continue;
 		}
 		if (!memcmp(cur, p->orig, sizeof(cur)))
 			continue;
 		if (reloc_decode_jmp(cur, at, &to) || to != p->tramp ||
-		    remote_mem_write(child, at, p->orig, RELOC_JMP_LEN) ||
-		    remote_mem_read(child, at, cur, sizeof(cur)) || memcmp(cur, p->orig, sizeof(cur))) {
+		    tmem_write(child, at, p->orig, RELOC_JMP_LEN) ||
+		    tmem_read(child, at, cur, sizeof(cur)) || memcmp(cur, p->orig, sizeof(cur))) {
 			pr_warn("could not restore %s in forked child %d", p->hook->names[0], child);
 			clean = 0;
 		}

@@ -4,55 +4,24 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
-#include "base/clock.h"
+
 #include "base/log.h"
 #include "base/xmalloc.h"
 #include "implant/implant.h"
+#include "implant/implant_int.h"
 #include "model/mapguard.h"
+#include "model/target.h"
 #include "profile/profile.h"
-#include "ptrace/remote.h"
-#include "ptrace/seccomp_plan.h"
-#include "regs.h"
 #include "stacks/unwind.h"
+#include "regs.h"
 
 #define REACH ((int64_t)INJECT_REACH - REGION_CODE - 4096)
 #define MAX_BODY 8192
 #define MAX_BODY_CHECK (1u << 20)	/* bytes of a body searched for branches into its start */
-#define INFLIGHT_WAIT_MS 3000
-#define UNMAP_ROUNDS 8		/* tries to find a thread that can unmap the regions */
 /* Each trampoline starts a cache line: its fast path (the check and the
  * jump back) then sits in one or two lines whatever came before it. */
 #define TRAMP_ALIGN 64
-
-/* One region: a memfd mapped near the object it serves. */
-struct region {
-	struct inject_region *inj;      /* the r-x view */
-	struct inject_region *alias;    /* agent backend: the rw- view, or NULL */
-	uint64_t remote;                /* address in the target */
-	uint8_t *local;                 /* our RW view */
-	size_t size, used;              /* of the code part; used: bytes of code */
-	uint64_t near;                  /* the object it serves */
-	struct shm_hdr *hdr;            /* local + REGION_CODE: the target may write it */
-	struct shm_hdr *want;           /* the header as we wrote it (kept until implant_free) */
-};
-
-struct implant {
-	struct implant_params p;
-	const struct hook_set *hooks;
-	struct patch *patches;
-	size_t npatches;
-	struct region regions[IMPLANT_MAX_REGIONS];
-	size_t nregions;
-	struct shm_range nest[SHM_NEST_RANGES]; /* the allocator's own code: calls from */
-	uint32_t nest_n;                        /* there are nested (nest_ranges) */
-	uint64_t leftover_lo[IMPLANT_MAX_REGIONS], leftover_hi[IMPLANT_MAX_REGIONS];
-	size_t nleftovers;
-	size_t left;                    /* views implant_remove had to leave mapped */
-	int handed_over;                /* the first region's local view is the backend's */
-};
 
 static enum tramp_class class_of(enum hook_kind k)
 {
@@ -68,150 +37,6 @@ static enum tramp_class class_of(enum hook_kind k)
 	default:
 		return TRAMP_ALLOC;
 	}
-}
-
-/* The thread the target's memory is read through. */
-static pid_t proc_tid(const struct implant *im)
-{
-	return *im->p.proc_tid;
-}
-
-static int target_gone(const struct implant *im)
-{
-	return im->p.gone && *im->p.gone;
-}
-
-static void stop_all(struct implant *im)
-{
-	tracee_stop_all(im->p.tr, im->p.on_event, im->p.event_arg);
-}
-
-/* ---- remote syscalls: how regions get in and out ---- */
-
-/*
- * Run op in the first stopped thread that can do remote syscalls (one in
- * an exit or clone event stop answers -EINVAL, an exiting one -ESRCH: try
- * the next). First pass: threads that hold no signal and whose interrupted
- * syscall a dead tool's frame would restart exactly (remote.h, picky);
- * then any. The thread's bookkeeping follows what remote_syscall did to it.
- * Returns op's result, or -ESRCH if no thread could.
- */
-static int run_remote(struct implant *im, int (*op)(struct remote_ctx *ctx, void *arg), void *arg)
-{
-	struct tracee *tr = im->p.tr;
-	int rc = -ESRCH;
-
-	for (int pass = 0; pass < 2; pass++) {
-		for (size_t i = 0; i < tr->n; i++) {
-			struct thread *th = &tr->t[i];
-			struct remote_ctx ctx;
-
-			if (th->state != TS_STOPPED || th->vfork_child ||
-			    (im->p.sc->remote_listed && !th->remote_ok) ||
-			    (!pass && th->pending_sig > 0))
-				continue;	/* seccomp may kill on them; pass 0: no signal held */
-			remote_ctx_init(&ctx, im->p.pid, th->tid);
-			ctx.picky = !pass;
-			rc = op(&ctx, arg);
-			if (ctx.resumed)
-				th->interrupted = 0;	/* it stopped in a fresh event stop */
-			if (ctx.delivered)
-				th->pending_sig = ctx.stop_sig == SIGTRAP ? 0 : -1;
-			if (rc != -EINVAL && rc != -ESRCH && rc != -EAGAIN)
-				return rc;
-		}
-	}
-	return rc;
-}
-
-struct map_args {
-	struct implant *im;
-	uint64_t near;
-	size_t size;
-	inject_prefill_fn prefill;
-	void *prefill_arg;
-	struct inject_region *code, *alias;
-};
-
-/* Map a region's code view near a->near, and the data view when asked. */
-static int op_region_map(struct remote_ctx *ctx, void *arg)
-{
-	struct map_args *a = arg;
-	int rc;
-
-	/* the flags avoid what the target's seccomp filter may kill on */
-	rc = inject_region_near_prefill(ctx, a->near, a->size, a->im->p.sc->inject_flags,
-					a->prefill, a->prefill_arg, a->code);
-	if (rc || !a->alias)
-		return rc;
-	rc = inject_region_alias(ctx, a->code, a->near, PROT_READ | PROT_WRITE, a->alias);
-	if (rc)
-		inject_region_remove(ctx, a->code);
-	return rc;
-}
-
-static int sys_map(struct implant *im, uint64_t near, size_t size, inject_prefill_fn prefill,
-		   void *prefill_arg, struct inject_region *code, struct inject_region *alias)
-{
-	struct map_args a = { im, near, size, prefill, prefill_arg, code, alias };
-
-	return run_remote(im, op_region_map, &a);
-}
-
-static int op_region_remove(struct remote_ctx *ctx, void *arg)
-{
-	return inject_region_remove(ctx, arg);
-}
-
-static int sys_unmap(struct implant *im, struct inject_region *view)
-{
-	return run_remote(im, op_region_remove, view);
-}
-
-struct unmap_args {
-	uint64_t addr;
-	size_t len;
-};
-
-static int op_munmap(struct remote_ctx *ctx, void *arg)
-{
-	struct unmap_args *a = arg;
-
-	return remote_munmap(ctx, a->addr, a->len);
-}
-
-static int sys_munmap(struct implant *im, uint64_t addr, size_t len)
-{
-	struct unmap_args a = { addr, len };
-
-	return run_remote(im, op_munmap, &a);
-}
-
-static int op_close(struct remote_ctx *ctx, void *arg)
-{
-	return remote_close(ctx, *(int *)arg);
-}
-
-static int sys_close(struct implant *im, int fd)
-{
-	return run_remote(im, op_close, &fd);
-}
-
-const struct implant_sys implant_sys_remote = {
-	.map = sys_map,
-	.unmap = sys_unmap,
-	.munmap = sys_munmap,
-	.close = sys_close,
-};
-
-int implant_unmap_remote(struct implant *im, uint64_t addr, size_t len)
-{
-	return im->p.sys->munmap(im, addr, len);
-}
-
-int implant_close_remote(struct implant *im, int fd)
-{
-	return im->p.sys->close(im, fd);
 }
 
 /* ---- the handle ---- */
@@ -382,7 +207,7 @@ static int body_branch_into(struct implant *im, const struct hook *h, const stru
 	int rc;
 
 	*where = h->addr;
-	rc = remote_mem_read(proc_tid(im), h->addr, body, len);
+	rc = target_read(im->p.target, h->addr, body, len);
 	if (!rc)
 		rc = reloc_branch_into(body, len, h->addr, p->reloc.patch_addr,
 				       p->reloc.patch_addr + p->reloc.covered, where);
@@ -404,7 +229,7 @@ static int prepare(struct implant *im, const struct hook *h, struct patch *p)
 
 	if (avail > MAX_BODY)
 		avail = MAX_BODY;
-	rc = remote_mem_read(proc_tid(im), h->addr, body, avail);
+	rc = target_read(im->p.target, h->addr, body, avail);
 	if (rc)
 		return rc;
 	memset(p, 0, sizeof(*p));
@@ -484,7 +309,7 @@ static int write_jump(struct implant *im, struct patch *p)
 	/* Threads inside the bytes go to the relocated copy first: if we die
 	 * before the jump is written, they run on there just as well. */
 	move_threads(im, p);
-	rc = remote_mem_write(proc_tid(im), p->reloc.patch_addr, jmp, RELOC_JMP_LEN);
+	rc = target_write(im->p.target, p->reloc.patch_addr, jmp, RELOC_JMP_LEN);
 	if (rc)
 		return rc;
 	p->installed = 1;
@@ -638,12 +463,6 @@ const struct patch *implant_patch_at(const struct implant *im, uint64_t ip)
 	return NULL;
 }
 
-/* A view of a region that is still mapped in the target. */
-static int view_mapped(const struct inject_region *v)
-{
-	return v && v->size;
-}
-
 size_t implant_views(const struct implant *im, struct implant_view *out, size_t max)
 {
 	size_t n = 0;
@@ -652,7 +471,7 @@ size_t implant_views(const struct implant *im, struct implant_view *out, size_t 
 		const struct inject_region *v[2] = { im->regions[i].alias, im->regions[i].inj };
 
 		for (int k = 0; k < 2; k++)
-			if (view_mapped(v[k]) && n < max)
+			if (implant_view_mapped(v[k]) && n < max)
 				out[n++] = (struct implant_view){ v[k]->remote, v[k]->size };
 	}
 	return n;
@@ -712,187 +531,3 @@ void implant_clear_leftovers(struct implant *im)
 	im->nleftovers = 0;
 }
 
-/* ---- removal ---- */
-
-static void sleep_us(long us)
-{
-	struct timespec ts = { 0, us * 1000L };
-
-	nanosleep(&ts, NULL);
-}
-
-/*
- * Once the original bytes are back no thread can enter a trampoline again,
- * so only the threads still inside one need to run: resume just those for
- * a moment, re-stop them, look again. Every eighth round everyone runs, in
- * case a thread inside waits for a lock that a stopped one holds. A
- * thread found outside stays outside: after the first round only those
- * found inside are looked at again (with thousands of threads each look,
- * a walk of the live stack, is what the target waits for).
- */
-int implant_wait_quiet(struct implant *im, int *busy)
-{
-	struct tracee *tr = im->p.tr;
-	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
-
-	for (int round = 1;; round++) {
-		*busy = 0;
-		for (size_t i = 0; i < tr->n; i++) {
-			struct thread *th = &tr->t[i];
-
-			if (round > 1 && !th->mark)
-				continue;
-			th->mark = !th->vfork_child && th->state == TS_STOPPED &&
-				   implant_in_flight(im, th->tid);
-			*busy += th->mark;
-		}
-		if (round == 1 || !*busy)
-			pr_debug("%d thread(s) inside a hooked call after round %d, %.1f ms",
-				 *busy, round, (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
-		if (!*busy || target_gone(im))
-			return 0;
-		if (clock_ns(CLOCK_MONOTONIC) - t0 >= INFLIGHT_WAIT_MS * 1000000ULL)
-			return -EBUSY;
-		if (round % 8 == 0) {
-			tracee_resume_all(tr);
-			sleep_us(1000);
-		} else {
-			for (size_t i = 0; i < tr->n; i++)
-				if (tr->t[i].mark)
-					tracee_resume(tr, &tr->t[i]);
-			sleep_us(round < 4 ? 50 : 300);
-		}
-		stop_all(im);
-		/* exact mode: a thread inside may be waiting for ring room */
-		if (im->p.ops->quiesce)
-			im->p.ops->quiesce(im->p.ops_arg);
-	}
-}
-
-/*
- * Unmap every region's views, each in the first stopped thread that can
- * run a syscall. Under heavy thread churn every stopped thread may sit in
- * a clone or exit stop, where none can: then let the threads run for a
- * moment (the original bytes are back and no thread is inside a region,
- * so none can enter one) and try again, UNMAP_ROUNDS times. Returns how
- * many views stay mapped, with the last error in *err.
- */
-static size_t unmap_regions(struct implant *im, int *err)
-{
-	size_t left = 0;
-
-	for (int round = 1;; round++) {
-		left = 0;
-		for (size_t i = 0; i < im->nregions && !target_gone(im); i++) {
-			struct inject_region *v[2] = { im->regions[i].alias, im->regions[i].inj };
-
-			for (int k = 0; k < 2; k++) {
-				int rc = 0;
-
-				if (view_mapped(v[k])) {
-					if (!v[k]->alias && v[k]->local)
-						mapguard_remove(v[k]->local);	/* unmapped now */
-					rc = im->p.sys->unmap(im, v[k]);
-				}
-
-				if (rc) {
-					*err = rc;
-					left++;
-				}
-			}
-		}
-		if (!left || target_gone(im))
-			return 0;
-		if (round == UNMAP_ROUNDS)
-			return left;
-		pr_debug("%zu view(s) not unmapped (%s): round %d", left, strerror(-*err), round);
-		tracee_resume_all(im->p.tr);
-		sleep_us(round < 4 ? 200 : 2000);
-		stop_all(im);
-	}
-}
-
-/* The first region's local view goes to the backend, which reads what the
- * agent left once the target runs again (session.c): it outlives the regions. */
-static void hand_over(struct implant *im)
-{
-	struct inject_region *inj = im->nregions ? im->regions[0].inj : NULL;
-
-	if (!im->p.ops->removed || im->handed_over || !inj || !inj->local)
-		return;
-	im->p.ops->removed(im->p.ops_arg, inj->local, inj->size);
-	inj->local = NULL;
-	im->handed_over = 1;
-}
-
-/* Threads that tracee_stop_all could not stop (tracee.h): they run no
- * user code before they stop, but may be inside a trampoline. */
-static int unstopped(const struct implant *im)
-{
-	int n = 0;
-
-	for (size_t i = 0; i < im->p.tr->n; i++)
-		n += im->p.tr->t[i].state != TS_STOPPED;
-	return n;
-}
-
-void implant_remove(struct implant *im)
-{
-	int busy = 0, unrestored = 0, err = 0, stuck;
-
-	/* 1. The original bytes back (trampolines have no trap that could
-	 * hurt without us: nothing to disarm first). */
-	for (size_t i = 0; i < im->npatches; i++) {
-		struct patch *p = &im->patches[i];
-
-		if (!p->installed)
-			continue;
-		if (remote_mem_write(proc_tid(im), p->reloc.patch_addr, p->orig, RELOC_JMP_LEN)) {
-			pr_err("cannot restore %s at %#lx in %d", p->hook->names[0],
-			       (unsigned long)p->reloc.patch_addr, im->p.pid);
-			unrestored++;
-		} else {
-			p->installed = 0;
-		}
-	}
-	/* 2. Let threads still inside a trampoline (or a call made through one)
-	 * leave it before the regions go. */
-	if (im->nregions && !target_gone(im))
-		implant_wait_quiet(im, &busy);
-	hand_over(im);
-	if (target_gone(im))
-		goto out;
-	stuck = unstopped(im);
-	if (unrestored || busy || stuck) {
-		/* A jump or a thread still leads there: unmapping would crash it. */
-		for (size_t i = 0; i < im->nregions; i++)
-			im->left += view_mapped(im->regions[i].inj) +
-				    view_mapped(im->regions[i].alias);
-		if (busy)
-			pr_err("%d thread(s) of %d still inside a hooked call after %d ms: "
-			       "leaving %zu heapattach mapping(s) in it (they work without "
-			       "heapattach)", busy, im->p.pid, INFLIGHT_WAIT_MS, im->left);
-		else if (stuck)
-			pr_err("%d thread(s) of %d did not stop (%d: a vfork parent waiting for its "
-			       "child, or an uninterruptible sleep): leaving %zu heapattach "
-			       "mapping(s) in it (they work without heapattach)", stuck, im->p.pid,
-			       im->p.tr->unstopped, im->left);
-		else
-			pr_err("leaving %zu heapattach mapping(s) in %d: %d entry point(s) still "
-			       "jump there", im->left, im->p.pid, unrestored);
-		goto out;
-	}
-	im->left = unmap_regions(im, &err);
-	if (im->left)
-		pr_err("cannot unmap %zu heapattach mapping(s) from %d (%s, in every thread, "
-		       "%d tries): they stay, unused (no jump leads there any more)",
-		       im->left, im->p.pid, strerror(-err), UNMAP_ROUNDS);
-out:
-	for (size_t i = 0; i < im->nregions; i++) {
-		free(im->regions[i].inj);
-		free(im->regions[i].alias);
-		im->regions[i].inj = im->regions[i].alias = NULL;
-	}
-	im->nregions = 0;
-	im->npatches = 0;
-}

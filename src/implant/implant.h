@@ -35,6 +35,7 @@
 
 struct implant;
 struct seccomp_plan;
+struct target;
 struct unwinder;
 
 /* The first region as a backend lays it out (implant_ops.setup). */
@@ -113,7 +114,7 @@ extern const struct implant_sys implant_sys_remote;
 /* What the implant needs of the target and the run. */
 struct implant_params {
 	pid_t pid;
-	pid_t *proc_tid;                /* the thread its memory is read through (it may change) */
+	struct target *target;          /* its memory (read through the thread it names) */
 	struct tracee *tr;              /* its threads */
 	const int *gone;                /* set once every thread has exited */
 	const struct seccomp_plan *sc;  /* which threads may run syscalls, how to inject */

@@ -39,7 +39,7 @@
 #include "implant/implant.h"
 #include "implant/recover.h"
 #include "model/elfobj.h"
-#include "ptrace/remote.h"
+#include "model/tmem.h"
 
 #define LEFT_PATH "/memfd:heapattach"	/* memfd_create("heapattach") in inject.c */
 #define LEFT_MAX_VIEWS 4		/* ours has 1 (trap mode) or 2 (fast mode) */
@@ -191,7 +191,7 @@ static int read_header(pid_t pid, struct leftover *l, dev_t dev)
 	if (fd < 0) {
 		if (errno != EPERM && errno != EACCES)
 			return -errno;
-		return remote_mem_read(pid, l->lo[0] + REGION_CODE, &l->hdr, sizeof(l->hdr));
+		return tmem_read(pid, l->lo[0] + REGION_CODE, &l->hdr, sizeof(l->hdr));
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_ino != l->ino ||
 	    st.st_dev != dev || (uint64_t)st.st_size != size || fcntl(fd, F_GET_SEALS) < 0 ||
@@ -242,7 +242,7 @@ static struct leftover *code_owner(struct leftovers *L, uint64_t addr)
 static int jump_at(pid_t pid, uint64_t addr, uint64_t *to)
 {
 	uint8_t b[RELOC_JMP_LEN];
-	int rc = remote_mem_read(pid, addr, b, sizeof(b));
+	int rc = tmem_read(pid, addr, b, sizeof(b));
 
 	return rc ? rc : reloc_decode_jmp(b, addr, to);
 }
@@ -305,7 +305,7 @@ static int restore_entry(struct rec *s, struct leftovers *L, const struct hook *
 	size_t skip;
 	int rc;
 
-	if (remote_mem_read(s->proc_tid, h->addr, cur, sizeof(cur)))
+	if (tmem_read(s->proc_tid, h->addr, cur, sizeof(cur)))
 		return 0;
 	skip = reloc_patch_skip(cur, sizeof(cur));
 	at = h->addr + skip;
@@ -321,8 +321,8 @@ static int restore_entry(struct rec *s, struct leftovers *L, const struct hook *
 	/* the bytes before the patch address were never ours to change */
 	if (memcmp(cur, orig, skip))
 		return -EINVAL;
-	rc = remote_mem_write(s->proc_tid, at, orig + skip, RELOC_JMP_LEN);
-	if (!rc && (rc = remote_mem_read(s->proc_tid, at, cur, RELOC_JMP_LEN)) == 0 &&
+	rc = tmem_write(s->proc_tid, at, orig + skip, RELOC_JMP_LEN);
+	if (!rc && (rc = tmem_read(s->proc_tid, at, cur, RELOC_JMP_LEN)) == 0 &&
 	    memcmp(cur, orig + skip, RELOC_JMP_LEN))
 		rc = -EIO;
 	return rc ? rc : 1;
@@ -351,7 +351,7 @@ static int still_jumped_into(struct rec *s, struct leftovers *L)
 		uint8_t cur[ENTRY_PEEK];
 		uint64_t at, to;
 
-		if (remote_mem_read(s->proc_tid, h->addr, cur, sizeof(cur)))
+		if (tmem_read(s->proc_tid, h->addr, cur, sizeof(cur)))
 			continue;
 		at = h->addr + reloc_patch_skip(cur, sizeof(cur));
 		if (reloc_decode_jmp(cur + (at - h->addr), at, &to) || !named_at(s->maps, to))

@@ -12,7 +12,7 @@
 #include "model/elfobj.h"
 #include "model/target.h"
 #include "model/tfile.h"
-#include "ptrace/remote.h"
+#include "model/tmem.h"
 
 #define TARGET_VDSO_MAX (64u << 10)	/* a vDSO is 8 KiB; we copy no more */
 
@@ -282,7 +282,7 @@ ssize_t target_read_some(struct target *t, uint64_t addr, void *buf, size_t len)
 	t->st.mem_reads++;
 	if (!len)
 		return 0;
-	if (!t->slow && !remote_mem_ptrace_only) {
+	if (!t->slow && !tmem_ptrace_only) {
 		n = process_vm_readv(t->reader, &l, 1, &r, 1, 0);
 		if (n > 0)
 			return n;
@@ -294,7 +294,7 @@ ssize_t target_read_some(struct target *t, uint64_t addr, void *buf, size_t len)
 	while (done < len) {
 		size_t k = len - done < sizeof(long) ? len - done : sizeof(long);
 
-		err = remote_mem_read(t->reader, addr + done, (char *)buf + done, k);
+		err = tmem_read(t->reader, addr + done, (char *)buf + done, k);
 		if (err)
 			break;
 		done += k;
@@ -305,12 +305,17 @@ ssize_t target_read_some(struct target *t, uint64_t addr, void *buf, size_t len)
 int target_read(struct target *t, uint64_t addr, void *buf, size_t len)
 {
 	t->st.mem_reads++;
-	return remote_mem_read(t->reader, addr, buf, len);
+	return tmem_read(t->reader, addr, buf, len);
+}
+
+int target_write(struct target *t, uint64_t addr, const void *buf, size_t len)
+{
+	return tmem_write(t->reader, addr, buf, len);
 }
 
 int target_reads_slow(const struct target *t)
 {
-	return t->slow || remote_mem_ptrace_only;
+	return t->slow || tmem_ptrace_only;
 }
 
 /* ---- objects ---- */

@@ -102,8 +102,11 @@ void target_off_change(struct target *t, target_change_fn fn, void *arg);
  * addr on (short at the first unreadable byte), or -errno if none.
  */
 ssize_t target_read_some(struct target *t, uint64_t addr, void *buf, size_t len);
-/* All of len bytes, or -errno (remote_mem_read). */
+/* All of len bytes, or -errno (tmem_read through the reader). */
 int target_read(struct target *t, uint64_t addr, void *buf, size_t len);
+/* Write all of len bytes at addr, or -errno (tmem_write through the reader:
+ * /proc/PID/mem, which writes read-only text too, then PTRACE_POKEDATA). */
+int target_write(struct target *t, uint64_t addr, const void *buf, size_t len);
 /* 1 once process_vm_readv is refused (EPERM, ENOSYS): every read then costs
  * a system call per word, and callers should read only what they need. */
 int target_reads_slow(const struct target *t);

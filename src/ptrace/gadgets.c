@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "model/proc.h"
+#include "model/tmem.h"
 #include "ptrace/gadgets.h"
 #include "ptrace/remote.h"
 #include "remote_arch.h"
@@ -48,7 +49,7 @@ static int holds(pid_t pid, uint64_t addr, const uint8_t *pat, size_t plen)
 {
 	uint8_t cur[16];
 
-	return addr && !remote_mem_read(pid, addr, cur, plen) && !memcmp(cur, pat, plen);
+	return addr && !tmem_read(pid, addr, cur, plen) && !memcmp(cur, pat, plen);
 }
 
 static int still_there(pid_t pid, const struct gadgets *g)
@@ -95,7 +96,7 @@ static int scan_maps(pid_t pid, struct gadgets *g)
 		for (uint64_t a = m->start; a < m->end && !found; a += CHUNK) {
 			size_t len = m->end - a > CHUNK + OVERLAP ? CHUNK + OVERLAP : m->end - a;
 
-			if (remote_mem_read(pid, a, buf, len))
+			if (tmem_read(pid, a, buf, len))
 				break;
 			found = gadgets_scan(buf, len, a, g);
 		}

@@ -1,4 +1,4 @@
-/* Tracee memory access, and system calls and function calls run inside a ptrace-stopped thread. */
+/* System calls and function calls run inside a ptrace-stopped thread. */
 /* SPDX-License-Identifier: MIT */
 #ifndef HEAPATTACH_REMOTE_H
 #define HEAPATTACH_REMOTE_H
@@ -6,19 +6,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
-
-/*
- * Memory. pid may be any thread id of the target. The PTRACE_PEEK/POKEDATA
- * fallbacks work only if pid is a thread we trace that is in a ptrace stop.
- * Both return 0 once all len bytes are transferred, else -errno.
- *
- * remote_mem_write goes through /proc/PID/mem (FOLL_FORCE), so it can write
- * read-only text the way a debugger does; process_vm_writev cannot.
- */
-int remote_mem_read(pid_t pid, uint64_t addr, void *buf, size_t len);
-int remote_mem_write(pid_t pid, uint64_t addr, const void *buf, size_t len);
-/* Test seam: nonzero makes both use only PTRACE_PEEKDATA/POKEDATA. */
-extern int remote_mem_ptrace_only;
 
 /*
  * One thread that runs system calls for us. Fill it with remote_ctx_init();

@@ -69,6 +69,7 @@
 #include "base/log.h"
 #include "base/sys_compat.h"
 #include "model/proc.h"
+#include "model/tmem.h"
 #include "ptrace/gadgets.h"
 #include "ptrace/inject.h"
 #include "ptrace/remote.h"
@@ -449,7 +450,7 @@ static void probe_agent(struct probe *p, const struct seccomp_call *c, unsigned 
 	a[3] = (long)(p->work + W_IOV + sizeof(struct iovec));
 	o = run(p, c[SC_VM_READV].nr, a, &r);
 	out[SC_VM_READV] = verdict(o, r == sizeof(uint64_t) &&
-				   !remote_mem_read(p->c.tid, p->work + W_DST, &got, sizeof(got)) &&
+				   !tmem_read(p->c.tid, p->work + W_DST, &got, sizeof(got)) &&
 				   got == PATTERN);
 
 	known(&c[SC_FUTEX_WAKE], a);
@@ -472,7 +473,7 @@ static void probe_agent(struct probe *p, const struct seccomp_call *c, unsigned 
 	a[1] = (long)(p->work + W_TS);
 	o = run(p, c[SC_CLOCK].nr, a, &r);
 	out[SC_CLOCK] = verdict(o, r == 0 &&
-			       !remote_mem_read(p->c.tid, p->work + W_TS, &ts, sizeof(ts)) &&
+			       !tmem_read(p->c.tid, p->work + W_TS, &ts, sizeof(ts)) &&
 			       ts.tv_nsec >= 0 && ts.tv_nsec < 1000000000L);
 
 	known(&c[SC_GETPID], a);
@@ -530,7 +531,7 @@ static int write_work(struct probe *p)
 	memcpy(w + W_SLEEP, &sleep, sizeof(sleep));
 	memcpy(w + W_IOV, iov, sizeof(iov));
 	memcpy(w + W_SRC, &pattern, sizeof(pattern));
-	return remote_mem_write(p->t.tid, p->work, w, sizeof(w));
+	return tmem_write(p->t.tid, p->work, w, sizeof(w));
 }
 
 /*

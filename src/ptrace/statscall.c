@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/tmem.h"
 #include "ptrace/statscall.h"
 
 /*
@@ -82,11 +83,11 @@ static int instance_check(pid_t tid, const struct allocstats_fn *fn)
 {
 	uint64_t obj, vt;
 
-	if (remote_mem_read(tid, fn->instance_at, &obj, sizeof(obj)))
+	if (tmem_read(tid, fn->instance_at, &obj, sizeof(obj)))
 		return -EPERM;
 	if (!obj)
 		return -EBUSY;
-	if (remote_mem_read(tid, obj, &vt, sizeof(vt)) || vt != fn->vtable)
+	if (tmem_read(tid, obj, &vt, sizeof(vt)) || vt != fn->vtable)
 		return -EPERM;
 	return 0;
 }

@@ -28,7 +28,6 @@ static int fast_prepare(struct session *s)
 		return rc;
 	lp = (struct agent_link_params){
 		.pid = s->pid,
-		.proc_tid = s->ev.reader,
 		.rate = s->opt->sample_rate,
 		.max_depth = s->opt->max_depth,
 		.ring_size = s->mem.ring_size,
@@ -166,11 +165,6 @@ static void fast_new_thread(struct session *s, struct thread *th)
 	agent_link_xacct_thread(s->link, &s->tr, th);
 }
 
-static void fast_reader_moved(struct session *s, pid_t tid)
-{
-	agent_link_set_pid(s->link, tid);
-}
-
 static void fast_why_dropped(struct session *s, char *buf, size_t len)
 {
 	agent_link_drop_reasons(s->stats.drop_why, buf, len);
@@ -207,7 +201,6 @@ const struct session_mode session_fast_mode = {
 	.big_blocks = fast_big_blocks,
 	.fault_stop = fast_fault_stop,
 	.new_thread = fast_new_thread,
-	.reader_moved = fast_reader_moved,
 	.why_dropped = fast_why_dropped,
 	.hostile = fast_hostile,
 	.detached = fast_detached,

@@ -14,7 +14,6 @@
 #include "profile/profile.h"
 #include "ptrace/events.h"
 #include "model/target.h"
-#include "ptrace/remote.h"
 #include "ptrace/seccomp_plan.h"
 #include "ptrace/statscall.h"
 #include "session/memreport.h"
@@ -240,7 +239,7 @@ static int census_read(void *arg, uint64_t addr, void *buf, size_t len)
 {
 	const struct memreport_src *s = arg;
 
-	return remote_mem_read(s->ev->reader, addr, buf, len);
+	return target_read(s->t, addr, buf, len);
 }
 
 static void keep_census(void *arg, const char *text)

@@ -164,11 +164,11 @@ static void on_reader_moved(void *arg, pid_t tid)
 {
 	struct session *s = arg;
 
+	/* the one owner of the reader: the unwinder, the frame table and
+	 * the agent link read through s->t */
 	target_set_reader(s->t, tid);
 	if (s->unw)
-		unwinder_set_pid(s->unw, tid);
-	if (s->mode->reader_moved)
-		s->mode->reader_moved(s, tid);
+		unwinder_flush(s->unw);
 }
 
 /* Before a new thread runs. */
@@ -231,7 +231,7 @@ static struct implant *new_implant(struct session *s)
 {
 	struct implant_params ip = {
 		.pid = s->pid,
-		.proc_tid = &s->ev.reader,
+		.target = s->t,
 		.tr = &s->tr,
 		.gone = &s->ev.gone,
 		.sc = &s->sc,

@@ -60,11 +60,10 @@ struct session_mode {
 	/* large blocks only the agent accounts, each as add(ptr, size, arg) */
 	void (*big_blocks)(struct session *s, void (*add)(uint64_t ptr, uint64_t size, void *arg),
 			   void *arg);
-	/* the target's stops: a trap (syscall-stop), a fault, a new thread, a new reader */
+	/* the target's stops: a trap (syscall-stop), a fault, a new thread */
 	int (*syscall_stop)(struct session *s, pid_t tid, int record);
 	int (*fault_stop)(struct session *s, pid_t tid);
 	void (*new_thread)(struct session *s, struct thread *th);
-	void (*reader_moved)(struct session *s, pid_t tid);
 	/* why events were dropped (run_stats.drop_why), as "; why: ..." into buf */
 	void (*why_dropped)(struct session *s, char *buf, size_t len);
 	/* 1 once the target wrote over what we share with it */

@@ -258,20 +258,6 @@ struct frametab *frametab_new_target(struct target *t, struct shm_frame *table)
 	return ft;
 }
 
-struct frametab *frametab_new(pid_t pid, struct shm_frame *table)
-{
-	struct target *t = pid > 0 ? target_new(pid, 0) : NULL;
-	struct frametab *ft = t ? frametab_new_target(t, table) : NULL;
-
-	if (!ft) {
-		target_free(t);
-		errno = EINVAL;
-		return NULL;
-	}
-	ft->own_target = 1;
-	return ft;
-}
-
 void frametab_reset(struct frametab *ft)
 {
 	reset(ft);
@@ -283,8 +269,6 @@ void frametab_free(struct frametab *ft)
 	if (!ft)
 		return;
 	target_off_change(ft->t, on_maps_change, ft);
-	if (ft->own_target)
-		target_free(ft->t);
 	ft_drop_binds(ft);
 	ft_drop_objects(ft);
 	free(ft);
@@ -293,11 +277,6 @@ void frametab_free(struct frametab *ft)
 void frametab_set_gen(struct frametab *ft, volatile uint32_t *gen)
 {
 	ft->gen = gen;
-}
-
-void frametab_set_pid(struct frametab *ft, pid_t pid)
-{
-	target_set_reader(ft->t, pid);
 }
 
 void frametab_get_stats(const struct frametab *ft, struct frametab_stats *st)

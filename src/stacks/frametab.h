@@ -28,15 +28,15 @@ struct frametab_stats {
 
 struct frametab;
 
-/*
- * A rule compiler for process pid writing into table, SHM_NFRAMES slots
- * (zeroed, in shared memory: the agent reads it concurrently). The tool is the
- * only writer. Not thread-safe. NULL on failure (errno set).
- */
-struct frametab *frametab_new(pid_t pid, struct shm_frame *table);
-/* The same over target t (which must outlive it): its maps, memory and
- * objects, and a reset at every change of its code mappings. */
 struct target;
+
+/*
+ * A rule compiler for target t (which must outlive it: its maps, memory
+ * and objects, and a reset at every change of its code mappings) writing
+ * into table, SHM_NFRAMES slots (zeroed, in shared memory: the agent reads
+ * it concurrently). The tool is the only writer. Not thread-safe. NULL on
+ * failure (errno set).
+ */
 struct frametab *frametab_new_target(struct target *t, struct shm_frame *table);
 /* Bump *gen (shm_hdr.walk_gen; NULL: none) after every change of the table. */
 void frametab_set_gen(struct frametab *ft, volatile uint32_t *gen);
@@ -136,8 +136,5 @@ int frametab_rule_elf(struct elfobj *e, uint64_t addr, struct shm_frame *out);
 const struct shm_frame *frametab_lookup(const struct shm_frame *table, uint64_t ip);
 
 void frametab_get_stats(const struct frametab *ft, struct frametab_stats *st);
-/* Read the process's maps and objects through thread pid from now on (the
- * one given to frametab_new has exited). */
-void frametab_set_pid(struct frametab *ft, pid_t pid);
 
 #endif

@@ -39,7 +39,6 @@ struct ft_bind {
 
 struct frametab {
 	struct target *t;
-	int own_target;		/* made by frametab_new, freed with us */
 	struct shm_frame *table;
 	struct ft_bind *binds;	/* parallel to the target's maps of version binds_ver */
 	size_t nbinds;

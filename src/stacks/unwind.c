@@ -104,26 +104,11 @@ struct unwinder *unwinder_new_target(struct target *t)
 	return u;
 }
 
-struct unwinder *unwinder_new(pid_t pid)
-{
-	struct target *t = target_new(pid, 0);
-	struct unwinder *u = t ? unwinder_new_target(t) : NULL;
-
-	if (!u) {
-		target_free(t);
-		return NULL;
-	}
-	u->own_target = 1;
-	return u;
-}
-
 void unwinder_free(struct unwinder *u)
 {
 	if (!u)
 		return;
 	target_off_change(u->t, on_maps_change, u);
-	if (u->own_target)
-		target_free(u->t);
 	unwind_objs_drop(u);
 	free(u->objs);
 	if (u->as)
@@ -139,12 +124,6 @@ void unwinder_flush(struct unwinder *u)
 	unwind_pcache_clear(u);
 	unw_flush_cache(u->as, 0, 0);
 	u->maps_gen = u->gen - 1;	/* the next miss reads the maps */
-}
-
-void unwinder_set_pid(struct unwinder *u, pid_t pid)
-{
-	target_set_reader(u->t, pid);
-	unwinder_flush(u);
 }
 
 void unwinder_get_stats(const struct unwinder *u, struct unwind_stats *st)

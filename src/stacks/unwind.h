@@ -67,8 +67,6 @@ struct target;
  * thread-safe: use one per tracer thread. NULL on failure (errno set).
  */
 struct unwinder *unwinder_new_target(struct target *t);
-/* The same over a target of its own for process pid (the thread group id). */
-struct unwinder *unwinder_new(pid_t pid);
 void unwinder_free(struct unwinder *u);
 /*
  * Drop everything cached about the target's mappings: maps, per-object
@@ -78,9 +76,6 @@ void unwinder_free(struct unwinder *u);
  * replaced (dlclose, munmap, exec), before the next unwind.
  */
 void unwinder_flush(struct unwinder *u);
-/* Read the process through thread pid from now on (the target's reader
- * has exited: target_set_reader); flushes as unwinder_flush. */
-void unwinder_set_pid(struct unwinder *u, pid_t pid);
 void unwinder_get_stats(const struct unwinder *u, struct unwind_stats *st);
 
 /*

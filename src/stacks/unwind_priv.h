@@ -45,7 +45,6 @@ struct pslot {
 
 struct unwinder {
 	struct target *t;
-	int own_target;			/* made by unwinder_new, freed with us */
 	unw_addr_space_t as;
 	uint64_t maps_gen;		/* unwind generation of the last maps read */
 	uint64_t reload_ns;		/* when we last read them for a missing address */

@@ -6,9 +6,9 @@
 #include "bkpt.h"
 #include "hookcall.h"
 #include "implant/implant.h"
+#include "model/tmem.h"
 #include "profile/profile.h"
 #include "profile/sampler.h"
-#include "ptrace/remote.h"
 #include "regs.h"
 #include "stacks/unwind.h"
 #include "tramp.h"
@@ -65,7 +65,7 @@ int collect_trap(const struct collect_ctx *c, pid_t tid, int record)
 		return 0;
 	if (!record)
 		return 1;
-	if (remote_mem_read(tid, REG_SP(&r), saved, sizeof(saved)))
+	if (tmem_read(tid, REG_SP(&r), saved, sizeof(saved)))
 		return -EFAULT;
 	tramp_trap_regs(&r, saved);
 	c->stats->events++;

@@ -14,6 +14,7 @@
 #include "stacks/frametab.h"
 #include "ptrace/tracee.h"
 #include "stacks/unwind.h"
+#include "testtarget.h"
 
 /*
  * Usage: ftcheck PID [ROUNDS]
@@ -163,8 +164,8 @@ int main(int argc, char **argv)
 	rc = tracee_check(pid);
 	if (rc)
 		return rc == -EPERM ? 77 : 1;
-	ft = frametab_new(pid, tab);
-	uw = unwinder_new(pid);
+	ft = testtarget_frametab(pid, tab);
+	uw = testtarget_unwinder(pid);
 	if (!tab || !ft || !uw) {
 		ret = 1;
 		goto out;
@@ -198,8 +199,8 @@ int main(int argc, char **argv)
 	       (unsigned long long)fst.present, (unsigned long long)fst.full);
 out:
 	tracee_release(&tr);
-	unwinder_free(uw);
-	frametab_free(ft);
+	testtarget_unwinder_free(uw);
+	testtarget_frametab_free(ft);
 	free(tab);
 	return ret;
 }

@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "model/elfobj.h"
+#include "model/tmem.h"
 #include "ptrace/inject.h"
 #include "model/proc.h"
 #include "base/log.h"
@@ -264,16 +265,16 @@ static void check_mem(pid_t pid, uint64_t libc)
 	int err;
 
 	for (int mode = 0; mode < 2; mode++) {
-		remote_mem_ptrace_only = mode;
-		err = remote_mem_read(pid, libc + 5, a, sizeof(a));
+		tmem_ptrace_only = mode;
+		err = tmem_read(pid, libc + 5, a, sizeof(a));
 		check(!err, "read libc text (ptrace only %d): %d", mode, err);
-		err = remote_mem_write(pid, libc + 5, a, sizeof(a));
+		err = tmem_write(pid, libc + 5, a, sizeof(a));
 		check(!err, "write libc text (ptrace only %d): %d", mode, err);
-		err = remote_mem_read(pid, libc + 5, b, sizeof(b));
+		err = tmem_read(pid, libc + 5, b, sizeof(b));
 		check(!err && !memcmp(a, b, sizeof(a)),
 		      "libc text round trip (ptrace only %d): %d", mode, err);
 	}
-	remote_mem_ptrace_only = 0;
+	tmem_ptrace_only = 0;
 }
 
 /* Run getpid from a signal-delivery-stop of SIGWINCH and resume with it. */
@@ -421,10 +422,10 @@ static void check_region(pid_t pid, uint64_t libc, unsigned flags)
 	if (!err) {
 		check(maps_line_at(pid, alias.remote, line, sizeof(line)) &&
 		      strstr(line, " rw-s "), "alias is rw-s: %s", line);
-		err = remote_mem_write(pid, alias.remote + 200, "xyz", 4);
+		err = tmem_write(pid, alias.remote + 200, "xyz", 4);
 		check(!err && !memcmp((char *)reg.local + 200, "xyz", 4),
 		      "write through alias seen locally: %d", err);
-		err = remote_mem_read(pid, alias.remote + 64, got, sizeof(marker));
+		err = tmem_read(pid, alias.remote + 64, got, sizeof(marker));
 		check(!err && !memcmp(got, marker, sizeof(marker)),
 		      "marker through alias");
 		err = inject_region_remove(&ctx, &alias);

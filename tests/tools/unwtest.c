@@ -21,6 +21,7 @@
 #include "stacks/copywalk.h"
 #include "stacks/frametab.h"
 #include "stacks/unwind.h"
+#include "testtarget.h"
 
 /*
  * Usage:
@@ -405,7 +406,7 @@ static void check_tool_path(struct unwinder *u, pid_t tid, const struct unwind_r
 {
 	static uint8_t copy[8192];
 	struct shm_frame *table = calloc(SHM_NFRAMES, sizeof(*table));
-	struct frametab *ft = frametab_new(pid, table);
+	struct frametab *ft = testtarget_frametab(pid, table);
 	struct copywalk cw = { .unw = u, .table = table, .depth = MAXF - 1 };
 	struct iovec lv = { copy, sizeof(copy) }, rv = { (void *)(uintptr_t)r->sp, sizeof(copy) };
 	uint64_t a[MAXF], b[MAXF];
@@ -428,7 +429,7 @@ static void check_tool_path(struct unwinder *u, pid_t tid, const struct unwind_r
 		       slow ? "table and libunwind" : "table", nb);
 	}
 out:
-	frametab_free(ft);
+	testtarget_frametab_free(ft);
 	free(table);
 }
 
@@ -533,7 +534,7 @@ static void bench_tool_path(struct unwinder *u, const struct unwind_regs *r, con
 			    size_t len, long iters)
 {
 	struct shm_frame *table = calloc(SHM_NFRAMES, sizeof(*table));
-	struct frametab *ft = frametab_new(pid, table);
+	struct frametab *ft = testtarget_frametab(pid, table);
 	struct copywalk cw = { .unw = u, .table = table, .depth = MAXF - 1 };
 	uint64_t pcs[MAXF];
 	long i, nslow = 0;
@@ -556,7 +557,7 @@ static void bench_tool_path(struct unwinder *u, const struct unwind_regs *r, con
 	       "  (libunwind for part of %ld%% of them)\n",
 	       iters / dt, dt / iters * 1e6, n, nslow * 100 / iters);
 out:
-	frametab_free(ft);
+	testtarget_frametab_free(ft);
 	free(table);
 }
 
@@ -610,7 +611,7 @@ static void bench(pid_t tid, long iters)
 	struct user_regs_struct ur;
 	struct unwind_stats s0, s1;
 	struct unwind_regs r;
-	struct unwinder *u = unwinder_new(pid);
+	struct unwinder *u = testtarget_unwinder(pid);
 	unw_addr_space_t as;
 	double t, dt;
 	void *upt;
@@ -642,7 +643,7 @@ static void bench(pid_t tid, long iters)
 	printf("objects=%lu maps_reads=%lu\n", (unsigned long)s1.objects,
 	       (unsigned long)s1.maps_reads);
 	bench_copies(u, tid, &ur, iters);
-	unwinder_free(u);
+	testtarget_unwinder_free(u);
 
 	/* baseline: stock _UPT_accessors from the live registers */
 	as = unw_create_addr_space(&_UPT_accessors, 0);
@@ -691,13 +692,13 @@ int main(int argc, char **argv)
 		char s[4096];
 		int n;
 
-		u = unwinder_new(pid);
+		u = testtarget_unwinder(pid);
 		CHECK(ptrace(PTRACE_GETREGS, tid, NULL, &ur) == 0, "GETREGS");
 		unwind_regs_from_live(&ur, &r);
 		n = walk(u, tid, &r, pcs, 0, 0, s, sizeof(s), "live start in pause()");
 		CHECK(n > 0 && starts_with(s, "[libc.so] sleeper f3 f2 f1 f0 main [libc.so]"),
 		      "got '%s'", s);
-		unwinder_free(u);
+		testtarget_unwinder_free(u);
 		CHECK(ptrace(PTRACE_DETACH, tid, NULL, NULL) == 0, "detach");
 		usleep(20000);
 		CHECK(kill(pid, 0) == 0 && waitpid(pid, NULL, WNOHANG) == 0,
@@ -708,8 +709,8 @@ int main(int argc, char **argv)
 		return failures ? 1 : 0;
 	}
 	if (!strcmp(argv[1], "check")) {
-		u = unwinder_new(pid);
-		CHECK(u, "unwinder_new");
+		u = testtarget_unwinder(pid);
+		CHECK(u, "testtarget_unwinder");
 		if (u)
 			check(u, argv[3], tid, 0);
 		if (u && !strcmp(argv[3], "dlopen")) {
@@ -719,7 +720,7 @@ int main(int argc, char **argv)
 			if (tid)
 				check(u, argv[3], tid, 1);
 		}
-		unwinder_free(u);
+		testtarget_unwinder_free(u);
 	} else {
 		bench(tid, argc > 4 ? atol(argv[4]) : 100000);
 	}

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "model/hooks.h"
+#include "model/target.h"
 #include "implant/implant.h"
 #include "ptrace/seccomp_plan.h"
 #include "ptrace/tracee.h"
@@ -33,6 +34,7 @@ struct fake_target {
 	int gone;
 	struct seccomp_plan sc;
 	uint8_t *text;                  /* FAKE_TEXT bytes, rwx */
+	struct target *t;               /* this process, read through itself */
 	int map_err;                    /* the next map fails with this */
 	unsigned maps, unmaps;          /* views mapped and unmapped by the implant */
 };
@@ -157,6 +159,8 @@ static inline int fake_target_init(unsigned nthreads)
 	memset(&fake.tr, 0, sizeof(fake.tr));
 	memset(fake.text, 0xcc, FAKE_TEXT);
 	fake.pid = getpid();
+	if (!fake.t && !(fake.t = target_new(fake.pid, 0)))
+		return -1;
 	fake.tr.pid = fake.pid;
 	fake.gone = 0;
 	fake.map_err = 0;
@@ -173,7 +177,7 @@ static inline struct implant_params fake_implant_params(const struct implant_ops
 {
 	return (struct implant_params){
 		.pid = fake.pid,
-		.proc_tid = &fake.pid,
+		.target = fake.t,
 		.tr = &fake.tr,
 		.gone = &fake.gone,
 		.sc = &fake.sc,
@@ -248,7 +252,7 @@ static inline void fake_alloc_end(void)
 {
 	memcpy(fake_orig, fake.text, FAKE_TEXT);
 	if (!fake_unw)
-		fake_unw = unwinder_new(getpid());
+		fake_unw = unwinder_new_target(fake.t);
 }
 
 /* A fake target (two made-up threads) holding malloc, free and calloc, and
@@ -274,6 +278,8 @@ static inline void fake_target_release(void)
 	if (fake_unw)
 		unwinder_free(fake_unw);
 	fake_unw = NULL;
+	target_free(fake.t);
+	fake.t = NULL;
 	tracee_release(&fake.tr);
 }
 

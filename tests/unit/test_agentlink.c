@@ -42,7 +42,7 @@ static int start_x(uint64_t rate, int count_bytes, uint64_t xlive_slots)
 	prof = profile_new(rate);
 	sampler_init(&sampler, rate, 42);
 	lp = (struct agent_link_params){
-		.pid = fake.pid, .proc_tid = fake.pid, .rate = rate, .ring_size = 64 << 10,
+		.pid = fake.pid, .target = fake.t, .rate = rate, .ring_size = 64 << 10,
 		.count_bytes = count_bytes, .sc = &fake.sc, .prof = prof, .sampler = &sampler,
 		.unw = fake_unw, .stats = &stats, .xlive_slots = xlive_slots,
 	};

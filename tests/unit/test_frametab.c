@@ -17,6 +17,7 @@
 #include "model/proc.h"
 #include "model/target.h"
 #include "stacks/unwind.h"
+#include "testtarget.h"
 
 /*
  * The test process is its own target. Rules are learnt from the return
@@ -117,7 +118,7 @@ static void setup(void)
 	if (ft)
 		return;
 	table = calloc(SHM_NFRAMES, sizeof(*table));
-	ft = frametab_new(getpid(), table);
+	ft = testtarget_frametab(getpid(), table);
 	if (!table || !ft) {
 		fprintf(stderr, "setup failed\n");
 		exit(99);
@@ -377,14 +378,14 @@ static void test_rule_debug_frame_other_process(void)
 			break;
 	}
 	expect_true(ra != 0);
-	f = frametab_new(pid, tab);
+	f = testtarget_frametab(pid, tab);
 	expect_int_eq(frametab_rule(f, ra, 0, &r), 0);
 	expect_int_eq(r.base, SHM_BASE_RBP);
 	expect_int_eq(r.cfa_off, 16);
 	expect_int_eq(r.rbp_saved, 1);
 	expect_int_eq(r.rbp_off, -16);
 	expect_int_eq(frametab_learn(f, ra), 1);
-	frametab_free(f);
+	testtarget_frametab_free(f);
 	close(in[1]);		/* the fixture exits */
 	if (fp)
 		fclose(fp);
@@ -593,7 +594,7 @@ static void test_walk_main(void)
 	struct walk *w = calloc(1, sizeof(*w));
 
 	setup();
-	uw = unwinder_new(getpid());
+	uw = testtarget_unwinder(getpid());
 	expect_true(uw != NULL);
 	cur = w;
 	use_qsort = 0;
@@ -614,7 +615,7 @@ static void test_walk_main(void)
 		expect_true(ip_in_start(last));
 		expect_true(ip_in_object(w->chain[w->nchain - 2], "libc"));
 	}
-	unwinder_free(uw);
+	testtarget_unwinder_free(uw);
 	free(w);
 }
 
@@ -623,13 +624,13 @@ static void test_walk_through_libc(void)
 	struct walk *w = calloc(1, sizeof(*w));
 
 	setup();
-	uw = unwinder_new(getpid());
+	uw = testtarget_unwinder(getpid());
 	cur = w;
 	use_qsort = 1;
 	fn_a();
 	use_qsort = 0;
 	check_walk(w);
-	unwinder_free(uw);
+	testtarget_unwinder_free(uw);
 	free(w);
 }
 
@@ -646,7 +647,7 @@ static void test_walk_thread(void)
 	pthread_t t;
 
 	setup();
-	uw = unwinder_new(getpid());
+	uw = testtarget_unwinder(getpid());
 	cur = w;
 	use_qsort = 1;
 	expect_int_eq(pthread_create(&t, NULL, thread_main, NULL), 0);
@@ -661,7 +662,7 @@ static void test_walk_thread(void)
 		expect_true(ip_in_object(w->chain[w->nchain - 2], "libc"));
 		expect_int_eq(frametab_lookup(table, last)->base, SHM_BASE_END);
 	}
-	unwinder_free(uw);
+	testtarget_unwinder_free(uw);
 	free(w);
 }
 
@@ -688,7 +689,7 @@ static uint64_t ip_with_slot(struct frametab *f, uint32_t min_slot)
 static void test_table_probing(void)
 {
 	struct shm_frame *tab = calloc(SHM_NFRAMES, sizeof(*tab));
-	struct frametab *f = frametab_new(getpid(), tab);
+	struct frametab *f = testtarget_frametab(getpid(), tab);
 	struct frametab_stats st;
 	struct probe p = { 0 };
 	volatile uint32_t gen = 7;
@@ -743,7 +744,7 @@ static void test_table_probing(void)
 	frametab_get_stats(f, &st);
 	expect_int_eq(st.full, 1);
 	expect_true(st.objects >= 1);
-	frametab_free(f);
+	testtarget_frametab_free(f);
 	free(tab);
 }
 
@@ -761,7 +762,7 @@ static double now_us(void)
 static void test_learn_cost(void)
 {
 	struct shm_frame *tab = calloc(SHM_NFRAMES, sizeof(*tab));
-	struct frametab *f = frametab_new(getpid(), tab);
+	struct frametab *f = testtarget_frametab(getpid(), tab);
 	const struct elfobj_sym *syms;
 	const struct proc_map *m;
 	struct proc_maps maps = { 0 };
@@ -802,7 +803,7 @@ out:
 	free(ips);
 	elfobj_free(e);
 	proc_maps_free(&maps);
-	frametab_free(f);
+	testtarget_frametab_free(f);
 	free(tab);
 }
 

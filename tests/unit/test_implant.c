@@ -257,7 +257,7 @@ static int fast_setup(struct fast *f, uint64_t rate)
 	f->prof = profile_new(rate);
 	sampler_init(&f->sampler, rate, 1);
 	lp = (struct agent_link_params){
-		.pid = fake.pid, .proc_tid = fake.pid, .rate = rate, .ring_size = 64 << 10,
+		.pid = fake.pid, .target = fake.t, .rate = rate, .ring_size = 64 << 10,
 		.sc = &fake.sc, .prof = f->prof, .sampler = &f->sampler, .unw = fake_unw,
 		.stats = &f->stats, .note = note,
 	};

@@ -5,6 +5,7 @@
 
 #include "harness.h"
 #include "stacks/unwind.h"
+#include "testtarget.h"
 
 /*
  * The unwinder reads this process through process_vm_readv like any target.
@@ -75,7 +76,7 @@ static NOIPA void u0(const struct run *run)
 static void setup(void)
 {
 	if (!uw)
-		uw = unwinder_new(getpid());
+		uw = testtarget_unwinder(getpid());
 	memset(pcs, 0, sizeof(pcs));
 }
 
@@ -228,7 +229,7 @@ static void test_regs_from_user(void)
 
 static void test_free(void)
 {
-	unwinder_free(uw);
+	testtarget_unwinder_free(uw);
 	uw = NULL;
 	unwinder_free(NULL);
 }

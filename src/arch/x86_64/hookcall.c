@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "hookcall.h"
-#include "ptrace/remote.h"
+#include "model/tmem.h"
 
 #define PAGE 4096u
 
@@ -12,7 +12,7 @@ static uint64_t word_at(pid_t tid, uint64_t addr)
 {
 	uint64_t v = 0;
 
-	if (!addr || remote_mem_read(tid, addr, &v, sizeof(v)))
+	if (!addr || tmem_read(tid, addr, &v, sizeof(v)))
 		return 0;
 	return v;
 }
@@ -31,7 +31,7 @@ static uint64_t str_bytes(pid_t tid, uint64_t s, unsigned unit)
 		uint64_t at = s + n;
 		size_t len = PAGE - (at & (PAGE - 1));
 
-		if (remote_mem_read(tid, at, buf, len))
+		if (tmem_read(tid, at, buf, len))
 			break;
 		/* s is the result of an allocator: aligned for its unit */
 		for (size_t i = 0; i + unit <= len; i += unit)

@@ -4,14 +4,14 @@
 #include <string.h>
 #include <sys/user.h>
 
-#include "ptrace/remote.h"
+#include "model/tmem.h"
 #include "stacks/unwind.h"
 
-/* Read the 8-byte word at addr of thread tid (remote_mem_read: the one
- * reader of target memory). 0 or -errno. */
+/* Read the 8-byte word at addr of thread tid (tmem_read: the one reader
+ * of target memory by thread). 0 or -errno. */
 static int read_word(pid_t tid, uint64_t addr, uint64_t *val)
 {
-	return remote_mem_read(tid, addr, val, sizeof(*val));
+	return tmem_read(tid, addr, val, sizeof(*val));
 }
 
 static void copy_callee_saved(const struct user_regs_struct *r, struct unwind_regs *out)

@@ -1,0 +1,262 @@
+/* The code at each allocator entry point: wrappers that only call another entry, and the allocator's own code around it. */
+/* SPDX-License-Identifier: MIT */
+#include <elf.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "base/xmalloc.h"
+#include "model/elfobj.h"
+#include "model/hooks.h"
+#include "model/hooks_int.h"
+#include "disasm.h"
+
+/* ---- wrappers that only tail-call another entry point ---- */
+
+#define WRAPPER_MAX_SIZE 64         /* C entry points: tail-jump wrappers only */
+#define CXX_WRAPPER_MAX_SIZE 512    /* C++ operators: any call into the C entries */
+#define SCAN_MAX_SIZE 4096          /* bytes of a body searched for calls into entries */
+
+/* The GOT slot (link-time address) that the PLT stub at vaddr of e jumps
+ * through; 0 if the code there is not a stub. */
+static uint64_t plt_slot(const struct elfobj *e, uint64_t vaddr)
+{
+	uint8_t code[16];
+
+	if (elfobj_read(e, vaddr, code, sizeof(code)))
+		return 0;
+	return disasm_plt_slot(code, sizeof(code), vaddr);
+}
+
+/* The entry of set other than h that is bound to name, or NULL. */
+static const struct hook *entry_named(const struct hook_set *set, const struct hook *h,
+				      const char *name)
+{
+	for (size_t k = 0; k < set->n; k++) {
+		const struct hook *o = &set->v[k];
+
+		if (o == h || o->unsupported)
+			continue;
+		for (size_t j = 0; j < o->nnames; j++)
+			if (!strcmp(o->names[j], name))
+				return o;
+	}
+	return NULL;
+}
+
+/* The entry of set other than h that the branch to link-time address target
+ * of e reaches: directly (static executables) or through a PLT slot bound
+ * to its name. NULL if none. */
+static const struct hook *branch_entry(const struct elfobj *e, uint64_t bias,
+				       const struct hook *h, const struct hook_set *set,
+				       uint64_t target)
+{
+	uint64_t slot;
+	const char *name;
+
+	for (size_t k = 0; k < set->n; k++)
+		if (&set->v[k] != h && !set->v[k].unsupported && set->v[k].addr == target + bias)
+			return &set->v[k];
+	slot = plt_slot(e, target);
+	name = slot ? elfobj_got_symbol(e, slot) : NULL;
+	return name ? entry_named(set, h, name) : NULL;
+}
+
+/*
+ * Scan the code of h (defined in e, loaded at bias), at most SCAN_MAX_SIZE
+ * bytes: *calls gets 1 << kind of every other entry of set it branches
+ * to. If h is a wrapper of another entry, return that entry's name. A C
+ * entry point is a wrapper only if it is at most WRAPPER_MAX_SIZE bytes
+ * and the branch is a tail "jmp", so that a real allocator that falls back
+ * to malloc on one path is never taken for a wrapper (glibc's reallocarray
+ * is "jmp realloc@plt"). A C++ operator is one if it calls a C entry point
+ * anywhere in its first CXX_WRAPPER_MAX_SIZE bytes: libstdc++'s operator
+ * new loops around "call malloc", and a statically linked libstdc++ is not
+ * called libstdc++.
+ */
+static const char *scan_body(const struct elfobj *e, uint64_t bias,
+			     const struct hook *h, const struct hook_set *set, uint32_t *calls)
+{
+	uint64_t value = h->addr - bias, len = h->size;
+	int cxx = hooks_name_cxx(h->names[0]);
+	struct disasm_branch *br;
+	const char *fwd = NULL;
+	uint8_t *code;
+	size_t n;
+
+	*calls = 0;
+	if (!len)
+		return NULL;
+	if (len > SCAN_MAX_SIZE)
+		len = SCAN_MAX_SIZE;
+	code = xmalloc(len);
+	br = xmalloc(len / 2 * sizeof(*br));	/* a branch is at least 2 bytes */
+	n = elfobj_read(e, value, code, len) ? 0 :
+	    disasm_branches(code, len, value, br, len / 2);
+	for (size_t i = 0; i < n; i++) {
+		const struct hook *o;
+
+		if (br[i].to >= value && br[i].to < value + h->size)
+			continue;
+		o = branch_entry(e, bias, h, set, br[i].to);
+		if (!o)
+			continue;
+		*calls |= 1u << o->kind;
+		if (fwd)
+			continue;
+		if (cxx ? br[i].at - value < CXX_WRAPPER_MAX_SIZE &&
+			  /* a C++ operator calling another C++ operator is not enough */
+			  !(br[i].call && hooks_name_cxx(o->names[0])) :
+			  !br[i].call && h->size <= WRAPPER_MAX_SIZE)
+			fwd = o->names[0];
+	}
+	free(br);
+	free(code);
+	return fwd;
+}
+
+/* Mark the entries of set that are wrappers of other entries, and what the
+ * others call. */
+void hooks_mark_forwards(struct hook_set *set, const struct objlist *l)
+{
+	for (size_t i = 0; i < set->n; i++) {
+		struct hook *h = &set->v[i];
+
+		for (size_t k = 0; k < l->n && !h->unsupported; k++) {
+			const struct obj *o = &l->v[k];
+
+			if (o->elf && o->have_bias && !strcmp(o->map->path, h->path)) {
+				h->forwards = scan_body(o->elf, o->bias, h, set, &h->calls);
+				break;
+			}
+		}
+		if (h->forwards)
+			pr_debug("%s in %s forwards to %s", h->names[0], h->path, h->forwards);
+		else if (h->calls)
+			pr_debug("%s in %s calls entry points of kinds %#x", h->names[0], h->path,
+				 h->calls);
+	}
+}
+
+/* ---- the allocator's own code around each entry point ---- */
+
+#define OWN_MAX (4u << 20)          /* the most code one extent takes */
+
+/* A function of an object, by its start; own: the allocator's (own_extent). */
+struct fn_sym {
+	uint64_t value, end;
+	int own;
+};
+
+static int cmp_fn_sym(const void *a, const void *b)
+{
+	const struct fn_sym *x = a, *y = b;
+
+	return x->value < y->value ? -1 : x->value > y->value;
+}
+
+/* Names of allocator functions that are not entry points we hook (their
+ * public API beside them, and glibc's and jemalloc's prefixed ones). */
+static int allocator_name(const char *name)
+{
+	static const char *const prefixes[] = {
+		"malloc", "mallinfo", "mallopt", "__libc_", "__malloc", "_int_", "mi_", "_mi_",
+		"je_", "tc_", "tcmalloc", "MallocExtension", "sdallocx", "nallocx", "dallocx",
+		"sallocx", "rallocx", "xallocx", "mallctl", "cfree",
+	};
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (!strncmp(name, prefixes[i], strlen(prefixes[i])))
+			return 1;
+	return 0;
+}
+
+/* Whether a hook of set in path sits at addr (runtime). */
+static int hooked_at(const struct hook_set *set, const char *path, uint64_t addr)
+{
+	for (size_t i = 0; i < set->n; i++)
+		if (set->v[i].addr == addr && !strcmp(set->v[i].path, path))
+			return 1;
+	return 0;
+}
+
+/*
+ * h's extent in o (struct hook, own_lo/own_hi): its function, then its
+ * neighbours in address order as long as they are the allocator's: hooked
+ * too, local (a static or hidden helper: the object's own) or named as an
+ * allocator's function, never past another global function (the code of
+ * whoever linked the allocator in with malloc and free placed apart). The
+ * code between two such functions is taken with them. Nothing if h's
+ * function is not among the symbols.
+ */
+static void own_extent(const struct obj *o, const struct hook_set *set, struct hook *h)
+{
+	size_t n, m = 0, k = 0, at = 0, lo, hi;
+	const struct elfobj_sym *syms = elfobj_syms(o->elf, &n);
+	struct fn_sym *v = xcalloc(n ? n : 1, sizeof(*v));
+	uint64_t want = h->addr - o->bias;
+	int found = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct elfobj_sym *s = &syms[i];
+
+		if ((s->type != STT_FUNC && s->type != STT_GNU_IFUNC) || s->shndx == SHN_UNDEF)
+			continue;
+		v[m].value = s->value;
+		v[m].end = s->value + s->size;
+		v[m].own = s->bind == STB_LOCAL || allocator_name(s->name) ||
+			   hooked_at(set, h->path, o->bias + s->value);
+		m++;
+	}
+	qsort(v, m, sizeof(*v), cmp_fn_sym);
+	/* aliases at one address: one function, the allocator's if any name says so */
+	for (size_t i = 0; i < m; i++) {
+		if (k && v[k - 1].value == v[i].value) {
+			v[k - 1].own |= v[i].own;
+			if (v[i].end > v[k - 1].end)
+				v[k - 1].end = v[i].end;
+		} else {
+			v[k++] = v[i];
+		}
+	}
+	m = k;
+	for (size_t i = 0; i < m && !found; i++)
+		if (v[i].value == want) {
+			at = i;
+			found = 1;
+		}
+	if (found) {
+		uint64_t end = v[at].end > want + h->size ? v[at].end : want + h->size;
+
+		for (lo = at; lo > 0 && v[lo - 1].own && end - v[lo - 1].value <= OWN_MAX; lo--)
+			;
+		for (hi = at; hi + 1 < m && v[hi + 1].own && v[hi + 1].end - v[lo].value <= OWN_MAX;
+		     hi++)
+			if (v[hi + 1].end > end)
+				end = v[hi + 1].end;
+		h->own_lo = o->bias + v[lo].value;
+		h->own_hi = o->bias + end;
+	}
+	free(v);
+}
+
+/* Each hook's own extent (own_extent), in the object that defines it. */
+void hooks_mark_own(struct hook_set *set, const struct objlist *l)
+{
+	for (size_t i = 0; i < set->n; i++) {
+		struct hook *h = &set->v[i];
+
+		for (size_t k = 0; k < l->n; k++) {
+			const struct obj *o = &l->v[k];
+
+			if (o->elf && o->have_bias && !strcmp(o->map->path, h->path)) {
+				own_extent(o, set, h);
+				break;
+			}
+		}
+		if (h->own_hi)
+			pr_debug("%s in %s: the allocator's own code around it is %#" PRIx64
+				 "-%#" PRIx64, h->names[0], h->path, h->own_lo, h->own_hi);
+	}
+}
