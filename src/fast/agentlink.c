@@ -88,7 +88,7 @@ static void prefault(uint8_t *p, size_t len)
 }
 
 /*
- * target_on_change listener (after the frame table's reset): forget the
+ * target_on_change listener (TARGET_ON_STACKIDS: after the frame table's reset): forget the
  * stack ids too. An id stands for the frames the agent walked, which stay
  * true, but the walks that led to them used rules of the old code.
  */
@@ -169,7 +169,7 @@ static void init_data(struct agent_link *l, struct shm_hdr *h, struct shm_hdr *w
 	if (toolguard_arm(&l->guard, &h->tool_alive))
 		pr_warn("cannot set up the guard of the agent's reads (set_robust_list): "
 		     "no stacks will be walked in the target");
-	if (l->p.target && !target_on_change(l->p.target, on_code_change, l))
+	if (l->p.target && !target_on_change(l->p.target, TARGET_ON_STACKIDS, on_code_change, l))
 		l->watching = 1;
 	fpranges_refresh(l);
 }

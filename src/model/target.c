@@ -28,6 +28,8 @@ struct tobj {
 struct listener {
 	target_change_fn fn;
 	void *arg;
+	enum target_listener who;
+	uint64_t seq;                   /* registration order within one kind */
 };
 
 struct target {
@@ -40,6 +42,7 @@ struct target {
 	struct tobj **objs;
 	size_t nobjs, cap;
 	struct listener ls[TARGET_MAX_LISTENERS];
+	uint64_t ls_seq;
 	struct target_stats st;
 };
 
@@ -161,6 +164,31 @@ static void prune_objects(struct target *t)
 	t->nobjs = j;
 }
 
+/* The one dispatcher of a change: each kind of listener in its order
+ * (enum target_listener), several of a kind in registration order. */
+static void dispatch_change(struct target *t, const struct proc_maps *old)
+{
+	for (int who = 0; who < TARGET_LISTENER_KINDS; who++) {
+		uint64_t done = 0;
+
+		for (;;) {	/* the next of this kind by registration */
+			struct listener *next = NULL;
+
+			for (size_t i = 0; i < TARGET_MAX_LISTENERS; i++) {
+				struct listener *l = &t->ls[i];
+
+				if (l->fn && (int)l->who == who && l->seq > done &&
+				    (!next || l->seq < next->seq))
+					next = l;
+			}
+			if (!next)
+				break;
+			done = next->seq;
+			next->fn(next->arg, old);
+		}
+	}
+}
+
 /* Take fresh as the maps (owned from now on). 1 if the code changed, else 0. */
 static int take_maps(struct target *t, struct proc_maps *fresh)
 {
@@ -177,9 +205,7 @@ static int take_maps(struct target *t, struct proc_maps *fresh)
 		return 0;
 	}
 	t->st.changes++;
-	for (size_t i = 0; i < TARGET_MAX_LISTENERS; i++)
-		if (t->ls[i].fn)
-			t->ls[i].fn(t->ls[i].arg, &old);
+	dispatch_change(t, &old);
 	proc_maps_free(&old);
 	prune_objects(t);
 	return 1;
@@ -252,11 +278,11 @@ const struct proc_map *target_map_at(struct target *t, uint64_t addr)
 	return target_find(t, addr, &m) ? NULL : m;
 }
 
-int target_on_change(struct target *t, target_change_fn fn, void *arg)
+int target_on_change(struct target *t, enum target_listener who, target_change_fn fn, void *arg)
 {
 	for (size_t i = 0; i < TARGET_MAX_LISTENERS; i++)
 		if (!t->ls[i].fn) {
-			t->ls[i] = (struct listener){ fn, arg };
+			t->ls[i] = (struct listener){ fn, arg, who, ++t->ls_seq };
 			return 0;
 		}
 	return -ENOSPC;

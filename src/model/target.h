@@ -82,15 +82,28 @@ int target_find(struct target *t, uint64_t addr, const struct proc_map **m);
 void target_maps_expire(struct target *t);
 
 /*
- * Called on every generation bump, in the order registered, after the new
- * maps are in place and before the old ones (old) and the objects no new
- * mapping holds are freed: drop everything derived from the old code (or
- * name what must keep the old names first: target_object still opens the
- * files of old's mappings). At most TARGET_MAX_LISTENERS. 0 or -ENOSPC.
+ * Called on every generation bump, after the new maps are in place and
+ * before the old ones (old) and the objects no new mapping holds are
+ * freed: drop everything derived from the old code (or name what must
+ * keep the old names first: target_object still opens the files of old's
+ * mappings). The one dispatcher calls them in the order of who they are,
+ * below, whatever the order they were registered in (several of one kind
+ * in registration order). At most TARGET_MAX_LISTENERS. 0 or -ENOSPC.
  */
 typedef void (*target_change_fn)(void *arg, const struct proc_maps *old);
+enum target_listener {
+	TARGET_ON_NAMES,        /* the session: frames in code that is gone keep their
+				 * names, before the symbolizer drops that code's */
+	TARGET_ON_UNWIND,       /* the unwinder: its tables and pages */
+	TARGET_ON_SYMBOLS,      /* the symbolizer: its mappings and objects */
+	TARGET_ON_FRAMES,       /* the frame table: its rules */
+	TARGET_ON_STACKIDS,     /* the agent link: the stack ids the agent walks with,
+				 * after the frame table's reset */
+	TARGET_ON_OTHER,        /* anyone else (tests) */
+	TARGET_LISTENER_KINDS
+};
 #define TARGET_MAX_LISTENERS 8
-int target_on_change(struct target *t, target_change_fn fn, void *arg);
+int target_on_change(struct target *t, enum target_listener who, target_change_fn fn, void *arg);
 void target_off_change(struct target *t, target_change_fn fn, void *arg);
 
 /* ---- memory ---- */

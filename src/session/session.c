@@ -57,7 +57,7 @@ static uint64_t retire_pc(void *arg, uint64_t pc)
 }
 
 /*
- * target_on_change listener, the first: the frames recorded so far in code
+ * target_on_change listener (TARGET_ON_NAMES, the first): the frames recorded so far in code
  * that is gone (dlclose, or another library in its range) keep the names
  * they had, through stand-ins (symbolizer_retire), before the symbolizer
  * and the target drop that code's objects; the stack ids the agent sends
@@ -412,7 +412,7 @@ int session_run(const struct session_config *opt)
 	}
 	s.t = target_new(s.pid, s.ev.reader);
 	if (s.t)
-		target_on_change(s.t, on_code_change, &s);	/* before the others */
+		target_on_change(s.t, TARGET_ON_NAMES, on_code_change, &s);
 	rc = hooks_resolve_target(s.t, s.ev.reader, &s.maps, &s.hooks);
 	if (rc) {
 		pr_err("no allocator found in %d: %s", s.pid, strerror(-rc));

@@ -250,7 +250,7 @@ struct frametab *frametab_new_target(struct target *t, struct shm_frame *table)
 	ft->table = table;
 	ft->tokens = FT_RULES_PER_SEC;
 	ft->tokens_ns = clock_ns(CLOCK_MONOTONIC);
-	if (target_on_change(t, on_maps_change, ft)) {
+	if (target_on_change(t, TARGET_ON_FRAMES, on_maps_change, ft)) {
 		free(ft);
 		errno = ENOSPC;
 		return NULL;

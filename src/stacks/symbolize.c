@@ -365,7 +365,7 @@ struct symbolizer *symbolizer_new(struct target *t)
 		return NULL;
 	s = xcalloc(1, sizeof(*s));
 	s->t = t;
-	if (target_on_change(t, on_maps_change, s)) {
+	if (target_on_change(t, TARGET_ON_SYMBOLS, on_maps_change, s)) {
 		free(s);
 		return NULL;
 	}

@@ -75,8 +75,8 @@ typedef int (*symbolize_namer_fn)(const void *arg, uint64_t addr, struct sym_inf
 void symbolizer_set_namer(struct symbolizer *s, symbolize_namer_fn namer, const void *arg);
 /*
  * Code that is gone: name return address pc as the maps old (read before
- * the change being made: call from a target_on_change listener registered
- * before the symbolizer's own) had it, and return a stand-in for pc that
+ * the change being made: call from a target_on_change listener called
+ * before the symbolizer's own, TARGET_ON_NAMES) had it, and return a stand-in for pc that
  * symbolizer_lookup(stand-in - 1) names so from now on (with the address
  * pc - 1 in sym_info.addr). pc itself when old held no file there or
  * SYMBOLIZE_MAX_RETIRED stand-ins are made; one stand-in per pc and change.

@@ -82,7 +82,7 @@ struct unwinder *unwinder_new_target(struct target *t)
 	u = xcalloc(1, sizeof(*u));
 	u->t = t;
 	u->as = unw_create_addr_space(&unwind_accessors, 0);
-	if (!u->as || target_on_change(t, on_maps_change, u)) {
+	if (!u->as || target_on_change(t, TARGET_ON_UNWIND, on_maps_change, u)) {
 		if (u->as)
 			unw_destroy_addr_space(u->as);
 		free(u);

@@ -35,7 +35,7 @@ static void test_maps_generation(void)
 	const struct proc_map *m;
 
 	expect_u64_eq(target_generation(t), 0);
-	expect_int_eq(target_on_change(t, on_change, t), 0);
+	expect_int_eq(target_on_change(t, TARGET_ON_OTHER, on_change, t), 0);
 	expect_int_eq(target_maps_set(t, maps_a, sizeof(maps_a) - 1), 0);
 	expect_u64_eq(target_generation(t), 1);
 	expect_int_eq(calls, 0);	/* the first read changes nothing derived */
@@ -179,5 +179,36 @@ out:
 	target_free(t);
 }
 
+/* The dispatcher's order: by kind, then registration; not by slot. */
+static char order[16];
+static size_t norder;
+
+static void note_order(void *arg, const struct proc_maps *old)
+{
+	(void)old;
+	if (norder + 1 < sizeof(order))
+		order[norder++] = *(const char *)arg;
+}
+
+static void test_listener_order(void)
+{
+	struct target *t = target_new(getpid(), 0);
+	static const char a = 'a', b = 'b', c = 'c', d = 'd', e = 'e';
+
+	expect_int_eq(target_on_change(t, TARGET_ON_STACKIDS, note_order, (void *)&e), 0);
+	expect_int_eq(target_on_change(t, TARGET_ON_OTHER, note_order, (void *)&a), 0);
+	expect_int_eq(target_on_change(t, TARGET_ON_FRAMES, note_order, (void *)&d), 0);
+	expect_int_eq(target_on_change(t, TARGET_ON_UNWIND, note_order, (void *)&b), 0);
+	/* a slot freed and taken again: the order is still by kind */
+	target_off_change(t, note_order, (void *)&a);
+	expect_int_eq(target_on_change(t, TARGET_ON_NAMES, note_order, (void *)&a), 0);
+	expect_int_eq(target_on_change(t, TARGET_ON_SYMBOLS, note_order, (void *)&c), 0);
+	expect_int_eq(target_maps_set(t, maps_a, sizeof(maps_a) - 1), 0);
+	expect_int_eq(target_maps_set(t, maps_b, sizeof(maps_b) - 1), 1);
+	order[norder] = 0;
+	expect_str_eq(order, "abcde");
+	target_free(t);
+}
+
 HARNESS_MAIN("target", T(test_maps_generation), T(test_maps_miss), T(test_read),
-	     T(test_objects))
+	     T(test_objects), T(test_listener_order))
