@@ -93,7 +93,7 @@ static void first_roots(const struct heapgraph *g, uint32_t *memo)
 	for (size_t i = 0; i < g->n; i++) {
 		size_t at = i, p;
 		uint32_t root = HG_NONE;
-		int r;
+		int r = -1;
 
 		while (memo[at] == HG_NONE && (r = heapgraph_parent(g, at, &p, &root)) > 0 &&
 		       p != i)
