@@ -120,7 +120,7 @@ int agent_link_xacct_live(struct agent_link *l, uint64_t *bytes);
 struct shm_hdr *agent_link_shm(struct agent_link *l);
 
 /* A link with nothing shared yet: the area comes with the implant's first
- * region (agent_link_implant_ops). NULL only when out of memory. */
+ * region (agent_link_implant_ops). Never NULL (out of memory exits, xmalloc.h). */
 struct agent_link *agent_link_new(const struct agent_link_params *p);
 /* Unmaps our view of the area (once the implant handed it over) and frees. NULL is fine. */
 /*

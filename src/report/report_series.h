@@ -35,10 +35,15 @@ enum { RS_INUSE_B, RS_INUSE_N, RS_ALLOC_B, RS_ALLOC_N, RS_NFIG };
 #define RS_NPARTS 9
 extern const char *const rseries_rss_keys[RS_NPARTS];
 
+/* A site's live bytes over the dumps, as the leak-suspect rule reads them
+ * (report_series.c, above trend()). */
 struct rseries_trend {
-	double slope, r2, grew, recent;
-	double first, last, max;
-	int suspect;
+	double slope;           /* least-squares bytes per second over all dumps */
+	double r2;              /* how well that line fits (1: exactly; flat: 1) */
+	double grew;            /* the share of steps from one dump to the next that rose */
+	double recent;          /* the slope over the second half of the dumps */
+	double first, last, max;        /* live bytes at the first, the last, the highest */
+	int suspect;            /* all of the rule's tests passed */
 };
 
 struct rseries_site {
