@@ -70,6 +70,7 @@
 #include "base/sys_compat.h"
 #include "model/proc.h"
 #include "model/tmem.h"
+#include "ptrace/forkcopy.h"
 #include "ptrace/gadgets.h"
 #include "ptrace/inject.h"
 #include "ptrace/remote.h"
@@ -143,34 +144,10 @@ static int say(struct probe *p, int err, const char *fmt, ...)
 /* Kill the child and reap it as its tracer (it stays the target's zombie). */
 static void end_child(struct probe *p)
 {
-	int status;
-	pid_t w;
-
 	if (!p->c.tid)
 		return;
-	kill(p->c.tid, SIGKILL);
-	for (;;) {
-		w = waitpid(p->c.tid, &status, __WALL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 || WIFEXITED(status) || WIFSIGNALED(status))
-			break;
-	}
+	forkcopy_kill(p->c.tid);
 	p->c.tid = 0;
-}
-
-/* Wait for the new child's first stop. 0 or -errno. */
-static int first_stop(pid_t child)
-{
-	int status;
-	pid_t w;
-
-	do
-		w = waitpid(child, &status, __WALL);
-	while (w < 0 && errno == EINTR);
-	if (w < 0)
-		return -errno;
-	return WIFSTOPPED(status) ? 0 : -ECHILD;
 }
 
 /*
@@ -210,7 +187,7 @@ static int spawn(struct probe *p)
 	remote_ctx_init(&p->c, p->t.child, p->t.child);
 	p->c.flags = REMOTE_F_SECCOMP_TRAP;
 	p->ns_pid = (pid_t)ret;
-	err = first_stop(p->c.tid);
+	err = forkcopy_first_stop(p->c.tid);
 	if (!err && ptrace(PTRACE_SETOPTIONS, p->c.tid, NULL,
 			   (void *)(long)(PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL)) < 0)
 		err = -errno;

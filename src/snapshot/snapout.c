@@ -199,20 +199,27 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 	mib(c, sizeof(c), st->shared_bytes);
 	snprintf(text, sizeof(text), "heapattach-snapshot: blocks=%llu bytes=%llu leaked_blocks=%llu "
 		 "leaked_bytes=%llu shared_bytes=%llu classed=%llu roots=%llu pause_ns=%llu "
-		 "words=%llu tcache_free=%llu fast_free=%llu fast_known=%d mmapped=%llu",
+		 "words=%llu tcache_free=%llu fast_free=%llu fast_known=%d mmapped=%llu copied=%d "
+		 "scan_ns=%llu",
 		 (unsigned long long)st->blocks, (unsigned long long)st->bytes,
 		 (unsigned long long)st->leaked_blocks, (unsigned long long)st->leaked_bytes,
 		 (unsigned long long)st->shared_bytes, (unsigned long long)st->classed,
 		 (unsigned long long)st->roots, (unsigned long long)st->pause_ns,
 		 (unsigned long long)st->words, (unsigned long long)bs->tcache_free,
 		 (unsigned long long)bs->fast_free, bs->fast_known,
-		 (unsigned long long)bs->mmapped);
+		 (unsigned long long)bs->mmapped, st->copied, (unsigned long long)st->scan_ns);
 	keep(&l, text);
 	snprintf(text, sizeof(text), "snapshot of %d: %llu blocks in use (%s), %llu leaked (%s), "
-		 "%s shared by several roots; %d stopped %.1f ms", (int)cfg->pid,
-		 (unsigned long long)st->blocks, a, (unsigned long long)st->leaked_blocks, b, c,
-		 (int)cfg->pid, st->pause_ns / 1e6);
+		 "%s shared by several roots; read in %.1f ms from %s; %d stopped %.1f ms in all",
+		 (int)cfg->pid, (unsigned long long)st->blocks, a,
+		 (unsigned long long)st->leaked_blocks, b, c, st->scan_ns / 1e6,
+		 st->copied ? "a copy it forked" : "it, stopped", (int)cfg->pid,
+		 st->pause_ns / 1e6);
 	keep(&l, text);
+	if (!st->copied) {
+		snprintf(text, sizeof(text), "  no copy: %s", st->how);
+		keep(&l, text);
+	}
 	if (!bs->fast_known)
 		keep(&l, "  glibc's fast bins could not be read: their free chunks count as in use");
 	keep(&l, "kept alive only by (retained: what freeing the root alone would free):");

@@ -11,8 +11,10 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "model/glibcfind.h"
+#include "model/proc.h"
 #include "model/target.h"
 #include "ptrace/events.h"
+#include "ptrace/forkcopy.h"
 #include "ptrace/tracee.h"
 #include "regs.h"
 #include "snapshot/glibcblocks.h"
@@ -37,6 +39,8 @@ struct snap {
 	struct snaproots roots;
 	struct snapnames names;
 	struct snapshot_stats st;
+	struct forkcopy fc;             /* the copy read instead of the target, or none */
+	char why[192];                  /* why there is none */
 };
 
 static const struct events_ops snap_events = { 0 };
@@ -112,21 +116,18 @@ static void scan(struct snap *sn)
 				     sn->th[i].regs, SNAP_REGS);
 }
 
-/* With the target stopped: list, scan, type. 0 or -errno (said). */
+/* With the target stopped, or from its copy: list, scan, type. 0 or -errno (said). */
 static int analyse(struct snap *sn)
 {
 	const struct proc_maps *maps;
 	int rc;
 
-	target_maps_reload(sn->t);
 	maps = target_maps(sn->t);
 	if (!maps) {
 		pr_err("cannot read the memory map of %d", sn->pid);
 		return -EIO;
 	}
-	rc = take_threads(sn);
-	if (!rc)
-		rc = glibcblocks_list(sn->reader, maps, glibc_target_read, sn->t,
+	rc = glibcblocks_list(sn->reader, maps, glibc_target_read, sn->t,
 				      sn->have_gs ? &sn->gs : NULL, &sn->g, read_spans, sn, &sn->bs);
 	if (rc) {
 		pr_err("no glibc heap found in %d: its blocks cannot be listed (another allocator?)",
@@ -160,11 +161,67 @@ static int stop(struct snap *sn)
 	return 0;
 }
 
+/*
+ * Whether the target may be asked to fork its copy: not when cfg says so,
+ * nor when the thread that would fork has a seccomp filter (a clone it
+ * refuses could kill it: heapattach does not read filters here). 1, or 0
+ * with the reason in sn->why.
+ */
+static int may_fork(struct snap *sn, pid_t tid)
+{
+	char mode[16] = "";
+
+	if (sn->cfg->no_fork) {
+		snprintf(sn->why, sizeof(sn->why), "--no-fork");
+		return 0;
+	}
+	if (proc_status_read(tid, "Seccomp", mode, sizeof(mode)) || strcmp(mode, "0")) {
+		snprintf(sn->why, sizeof(sn->why), "thread %d has a seccomp filter (a clone it "
+			 "refuses could kill it)", (int)tid);
+		return 0;
+	}
+	return 1;
+}
+
+/* The first thread stopped, not a vfork child sharing the memory: 0 if none. */
+static pid_t fork_thread(const struct tracee *tr)
+{
+	for (size_t i = 0; i < tr->n; i++)
+		if (tr->t[i].state == TS_STOPPED && !tr->t[i].vfork_child)
+			return tr->t[i].tid;
+	return 0;
+}
+
+/*
+ * The copy done with: kill it, then stop the target again for as long as
+ * a wait4 of the copy's zombie takes (its child, not ours to reap); the
+ * time it was stopped into *ns.
+ */
+static void end_copy(struct snap *sn, uint64_t *ns)
+{
+	struct tracee tr = { 0 };
+	struct events ev = sn->ev;
+	uint64_t t0;
+	pid_t tid;
+
+	forkcopy_end(&sn->fc);
+	if (tracee_seize(&tr, sn->pid))
+		return;
+	ev.tr = &tr;
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	if (tracee_stop_all(&tr, events_dispatch, &ev) == 0 && (tid = fork_thread(&tr)))
+		forkcopy_reap(&sn->fc, tid);
+	tracee_detach_all(&tr);
+	*ns = clock_ns(CLOCK_MONOTONIC) - t0;
+	tracee_release(&tr);
+}
+
 int snapshot_run(const struct snapshot_config *cfg)
 {
 	struct snap sn = { .cfg = cfg, .pid = cfg->pid };
-	uint64_t t0;
-	int rc, code = 1;
+	uint64_t t0, t1, reap_ns = 0;
+	int rc, code = 1, copy = 0;
+	pid_t tid;
 
 	if (tracee_check(sn.pid))
 		return 1;
@@ -180,10 +237,33 @@ int snapshot_run(const struct snapshot_config *cfg)
 	if (stop(&sn))
 		goto out;
 	t0 = clock_ns(CLOCK_MONOTONIC);
-	rc = analyse(&sn);
-	tracee_detach_all(&sn.tr);
-	sn.st.pause_ns = clock_ns(CLOCK_MONOTONIC) - t0;
-	sn.st.scan_ns = sn.st.pause_ns;
+	rc = take_threads(&sn);
+	target_maps_reload(sn.t);
+	tid = fork_thread(&sn.tr);
+	if (!rc && tid && may_fork(&sn, tid))
+		copy = forkcopy_make(&sn.fc, sn.pid, tid, sn.why, sizeof(sn.why)) == 0;
+	if (copy) {	/* the target goes on; the copy is read */
+		tracee_detach_all(&sn.tr);
+		sn.st.pause_ns = clock_ns(CLOCK_MONOTONIC) - t0;
+		sn.reader = sn.fc.child;
+		target_set_reader(sn.t, sn.fc.child);
+		sn.ev.gone = 0;
+	} else {
+		pr_debug("snapshot: no copy (%s): %d stays stopped for the read", sn.why, sn.pid);
+	}
+	t1 = clock_ns(CLOCK_MONOTONIC);
+	if (!rc)
+		rc = analyse(&sn);
+	sn.st.scan_ns = clock_ns(CLOCK_MONOTONIC) - t1;
+	if (copy) {
+		end_copy(&sn, &reap_ns);
+		sn.st.pause_ns += reap_ns;
+	} else {
+		tracee_detach_all(&sn.tr);
+		sn.st.pause_ns = clock_ns(CLOCK_MONOTONIC) - t0;
+	}
+	sn.st.copied = copy;
+	snprintf(sn.st.how, sizeof(sn.st.how), "%s", copy ? "a copy it forked" : sn.why);
 	if (rc)
 		goto out;
 	code = snapout_write(cfg, &sn.g, &sn.names, sn.t, &sn.bs, &sn.st) ? 1 : 0;
@@ -200,17 +280,20 @@ out:
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: heapattach snapshot -p PID [-o FILE] [--top N]\n"
+"usage: heapattach snapshot -p PID [-o FILE] [--top N] [--no-fork]\n"
 "\n"
 "Every block in use in PID's heap (glibc malloc), as it is now: which are\n"
 "leaked (no root reaches them), which root keeps the others alive (a global\n"
 "variable, a thread's stack), and what each holds (a C++ class by its vtable,\n"
-"else its size). The target is stopped while its heap is read and scanned.\n"
+"else its size). The target is stopped only while it forks a copy of itself\n"
+"that never runs; the copy is read and removed. Without a copy (a seccomp\n"
+"filter, --no-fork) the target stays stopped while its heap is read.\n"
 "\n"
 "  -p, --pid PID     the process\n"
 "  -o, --output FILE the profile (pprof; default heapattach.PID.snapshot.heap):\n"
 "                    inuse_space and inuse_objects, each stack type <- owners <- root\n"
 "      --top N       lines of each table in the summary (default 10)\n"
+"      --no-fork     no copy: the target stays stopped for the whole read\n"
 "  -h, --help        this help\n");
 }
 
@@ -220,6 +303,7 @@ int snapshot_main(int argc, char **argv)
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "top", required_argument, NULL, 't' },
+		{ "no-fork", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -249,6 +333,9 @@ int snapshot_main(int argc, char **argv)
 				return 2;
 			}
 			cfg.top = (unsigned)v;
+			break;
+		case 'F':
+			cfg.no_fork = 1;
 			break;
 		case 'h':
 			usage(stdout);

@@ -10,6 +10,7 @@ struct snapshot_config {
 	pid_t pid;
 	const char *output;             /* NULL: heapattach.PID.snapshot.heap */
 	unsigned top;                   /* lines of each table in the summary */
+	int no_fork;                    /* read the target stopped, no copy */
 };
 
 /* The results of one snapshot, for the summary and tests. */
@@ -19,14 +20,17 @@ struct snapshot_stats {
 	uint64_t shared_bytes;                  /* reached from two roots or more */
 	uint64_t classed;                       /* blocks named by their class (vtable) */
 	uint64_t roots;
-	uint64_t pause_ns;                      /* the target stopped */
+	uint64_t pause_ns;                      /* the target stopped (fork, and reap) */
 	uint64_t scan_ns;                       /* blocks listed, scanned and typed */
+	int copied;                             /* read from a copy the target forked */
+	char how[200];                          /* "a copy it forked", or why not */
 	uint64_t words;                         /* words scanned */
 };
 
 /*
- * Stop pid (every thread), list its allocator's blocks in use, scan from
- * its roots, name types, let it go; then write the profile (pprof: a
+ * Stop pid (every thread), have it fork a copy that never runs and let it
+ * go (else keep it stopped), list its allocator's blocks in use, scan
+ * from its roots, name types; then write the profile (pprof: a
  * sample per block, its stack type <- owner chain <- root) and print the
  * summary. The process exit code: 0, 1 (could not, said).
  */
