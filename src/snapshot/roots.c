@@ -101,10 +101,39 @@ static void data_roots(struct target *t, const struct proc_map *fm, uint64_t lo,
 	free(in);
 }
 
+/*
+ * Where object file fm's writable data ends in memory (its .bss, page
+ * aligned: the end of its highest writable PT_LOAD segment), so that an
+ * anonymous mapping after its data is taken as its .bss only that far
+ * (another allocator's arena may be mapped right after it). 0: unknown.
+ */
+static uint64_t data_end(struct target *t, const struct proc_map *fm)
+{
+	struct elfobj *e = t ? target_object(t, fm, 0, NULL) : NULL;
+	const struct elfobj_segment *sg;
+	uint64_t bias, end = 0;
+	size_t n;
+
+	if (!e || target_map_bias(t, fm, e, &bias))
+		return 0;
+	sg = elfobj_segments(e, &n);
+	for (size_t i = 0; i < n; i++)
+		if ((sg[i].flags & PF_W) && bias + sg[i].vaddr + sg[i].memsz > end)
+			end = bias + sg[i].vaddr + sg[i].memsz;
+	return (end + 4095) & ~4095ULL;
+}
+
 /* The mapping of maps holding addr, or NULL. */
 static const struct proc_map *map_of(const struct proc_maps *maps, uint64_t addr)
 {
 	return proc_maps_find(maps, addr);
+}
+
+/* The name of anonymous memory [lo, hi) as a root. */
+static uint32_t anon_name(struct snapnames *names, uint64_t lo, uint64_t hi)
+{
+	return snapnames_idf(names, "anonymous mapping at %#llx (%llu KiB)", (unsigned long long)lo,
+			     (unsigned long long)((hi - lo) >> 10));
 }
 
 void snaproots_build(struct target *t, const struct proc_maps *maps, const struct heapgraph *g,
@@ -138,6 +167,7 @@ void snaproots_build(struct target *t, const struct proc_maps *maps, const struc
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct proc_map *m = &maps->v[i], *prev = i ? &maps->v[i - 1] : NULL;
 		int rw = (m->prot & (PROC_MAP_R | PROC_MAP_W)) == (PROC_MAP_R | PROC_MAP_W);
+		uint64_t bss;
 
 		if (taken[i] || !rw || (m->prot & PROC_MAP_SHARED))
 			continue;
@@ -145,14 +175,18 @@ void snaproots_build(struct target *t, const struct proc_maps *maps, const struc
 			data_roots(t, m, m->start, m->end, names, out);
 		} else if (!m->path && prev && prev->end == m->start && prev->path &&
 			   prev->path[0] == '/' &&
-			   (prev->prot & (PROC_MAP_R | PROC_MAP_W)) == (PROC_MAP_R | PROC_MAP_W)) {
-			data_roots(t, prev, m->start, m->end, names, out);	/* its .bss */
+			   (prev->prot & (PROC_MAP_R | PROC_MAP_W)) == (PROC_MAP_R | PROC_MAP_W) &&
+			   (bss = data_end(t, prev)) > m->start) {
+			/* its .bss; what follows it is someone's anonymous memory */
+			data_roots(t, prev, m->start, bss < m->end ? bss : m->end, names, out);
+			if (bss < m->end && !has_blocks(g, bss, m->end))
+				add(out, bss, m->end, anon_name(names, bss, m->end));
 		} else if ((!m->path || !strncmp(m->path, "[anon", 5) || !strcmp(m->path, "[stack]")) &&
 			   !has_blocks(g, m->start, m->end)) {
-			add(out, m->start, m->end, snapnames_idf(names, "%s at %#llx (%llu KiB)",
-				 m->path && m->path[0] == '[' ? "[stack] of no thread" :
-				 "anonymous mapping", (unsigned long long)m->start,
-				 (unsigned long long)((m->end - m->start) >> 10)));
+			add(out, m->start, m->end, m->path && m->path[0] == '[' ?
+			    snapnames_idf(names, "[stack] of no thread at %#llx",
+					  (unsigned long long)m->start) :
+			    anon_name(names, m->start, m->end));
 		}
 	}
 	free(taken);
