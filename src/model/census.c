@@ -77,17 +77,20 @@ static unsigned class_of(uint64_t size)
 typedef void (*chunk_fn)(void *arg, uint64_t c, uint64_t size, int used);
 
 /* Walk the chain from first to end, each chunk but the top to visit (may
- * be NULL), the top's size into *top: 0 if it lands exactly on end. */
+ * be NULL), the top's size into *top, the chunks in use into *used: 0 if
+ * it lands exactly on end. */
 static int chain(struct reader *r, uint64_t first, uint64_t end, chunk_fn visit, void *arg,
-		 uint64_t *top)
+		 uint64_t *top, uint64_t *used)
 {
 	uint64_t p = first, prev = 0, size;
 
+	*used = 0;
 	while (p < end) {
 		if (end - p < MIN_CHUNK || word(r, p + 8, &size))
 			return -EINVAL;
 		if (prev && visit)
 			visit(arg, p - prev, prev, (int)(size & 1));
+		*used += prev && (size & 1);
 		size &= ~7ULL;
 		if (size < MIN_CHUNK || size % 16 || size > end - p)
 			return -EINVAL;
@@ -101,14 +104,23 @@ static int chain(struct reader *r, uint64_t first, uint64_t end, chunk_fn visit,
 	return -EINVAL;
 }
 
-/* One heap: the first offset in [from, from + 4096) whose chain lands on
- * end, walked again with visit; its top's size into *top. */
+/*
+ * One heap: its chain from the offset *off when known (not UINT64_MAX),
+ * else from the first offset in [from, from + 4096) whose chain lands on
+ * end (into *off), walked again with visit unless visit is NULL; its
+ * top's size into *top, its chunks in use into *used.
+ */
 static int heap(struct reader *r, uint64_t start, uint64_t from, uint64_t end, chunk_fn visit,
-		void *arg, uint64_t *top)
+		void *arg, uint64_t *off, uint64_t *top, uint64_t *used)
 {
-	for (uint64_t off = from; off < from + 4096 && start + off < end; off += 16)
-		if (chain(r, start + off, end, NULL, NULL, top) == 0)
-			return chain(r, start + off, end, visit, arg, top);
+	if (*off != UINT64_MAX)
+		return chain(r, start + *off, end, visit, arg, top, used);
+	for (uint64_t o = from; o < from + 4096 && start + o < end; o += 16) {
+		if (chain(r, start + o, end, NULL, NULL, top, used))
+			continue;
+		*off = o;
+		return visit ? chain(r, start + o, end, visit, arg, top, used) : 0;
+	}
 	return -EINVAL;
 }
 
@@ -130,10 +142,13 @@ static void count(void *arg, uint64_t c, uint64_t size, int used)
 /*
  * Every heap of maps: [heap], and the other arenas' heaps (anonymous, rw,
  * at a 64 MiB boundary, heap_info.size plausible), each walked with
- * visit; the tops' bytes into *top. How many were found and walked.
+ * visit; the tops' bytes into *top, the chunks in use into *nused. How
+ * many were found and walked. offs (may be NULL): each mapping's chain
+ * offset, found or known (heap()).
  */
 static void heaps(const struct proc_maps *maps, struct reader *r, chunk_fn visit, void *arg,
-		  unsigned *found, unsigned *walked, uint64_t *tops)
+		  uint64_t *offs, unsigned *found, unsigned *walked, uint64_t *tops,
+		  uint64_t *nused)
 {
 	uint64_t top;
 
@@ -157,16 +172,21 @@ static void heaps(const struct proc_maps *maps, struct reader *r, chunk_fn visit
 		(*found)++;
 		r->lo = r->hi = 0;
 		r->end = start + used;
-		if (heap(r, start, from, start + used, visit, arg, &top) == 0) {
-			(*walked)++;
-			*tops += top;
+		{
+			uint64_t none = UINT64_MAX, *off = offs ? &offs[i] : &none, n;
+
+			if (heap(r, start, from, start + used, visit, arg, off, &top, &n) == 0) {
+				(*walked)++;
+				*tops += top;
+				*nused += n;
+			}
 		}
 	}
 }
 
 int census_chunks(const struct proc_maps *maps, census_read_fn read, void *arg,
 		  void (*visit)(void *arg, uint64_t chunk, uint64_t size, int used), void *varg,
-		  unsigned *walked)
+		  uint64_t *offs, unsigned *walked, uint64_t *nused)
 {
 	struct reader r = { .read = read, .arg = arg, .buf = xmap(WINDOW),
 			    .deadline = UINT64_MAX };
@@ -174,7 +194,8 @@ int census_chunks(const struct proc_maps *maps, census_read_fn read, void *arg,
 	uint64_t tops = 0;
 
 	*walked = 0;
-	heaps(maps, &r, visit, varg, &found, walked, &tops);
+	*nused = 0;
+	heaps(maps, &r, visit, varg, offs, &found, walked, &tops, nused);
 	xunmap(r.buf, WINDOW);
 	return *walked ? 0 : -ENOENT;
 }
@@ -186,7 +207,11 @@ int census_walk(const struct proc_maps *maps, census_read_fn read, void *arg, st
 			    .deadline = t0 + CENSUS_MAX_NS };
 
 	memset(out, 0, sizeof(*out));
-	heaps(maps, &r, count, out, &out->heaps, &out->walked, &out->top_b);
+	{
+		uint64_t nused;
+
+		heaps(maps, &r, count, out, NULL, &out->heaps, &out->walked, &out->top_b, &nused);
+	}
 	xunmap(r.buf, WINDOW);
 	out->ns = clock_ns(CLOCK_MONOTONIC) - t0;
 	return out->walked ? 0 : -ENOENT;

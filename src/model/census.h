@@ -46,13 +46,17 @@ int census_walk(const struct proc_maps *maps, census_read_fn read, void *arg, st
 /*
  * The same walk, without a time limit (a copy of the target that does not
  * run): every chunk of every heap but the tops, in address order within a
- * heap, to visit: its address, its size, and whether the chain says it is
- * in use (thread-cache and fastbin chunks look in use). 0, or -ENOENT
- * when no heap was walked; *walked the heaps walked.
+ * heap, to visit (NULL: none): its address, its size, and whether the
+ * chain says it is in use (thread-cache and fastbin chunks look in use).
+ * offs (NULL, or one per mapping of maps, UINT64_MAX where unknown):
+ * where each heap's chain starts, found by a first call (which may visit
+ * nothing: one walk of each heap) so that a second walks each heap once.
+ * 0, or -ENOENT when no heap was walked; *walked the heaps walked, *nused
+ * their chunks in use.
  */
 int census_chunks(const struct proc_maps *maps, census_read_fn read, void *arg,
 		  void (*visit)(void *arg, uint64_t chunk, uint64_t size, int used), void *varg,
-		  unsigned *walked);
+		  uint64_t *offs, unsigned *walked, uint64_t *nused);
 
 /* The census as text lines: first "heapattach-census: key=value ...", then
  * a table for people, then the mmapped blocks (or that they are not

@@ -31,13 +31,6 @@ struct fill {
 	size_t n;
 };
 
-static void count_used(void *arg, uint64_t chunk, uint64_t size, int used)
-{
-	(void)chunk;
-	(void)size;
-	*(size_t *)arg += used != 0;
-}
-
 static void fill_used(void *arg, uint64_t chunk, uint64_t size, int used)
 {
 	struct fill *f = arg;
@@ -189,19 +182,22 @@ int glibcblocks_list(pid_t pid, const struct proc_maps *maps, glibc_read_fn read
 	struct fill f = { g, 0 };
 	struct mmlist mm = { 0 };
 	struct mmchunks mc;
-	size_t n = 0;
+	uint64_t n = 0, *offs = xmap((maps->n + 1) * sizeof(*offs));
 	int rc;
 
 	memset(st, 0, sizeof(*st));
 	memset(g, 0, sizeof(*g));
 	st->mm_known = mmchunks_list(pid, MM_BUDGET_NS, add_mm, &mm, &mc) == 0 && !mc.cut;
-	rc = census_chunks(maps, read, arg, count_used, &n, &st->heaps);
+	for (size_t i = 0; i < maps->n; i++)
+		offs[i] = UINT64_MAX;
+	/* one walk of each heap to find and count, one to list */
+	rc = census_chunks(maps, read, arg, NULL, NULL, offs, &st->heaps, &n);
 	if (rc && !mm.n)
 		goto out;
 	rc = heapgraph_init(g, n + mm.n, gread, garg);
 	if (rc)
 		goto out;
-	census_chunks(maps, read, arg, fill_used, &f, &st->heaps);
+	census_chunks(maps, read, arg, fill_used, &f, offs, &st->heaps, &(uint64_t){ 0 });
 	merge_mm(g, f.n, &mm);
 	st->mmapped = mm.n;
 	st->chunks = heapgraph_seal(g);
@@ -220,6 +216,7 @@ int glibcblocks_list(pid_t pid, const struct proc_maps *maps, glibc_read_fn read
 	heapgraph_seal(g);
 	xunmap(fr.v, (fr.cap + 1) * sizeof(*fr.v));
 out:
+	xunmap(offs, (maps->n + 1) * sizeof(*offs));
 	free(mm.v);
 	return rc;
 }

@@ -30,24 +30,6 @@ void snaproots_free(struct snaproots *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* Whether a block of g starts in [lo, hi) or holds lo. */
-static int has_blocks(const struct heapgraph *g, uint64_t lo, uint64_t hi)
-{
-	size_t a = 0, b = g->n;
-
-	if (heapgraph_find(g, lo) >= 0)
-		return 1;
-	while (a < b) {	/* the first block starting at or after lo */
-		size_t mid = a + (b - a) / 2;
-
-		if (g->addr[mid] < lo)
-			a = mid + 1;
-		else
-			b = mid;
-	}
-	return a < g->n && g->addr[a] < hi;
-}
-
 static const char *base_name(const char *path)
 {
 	const char *s = path ? strrchr(path, '/') : NULL;
@@ -129,6 +111,50 @@ static const struct proc_map *map_of(const struct proc_maps *maps, uint64_t addr
 	return proc_maps_find(maps, addr);
 }
 
+#define ARENA_ALIGN (64ULL << 20)       /* glibc's other arenas' heaps start so */
+
+/* Whether m is one of glibc's heaps, whose memory between blocks is the
+ * allocator's (free chunks): never a root. */
+static int glibc_heap(const struct proc_map *m)
+{
+	return (m->path && !strcmp(m->path, "[heap]")) ||
+	       (!m->path && m->start % ARENA_ALIGN == 0);
+}
+
+/* The first block of g at or after lo (g->n if none). */
+static size_t first_block(const struct heapgraph *g, uint64_t lo)
+{
+	size_t a = 0, b = g->n;
+
+	while (a < b) {
+		size_t mid = a + (b - a) / 2;
+
+		if (g->addr[mid] < lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	return a;
+}
+
+/* [lo, hi) as root name, but for the blocks of g inside it (the kernel
+ * merges a block glibc mmapped with the anonymous mappings beside it). */
+static void add_between(struct snaproots *out, const struct heapgraph *g, uint64_t lo,
+			uint64_t hi, uint32_t name)
+{
+	long in = heapgraph_find(g, lo);
+	size_t b;
+
+	if (in >= 0)
+		lo = g->addr[in] + g->size[in];
+	for (b = first_block(g, lo); b < g->n && g->addr[b] < hi && lo < hi; b++) {
+		add(out, lo, g->addr[b], name);
+		lo = g->addr[b] + g->size[b];
+	}
+	if (lo < hi)
+		add(out, lo, hi, name);
+}
+
 /* The name of anonymous memory [lo, hi) as a root. */
 static uint32_t anon_name(struct snapnames *names, uint64_t lo, uint64_t hi)
 {
@@ -155,13 +181,14 @@ void snaproots_build(struct target *t, const struct proc_maps *maps, const struc
 			add(out, lo, m->end, name);
 			taken[m - maps->v] = 1;
 		}
-		if (f && f != m && !has_blocks(g, f->start, f->end)) {
+		if (f && f != m && !glibc_heap(f)) {
 			uint64_t lo = th[i].fs_base - f->start > TLS_BELOW ? th[i].fs_base - TLS_BELOW :
 									     f->start;
 			uint64_t hi = f->end - th[i].fs_base > TLS_ABOVE ? th[i].fs_base + TLS_ABOVE :
 									   f->end;
 
-			add(out, lo, hi, snapnames_idf(names, "TLS of thread %d", (int)th[i].tid));
+			add_between(out, g, lo, hi, snapnames_idf(names, "TLS of thread %d",
+								  (int)th[i].tid));
 		}
 	}
 	for (size_t i = 0; i < maps->n; i++) {
@@ -179,14 +206,14 @@ void snaproots_build(struct target *t, const struct proc_maps *maps, const struc
 			   (bss = data_end(t, prev)) > m->start) {
 			/* its .bss; what follows it is someone's anonymous memory */
 			data_roots(t, prev, m->start, bss < m->end ? bss : m->end, names, out);
-			if (bss < m->end && !has_blocks(g, bss, m->end))
-				add(out, bss, m->end, anon_name(names, bss, m->end));
+			if (bss < m->end)
+				add_between(out, g, bss, m->end, anon_name(names, bss, m->end));
 		} else if ((!m->path || !strncmp(m->path, "[anon", 5) || !strcmp(m->path, "[stack]")) &&
-			   !has_blocks(g, m->start, m->end)) {
-			add(out, m->start, m->end, m->path && m->path[0] == '[' ?
-			    snapnames_idf(names, "[stack] of no thread at %#llx",
-					  (unsigned long long)m->start) :
-			    anon_name(names, m->start, m->end));
+			   !glibc_heap(m)) {
+			add_between(out, g, m->start, m->end, m->path && m->path[0] == '[' ?
+				    snapnames_idf(names, "[stack] of no thread at %#llx",
+						  (unsigned long long)m->start) :
+				    anon_name(names, m->start, m->end));
 		}
 	}
 	free(taken);

@@ -96,18 +96,28 @@ static const struct vtable *vtable_of(const struct vtables *vt, uint64_t w)
 	return lo && w < vt->v[lo - 1].hi ? &vt->v[lo - 1] : NULL;
 }
 
-/* "[N B]": the size class of a block of size usable bytes. */
-static uint32_t size_class(struct snapnames *names, uint64_t size)
+#define NCLASSES 41                     /* 16 B << 0 .. 40 */
+
+/* "[N B]": the size class of a block of size usable bytes, its name made
+ * once per class (ids[], UINT32_MAX where not yet). */
+static uint32_t size_class(struct snapnames *names, uint64_t size, uint32_t *ids)
 {
 	uint64_t c = 16;
+	unsigned k = 0;
 
-	while (c < size && c < (1ULL << 40))
+	while (c < size && k + 1 < NCLASSES) {
 		c <<= 1;
+		k++;
+	}
+	if (ids[k] != UINT32_MAX)
+		return ids[k];
 	if (c >= 1 << 20)
-		return snapnames_idf(names, "[%llu MiB]", (unsigned long long)(c >> 20));
-	if (c >= 1 << 10)
-		return snapnames_idf(names, "[%llu KiB]", (unsigned long long)(c >> 10));
-	return snapnames_idf(names, "[%llu B]", (unsigned long long)c);
+		ids[k] = snapnames_idf(names, "[%llu MiB]", (unsigned long long)(c >> 20));
+	else if (c >= 1 << 10)
+		ids[k] = snapnames_idf(names, "[%llu KiB]", (unsigned long long)(c >> 10));
+	else
+		ids[k] = snapnames_idf(names, "[%llu B]", (unsigned long long)c);
+	return ids[k];
 }
 
 size_t snaptypes_classify(struct target *t, const struct proc_maps *maps, struct heapgraph *g,
@@ -116,8 +126,10 @@ size_t snaptypes_classify(struct target *t, const struct proc_maps *maps, struct
 	static struct hg_span spans[HG_BATCH];
 	static uint64_t first[HG_BATCH];
 	struct vtables vt = { 0 };
+	uint32_t ids[NCLASSES];
 	size_t classed = 0;
 
+	memset(ids, 0xff, sizeof(ids));
 	all_vtables(t, maps, names, &vt);
 	for (size_t at = 0; at < g->n; at += HG_BATCH) {
 		size_t n = g->n - at < HG_BATCH ? g->n - at : HG_BATCH;
@@ -130,7 +142,7 @@ size_t snaptypes_classify(struct target *t, const struct proc_maps *maps, struct
 			const struct vtable *v = ok && g->size[at + i] >= 8 ? vtable_of(&vt, first[i]) :
 									       NULL;
 
-			g->type[at + i] = v ? v->name : size_class(names, g->size[at + i]);
+			g->type[at + i] = v ? v->name : size_class(names, g->size[at + i], ids);
 			classed += v != NULL;
 		}
 	}
