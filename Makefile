@@ -222,7 +222,9 @@ FUZZ_LIB_SRC := src/model/elfobj.c src/model/proc.c src/model/tfile.c src/model/
 	src/model/mapguard.c src/base/xmalloc.c src/base/log.c src/model/perfmap.c src/report/report_pprof.c \
 	src/model/target.c src/model/tmem.c src/ptrace/remote.c src/ptrace/remote_state.c \
 	src/ptrace/remote_stop.c src/ptrace/gadgets.c src/arch/$(ARCH)/sigframe.c \
-	src/python/pylines.c src/stacks/gocgo.c src/arch/$(ARCH)/disasm.c
+	src/python/pylines.c src/stacks/gocgo.c src/arch/$(ARCH)/disasm.c \
+	src/model/census.c src/model/glibcwalk.c src/model/mmchunks.c \
+	src/snapshot/glibcblocks.c src/snapshot/heapgraph.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FB)/%.o)
 FUZZ_BIN     := $(patsubst tests/fuzz/%.c,$(FB)/%,$(wildcard tests/fuzz/fuzz_*.c))
 

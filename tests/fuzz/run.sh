@@ -60,6 +60,40 @@ for f in fixtures/perfmap/*; do
 	printf '\200' | cat - "$f" >"$FB/seeds/perfmap/${f##*/}"	# first byte: where it is split
 done
 
+# heap images: a chain of chunks (a thread cache first, blocks in use, free
+# ones, the top), with and without a fast bin list
+mkdir -p "$FB/seeds/heapwalk"
+python3 - "$FB/seeds/heapwalk" <<'EOF_PY'
+import struct, sys
+d = sys.argv[1]
+def heap(tc_entries, nchunks):
+    out = bytearray()
+    base = 0x10000000
+    # the tcache chunk: 0x290, counts[64] u16 then entries[64]
+    tc = bytearray(0x290)
+    struct.pack_into('<QQ', tc, 0, 0, 0x291)
+    out += tc
+    chunks = []
+    for i in range(nchunks):
+        c = bytearray(0x30)
+        struct.pack_into('<QQ', c, 0, 0, 0x31)
+        chunks.append(len(out))
+        out += c
+    top = 0x1000 - (len(out) % 0x1000) or 0x1000
+    out += struct.pack('<QQ', 0, top | 1) + bytes(top - 16)
+    for k, off in enumerate(chunks[:tc_entries]):
+        nxt = chunks[k + 1] + 16 + base if k + 1 < tc_entries else 0
+        pos = off + 16 + base
+        struct.pack_into('<Q', out, off + 16, (pos >> 12) ^ nxt)
+    if tc_entries:
+        struct.pack_into('<H', out, 16 + 2 * 1, tc_entries)
+        struct.pack_into('<Q', out, 16 + 128 + 8 * 1, chunks[0] + 16 + base)
+    return bytes(out)
+open(d + '/plain', 'wb').write(heap(0, 40))
+open(d + '/tcache', 'wb').write(heap(5, 40))
+open(d + '/tcache-big', 'wb').write(heap(7, 400))
+EOF_PY
+
 for bin in "$FB"/fuzz_*; do
 	[ -x "$bin" ] || continue
 	name=${bin##*/fuzz_}
