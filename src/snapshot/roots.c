@@ -1,12 +1,14 @@
 /* Where a snapshot's conservative scan starts: threads' registers and stacks, TLS, each object's data by symbol, other anonymous memory. */
 /* SPDX-License-Identifier: MIT */
 #include <elf.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/xmalloc.h"
 #include "model/elfobj.h"
 #include "model/target.h"
+#include "snapshot/globals.h"
 #include "snapshot/roots.h"
 
 #define RED_ZONE 128
@@ -45,11 +47,20 @@ static int cmp_sym(const void *a, const void *b)
 	return (x->value > y->value) - (x->value < y->value);
 }
 
+/* The last object's declarations of globals: one DWARF read per object. */
+struct decls {
+	const struct elfobj *e;
+	struct snapglobals *g;
+};
+
 /* [lo, hi) of object file (its mapping fm, to find it and its bias): a
- * root per data symbol inside, the gaps a root "data of FILE". */
+ * root per data symbol inside, named by where DWARF says it is declared
+ * ("g_cache (cache.c:41)", else by the file), the gaps a root "data of FILE". */
 static void data_roots(struct target *t, const struct proc_map *fm, uint64_t lo, uint64_t hi,
-		       struct snapnames *names, struct snaproots *out)
+		       struct snapnames *names, struct snaproots *out, struct decls *dc)
 {
+	char decl[160];
+
 	const char *file = base_name(fm->path);
 	uint32_t rest = snapnames_idf(names, "data of %s", file);
 	const struct elfobj_sym *syms, **in = NULL;
@@ -60,6 +71,11 @@ static void data_roots(struct target *t, const struct proc_map *fm, uint64_t lo,
 	if (!e || target_map_bias(t, fm, e, &bias)) {
 		add(out, lo, hi, rest);
 		return;
+	}
+	if (dc->e != e) {
+		snapglobals_free(dc->g);
+		dc->g = snapglobals_new(e);
+		dc->e = e;
 	}
 	syms = elfobj_syms(e, &n);
 	in = xcalloc(n + 1, sizeof(*in));
@@ -76,7 +92,9 @@ static void data_roots(struct target *t, const struct proc_map *fm, uint64_t lo,
 		if (end > hi)
 			end = hi;
 		add(out, at, s, rest);
-		add(out, s, end, snapnames_idf(names, "%s (%s)", in[i]->name, file));
+		if (snapglobals_decl(dc->g, in[i]->value, decl, sizeof(decl)))
+			snprintf(decl, sizeof(decl), "%s", file);
+		add(out, s, end, snapnames_idf(names, "%s (%s)", in[i]->name, decl));
 		at = end;
 	}
 	add(out, at, hi, rest);
@@ -167,6 +185,7 @@ void snaproots_build(struct target *t, const struct proc_maps *maps, const struc
 		     struct snaproots *out)
 {
 	uint8_t *taken = xcalloc(maps->n + 1, 1);	/* mappings already roots */
+	struct decls dc = { NULL, NULL };
 
 	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < nth; i++) {
@@ -199,13 +218,13 @@ void snaproots_build(struct target *t, const struct proc_maps *maps, const struc
 		if (taken[i] || !rw || (m->prot & PROC_MAP_SHARED))
 			continue;
 		if (m->path && m->path[0] == '/') {
-			data_roots(t, m, m->start, m->end, names, out);
+			data_roots(t, m, m->start, m->end, names, out, &dc);
 		} else if (!m->path && prev && prev->end == m->start && prev->path &&
 			   prev->path[0] == '/' &&
 			   (prev->prot & (PROC_MAP_R | PROC_MAP_W)) == (PROC_MAP_R | PROC_MAP_W) &&
 			   (bss = data_end(t, prev)) > m->start) {
 			/* its .bss; what follows it is someone's anonymous memory */
-			data_roots(t, prev, m->start, bss < m->end ? bss : m->end, names, out);
+			data_roots(t, prev, m->start, bss < m->end ? bss : m->end, names, out, &dc);
 			if (bss < m->end)
 				add_between(out, g, bss, m->end, anon_name(names, bss, m->end));
 		} else if ((!m->path || !strncmp(m->path, "[anon", 5) || !strcmp(m->path, "[stack]")) &&
@@ -216,5 +235,6 @@ void snaproots_build(struct target *t, const struct proc_maps *maps, const struc
 				    anon_name(names, m->start, m->end));
 		}
 	}
+	snapglobals_free(dc.g);
 	free(taken);
 }
