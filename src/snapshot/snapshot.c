@@ -10,7 +10,9 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "model/allocstats.h"
 #include "model/glibcfind.h"
+#include "model/hooks.h"
 #include "model/proc.h"
 #include "model/target.h"
 #include "ptrace/events.h"
@@ -60,6 +62,29 @@ static int read_spans(void *arg, const struct hg_span *s, size_t n, uint8_t *buf
 		want += s[i].len;
 	}
 	return process_vm_readv(sn->reader, loc, n, rem, n, 0) == (ssize_t)want ? 0 : -EFAULT;
+}
+
+/*
+ * Whether the target's malloc is one whose blocks can be listed: not when
+ * its calls bind to jemalloc or tcmalloc (allocstats.h), whose heaps are
+ * not glibc's. 0, or -ENOTSUP after one message.
+ */
+static int check_allocator(struct snap *sn)
+{
+	struct hook_set hooks = { 0 };
+	struct allocstats_fn fn = { 0 };
+	int rc = 0;
+
+	if (hooks_resolve_target(sn->t, sn->reader, target_maps(sn->t), &hooks) == 0 &&
+	    allocstats_find(sn->t, sn->pid, &hooks, &fn) == 0 && fn.allocator &&
+	    strcmp(fn.allocator, "glibc")) {
+		pr_err("%d allocates with %s: heapattach snapshot lists glibc malloc's blocks "
+		       "only (heapattach -p %d profiles what it allocates from now on)", sn->pid,
+		       fn.allocator, sn->pid);
+		rc = -ENOTSUP;
+	}
+	hooks_free(&hooks);
+	return rc;
 }
 
 /* Before the stop, while the target runs: glibc's state, every object's symbols. */
@@ -233,6 +258,8 @@ int snapshot_run(const struct snapshot_config *cfg)
 		pr_err("cannot read the memory map of %d", sn.pid);
 		goto out;
 	}
+	if (check_allocator(&sn))
+		goto out;
 	prepare(&sn);
 	if (stop(&sn))
 		goto out;
