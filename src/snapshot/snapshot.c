@@ -238,6 +238,7 @@ static void end_copy(struct snap *sn, uint64_t *ns)
 		forkcopy_reap(&sn->fc, tid);
 	tracee_detach_all(&tr);
 	*ns = clock_ns(CLOCK_MONOTONIC) - t0;
+	pr_debug("snapshot: stopped again %.1f ms to reap the copy", *ns / 1e6);
 	tracee_release(&tr);
 }
 
@@ -261,17 +262,24 @@ int snapshot_run(const struct snapshot_config *cfg)
 	if (check_allocator(&sn))
 		goto out;
 	prepare(&sn);
+	t0 = clock_ns(CLOCK_MONOTONIC);	/* the pause counts from the seize */
 	if (stop(&sn))
 		goto out;
-	t0 = clock_ns(CLOCK_MONOTONIC);
 	rc = take_threads(&sn);
 	target_maps_reload(sn.t);
 	tid = fork_thread(&sn.tr);
+	t1 = clock_ns(CLOCK_MONOTONIC);
 	if (!rc && tid && may_fork(&sn, tid))
 		copy = forkcopy_make(&sn.fc, sn.pid, tid, sn.why, sizeof(sn.why)) == 0;
 	if (copy) {	/* the target goes on; the copy is read */
+		uint64_t t2 = clock_ns(CLOCK_MONOTONIC);
+
 		tracee_detach_all(&sn.tr);
 		sn.st.pause_ns = clock_ns(CLOCK_MONOTONIC) - t0;
+		pr_debug("snapshot: stopped %.1f ms: seize, registers and maps %.1f, fork %.1f, "
+			 "detach %.1f",
+			 sn.st.pause_ns / 1e6, (t1 - t0) / 1e6, (t2 - t1) / 1e6,
+			 (clock_ns(CLOCK_MONOTONIC) - t2) / 1e6);
 		sn.reader = sn.fc.child;
 		target_set_reader(sn.t, sn.fc.child);
 		sn.ev.gone = 0;
@@ -307,7 +315,7 @@ out:
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: heapattach snapshot -p PID [-o FILE] [--top N] [--no-fork]\n"
+"usage: heapattach snapshot -p PID [-o FILE] [--top N] [--no-fork] [-v]\n"
 "\n"
 "Every block in use in PID's heap (glibc malloc), as it is now: which are\n"
 "leaked (no root reaches them), which root keeps the others alive (a global\n"
@@ -321,6 +329,7 @@ static void usage(FILE *f)
 "                    inuse_space and inuse_objects, each stack type <- owners <- root\n"
 "      --top N       lines of each table in the summary (default 10)\n"
 "      --no-fork     no copy: the target stays stopped for the whole read\n"
+"  -v, --verbose     say how long each step took\n"
 "  -h, --help        this help\n");
 }
 
@@ -331,6 +340,7 @@ int snapshot_main(int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "top", required_argument, NULL, 't' },
 		{ "no-fork", no_argument, NULL, 'F' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -340,7 +350,7 @@ int snapshot_main(int argc, char **argv)
 	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "p:o:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:o:hv", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			v = strtol(optarg, &end, 10);
@@ -363,6 +373,9 @@ int snapshot_main(int argc, char **argv)
 			break;
 		case 'F':
 			cfg.no_fork = 1;
+			break;
+		case 'v':
+			log_verbose++;
 			break;
 		case 'h':
 			usage(stdout);
