@@ -1,6 +1,7 @@
 /* heapattach snapshot: every block in use in a live process, leaked or kept alive by which root, and its type. */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <signal.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,8 +243,27 @@ static void end_copy(struct snap *sn, uint64_t *ns)
 	tracee_release(&tr);
 }
 
+/* The stop signals held (on) while the copy lives, so that Ctrl-C, SIGTERM
+ * or SIGHUP end heapattach only once the copy is killed and its zombie
+ * reaped in the target; let go (off), one pending then ends heapattach. */
+static void hold_stop_signals(int on, sigset_t *saved)
+{
+	sigset_t set;
+
+	if (!on) {
+		sigprocmask(SIG_SETMASK, saved, NULL);
+		return;
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, saved);
+}
+
 int snapshot_run(const struct snapshot_config *cfg)
 {
+	sigset_t saved;
 	struct snap sn = { .cfg = cfg, .pid = cfg->pid };
 	uint64_t t0, t1, reap_ns = 0;
 	int rc, code = 1, copy = 0;
@@ -269,8 +289,11 @@ int snapshot_run(const struct snapshot_config *cfg)
 	target_maps_reload(sn.t);
 	tid = fork_thread(&sn.tr);
 	t1 = clock_ns(CLOCK_MONOTONIC);
+	hold_stop_signals(1, &saved);
 	if (!rc && tid && may_fork(&sn, tid))
 		copy = forkcopy_make(&sn.fc, sn.pid, tid, sn.why, sizeof(sn.why)) == 0;
+	if (!copy)
+		hold_stop_signals(0, &saved);	/* stopped, not copied: a kill detaches */
 	if (copy) {	/* the target goes on; the copy is read */
 		uint64_t t2 = clock_ns(CLOCK_MONOTONIC);
 
@@ -293,6 +316,7 @@ int snapshot_run(const struct snapshot_config *cfg)
 	if (copy) {
 		end_copy(&sn, &reap_ns);
 		sn.st.pause_ns += reap_ns;
+		hold_stop_signals(0, &saved);
 	} else {
 		tracee_detach_all(&sn.tr);
 		sn.st.pause_ns = clock_ns(CLOCK_MONOTONIC) - t0;
