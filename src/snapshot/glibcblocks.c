@@ -23,7 +23,7 @@
 #define TCACHE_BINS 64
 #define TCACHE_WIDE_CHUNK 0x290         /* 2.30 on: uint16_t counts */
 #define TCACHE_NARROW_CHUNK 0x250       /* before: uint8_t counts */
-#define FAST_MAX_CHUNKS (64u << 20)     /* fast bin chunks walked at most */
+#define FAST_MAX_CHUNKS (64u << 20)     /* free chunks the arenas' walk visits at most */
 #define MM_BUDGET_NS 10000000000ULL     /* the search for mmapped blocks: 10 s at most */
 
 struct fill {
@@ -64,10 +64,10 @@ static long block_at(const struct heapgraph *g, uint64_t p, uint64_t csize)
 }
 
 /* Check the cache whose counts and entries are c (wide: 16-bit counts),
- * its links mangled or not; its chunks into fr when it holds together.
- * The number of chunks, or -1. */
+ * its links mangled or not, each link followed taken off *steps; its
+ * chunks into fr when it holds together. The number of chunks, or -1. */
 static long tcache_check(const struct heapgraph *g, glibc_read_fn read, void *arg,
-			 const uint8_t *c, int wide, int mangled, struct frees *fr)
+			 const uint8_t *c, int wide, int mangled, uint64_t *steps, struct frees *fr)
 {
 	size_t at = fr->n;
 	long total = 0;
@@ -81,8 +81,9 @@ static long tcache_check(const struct heapgraph *g, glibc_read_fn read, void *ar
 			long b = block_at(g, e, (uint64_t)(i + 2) * 16);
 			uint64_t raw;
 
-			if (b < 0 || read(arg, e, &raw, 8))
+			if (b < 0 || !*steps || read(arg, e, &raw, 8))
 				goto bad;
+			(*steps)--;
 			add_free(fr, (size_t)b);
 			e = mangled ? (e >> 12) ^ raw : raw;
 		}
@@ -96,11 +97,18 @@ bad:
 	return -1;
 }
 
-/* The thread caches among the blocks of g: their chunks into fr. */
+/*
+ * The thread caches among the blocks of g: their chunks into fr. Every
+ * entry of a real cache is a block of its own, so all of them together
+ * are fewer than the blocks: the links followed over every candidate
+ * (each tried with and without safe-linking) stop at twice that, however
+ * many chunks of a cache's size a target makes look like one.
+ */
 static void tcaches(const struct heapgraph *g, glibc_read_fn read, void *arg, struct frees *fr,
 		    struct glibcblocks_stats *st)
 {
 	uint8_t c[TCACHE_WIDE_CHUNK - 16];
+	uint64_t steps = 2 * (uint64_t)g->n + 2 * TCACHE_BINS;
 
 	for (size_t b = 0; b < g->n; b++) {
 		uint64_t csize = g->size[b] + 8;
@@ -111,9 +119,9 @@ static void tcaches(const struct heapgraph *g, glibc_read_fn read, void *arg, st
 			continue;
 		if (read(arg, g->addr[b], c, csize - 16))
 			continue;
-		got = tcache_check(g, read, arg, c, wide, 1, fr);
+		got = tcache_check(g, read, arg, c, wide, 1, &steps, fr);
 		if (got < 0)
-			got = tcache_check(g, read, arg, c, wide, 0, fr);
+			got = tcache_check(g, read, arg, c, wide, 0, &steps, fr);
 		if (got < 0)
 			continue;
 		st->tcaches++;
