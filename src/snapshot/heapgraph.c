@@ -66,21 +66,29 @@ size_t heapgraph_seal(struct heapgraph *g)
 	return k;
 }
 
+size_t heapgraph_first_from(const struct heapgraph *g, uint64_t lo)
+{
+	size_t a = 0, b = g->n;
+
+	while (a < b) {
+		size_t mid = a + (b - a) / 2;
+
+		if (g->addr[mid] < lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	return a;
+}
+
 long heapgraph_find(const struct heapgraph *g, uint64_t p)
 {
-	size_t lo = 0, hi = g->n;
+	size_t after;
 
 	if (p < g->lo || p >= g->hi)
 		return -1;	/* most words: small numbers, code, strings */
-	while (hi - lo > 1) {	/* the last block starting at or below p */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (g->addr[mid] <= p)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return p - g->addr[lo] < g->size[lo] ? (long)lo : -1;
+	after = heapgraph_first_from(g, p + 1);	/* the last block starting at or below p */
+	return after && p - g->addr[after - 1] < g->size[after - 1] ? (long)after - 1 : -1;
 }
 
 int heapgraph_parent(const struct heapgraph *g, size_t i, size_t *block, uint32_t *root)

@@ -83,6 +83,8 @@ static inline void heapgraph_set(struct heapgraph *g, size_t i, uint64_t addr, u
 /* After the last heapgraph_set: blocks out of order or overlapping are
  * dropped (the walker read a heap that changed, or lies). How many remain. */
 size_t heapgraph_seal(struct heapgraph *g);
+/* The first block starting at or after lo (g->n if none). */
+size_t heapgraph_first_from(const struct heapgraph *g, uint64_t lo);
 /* The block holding address p (start or interior), or -1. */
 long heapgraph_find(const struct heapgraph *g, uint64_t p);
 /* Scan root id's memory [lo, hi) (read through read), then everything it

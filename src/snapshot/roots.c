@@ -139,22 +139,6 @@ static int glibc_heap(const struct proc_map *m)
 	       (!m->path && m->start % ARENA_ALIGN == 0);
 }
 
-/* The first block of g at or after lo (g->n if none). */
-static size_t first_block(const struct heapgraph *g, uint64_t lo)
-{
-	size_t a = 0, b = g->n;
-
-	while (a < b) {
-		size_t mid = a + (b - a) / 2;
-
-		if (g->addr[mid] < lo)
-			a = mid + 1;
-		else
-			b = mid;
-	}
-	return a;
-}
-
 /* [lo, hi) as root name, but for the blocks of g inside it (the kernel
  * merges a block glibc mmapped with the anonymous mappings beside it). */
 static void add_between(struct snaproots *out, const struct heapgraph *g, uint64_t lo,
@@ -165,7 +149,7 @@ static void add_between(struct snaproots *out, const struct heapgraph *g, uint64
 
 	if (in >= 0)
 		lo = g->addr[in] + g->size[in];
-	for (b = first_block(g, lo); b < g->n && g->addr[b] < hi && lo < hi; b++) {
+	for (b = heapgraph_first_from(g, lo); b < g->n && g->addr[b] < hi && lo < hi; b++) {
 		add(out, lo, g->addr[b], name);
 		lo = g->addr[b] + g->size[b];
 	}
