@@ -160,6 +160,19 @@ static void keep(void *arg, const char *text)
 	l->v[l->n++] = xstrdup(text);
 }
 
+/* The profile, the names (moved: *names is left empty) and the summary's
+ * lines handed over to k, for the attach's profiles. */
+static void keep_for_attach(struct snapshot_keep *k, struct profile *p, struct snapnames *names,
+			    struct lines *l)
+{
+	k->p = p;
+	k->names = xmalloc(sizeof(*k->names));
+	*k->names = *names;
+	memset(names, 0, sizeof(*names));
+	k->lines = l->v;
+	k->nlines = l->n;
+}
+
 int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 		  struct snapnames *names, struct target *t, const struct glibcblocks_stats *bs,
 		  struct snapshot_stats *st)
@@ -226,6 +239,14 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 	print_top(&own, names, cfg->top, keep, &l);
 	keep(&l, "leaked, by type:");
 	print_top(&lk, names, cfg->top, keep, &l);
+	if (cfg->keep) {
+		keep_for_attach(cfg->keep, p, names, &l);
+		tally_free(&own);
+		tally_free(&lk);
+		if (sym)
+			symbolizer_free(sym);
+		return 0;
+	}
 	snprintf(defout, sizeof(defout), "heapattach.%d.snapshot.heap", (int)cfg->pid);
 	path = (char *)(cfg->output ? cfg->output : defout);
 	if (sym)
@@ -247,4 +268,23 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 		symbolizer_free(sym);
 	profile_free(p);
 	return rc;
+}
+
+int snapshot_keep_namer(const void *names, uint64_t addr, struct sym_info *out)
+{
+	return snapnames_namer(names, addr, out);
+}
+
+void snapshot_keep_free(struct snapshot_keep *k)
+{
+	if (!k)
+		return;
+	profile_free(k->p);
+	if (k->names)
+		snapnames_free(k->names);
+	free(k->names);
+	for (size_t i = 0; i < k->nlines; i++)
+		free(k->lines[i]);
+	free(k->lines);
+	memset(k, 0, sizeof(*k));
 }
