@@ -134,6 +134,8 @@ static size_t stack_of(const struct heapgraph *g, const uint32_t *memo, size_t b
 	}
 	if (memo[b] < HG_NONE - 1)
 		pcs[n++] = snapnames_pc(memo[b]);
+	if (g->owner[b] < HG_SHARED && g->owner[b] != memo[b])
+		pcs[n++] = snapnames_pc(g->owner[b]);	/* a thread, under its frame */
 	if (g->owner[b] == HG_SHARED)
 		pcs[n++] = snapnames_pc(shared);
 	return n;
@@ -180,7 +182,7 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 	uint32_t leaked = snapnames_id(names, "leaked (no root reaches it)");
 	uint32_t shared = snapnames_id(names, "shared (two roots or more reach it)");
 	struct profile *p = profile_new(1);
-	struct tally own, lk;
+	struct tally own, lk, fr;
 	struct lines l = { 0 };
 	struct symbolizer *sym = t ? symbolizer_new(t) : NULL;
 	char text[LINE], a[32], b[32], c[32], defout[64], *path;
@@ -190,6 +192,7 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 	profile_set_caps(p, g->n + 16, (g->n + 16) * 4, g->n + 16, 0);
 	tally_init(&own, names->n);
 	tally_init(&lk, names->n);
+	tally_init(&fr, names->n);
 	first_roots(g, g->work);
 	for (size_t i = 0; i < g->n; i++) {
 		size_t n = stack_of(g, g->work, i, pcs, leaked, shared);
@@ -205,6 +208,8 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 			st->shared_bytes += g->size[i];
 		} else {
 			tally_add(&own, g->owner[i], g->size[i]);
+			if (g->work[i] < HG_NONE - 1 && g->work[i] != g->owner[i])
+				tally_add(&fr, g->work[i], g->size[i]);
 		}
 	}
 	mib(a, sizeof(a), st->bytes);
@@ -237,12 +242,15 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 		keep(&l, "  glibc's fast bins could not be read: their free chunks count as in use");
 	keep(&l, "kept alive only by (retained: what freeing the root alone would free):");
 	print_top(&own, names, cfg->top, keep, &l);
+	keep(&l, "kept alive by a thread, by the frame holding it:");
+	print_top(&fr, names, cfg->top, keep, &l);
 	keep(&l, "leaked, by type:");
 	print_top(&lk, names, cfg->top, keep, &l);
 	if (cfg->keep) {
 		keep_for_attach(cfg->keep, p, names, &l);
 		tally_free(&own);
 		tally_free(&lk);
+		tally_free(&fr);
 		if (sym)
 			symbolizer_free(sym);
 		return 0;
@@ -264,6 +272,7 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 	free(l.v);
 	tally_free(&own);
 	tally_free(&lk);
+	tally_free(&fr);
 	if (sym)
 		symbolizer_free(sym);
 	profile_free(p);

@@ -20,6 +20,7 @@
 #include "ptrace/forkcopy.h"
 #include "ptrace/tracee.h"
 #include "regs.h"
+#include "snapshot/frames.h"
 #include "snapshot/glibcblocks.h"
 #include "snapshot/roots.h"
 #include "snapshot/snapout.h"
@@ -163,6 +164,7 @@ static int analyse(struct snap *sn)
 	snaproots_build(sn->t, maps, &sn->g, sn->th, sn->nth, &sn->names, &sn->roots);
 	/* the data symbols' names first: roots are ordered as built */
 	scan(sn);
+	snapframes_credit(sn->t, &sn->g, sn->th, sn->nth, &sn->roots, &sn->names);
 	sn->st.classed = snaptypes_classify(sn->t, maps, &sn->g, &sn->names);
 	sn->st.roots = sn->roots.n + sn->nth;
 	sn->st.words = sn->g.words;
