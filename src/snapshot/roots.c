@@ -81,12 +81,14 @@ static void data_roots(struct target *t, const struct proc_map *fm, uint64_t lo,
 	in = xcalloc(n + 1, sizeof(*in));
 	for (size_t i = 0; i < n; i++)
 		if (syms[i].type == STT_OBJECT && syms[i].size && syms[i].shndx != SHN_UNDEF &&
-		    syms[i].value + bias >= lo && syms[i].value + bias < hi)
-			in[k++] = &syms[i];
+		    syms[i].value + bias < hi && syms[i].value + bias + syms[i].size > lo)
+			in[k++] = &syms[i];	/* one begun before lo too: .bss past a page */
 	qsort(in, k, sizeof(*in), cmp_sym);
 	for (size_t i = 0; i < k; i++) {
 		uint64_t s = in[i]->value + bias, end = s + in[i]->size;
 
+		if (s < lo && end > lo && at == lo)
+			s = lo;		/* its part in [lo, hi) */
 		if (s < at)
 			continue;	/* an alias, or overlapping the one before */
 		if (end > hi)
