@@ -22,6 +22,7 @@
 #include "regs.h"
 #include "snapshot/frames.h"
 #include "snapshot/glibcblocks.h"
+#include "snapshot/jeblocks.h"
 #include "snapshot/roots.h"
 #include "snapshot/snapout.h"
 #include "snapshot/snapshot.h"
@@ -43,6 +44,9 @@ struct snap {
 	struct snaproots roots;
 	struct snapnames names;
 	struct snapshot_stats st;
+	uint64_t je_root;               /* jemalloc's extents map (jeblocks.h), or 0: glibc */
+	struct jeblocks_meta je_meta;
+	struct jeblocks_stats js;
 	struct forkcopy fc;             /* the copy read instead of the target, or none */
 	char why[192];                  /* why there is none */
 };
@@ -67,9 +71,9 @@ static int read_spans(void *arg, const struct hg_span *s, size_t n, uint8_t *buf
 }
 
 /*
- * Whether the target's malloc is one whose blocks can be listed: not when
- * its calls bind to jemalloc or tcmalloc (allocstats.h), whose heaps are
- * not glibc's. 0, or -ENOTSUP after one message.
+ * Whether the target's malloc is one whose blocks can be listed: glibc's,
+ * or jemalloc's when its extents map is found (sn->je_root); not when its
+ * calls bind to tcmalloc (allocstats.h). 0, or -ENOTSUP after one message.
  */
 static int check_allocator(struct snap *sn)
 {
@@ -80,11 +84,22 @@ static int check_allocator(struct snap *sn)
 	if (hooks_resolve_target(sn->t, sn->reader, target_maps(sn->t), &hooks) == 0 &&
 	    allocstats_find(sn->t, sn->pid, &hooks, &fn) == 0 && fn.allocator &&
 	    strcmp(fn.allocator, "glibc")) {
-		pr_err("%d allocates with %s: heapattach snapshot lists glibc malloc's blocks "
-		       "only (heapattach -p %d profiles what it allocates from now on)", sn->pid,
-		       fn.allocator, sn->pid);
+		char why[160];
+
+		if (!strcmp(fn.allocator, "jemalloc") &&
+		    jeblocks_find(sn->reader, target_maps(sn->t), &sn->je_root, why, sizeof(why)) == 0)
+			goto out;
+		if (!strcmp(fn.allocator, "jemalloc"))
+			pr_err("%d allocates with jemalloc, whose blocks cannot be listed: %s "
+			       "(heapattach -p %d profiles what it allocates from now on)", sn->pid,
+			       why, sn->pid);
+		else
+			pr_err("%d allocates with %s: heapattach snapshot lists glibc malloc's "
+			       "and jemalloc's blocks only (heapattach -p %d profiles what it "
+			       "allocates from now on)", sn->pid, fn.allocator, sn->pid);
 		rc = -ENOTSUP;
 	}
+out:
 	hooks_free(&hooks);
 	return rc;
 }
@@ -143,6 +158,29 @@ static void scan(struct snap *sn)
 				     sn->th[i].regs, SNAP_REGS);
 }
 
+/* jemalloc's blocks into sn->g (jeblocks.h). 0 or -errno (said). */
+static int list_je(struct snap *sn, const struct proc_maps *maps)
+{
+	char why[160];
+	int rc = jeblocks_list(sn->reader, maps, sn->je_root, sn->th, sn->nth, &sn->g, read_spans,
+			       sn, &sn->je_meta, &sn->js, why, sizeof(why));
+
+	if (rc) {
+		pr_err("jemalloc's blocks in %d cannot be listed: %s", sn->pid, why);
+		return rc;
+	}
+	sn->bs = (struct glibcblocks_stats){ .chunks = sn->g.n, .tcaches = sn->js.tcaches,
+					     .tcache_free = sn->js.tcache_free, .fast_known = 1,
+					     .mm_known = 1 };
+	pr_err("jemalloc: %llu slabs, %llu large extents; %u thread caches of %u threads, "
+		"%llu regions in them counted free%s", (unsigned long long)sn->js.slabs,
+		(unsigned long long)sn->js.large, sn->js.tcaches, sn->js.threads,
+		(unsigned long long)sn->js.tcache_free, sn->js.tcaches < sn->js.threads ?
+		" (a thread whose cache was not found, or has none: the blocks cached by "
+		"it count as in use)" : "");
+	return 0;
+}
+
 /* With the target stopped, or from its copy: list, scan, type. 0 or -errno (said). */
 static int analyse(struct snap *sn)
 {
@@ -154,14 +192,21 @@ static int analyse(struct snap *sn)
 		pr_err("cannot read the memory map of %d", sn->pid);
 		return -EIO;
 	}
-	rc = glibcblocks_list(sn->reader, maps, glibc_target_read, sn->t,
+	if (sn->je_root)
+		rc = list_je(sn, maps);
+	else
+		rc = glibcblocks_list(sn->reader, maps, glibc_target_read, sn->t,
 				      sn->have_gs ? &sn->gs : NULL, &sn->g, read_spans, sn, &sn->bs);
+	if (rc && sn->je_root)
+		return rc;
 	if (rc) {
 		pr_err("no glibc heap found in %d: its blocks cannot be listed (another allocator?)",
 		       sn->pid);
 		return rc;
 	}
 	snaproots_build(sn->t, maps, &sn->g, sn->th, sn->nth, &sn->names, &sn->roots);
+	if (sn->je_root)
+		jeblocks_cut_roots(&sn->je_meta, &sn->roots);
 	/* the data symbols' names first: roots are ordered as built */
 	scan(sn);
 	snapframes_credit(sn->t, &sn->g, sn->th, sn->nth, &sn->roots, &sn->names);
@@ -330,6 +375,7 @@ int snapshot_run(const struct snapshot_config *cfg)
 	code = snapout_write(cfg, &sn.g, &sn.names, sn.t, &sn.bs, &sn.st) ? 1 : 0;
 out:
 	heapgraph_free(&sn.g);
+	jeblocks_meta_free(&sn.je_meta);
 	snaproots_free(&sn.roots);
 	snapnames_free(&sn.names);
 	free(sn.th);
