@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "base/log.h"
 #include "base/xmalloc.h"
 #include "snapshot/jeblocks.h"
 
@@ -205,8 +206,8 @@ static int read_tree(struct walk *w, uint64_t root)
 		}
 		own(w, lp, JE_ARRAY);
 		for (uint64_t j = 0; j < (1u << JE_LEVEL_BITS); j++) {
-			if (!leaf[j])
-				continue;
+			if (!LE_EDATA(leaf[j]))
+				continue;	/* none, or cleared (szind SC_NSIZES, no edata) */
 			if (w->nel == MAX_ELEMS) {
 				say(w->why, w->len, "more than %u pages mapped", MAX_ELEMS);
 				rc = -E2BIG;
@@ -423,7 +424,7 @@ static uint64_t root_of_leaf(pid_t pid, const struct proc_maps *maps, uint8_t *b
 	for (uint64_t j = 0; j < (1u << JE_LEVEL_BITS); j++) {
 		uint64_t e = LE_EDATA(leaf[j]), base, size;
 
-		if (!leaf[j])
+		if (!e)
 			continue;
 		if (!anon_rw(maps, e, JE_EDATA) || rd(pid, e, d, sizeof(d)))
 			return 0;
@@ -717,6 +718,10 @@ int jeblocks_list(pid_t pid, const struct proc_maps *maps, uint64_t root,
 	}
 	meta->v = w.own;
 	w.own = NULL;
+	pr_debug("snapshot: jemalloc's extents map at %#llx: %llu leaves, %llu pages, %zu extents "
+		 "(%llu torn: skipped), %zu spans of its own memory", (unsigned long long)root,
+		 (unsigned long long)st->leaves, (unsigned long long)st->pages, w.ned,
+		 (unsigned long long)st->torn, meta->n);
 out:
 	walk_free(&w);
 	return rc;
