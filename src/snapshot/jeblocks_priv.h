@@ -1,0 +1,99 @@
+/* What the files of jemalloc's listing share: jemalloc 5.3's facts, one walk of its extents map, helpers. */
+/* SPDX-License-Identifier: MIT */
+#ifndef HEAPATTACH_JEBLOCKS_PRIV_H
+#define HEAPATTACH_JEBLOCKS_PRIV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "model/proc.h"
+#include "snapshot/heapgraph.h"
+#include "snapshot/jeblocks.h"
+
+/* Facts of jemalloc 5.3.0 on x86-64 (rtree.h, edata.h, bitmap.h, sc.h). */
+#define JE_PAGE 4096ULL
+#define JE_LEVEL_BITS 18                        /* each of the tree's two levels */
+#define JE_ARRAY (8ULL << JE_LEVEL_BITS)        /* bytes of the root and of a leaf */
+#define JE_LEAF_ALIGN 64                        /* leaves come from base_alloc(CACHELINE) */
+#define JE_EDATA 128                            /* sizeof(edata_t), its alignment */
+#define JE_NSIZES 232                           /* size classes */
+#define JE_NBINS 36                             /* of them small (slabs): below 16 KiB */
+#define JE_MAXREGS 512                          /* regions of a slab at most */
+/* edata_t's e_bits: slab 12, state 17..19, szind 20..27, nfree 28..37 */
+#define EB_SLAB(b)   (((b) >> 12) & 1)
+#define EB_STATE(b)  (((b) >> 17) & 7)
+#define EB_SZIND(b)  (((b) >> 20) & 0xff)
+#define EB_NFREE(b)  (((b) >> 28) & 0x3ff)
+/* an rtree leaf element: edata 7..47, slab 0, state 2..4, szind 48..63 */
+#define LE_EDATA(e)  ((uint64_t)((int64_t)((e) << 16) >> 16) & ~(uint64_t)(JE_EDATA - 1))
+#define LE_SLAB(e)   ((e) & 1)
+#define LE_STATE(e)  (((e) >> 2) & 7)
+#define LE_SZIND(e)  ((e) >> 48)
+#define STATE_ACTIVE 0
+#define STATE_MAX 5
+
+/* Bounds on what the target makes us read and keep. */
+
+
+/* An element of the tree: a page and what its leaf says of it. */
+struct jeelem {
+	uint64_t key, bits;
+};
+
+/* An edata_t as read: its address and words. */
+struct jeedata {
+	uint64_t at;
+	uint64_t w[JE_EDATA / 8];
+};
+
+/* An active extent. */
+struct jeextent {
+	uint64_t base, addr, size;
+	uint64_t bitmap[JE_MAXREGS / 64];
+	unsigned slab, szind, nfree;
+};
+
+/* Everything one walk of the tree holds. */
+struct jewalk {
+	pid_t pid;
+	const struct proc_maps *maps;
+	uint8_t *buf;                   /* JE_ARRAY: a leaf */
+	struct jeelem *el;
+	size_t nel;
+	struct jeedata *ed;
+	size_t ned;
+	struct jeextent *ex;
+	size_t nex;
+	struct hg_span *own;            /* what jemalloc manages (struct jeblocks_meta) */
+	size_t nown, capown;
+	struct jeblocks_stats *st;
+	char *why;
+	size_t len;
+};
+
+/* Indices of blocks to drop. */
+struct jedrops {
+	uint32_t *v;
+	size_t n, cap;
+};
+
+/* Say fmt into why (len bytes). */
+void jeblocks_say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Read [addr, addr + n) of pid into buf: 0 or -EFAULT. */
+int jeblocks_rd(pid_t pid, uint64_t addr, void *buf, size_t n);
+/* The mapping of maps holding addr, or NULL. */
+const struct proc_map *jeblocks_map_of(const struct proc_maps *maps, uint64_t addr);
+/* Whether [addr, addr + n) is private writable anonymous memory, as jemalloc's metadata is. */
+int jeblocks_anon_rw(const struct proc_maps *maps, uint64_t addr, uint64_t n);
+/* The active extents of the tree at root into w->ex, sorted, checked; what
+ * jemalloc manages into w->own. 0 or -errno (said in w->why). */
+int jeblocks_walk(struct jewalk *w, uint64_t root);
+/* Free what a walk holds but w->buf; ready for another. */
+void jeblocks_walk_free(struct jewalk *w);
+/* The thread caches of threads th among the blocks of g: their regions and arrays into d. */
+void jeblocks_tcaches(pid_t pid, const struct proc_maps *maps, const struct heapgraph *g,
+		      const struct snapthread *th, size_t nth, struct jedrops *d,
+		      struct jeblocks_stats *st);
+
+#endif
