@@ -121,7 +121,7 @@ int jeblocks_list(pid_t pid, const struct proc_maps *maps, uint64_t root,
 	heapgraph_seal(g);
 	d.cap = g->n;
 	d.v = xmap((d.cap + 1) * sizeof(*d.v));
-	jeblocks_tcaches(pid, maps, g, th, nth, &d, st);
+	jeblocks_tcaches(&w, g, th, nth, &d);
 	for (size_t i = 0; i < d.n; i++)
 		g->size[d.v[i]] = 0;	/* dropped by the seal */
 	heapgraph_seal(g);

@@ -54,6 +54,8 @@ struct jeextent {
 	unsigned slab, szind, nfree;
 };
 
+#define JE_MAX_LEAVES 1024              /* leaves read at most: 1 TiB of address space */
+
 /* Everything one walk of the tree holds. */
 struct jewalk {
 	pid_t pid;
@@ -65,6 +67,8 @@ struct jewalk {
 	size_t ned;
 	struct jeextent *ex;
 	size_t nex;
+	struct hg_span leaf[JE_MAX_LEAVES];     /* the tree's leaves: key (root entry << 30), at */
+	size_t nleaf;
 	struct hg_span *own;            /* what jemalloc manages (struct jeblocks_meta) */
 	size_t nown, capown;
 	struct jeblocks_stats *st;
@@ -89,11 +93,13 @@ int jeblocks_anon_rw(const struct proc_maps *maps, uint64_t addr, uint64_t n);
 /* The active extents of the tree at root into w->ex, sorted, checked; what
  * jemalloc manages into w->own. 0 or -errno (said in w->why). */
 int jeblocks_walk(struct jewalk *w, uint64_t root);
+/* [addr, addr + len) is jemalloc's (into w->own). */
+void jeblocks_own(struct jewalk *w, uint64_t addr, uint64_t len);
 /* Free what a walk holds but w->buf; ready for another. */
 void jeblocks_walk_free(struct jewalk *w);
-/* The thread caches of threads th among the blocks of g: their regions and arrays into d. */
-void jeblocks_tcaches(pid_t pid, const struct proc_maps *maps, const struct heapgraph *g,
-		      const struct snapthread *th, size_t nth, struct jedrops *d,
-		      struct jeblocks_stats *st);
+/* The thread caches of threads th among the blocks of g (walked by w): their
+ * regions and arrays into d; the tree's lookup caches in their TSD into w->own. */
+void jeblocks_tcaches(struct jewalk *w, const struct heapgraph *g, const struct snapthread *th,
+		      size_t nth, struct jedrops *d);
 
 #endif

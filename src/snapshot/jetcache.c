@@ -77,17 +77,38 @@ bad:
 }
 
 /*
+ * The tree's lookup caches in the TSD of a thread whose TLS tls[0..nw)
+ * was read from lo (rtree_ctx: pairs of a leaf key, an address's upper
+ * bits, and that leaf) are jemalloc's: a key is an address at 1 GiB, an
+ * interior pointer into any block across it.
+ */
+static void lookup_caches(struct jewalk *w, const uint64_t *tls, uint64_t lo, size_t nw)
+{
+	for (size_t i = 0; i + 1 < nw; i++) {
+		if (!tls[i] || tls[i] % (1ULL << 30))
+			continue;
+		for (size_t k = 0; k < w->nleaf; k++)
+			if (w->leaf[k].addr == tls[i] % (1ULL << 48) && w->leaf[k].len == tls[i + 1]) {
+				jeblocks_own(w, lo + 8 * i, 16);
+				break;
+			}
+	}
+}
+
+/*
  * Each thread's cache: its tcache_t (a pointer to its tcache_slow_t, then
  * the bins) and tcache_slow_t (which points back at it and at its bins
  * within its first 256 bytes) both in the thread's TSD, in its static
  * TLS under fs_base.
  */
-void jeblocks_tcaches(pid_t pid, const struct proc_maps *maps, const struct heapgraph *g,
-		    const struct snapthread *th, size_t nth, struct jedrops *d,
-		    struct jeblocks_stats *st)
+void jeblocks_tcaches(struct jewalk *w, const struct heapgraph *g, const struct snapthread *th,
+		      size_t nth, struct jedrops *d)
 {
+	const struct proc_maps *maps = w->maps;
+	struct jeblocks_stats *st = w->st;
 	uint64_t *tls = xmalloc(TLS_BELOW);
 	uint8_t bins[JE_TCACHE_NBINS * JE_CACHE_BIN];
+	pid_t pid = w->pid;
 
 	for (size_t t = 0; t < nth; t++) {
 		const struct proc_map *m = jeblocks_map_of(maps, th[t].fs_base - 8);
@@ -100,6 +121,7 @@ void jeblocks_tcaches(pid_t pid, const struct proc_maps *maps, const struct heap
 		nw = (th[t].fs_base - lo) / 8;
 		if (jeblocks_rd(pid, lo, tls, 8 * nw))
 			continue;
+		lookup_caches(w, tls, lo, nw);
 		for (size_t i = 0; i + 1 + sizeof(bins) / 8 < nw; i++) {
 			uint64_t slow = tls[i], tc = lo + 8 * i;
 			size_t s = (slow - lo) / 8;

@@ -9,7 +9,6 @@
 #include "base/xmalloc.h"
 #include "snapshot/jeblocks_priv.h"
 
-#define MAX_LEAVES 1024                 /* 1 TiB of address space */
 #define MAX_ELEMS (8u << 20)            /* pages mapped: 32 GiB */
 #define JE_HUGEPAGE (2ULL << 20)                /* base blocks' alignment and granule */
 #define MAX_BASE_BACK 512                       /* 2 MiB steps back to a base block's start */
@@ -33,8 +32,7 @@ static int cmp_extent(const void *a, const void *b)
 	return x->base < y->base ? -1 : x->base > y->base;
 }
 
-/* [addr, addr + len) is jemalloc's. */
-static void own(struct jewalk *w, uint64_t addr, uint64_t len)
+void jeblocks_own(struct jewalk *w, uint64_t addr, uint64_t len)
 {
 	if (w->nown == w->capown) {
 		w->capown = w->capown ? 2 * w->capown : 1024;
@@ -61,8 +59,8 @@ static int read_tree(struct jewalk *w, uint64_t root)
 
 		if (!lp)
 			continue;
-		if (++w->st->leaves > MAX_LEAVES) {
-			jeblocks_say(w->why, w->len, "more than %u leaves", MAX_LEAVES);
+		if (++w->st->leaves > JE_MAX_LEAVES) {
+			jeblocks_say(w->why, w->len, "more than %u leaves", JE_MAX_LEAVES);
 			rc = -E2BIG;
 			goto out;
 		}
@@ -73,7 +71,8 @@ static int read_tree(struct jewalk *w, uint64_t root)
 			rc = -EINVAL;
 			goto out;
 		}
-		own(w, lp, JE_ARRAY);
+		jeblocks_own(w, lp, JE_ARRAY);
+		w->leaf[w->nleaf++] = (struct hg_span){ i0 << 30, lp };
 		for (uint64_t j = 0; j < (1u << JE_LEVEL_BITS); j++) {
 			if (!LE_EDATA(leaf[j]))
 				continue;	/* none, or cleared (szind SC_NSIZES, no edata) */
@@ -151,8 +150,8 @@ static int take_extent(struct jewalk *w, const struct jeedata *d, const struct j
 						(el[i].key == base ||
 						 LE_SZIND(el[i].bits) != JE_NSIZES)))))
 			return 0;	/* a tail page's szind may be SC_NSIZES */
-	own(w, base, size);
-	own(w, d->at & ~(JE_PAGE - 1), JE_PAGE);
+	jeblocks_own(w, base, size);
+	jeblocks_own(w, d->at & ~(JE_PAGE - 1), JE_PAGE);
 	if (state != STATE_ACTIVE)
 		return 1;
 	if (!m || (m->prot & (PROC_MAP_R | PROC_MAP_W | PROC_MAP_SHARED)) != (PROC_MAP_R | PROC_MAP_W))
@@ -206,7 +205,7 @@ static void base_block(struct jewalk *w, uint64_t addr, size_t extents)
 		    hd[1] % JE_HUGEPAGE || hd[3] < b || hd[3] > b + hd[0])
 			continue;
 		for (unsigned n = 0; n < 1024 && b && !owned(w, b, extents); n++) {
-			own(w, b, hd[0]);
+			jeblocks_own(w, b, hd[0]);
 			b = hd[1];
 			if (!b || !jeblocks_anon_rw(w->maps, b, sizeof(hd)) || jeblocks_rd(w->pid, b, hd, sizeof(hd)) ||
 			    !hd[0] || hd[0] % JE_HUGEPAGE || hd[0] > MAX_BASE_SIZE ||
@@ -272,6 +271,7 @@ void jeblocks_walk_free(struct jewalk *w)
 	free(w->own);
 	w->own = NULL;
 	w->nown = w->capown = 0;
+	w->nleaf = 0;
 	w->buf = NULL;
 	w->el = NULL;
 	w->ed = NULL;
