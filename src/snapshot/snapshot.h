@@ -11,6 +11,7 @@ struct snapshot_config {
 	const char *output;             /* NULL: heapattach.PID.snapshot.heap */
 	unsigned top;                   /* lines of each table in the summary */
 	int no_fork;                    /* read the target stopped, no copy */
+	uint64_t max_stop_ns;           /* no copy: the target is let go after this */
 };
 
 /* The results of one snapshot, for the summary and tests. */
@@ -36,7 +37,8 @@ struct snapshot_stats {
  */
 int snapshot_run(const struct snapshot_config *cfg);
 
-/* heapattach snapshot ARGS: parse, run. */
-int snapshot_main(int argc, char **argv);
+/* heapattach snapshot ARGS: parse (durations with parse_duration: the
+ * command line's, cli_parse_duration), run. */
+int snapshot_main(int argc, char **argv, int (*parse_duration)(const char *s, uint64_t *ns));
 
 #endif
