@@ -60,6 +60,7 @@ struct snap {
 #define VFORK_STEP_MS 10
 #define VFORK_TRIES_RUNNING 20
 #define VFORK_TRIES_SEIZED 3
+#define STOP_ROUNDS 3                   /* seizes, when a vfork began as the target was seized */
 #define RELEASE_TRIES 100               /* 1 ms apart: threads still to enter their stop */
 #define TICK_MS 10                      /* SIGALRM while waiting for stops */
 #define MAX_STOP_DEFAULT_NS 10000000000ULL
@@ -280,18 +281,25 @@ static void catch_stop_signals(int on, struct sigaction old[3])
 }
 
 /*
- * Wait up to tries x VFORK_STEP_MS for no vfork to be in flight in pid
- * (copysafe_vfork). 0 when none is (or pid's children cannot be listed:
- * said with -v), 1 with *tid and *child when one still is.
+ * Wait up to tries x VFORK_STEP_MS for the vfork in flight in pid
+ * (copysafe_vfork) to end: the first one seen (first_only: the target
+ * runs, and may vfork again at once; the seize that follows then holds
+ * the parent thread as its child ends), or every one (the target seized:
+ * none can begin). 0 when it has (or pid's children cannot be listed:
+ * said with -v), 1 with *tid and *child when one is still in flight.
  */
-static int vfork_wait(pid_t pid, int tries, pid_t *tid, pid_t *child)
+static int vfork_wait(pid_t pid, int tries, int first_only, pid_t *tid, pid_t *child)
 {
+	pid_t first = 0;
 	int i, rc = 0;
 
 	for (i = 0; i <= tries; i++) {
 		rc = copysafe_vfork(pid, tid, child);
-		if (rc <= 0)
+		if (rc <= 0 || (first_only && first && *child != first)) {
+			rc = rc > 0 ? 0 : rc;
 			break;
+		}
+		first = *child;
 		if (i < tries)
 			usleep(VFORK_STEP_MS * 1000);
 	}
@@ -299,8 +307,9 @@ static int vfork_wait(pid_t pid, int tries, pid_t *tid, pid_t *child)
 		pr_debug("snapshot: the children of %d cannot be listed (%s): a vfork in flight "
 			 "would not be seen", pid, strerror(-rc));
 	else if (i)
-		pr_debug("snapshot: waited %d ms for thread %d's vfork (child %d) %s", i *
-			 VFORK_STEP_MS, (int)*tid, (int)*child, rc ? "in vain" : "to end");
+		pr_debug("snapshot: waited %d ms for thread %d's vfork (child %d) %s",
+			 (i < tries ? i : tries) * VFORK_STEP_MS, (int)*tid, (int)*child,
+			 rc ? "in vain" : "to end");
 	return rc > 0;
 }
 
@@ -337,10 +346,12 @@ static void release(struct tracee *tr)
 
 /*
  * Stop every thread of the target into tr (its stops through ev), once
- * no vfork is in flight: waited for while the target runs, and looked for
- * again once every thread is seized (a vfork begun meanwhile), then only
- * briefly. 0 with *t0 the time of the seize, or -errno with why (the
- * target let go).
+ * no vfork is in flight: the one seen waited for while the target runs,
+ * then every one again once each thread is seized (a vfork begun
+ * meanwhile: its parent stops as its child ends), then only briefly, else
+ * the target is let go and seized again, STOP_ROUNDS times at most. 0
+ * with *t0 the time of the first seize, or -errno with why (the target
+ * let go).
  */
 static int stop(struct snap *sn, struct tracee *tr, struct events *ev, char *why, size_t len,
 		uint64_t *t0)
@@ -348,24 +359,32 @@ static int stop(struct snap *sn, struct tracee *tr, struct events *ev, char *why
 	pid_t vt = 0, vc = 0;
 	int rc;
 
-	if (vfork_wait(sn->pid, VFORK_TRIES_RUNNING, &vt, &vc)) {
-		snprintf(why, len, "its thread %d is in vfork: its child %d shares its memory and "
-			 "has not exec'd or exited in %d ms (%d was not stopped)", (int)vt, (int)vc,
-			 VFORK_TRIES_RUNNING * VFORK_STEP_MS, sn->pid);
-		return -EBUSY;
-	}
-	*t0 = clock_ns(CLOCK_MONOTONIC);
-	rc = tracee_seize(tr, sn->pid);
-	if (rc) {
-		why[0] = '\0';	/* said */
-		return rc;
-	}
-	if (vfork_wait(sn->pid, VFORK_TRIES_SEIZED, &vt, &vc)) {
+	for (int round = 0;; round++) {
+		if (vfork_wait(sn->pid, VFORK_TRIES_RUNNING, 1, &vt, &vc)) {
+			snprintf(why, len, "its thread %d is in vfork: its child %d shares its "
+				 "memory and has not exec'd or exited in %d ms (%d was not stopped)",
+				 (int)vt, (int)vc, VFORK_TRIES_RUNNING * VFORK_STEP_MS, sn->pid);
+			return -EBUSY;
+		}
+		if (!round)
+			*t0 = clock_ns(CLOCK_MONOTONIC);
+		rc = tracee_seize(tr, sn->pid);
+		if (rc) {
+			why[0] = '\0';	/* said */
+			return rc;
+		}
+		if (!vfork_wait(sn->pid, VFORK_TRIES_SEIZED, 0, &vt, &vc))
+			break;
 		release(tr);
-		snprintf(why, len, "its thread %d began a vfork as it was being stopped: its child "
-			 "%d shares its memory and has not exec'd or exited in %d ms", (int)vt,
-			 (int)vc, VFORK_TRIES_SEIZED * VFORK_STEP_MS);
-		return -EBUSY;
+		tracee_release(tr);
+		if (round + 1 == STOP_ROUNDS) {
+			snprintf(why, len, "its thread %d vforked as it was being stopped, %d times: "
+				 "its child %d shares its memory and has not exec'd or exited in %d "
+				 "ms", (int)vt, STOP_ROUNDS, (int)vc,
+				 VFORK_TRIES_SEIZED * VFORK_STEP_MS);
+			return -EBUSY;
+		}
+		pr_debug("snapshot: %d let go (a vfork as it was seized), seized again", sn->pid);
 	}
 	tick(1);
 	rc = tracee_stop_all(tr, events_dispatch, ev);
