@@ -6,11 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ptrace.h>
-#include <sys/time.h>
 #include <sys/uio.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -26,6 +23,7 @@
 #include "regs.h"
 #include "snapshot/copysafe.h"
 #include "snapshot/glibcblocks.h"
+#include "snapshot/hold.h"
 #include "snapshot/roots.h"
 #include "snapshot/snapout.h"
 #include "snapshot/snapshot.h"
@@ -55,19 +53,7 @@ struct snap {
 	int cut;                        /* it did: the snapshot is partial */
 };
 
-/* Waiting for a vfork in flight to end: tries VFORK_STEP_MS apart while the
- * target runs, then fewer once it is seized (its other threads stopping). */
-#define VFORK_STEP_MS 10
-#define VFORK_TRIES_RUNNING 20
-#define VFORK_TRIES_SEIZED 3
-#define STOP_ROUNDS 3                   /* seizes, when a vfork began as the target was seized */
-#define RELEASE_TRIES 100               /* 1 ms apart: threads still to enter their stop */
-#define TICK_MS 10                      /* SIGALRM while waiting for stops */
 #define MAX_STOP_DEFAULT_NS 10000000000ULL
-
-/* The stop signal that came (SIGINT, SIGTERM, SIGHUP) while the target was
- * held, stopped or copied: the read ends at its next batch. 0: none. */
-static volatile sig_atomic_t stop_asked;
 
 static const struct events_ops snap_events = { 0 };
 
@@ -75,7 +61,7 @@ static const struct events_ops snap_events = { 0 };
  * stopped (no copy) and --max-stop is up (sn->cut then says so). */
 static int read_ends(struct snap *sn)
 {
-	if (stop_asked)
+	if (snaphold_stop_asked)
 		return 1;
 	if (sn->deadline_ns && !sn->cut && clock_ns(CLOCK_MONOTONIC) >= sn->deadline_ns)
 		sn->cut = 1;
@@ -203,7 +189,7 @@ static int analyse(struct snap *sn)
 	rc = glibcblocks_list(sn->reader, maps, read_target, sn,
 				      sn->have_gs ? &sn->gs : NULL, &sn->g, read_spans, sn, &sn->bs);
 	if (rc) {
-		if (!stop_asked && !sn->cut)
+		if (!snaphold_stop_asked && !sn->cut)
 			pr_err("no glibc heap found in %d: its blocks cannot be listed "
 			       "(another allocator?)", sn->pid);
 		return rc;
@@ -214,188 +200,6 @@ static int analyse(struct snap *sn)
 	sn->st.classed = snaptypes_classify(sn->t, maps, &sn->g, &sn->names);
 	sn->st.roots = sn->roots.n + sn->nth;
 	sn->st.words = sn->g.words;
-	return 0;
-}
-
-/* ---- holding the target ---- */
-
-static void on_stop_signal(int sig)
-{
-	stop_asked = sig;
-}
-
-static void on_tick(int sig)
-{
-	(void)sig;
-}
-
-/*
- * While heapattach waits for the target's threads to stop, or for its
- * fork: a SIGALRM every TICK_MS (no SA_RESTART) interrupts waitpid, so
- * that the waits keep their own bounds (TRACEE_STOP_WAIT_MS, the clone's
- * deadline) instead of blocking on a thread that never stops.
- */
-static void tick(int on)
-{
-	static struct sigaction old;
-	struct itimerval it = { { 0, TICK_MS * 1000 }, { 0, TICK_MS * 1000 } };
-	struct sigaction sa;
-
-	if (!on) {
-		memset(&it, 0, sizeof(it));
-		setitimer(ITIMER_REAL, &it, NULL);
-		sigaction(SIGALRM, &old, NULL);
-		return;
-	}
-	memset(&sa, 0, sizeof(sa));
-	sigemptyset(&sa.sa_mask);
-	sa.sa_handler = on_tick;
-	sigaction(SIGALRM, &sa, &old);
-	setitimer(ITIMER_REAL, &it, NULL);
-}
-
-/* Caught (on) while heapattach holds the target, stopped or copied: a stop
- * signal ends the read at its next batch (stop_asked), then the copy is
- * killed and reaped or the target let go; the old actions back (off). */
-static void catch_stop_signals(int on, struct sigaction old[3])
-{
-	static const int sigs[3] = { SIGINT, SIGTERM, SIGHUP };
-	struct sigaction sa;
-	sigset_t set;
-
-	sigemptyset(&set);
-	for (int i = 0; i < 3; i++) {
-		sigaddset(&set, sigs[i]);
-		if (!on)
-			sigaction(sigs[i], &old[i], NULL);
-	}
-	if (!on)
-		return;
-	memset(&sa, 0, sizeof(sa));
-	sigemptyset(&sa.sa_mask);
-	sa.sa_handler = on_stop_signal;
-	sa.sa_flags = SA_RESTART;
-	for (int i = 0; i < 3; i++)
-		sigaction(sigs[i], &sa, &old[i]);
-	sigprocmask(SIG_UNBLOCK, &set, NULL);	/* one held since before the exec comes now */
-}
-
-/*
- * Wait up to tries x VFORK_STEP_MS for the vfork in flight in pid
- * (copysafe_vfork) to end: the first one seen (first_only: the target
- * runs, and may vfork again at once; the seize that follows then holds
- * the parent thread as its child ends), or every one (the target seized:
- * none can begin). 0 when it has (or pid's children cannot be listed:
- * said with -v), 1 with *tid and *child when one is still in flight.
- */
-static int vfork_wait(pid_t pid, int tries, int first_only, pid_t *tid, pid_t *child)
-{
-	pid_t first = 0;
-	int i, rc = 0;
-
-	for (i = 0; i <= tries; i++) {
-		rc = copysafe_vfork(pid, tid, child);
-		if (rc <= 0 || (first_only && first && *child != first)) {
-			rc = rc > 0 ? 0 : rc;
-			break;
-		}
-		first = *child;
-		if (i < tries)
-			usleep(VFORK_STEP_MS * 1000);
-	}
-	if (rc < 0)
-		pr_debug("snapshot: the children of %d cannot be listed (%s): a vfork in flight "
-			 "would not be seen", pid, strerror(-rc));
-	else if (i)
-		pr_debug("snapshot: waited %d ms for thread %d's vfork (child %d) %s",
-			 (i < tries ? i : tries) * VFORK_STEP_MS, (int)*tid, (int)*child,
-			 rc ? "in vain" : "to end");
-	return rc > 0;
-}
-
-/*
- * Let go every thread of tr; a detach needs the thread in its stop, so
- * one still on its way there is tried again RELEASE_TRIES times 1 ms
- * apart. One that never gets there (a vfork parent waiting for its child)
- * stays seized, its stop still to come, until heapattach exits: the
- * kernel then lets it go, and it runs on without stopping.
- */
-static void release(struct tracee *tr)
-{
-	for (int k = 0; k <= RELEASE_TRIES; k++) {
-		size_t left = 0;
-
-		for (size_t i = 0; i < tr->n; i++) {
-			struct thread *th = &tr->t[i];
-			int sig = th->pending_sig > 0 ? th->pending_sig : 0;
-
-			if (!th->tid)
-				continue;
-			if (ptrace(PTRACE_DETACH, th->tid, 0, (void *)(long)sig) == 0 || errno != ESRCH ||
-			    !tracee_thread_alive(tr->pid, th->tid))
-				th->tid = 0;
-			else
-				left++;
-		}
-		if (!left)
-			break;
-		usleep(1000);
-	}
-	tr->n = 0;
-}
-
-/*
- * Stop every thread of the target into tr (its stops through ev), once
- * no vfork is in flight: the one seen waited for while the target runs,
- * then every one again once each thread is seized (a vfork begun
- * meanwhile: its parent stops as its child ends), then only briefly, else
- * the target is let go and seized again, STOP_ROUNDS times at most. 0
- * with *t0 the time of the first seize, or -errno with why (the target
- * let go).
- */
-static int stop(struct snap *sn, struct tracee *tr, struct events *ev, char *why, size_t len,
-		uint64_t *t0)
-{
-	pid_t vt = 0, vc = 0;
-	int rc;
-
-	for (int round = 0;; round++) {
-		if (vfork_wait(sn->pid, VFORK_TRIES_RUNNING, 1, &vt, &vc)) {
-			snprintf(why, len, "its thread %d is in vfork: its child %d shares its "
-				 "memory and has not exec'd or exited in %d ms (%d was not stopped)",
-				 (int)vt, (int)vc, VFORK_TRIES_RUNNING * VFORK_STEP_MS, sn->pid);
-			return -EBUSY;
-		}
-		if (!round)
-			*t0 = clock_ns(CLOCK_MONOTONIC);
-		rc = tracee_seize(tr, sn->pid);
-		if (rc) {
-			why[0] = '\0';	/* said */
-			return rc;
-		}
-		if (!vfork_wait(sn->pid, VFORK_TRIES_SEIZED, 0, &vt, &vc))
-			break;
-		release(tr);
-		tracee_release(tr);
-		if (round + 1 == STOP_ROUNDS) {
-			snprintf(why, len, "its thread %d vforked as it was being stopped, %d times: "
-				 "its child %d shares its memory and has not exec'd or exited in %d "
-				 "ms", (int)vt, STOP_ROUNDS, (int)vc,
-				 VFORK_TRIES_SEIZED * VFORK_STEP_MS);
-			return -EBUSY;
-		}
-		pr_debug("snapshot: %d let go (a vfork as it was seized), seized again", sn->pid);
-	}
-	tick(1);
-	rc = tracee_stop_all(tr, events_dispatch, ev);
-	tick(0);
-	if (rc || ev->gone) {
-		snprintf(why, len, "cannot stop it: %s", ev->gone ? "it exited" :
-			 rc == -ETIMEDOUT ? "a thread does not stop (in uninterruptible sleep?)" :
-			 strerror(-rc));
-		release(tr);
-		return rc ? rc : -ESRCH;
-	}
 	return 0;
 }
 
@@ -488,7 +292,7 @@ static void end_copy(struct snap *sn, uint64_t *ns)
 	forkcopy_end(&sn->fc);
 	ev.tr = &tr;
 	ev.gone = 0;
-	if (stop(sn, &tr, &ev, why, sizeof(why), &t0)) {
+	if (snaphold_stop(sn->pid, 0, &tr, &ev, why, sizeof(why), &t0)) {
 		pr_warn("the copy's zombie %d stays a child of %d (until it exits, or waits for "
 			"any child): %s", (int)sn->fc.ns_child, sn->pid, why);
 		*ns = 0;
@@ -507,7 +311,7 @@ static void end_copy(struct snap *sn, uint64_t *ns)
 static int interrupted(const struct snap *sn)
 {
 	pr_err("heapattach snapshot: interrupted (%s): nothing written; %d runs on",
-	       strsignal(stop_asked), sn->pid);
+	       strsignal(snaphold_stop_asked), sn->pid);
 	return 1;
 }
 
@@ -519,7 +323,7 @@ int snapshot_run(const struct snapshot_config *cfg)
 	int rc, code = 1, copy = 0, caught = 0;
 	pid_t tid;
 
-	stop_asked = 0;
+	snaphold_stop_asked = 0;
 	if (tracee_check(sn.pid))
 		return 1;
 	sn.reader = tracee_live_tid(sn.pid);
@@ -536,11 +340,13 @@ int snapshot_run(const struct snapshot_config *cfg)
 	plan_copy(&sn);
 	if (sn.no_copy && too_big(&sn))
 		goto out;
-	catch_stop_signals(1, old);
+	snaphold_catch_signals(1, old);
 	caught = 1;
 	/* the pause counts from the seize */
-	if (stop(&sn, &sn.tr, &sn.ev, sn.why, sizeof(sn.why), &t0)) {
-		if (sn.why[0])
+	if (snaphold_stop(sn.pid, 1, &sn.tr, &sn.ev, sn.why, sizeof(sn.why), &t0)) {
+		if (snaphold_stop_asked)
+			code = interrupted(&sn);
+		else if (sn.why[0])
 			pr_err("heapattach snapshot: not %d: %s", sn.pid, sn.why);
 		goto out;
 	}
@@ -548,12 +354,12 @@ int snapshot_run(const struct snapshot_config *cfg)
 	target_maps_reload(sn.t);
 	tid = fork_thread(&sn.tr);
 	t1 = clock_ns(CLOCK_MONOTONIC);
-	if (!rc && !stop_asked && tid && may_fork(&sn, tid)) {
-		tick(1);
+	if (!rc && !snaphold_stop_asked && tid && may_fork(&sn, tid)) {
+		snaphold_tick(1);
 		copy = forkcopy_make(&sn.fc, sn.pid, tid, sn.why, sizeof(sn.why)) == 0;
-		tick(0);
+		snaphold_tick(0);
 	}
-	if (!rc && !copy && !stop_asked && !sn.no_copy && too_big(&sn)) {
+	if (!rc && !copy && !snaphold_stop_asked && !sn.no_copy && too_big(&sn)) {
 		tracee_detach_all(&sn.tr);
 		goto out;
 	}
@@ -575,7 +381,7 @@ int snapshot_run(const struct snapshot_config *cfg)
 			 sn.why, sn.pid, cfg->max_stop_ns / 1e9);
 	}
 	t1 = clock_ns(CLOCK_MONOTONIC);
-	if (!rc && !stop_asked)
+	if (!rc && !snaphold_stop_asked)
 		rc = analyse(&sn);
 	sn.st.scan_ns = clock_ns(CLOCK_MONOTONIC) - t1;
 	if (copy) {
@@ -585,9 +391,9 @@ int snapshot_run(const struct snapshot_config *cfg)
 		tracee_detach_all(&sn.tr);
 		sn.st.pause_ns = clock_ns(CLOCK_MONOTONIC) - t0;
 	}
-	catch_stop_signals(0, old);
+	snaphold_catch_signals(0, old);
 	caught = 0;
-	if (stop_asked) {
+	if (snaphold_stop_asked) {
 		code = interrupted(&sn);
 		goto out;
 	}
@@ -615,7 +421,7 @@ int snapshot_run(const struct snapshot_config *cfg)
 	}
 out:
 	if (caught)
-		catch_stop_signals(0, old);
+		snaphold_catch_signals(0, old);
 	heapgraph_free(&sn.g);
 	snaproots_free(&sn.roots);
 	snapnames_free(&sn.names);
