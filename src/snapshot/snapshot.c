@@ -22,6 +22,7 @@
 #include "ptrace/tracee.h"
 #include "regs.h"
 #include "snapshot/copysafe.h"
+#include "snapshot/frames.h"
 #include "snapshot/glibcblocks.h"
 #include "snapshot/hold.h"
 #include "snapshot/roots.h"
@@ -51,9 +52,8 @@ struct snap {
 	uint64_t anon;                  /* the target's private anonymous memory, bytes */
 	uint64_t deadline_ns;           /* stopped, no copy: the read ends then (--max-stop) */
 	int cut;                        /* it did: the snapshot is partial */
+	uint64_t max_stop_ns;           /* cfg's, or SNAPSHOT_MAX_STOP_NS */
 };
-
-#define MAX_STOP_DEFAULT_NS 10000000000ULL
 
 static const struct events_ops snap_events = { 0 };
 
@@ -197,6 +197,7 @@ static int analyse(struct snap *sn)
 	snaproots_build(sn->t, maps, &sn->g, sn->th, sn->nth, &sn->names, &sn->roots);
 	/* the data symbols' names first: roots are ordered as built */
 	scan(sn);
+	snapframes_credit(sn->t, &sn->g, sn->th, sn->nth, &sn->roots, &sn->names);
 	sn->st.classed = snaptypes_classify(sn->t, maps, &sn->g, &sn->names);
 	sn->st.roots = sn->roots.n + sn->nth;
 	sn->st.words = sn->g.words;
@@ -237,12 +238,12 @@ static int too_big(const struct snap *sn)
 	uint64_t ns = copysafe_read_ns(sn->anon);
 	char mem[32];
 
-	if (ns <= sn->cfg->max_stop_ns)
+	if (ns <= sn->max_stop_ns)
 		return 0;
 	pr_err("heapattach snapshot: %d cannot be copied (%s), and a read of its %s of memory "
 	       "with it stopped would take %.1f s at least, more than --max-stop %.3g s: "
 	       "nothing done (raise --max-stop to stop it that long)", sn->pid, sn->why,
-	       memcg_fmt(sn->anon, mem, sizeof(mem)), ns / 1e9, sn->cfg->max_stop_ns / 1e9);
+	       memcg_fmt(sn->anon, mem, sizeof(mem)), ns / 1e9, sn->max_stop_ns / 1e9);
 	return 1;
 }
 
@@ -324,6 +325,7 @@ int snapshot_run(const struct snapshot_config *cfg)
 	pid_t tid;
 
 	snaphold_stop_asked = 0;
+	sn.max_stop_ns = cfg->max_stop_ns ? cfg->max_stop_ns : SNAPSHOT_MAX_STOP_NS;
 	if (tracee_check(sn.pid))
 		return 1;
 	sn.reader = tracee_live_tid(sn.pid);
@@ -376,9 +378,9 @@ int snapshot_run(const struct snapshot_config *cfg)
 		target_set_reader(sn.t, sn.fc.child);
 		sn.ev.gone = 0;
 	} else {
-		sn.deadline_ns = t0 + cfg->max_stop_ns;
+		sn.deadline_ns = t0 + sn.max_stop_ns;
 		pr_debug("snapshot: no copy (%s): %d stays stopped for the read, %.3g s at most",
-			 sn.why, sn.pid, cfg->max_stop_ns / 1e9);
+			 sn.why, sn.pid, sn.max_stop_ns / 1e9);
 	}
 	t1 = clock_ns(CLOCK_MONOTONIC);
 	if (!rc && !snaphold_stop_asked)
@@ -402,21 +404,21 @@ int snapshot_run(const struct snapshot_config *cfg)
 	sn.st.copied = copy;
 	if (sn.cut)
 		snprintf(sn.st.how, sizeof(sn.st.how), "%.110s; PARTIAL: the read was cut at "
-			 "--max-stop %.3g s", sn.why, cfg->max_stop_ns / 1e9);
+			 "--max-stop %.3g s", sn.why, sn.max_stop_ns / 1e9);
 	else
 		snprintf(sn.st.how, sizeof(sn.st.how), "%.199s", copy ? "a copy it forked" : sn.why);
 	if (rc) {
 		if (sn.cut)
 			pr_err("heapattach snapshot: the read of %d was cut at --max-stop %.3g s "
 			       "before its heap was listed: nothing written", sn.pid,
-			       cfg->max_stop_ns / 1e9);
+			       sn.max_stop_ns / 1e9);
 		goto out;
 	}
 	code = snapout_write(cfg, &sn.g, &sn.names, sn.t, &sn.bs, &sn.st) ? 1 : 0;
 	if (sn.cut) {
 		pr_warn("the snapshot of %d is partial: its read was cut at --max-stop %.3g s (%d "
 			"stopped %.1f ms); blocks not reached count as leaked", sn.pid,
-			cfg->max_stop_ns / 1e9, sn.pid, sn.st.pause_ns / 1e6);
+			sn.max_stop_ns / 1e9, sn.pid, sn.st.pause_ns / 1e6);
 		code = 1;
 	}
 out:
@@ -471,7 +473,7 @@ int snapshot_main(int argc, char **argv, int (*parse_duration)(const char *s, ui
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct snapshot_config cfg = { .top = 10, .max_stop_ns = MAX_STOP_DEFAULT_NS };
+	struct snapshot_config cfg = { .top = 10, .max_stop_ns = SNAPSHOT_MAX_STOP_NS };
 	char *end;
 	long v;
 	int c;
