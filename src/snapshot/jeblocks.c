@@ -1,6 +1,7 @@
 /* jemalloc 5.3's blocks in use, listed from a copy of the target that does not run: its extents map, slabs' bitmaps, large extents, minus its thread caches. */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,11 +36,32 @@ uint64_t jeblocks_class_size(unsigned szind)
 	return base + delta * (szind % 4 + 1);
 }
 
-int jeblocks_rd(pid_t pid, uint64_t addr, void *buf, size_t n)
+int jeblocks_rd(const struct jewalk *w, uint64_t addr, void *buf, size_t n)
 {
-	struct iovec l = { buf, n }, r = { (void *)(uintptr_t)addr, n };
+	struct hg_span s = { addr, n };
 
-	return process_vm_readv(pid, &l, 1, &r, 1, 0) == (ssize_t)n ? 0 : -EFAULT;
+	return n ? w->read(w->read_arg, &s, 1, buf) : 0;
+}
+
+int jeblocks_read_pid(void *arg, const struct hg_span *s, size_t n, uint8_t *buf)
+{
+	struct iovec l[IOV_MAX], r[IOV_MAX];
+
+	while (n) {
+		size_t k = n < IOV_MAX ? n : IOV_MAX, want = 0;
+
+		for (size_t i = 0; i < k; i++) {
+			l[i] = (struct iovec){ buf + want, s[i].len };
+			r[i] = (struct iovec){ (void *)(uintptr_t)s[i].addr, s[i].len };
+			want += s[i].len;
+		}
+		if (process_vm_readv(*(const pid_t *)arg, l, k, r, k, 0) != (ssize_t)want)
+			return -EFAULT;
+		buf += want;
+		s += k;
+		n -= k;
+	}
+	return 0;
 }
 
 const struct proc_map *jeblocks_map_of(const struct proc_maps *maps, uint64_t addr)
@@ -74,12 +96,13 @@ static int cmp_span(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-int jeblocks_list(pid_t pid, const struct proc_maps *maps, uint64_t root,
+int jeblocks_list(const struct proc_maps *maps, uint64_t root,
 		  const struct snapthread *th, size_t nth, struct heapgraph *g, hg_read_fn gread,
 		  void *garg, struct jeblocks_meta *meta, struct jeblocks_stats *st, char *why,
 		  size_t len)
 {
-	struct jewalk w = { .pid = pid, .maps = maps, .st = st, .why = why, .len = len };
+	struct jewalk w = { .read = gread, .read_arg = garg, .maps = maps, .st = st, .why = why,
+			    .len = len };
 	struct jedrops d = { 0 };
 	uint64_t n = 0;
 	size_t b = 0;

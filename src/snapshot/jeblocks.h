@@ -62,7 +62,7 @@ int jeblocks_find(pid_t pid, const struct proc_maps *maps, uint64_t *root, char 
  * are the caches' own arrays. What jemalloc manages into meta. 0,
  * or -errno with the reason in why.
  */
-int jeblocks_list(pid_t pid, const struct proc_maps *maps, uint64_t root,
+int jeblocks_list(const struct proc_maps *maps, uint64_t root,
 		  const struct snapthread *th, size_t nth, struct heapgraph *g, hg_read_fn gread,
 		  void *garg, struct jeblocks_meta *meta, struct jeblocks_stats *st, char *why,
 		  size_t len);

@@ -58,7 +58,8 @@ struct jeextent {
 
 /* Everything one walk of the tree holds. */
 struct jewalk {
-	pid_t pid;
+	hg_read_fn read;                /* the target's memory (its copy) */
+	void *read_arg;
 	const struct proc_maps *maps;
 	uint8_t *buf;                   /* JE_ARRAY: a leaf */
 	struct jeelem *el;
@@ -84,8 +85,10 @@ struct jedrops {
 
 /* Say fmt into why (len bytes). */
 void jeblocks_say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Read [addr, addr + n) of pid into buf: 0 or -EFAULT. */
-int jeblocks_rd(pid_t pid, uint64_t addr, void *buf, size_t n);
+/* Read [addr, addr + n) (n <= HG_BATCH_BYTES) through w->read into buf: 0 or -errno. */
+int jeblocks_rd(const struct jewalk *w, uint64_t addr, void *buf, size_t n);
+/* hg_read_fn of the process whose pid is at arg, spans of any length. */
+int jeblocks_read_pid(void *arg, const struct hg_span *s, size_t n, uint8_t *buf);
 /* The mapping of maps holding addr, or NULL. */
 const struct proc_map *jeblocks_map_of(const struct proc_maps *maps, uint64_t addr);
 /* Whether [addr, addr + n) is private writable anonymous memory, as jemalloc's metadata is. */

@@ -14,20 +14,20 @@
 
 /* The root a leaf pointer found at address at would sit at, from its leaf's
  * first element (its page's upper bits say which root entry it is): 0 if none. */
-static uint64_t root_of_leaf(pid_t pid, const struct proc_maps *maps, uint8_t *buf,
+static uint64_t root_of_leaf(const struct jewalk *w, const struct proc_maps *maps, uint8_t *buf,
 			     uint64_t at, uint64_t lp)
 {
 	const uint64_t *leaf = (const uint64_t *)buf;
 	uint64_t d[JE_EDATA / 8];
 
-	if (lp % JE_LEAF_ALIGN || !jeblocks_anon_rw(maps, lp, JE_ARRAY) || jeblocks_rd(pid, lp, buf, JE_ARRAY))
+	if (lp % JE_LEAF_ALIGN || !jeblocks_anon_rw(maps, lp, JE_ARRAY) || jeblocks_rd(w, lp, buf, JE_ARRAY))
 		return 0;
 	for (uint64_t j = 0; j < (1u << JE_LEVEL_BITS); j++) {
 		uint64_t e = LE_EDATA(leaf[j]), base, size;
 
 		if (!e)
 			continue;
-		if (!jeblocks_anon_rw(maps, e, JE_EDATA) || jeblocks_rd(pid, e, d, sizeof(d)))
+		if (!jeblocks_anon_rw(maps, e, JE_EDATA) || jeblocks_rd(w, e, d, sizeof(d)))
 			return 0;
 		base = d[1] & ~(JE_PAGE - 1);
 		size = d[2] & ~(JE_PAGE - 1);
@@ -90,7 +90,7 @@ static int may_be_entry(const struct gigs *g, uint64_t at, uint64_t lo, uint64_t
 }
 
 /* Roots of the leaves pointed at from [lo, hi) into cand (n of them, distinct). */
-static void search_span(pid_t pid, const struct proc_maps *maps, const struct gigs *g,
+static void search_span(const struct jewalk *w, const struct proc_maps *maps, const struct gigs *g,
 			uint64_t lo, uint64_t hi, uint8_t *leafbuf, uint64_t *cand, size_t *n,
 			unsigned *tried)
 {
@@ -100,7 +100,7 @@ static void search_span(pid_t pid, const struct proc_maps *maps, const struct gi
 	if (len < JE_ARRAY)
 		return;	/* no room for a root array */
 	v = xmap(len);
-	if (jeblocks_rd(pid, lo, v, len))
+	if (jeblocks_rd(w, lo, v, len))	/* w reads any length */
 		goto out;
 	for (size_t i = 0; i < len / 8 && *tried < MAX_CANDIDATES; i++) {
 		uint64_t r, at = lo + 8 * i;
@@ -109,7 +109,7 @@ static void search_span(pid_t pid, const struct proc_maps *maps, const struct gi
 		    !jeblocks_anon_rw(maps, v[i], JE_ARRAY))
 			continue;
 		(*tried)++;
-		r = root_of_leaf(pid, maps, leafbuf, at, v[i]);
+		r = root_of_leaf(w, maps, leafbuf, at, v[i]);
 		if (!r || r < lo || r + JE_ARRAY > hi)
 			continue;
 		for (size_t k = 0; k <= *n; k++)
@@ -136,7 +136,8 @@ static int libjemalloc(const struct proc_map *m)
 int jeblocks_find(pid_t pid, const struct proc_maps *maps, uint64_t *root, char *why, size_t len)
 {
 	struct jeblocks_stats st;
-	struct jewalk w = { .pid = pid, .maps = maps, .st = &st, .why = why, .len = len };
+	struct jewalk w = { .read = jeblocks_read_pid, .read_arg = &pid, .maps = maps, .st = &st,
+			    .why = why, .len = len };
 	uint64_t cand[4], found = 0;
 	size_t n = 0;
 	unsigned tried = 0, ok = 0;
@@ -156,7 +157,7 @@ int jeblocks_find(pid_t pid, const struct proc_maps *maps, uint64_t *root, char 
 		    PROC_MAP_W || (named && !libjemalloc(m)))
 			continue;
 		data_span(maps, i, &lo, &hi);
-		search_span(pid, maps, g, lo, hi, w.buf, cand, &n, &tried);
+		search_span(&w, maps, g, lo, hi, w.buf, cand, &n, &tried);
 	}
 	jeblocks_say(why, len, "no extents map found in its data");
 	for (size_t k = 0; k < n; k++)	/* the target runs: a walk it tore is tried again */

@@ -32,7 +32,7 @@ static void drop(struct jedrops *d, size_t b)
  * array, itself a block of arena 0). The regions and the array go to d.
  * The regions, or -1 (no cache: nothing kept in d).
  */
-static long cache_check(pid_t pid, const struct heapgraph *g, const uint8_t *bins,
+static long cache_check(const struct jewalk *w, const struct heapgraph *g, const uint8_t *bins,
 			struct jedrops *d)
 {
 	size_t at = d->n;
@@ -56,7 +56,7 @@ static long cache_check(pid_t pid, const struct heapgraph *g, const uint8_t *bin
 		if (!i)
 			array = heapgraph_find(g, head + 8 * n - 8);
 		if (array < 0 || (n && heapgraph_find(g, head) != array) ||
-		    (n && jeblocks_rd(pid, head, items, 8 * n)))
+		    (n && jeblocks_rd(w, head, items, 8 * n)))
 			goto bad;
 		for (unsigned k = 0; k < n; k++) {
 			long b = block_at(g, items[k]);
@@ -108,7 +108,6 @@ void jeblocks_tcaches(struct jewalk *w, const struct heapgraph *g, const struct 
 	struct jeblocks_stats *st = w->st;
 	uint64_t *tls = xmalloc(TLS_BELOW);
 	uint8_t bins[JE_TCACHE_NBINS * JE_CACHE_BIN];
-	pid_t pid = w->pid;
 
 	for (size_t t = 0; t < nth; t++) {
 		const struct proc_map *m = jeblocks_map_of(maps, th[t].fs_base - 8);
@@ -119,7 +118,7 @@ void jeblocks_tcaches(struct jewalk *w, const struct heapgraph *g, const struct 
 			continue;
 		lo = th[t].fs_base - m->start > TLS_BELOW ? th[t].fs_base - TLS_BELOW : m->start;
 		nw = (th[t].fs_base - lo) / 8;
-		if (jeblocks_rd(pid, lo, tls, 8 * nw))
+		if (jeblocks_rd(w, lo, tls, 8 * nw))
 			continue;
 		lookup_caches(w, tls, lo, nw);
 		for (size_t i = 0; i + 1 + sizeof(bins) / 8 < nw; i++) {
@@ -137,7 +136,7 @@ void jeblocks_tcaches(struct jewalk *w, const struct heapgraph *g, const struct 
 			if (!back || !to_bins)
 				continue;
 			memcpy(bins, &tls[i + 1], sizeof(bins));
-			got = cache_check(pid, g, bins, d);
+			got = cache_check(w, g, bins, d);
 			if (got < 0)
 				continue;
 			st->tcaches++;

@@ -1,10 +1,8 @@
 /* jemalloc 5.3's extents map walked: every leaf, element and edata_t checked, its active extents, the memory it manages (extents, base blocks). */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
 #include "base/xmalloc.h"
 #include "snapshot/jeblocks_priv.h"
@@ -48,7 +46,7 @@ static int read_tree(struct jewalk *w, uint64_t root)
 	size_t cap = 0;
 	int rc = 0;
 
-	if (jeblocks_rd(w->pid, root, rootv, JE_ARRAY)) {
+	if (jeblocks_rd(w, root, rootv, JE_ARRAY)) {
 		jeblocks_say(w->why, w->len, "its root at %#llx cannot be read", (unsigned long long)root);
 		rc = -EFAULT;
 		goto out;
@@ -65,7 +63,7 @@ static int read_tree(struct jewalk *w, uint64_t root)
 			goto out;
 		}
 		if (lp % JE_LEAF_ALIGN || !jeblocks_anon_rw(w->maps, lp, JE_ARRAY) ||
-		    jeblocks_rd(w->pid, lp, w->buf, JE_ARRAY)) {
+		    jeblocks_rd(w, lp, w->buf, JE_ARRAY)) {
 			jeblocks_say(w->why, w->len, "entry %llu of the root at %#llx is no leaf (%#llx)",
 			    (unsigned long long)i0, (unsigned long long)root, (unsigned long long)lp);
 			rc = -EINVAL;
@@ -94,10 +92,12 @@ out:
 	return rc;
 }
 
-/* Read every edata_t the elements name (sorted by edata), IOV_MAX at a time. 0 or -errno. */
+/* Read every edata_t the elements name (sorted by edata), HG_BATCH at a time; one that
+ * cannot be read is all ones (a state past the last: torn). 0. */
 static int read_edatas(struct jewalk *w)
 {
-	struct iovec l[IOV_MAX], r[IOV_MAX];
+	static struct hg_span sp[HG_BATCH];
+	static uint64_t buf[HG_BATCH * JE_EDATA / 8];
 	size_t n = 0;
 
 	for (size_t i = 0; i < w->nel; i++)
@@ -113,17 +113,17 @@ static int read_edatas(struct jewalk *w)
 	}
 	w->ned = n;
 	for (size_t i = 0; i < n;) {
-		size_t k = 0, want = 0;
+		size_t k = 0;
 
-		for (; k < IOV_MAX && i + k < n; k++) {
-			l[k] = (struct iovec){ w->ed[i + k].w, JE_EDATA };
-			r[k] = (struct iovec){ (void *)(uintptr_t)w->ed[i + k].at, JE_EDATA };
-			want += JE_EDATA;
-		}
-		if (process_vm_readv(w->pid, l, k, r, k, 0) != (ssize_t)want) {
+		for (; k < HG_BATCH && i + k < n; k++)
+			sp[k] = (struct hg_span){ w->ed[i + k].at, JE_EDATA };
+		if (w->read(w->read_arg, sp, k, (uint8_t *)buf) == 0) {
+			for (size_t m = 0; m < k; m++)
+				memcpy(w->ed[i + m].w, &buf[m * JE_EDATA / 8], JE_EDATA);
+		} else {
 			for (size_t m = 0; m < k; m++)	/* one at a time: which cannot */
 				if (!jeblocks_anon_rw(w->maps, w->ed[i + m].at, JE_EDATA) ||
-				    jeblocks_rd(w->pid, w->ed[i + m].at, w->ed[i + m].w, JE_EDATA))
+				    jeblocks_rd(w, w->ed[i + m].at, w->ed[i + m].w, JE_EDATA))
 					memset(w->ed[i + m].w, 0xff, JE_EDATA);	/* state 7: torn */
 		}
 		i += k;
@@ -200,14 +200,14 @@ static void base_block(struct jewalk *w, uint64_t addr, size_t extents)
 	for (unsigned k = 0; k < MAX_BASE_BACK && b; k++, b -= JE_HUGEPAGE) {
 		if (owned(w, b, 0))
 			return;	/* inside an extent, or a block found already */
-		if (!jeblocks_anon_rw(w->maps, b, sizeof(hd)) || jeblocks_rd(w->pid, b, hd, sizeof(hd)) ||
+		if (!jeblocks_anon_rw(w->maps, b, sizeof(hd)) || jeblocks_rd(w, b, hd, sizeof(hd)) ||
 		    !hd[0] || hd[0] % JE_HUGEPAGE || hd[0] > MAX_BASE_SIZE || b + hd[0] <= addr ||
 		    hd[1] % JE_HUGEPAGE || hd[3] < b || hd[3] > b + hd[0])
 			continue;
 		for (unsigned n = 0; n < 1024 && b && !owned(w, b, extents); n++) {
 			jeblocks_own(w, b, hd[0]);
 			b = hd[1];
-			if (!b || !jeblocks_anon_rw(w->maps, b, sizeof(hd)) || jeblocks_rd(w->pid, b, hd, sizeof(hd)) ||
+			if (!b || !jeblocks_anon_rw(w->maps, b, sizeof(hd)) || jeblocks_rd(w, b, hd, sizeof(hd)) ||
 			    !hd[0] || hd[0] % JE_HUGEPAGE || hd[0] > MAX_BASE_SIZE ||
 			    hd[1] % JE_HUGEPAGE || hd[3] < b || hd[3] > b + hd[0])
 				break;

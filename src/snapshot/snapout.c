@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/xmalloc.h"
 #include "output/dump.h"
 #include "model/target.h"
@@ -110,14 +111,25 @@ static void first_roots(const struct heapgraph *g, uint32_t *memo)
 	}
 }
 
-/* The stack of block b, leaf first: its type, its owners' types (a run of
- * one type once, CHAIN_MAX at most), then its first root, then "shared"
- * when another root reaches it too; or "leaked". How many frames. */
+/* Whether pc is among pcs[0..n). */
+static int among(const uint64_t *pcs, size_t n, uint64_t pc)
+{
+	for (size_t i = 0; i < n; i++)
+		if (pcs[i] == pc)
+			return 1;
+	return 0;
+}
+
+/* The stack of block b, leaf first: its type, the types of the blocks
+ * between it and its root, each once (a list of entries and their values
+ * reads "value < entry < root" however long; CHAIN_MAX at most), then its
+ * first root, then "shared" when another root reaches it too; or
+ * "leaked". How many frames. */
 static size_t stack_of(const struct heapgraph *g, const uint32_t *memo, size_t b, uint64_t *pcs,
 		       uint32_t leaked, uint32_t shared)
 {
 	size_t n = 0, at = b, p;
-	uint32_t last = g->type[b], root;
+	uint32_t root;
 
 	pcs[n++] = snapnames_pc(g->type[b]);
 	if (g->owner[b] == HG_NONE) {
@@ -125,12 +137,11 @@ static size_t stack_of(const struct heapgraph *g, const uint32_t *memo, size_t b
 		return n;
 	}
 	for (unsigned k = 0; n < CHAIN_MAX && heapgraph_parent(g, at, &p, &root) > 0; k++) {
-		if (g->type[p] != last)
+		if (!among(pcs, n, snapnames_pc(g->type[p])))
 			pcs[n++] = snapnames_pc(g->type[p]);
-		last = g->type[p];
 		at = p;
 		if (k > 64)
-			break;	/* a long chain of one type: its root follows */
+			break;	/* a long chain: its root follows */
 	}
 	if (memo[b] < HG_NONE - 1)
 		pcs[n++] = snapnames_pc(memo[b]);
@@ -261,7 +272,8 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 		symbolizer_set_namer(sym, snapnames_namer, names);
 	{
 		struct dump_info d = { .pid = cfg->pid, .maps = t ? target_maps(t) : NULL, .sym = sym,
-				       .comments = (const char **)l.v, .ncomments = l.n };
+				       .comments = (const char **)l.v, .ncomments = l.n,
+				       .time_nanos = clock_ns(CLOCK_REALTIME) };
 
 		rc = dump_write_file(path, DUMP_PPROF, p, &d);
 	}
