@@ -19,8 +19,11 @@
 #include "ptrace/events.h"
 #include "ptrace/forkcopy.h"
 #include "ptrace/tracee.h"
+#include "python/pyfind.h"
 #include "regs.h"
 #include "snapshot/glibcblocks.h"
+#include "snapshot/pyblocks.h"
+#include "snapshot/pytypes.h"
 #include "snapshot/roots.h"
 #include "snapshot/snapout.h"
 #include "snapshot/snapshot.h"
@@ -44,6 +47,9 @@ struct snap {
 	struct snapshot_stats st;
 	struct forkcopy fc;             /* the copy read instead of the target, or none */
 	char why[192];                  /* why there is none */
+	struct py_target py;            /* a CPython's interpreter, when have_py */
+	int have_py;
+	struct pyblocks pb;             /* its pymalloc blocks */
 };
 
 static const struct events_ops snap_events = { 0 };
@@ -88,6 +94,34 @@ static int check_allocator(struct snap *sn)
 	return rc;
 }
 
+/* A CPython target's interpreter (pyfind.h), for its pymalloc blocks and its types. */
+static void py_prepare(struct snap *sn)
+{
+	char err[200];
+	int rc = py_target_find(sn->t, &sn->py, err, sizeof(err));
+
+	sn->have_py = rc == 0;
+	if (rc && rc != -ENOENT)
+		pr_err("%s: its objects are not listed as Python's (glibc's blocks only)", err);
+}
+
+/* The pymalloc blocks of a CPython target merged into the graph. */
+static void py_blocks(struct snap *sn, const struct proc_maps *maps)
+{
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+
+	if (pyblocks_find(sn->py.minor, maps, &sn->g, read_spans, sn, &sn->pb) ||
+	    pyblocks_merge(&sn->g, &sn->pb))
+		pr_err("python %s: no pymalloc pool found (PYTHONMALLOC=malloc?)", sn->py.version);
+	else
+		pr_debug("snapshot: python %s: %zu pymalloc blocks in %zu pools of %llu KiB "
+			 "(%llu headers read, %llu pools refused, %llu blocks free) in %.1f ms",
+			 sn->py.version, sn->pb.n, sn->pb.npools,
+			 (unsigned long long)sn->pb.pool_size >> 10, (unsigned long long)sn->pb.slots,
+			 (unsigned long long)sn->pb.refused, (unsigned long long)sn->pb.free_blocks,
+			 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
+}
+
 /* Before the stop, while the target runs: glibc's state, every object's symbols. */
 static void prepare(struct snap *sn)
 {
@@ -106,6 +140,7 @@ static void prepare(struct snap *sn)
 	}
 	if (!sn->have_gs)
 		pr_debug("snapshot: no glibc state (fast bins counted in use)");
+	py_prepare(sn);
 }
 
 /* Every thread's registers, stopped. */
@@ -160,10 +195,24 @@ static int analyse(struct snap *sn)
 		       sn->pid);
 		return rc;
 	}
+	if (sn->have_py)
+		py_blocks(sn, maps);
 	snaproots_build(sn->t, maps, &sn->g, sn->th, sn->nth, &sn->names, &sn->roots);
+	pyblocks_trim_roots(&sn->pb, &sn->roots);
 	/* the data symbols' names first: roots are ordered as built */
 	scan(sn);
 	sn->st.classed = snaptypes_classify(sn->t, maps, &sn->g, &sn->names);
+	if (sn->have_py) {
+		struct pytypes_stats ps;
+		uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+
+		pytypes_name(&sn->py, maps, &sn->g, &sn->names, &ps);
+		pr_debug("snapshot: python types in %.1f ms", (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
+		pr_err("python %s: %zu pymalloc blocks; %llu objects named by %llu types, "
+		       "%llu dict keys tables, %llu dict values", sn->py.version, sn->pb.n,
+		       (unsigned long long)ps.objects, (unsigned long long)ps.types,
+		       (unsigned long long)ps.dict_keys, (unsigned long long)ps.dict_values);
+	}
 	sn->st.roots = sn->roots.n + sn->nth;
 	sn->st.words = sn->g.words;
 	return 0;
@@ -329,6 +378,7 @@ int snapshot_run(const struct snapshot_config *cfg)
 out:
 	heapgraph_free(&sn.g);
 	snaproots_free(&sn.roots);
+	pyblocks_free(&sn.pb);
 	snapnames_free(&sn.names);
 	free(sn.th);
 	target_free(sn.t);

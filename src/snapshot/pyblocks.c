@@ -1,0 +1,283 @@
+/* CPython's pymalloc blocks in use, listed from a copy of the target: its pools found in anonymous memory by their headers. */
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xmalloc.h"
+#include "snapshot/pyblocks.h"
+
+#define POOL_OVERHEAD 48                /* sizeof(struct pool_header), rounded to 16 */
+#define PY_ALIGN 16                     /* ALIGNMENT on 64-bit since 3.8 */
+#define SIZE_CLASSES 32                 /* 512 / 16 */
+#define ARENAS_MAX (1u << 24)           /* arenaindex below: 16 TiB of 1 MiB arenas */
+#define SLOTS_MAX (1ULL << 24)          /* pool-aligned headers read at most */
+#define BLOCKS_MAX (16384 / PY_ALIGN)   /* blocks a pool holds at most */
+
+/* A pool header as read (struct pool_header). */
+struct poolhdr {
+	uint32_t count, pad;
+	uint64_t freeblock, nextpool, prevpool;
+	uint32_t arenaindex, szidx, nextoffset, maxnextoffset;
+};
+
+/* Whether h is a pool header of a pool of psize bytes: its blocks carved
+ * into *carved. */
+static int header_ok(const struct poolhdr *h, uint64_t psize, unsigned *carved)
+{
+	uint64_t size = ((uint64_t)h->szidx + 1) * PY_ALIGN;
+
+	if (h->szidx >= SIZE_CLASSES || h->maxnextoffset != psize - size ||
+	    h->nextoffset < POOL_OVERHEAD + size || h->nextoffset > psize ||
+	    (h->nextoffset - POOL_OVERHEAD) % size || h->arenaindex >= ARENAS_MAX ||
+	    !h->nextpool || !h->prevpool || (h->nextpool | h->prevpool) & 7)
+		return 0;
+	*carved = (unsigned)((h->nextoffset - POOL_OVERHEAD) / size);
+	return h->count <= *carved;
+}
+
+static void add_span(struct hg_span **v, size_t *n, size_t *cap, uint64_t addr, uint64_t len)
+{
+	if (*n == *cap) {
+		*cap = *cap ? 2 * *cap : 1024;
+		*v = xrealloc(*v, *cap * sizeof(**v));
+	}
+	(*v)[(*n)++] = (struct hg_span){ addr, (size_t)len };
+}
+
+/*
+ * The pool at addr, its psize bytes in buf and its header h (checked,
+ * carved blocks): its blocks in use into pb when its free list holds
+ * together and leaves exactly count of them; else counted refused.
+ */
+static void take_pool(struct pyblocks *pb, uint64_t addr, const uint8_t *buf,
+		      const struct poolhdr *h, unsigned carved)
+{
+	uint8_t seen[BLOCKS_MAX / 8] = { 0 };
+	uint64_t size = ((uint64_t)h->szidx + 1) * PY_ALIGN, fb = h->freeblock;
+	unsigned nfree = 0;
+
+	while (fb) {	/* at most carved links: a longer list repeats one */
+		uint64_t off = fb - addr, i;
+
+		if (fb < addr || off < POOL_OVERHEAD || off >= h->nextoffset ||
+		    (off - POOL_OVERHEAD) % size)
+			goto bad;
+		i = (off - POOL_OVERHEAD) / size;
+		if (seen[i / 8] & (1u << (i % 8)))
+			goto bad;
+		seen[i / 8] |= (uint8_t)(1u << (i % 8));
+		nfree++;
+		memcpy(&fb, buf + off, 8);
+	}
+	if (carved - nfree != h->count)
+		goto bad;
+	pb->free_blocks += nfree;
+	add_span(&pb->pools, &pb->npools, &pb->pcap, addr, pb->pool_size);
+	for (unsigned i = 0; i < carved; i++)
+		if (!(seen[i / 8] & (1u << (i % 8))))
+			add_span(&pb->v, &pb->n, &pb->cap, addr + POOL_OVERHEAD + i * size, size);
+	return;
+bad:
+	pb->refused++;
+}
+
+/* Whether a block of g lies in [lo, hi): glibc's memory, no pool. */
+static int overlaps(const struct heapgraph *g, uint64_t lo, uint64_t hi)
+{
+	size_t b = heapgraph_first_from(g, lo);
+
+	return heapgraph_find(g, lo) >= 0 || (b < g->n && g->addr[b] < hi);
+}
+
+/* The reads of one search: the reader, a header batch, a pool batch. */
+struct search {
+	hg_read_fn read;
+	void *arg;
+	const struct heapgraph *g;
+	struct hg_span spans[HG_BATCH];
+	struct poolhdr hdr[HG_BATCH];
+	uint8_t ok[HG_BATCH];
+	uint8_t *pools;                 /* HG_BATCH_BYTES */
+};
+
+/* Read spans[0..n) of 48 bytes into hdr: in one batch, else one by one
+ * (a span unreadable: ok[i] 0). */
+static void read_headers(struct search *s, size_t n)
+{
+	if (s->read(s->arg, s->spans, n, (uint8_t *)s->hdr) == 0) {
+		memset(s->ok, 1, n);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		s->ok[i] = s->read(s->arg, &s->spans[i], 1, (uint8_t *)&s->hdr[i]) == 0;
+}
+
+/* The headers of spans[0..n) read: each pool whose header holds (and
+ * that no glibc block overlaps) read whole, in batches, and taken. */
+static void check_batch(struct search *s, struct pyblocks *pb, size_t n)
+{
+	size_t per = HG_BATCH_BYTES / pb->pool_size;
+
+	read_headers(s, n);
+	for (size_t i = 0; i < n;) {
+		struct hg_span want[HG_BATCH];
+		size_t idx[HG_BATCH], k = 0;
+		unsigned carved;
+
+		for (; i < n && k < per; i++) {
+			uint64_t a = s->spans[i].addr;
+
+			if (!s->ok[i] || !header_ok(&s->hdr[i], pb->pool_size, &carved) ||
+			    overlaps(s->g, a, a + pb->pool_size))
+				continue;
+			if (!s->hdr[i].count) {	/* empty: pymalloc's, nothing in use */
+				add_span(&pb->pools, &pb->npools, &pb->pcap, a, pb->pool_size);
+				continue;
+			}
+			want[k] = (struct hg_span){ a, pb->pool_size };
+			idx[k++] = i;
+		}
+		if (!k)
+			continue;
+		if (s->read(s->arg, want, k, s->pools))	/* one by one: an unreadable pool left out */
+			for (size_t j = 0; j < k; j++)
+				if (s->read(s->arg, &want[j], 1, s->pools + j * pb->pool_size))
+					want[j].len = 0;
+		for (size_t j = 0; j < k; j++) {
+			const struct poolhdr *h = &s->hdr[idx[j]];
+
+			if (!want[j].len)
+				continue;
+			header_ok(h, pb->pool_size, &carved);
+			take_pool(pb, want[j].addr, s->pools + j * pb->pool_size, h, carved);
+		}
+	}
+}
+
+/* Whether m may hold pymalloc's arenas: private, writable, anonymous. */
+static int arena_map(const struct proc_map *m)
+{
+	return (m->prot & (PROC_MAP_R | PROC_MAP_W)) == (PROC_MAP_R | PROC_MAP_W) &&
+	       !(m->prot & PROC_MAP_SHARED) && (!m->path || !strncmp(m->path, "[anon:", 6));
+}
+
+/* Every pool of pool_size bytes in maps' anonymous memory, into pb. */
+static void search(struct search *s, const struct proc_maps *maps, struct pyblocks *pb)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct proc_map *m = &maps->v[i];
+		uint64_t a = (m->start + pb->pool_size - 1) & ~(pb->pool_size - 1);
+
+		if (!arena_map(m))
+			continue;
+		for (; a + pb->pool_size <= m->end && pb->slots < SLOTS_MAX;
+		     a += pb->pool_size) {
+			s->spans[n++] = (struct hg_span){ a, POOL_OVERHEAD };
+			pb->slots++;
+			if (n == HG_BATCH) {
+				check_batch(s, pb, n);
+				n = 0;
+			}
+		}
+	}
+	if (n)
+		check_batch(s, pb, n);
+}
+
+int pyblocks_find(int minor, const struct proc_maps *maps, const struct heapgraph *g,
+		  hg_read_fn read, void *arg, struct pyblocks *pb)
+{
+	struct search *s = xcalloc(1, sizeof(*s));
+	uint64_t sizes[2] = { 16384, 4096 };	/* 3.10 on (the radix tree), then before */
+
+	memset(pb, 0, sizeof(*pb));
+	if (minor < 10) {
+		sizes[0] = 4096;
+		sizes[1] = 16384;
+	}
+	s->read = read;
+	s->arg = arg;
+	s->g = g;
+	s->pools = xmap(HG_BATCH_BYTES);
+	/* the version's pool size, else the other (a build without the radix tree) */
+	for (int k = 0; k < 2 && !pb->npools; k++) {
+		pb->pool_size = sizes[k];
+		pb->n = pb->free_blocks = pb->refused = 0;
+		search(s, maps, pb);
+	}
+	xunmap(s->pools, HG_BATCH_BYTES);
+	free(s);
+	return pb->npools ? 0 : -ENOENT;
+}
+
+int pyblocks_merge(struct heapgraph *g, const struct pyblocks *pb)
+{
+	struct heapgraph m;
+	size_t i = 0, j = 0, k = 0;
+
+	if (g->n + pb->n >= HG_MAX || heapgraph_init(&m, g->n + pb->n, g->read, g->read_arg))
+		return -E2BIG;
+	while (i < g->n || j < pb->n) {
+		if (j == pb->n || (i < g->n && g->addr[i] < pb->v[j].addr)) {
+			heapgraph_set(&m, k++, g->addr[i], g->size[i]);
+			i++;
+		} else {
+			heapgraph_set(&m, k++, pb->v[j].addr, pb->v[j].len);
+			j++;
+		}
+	}
+	heapgraph_seal(&m);
+	heapgraph_free(g);
+	*g = m;
+	return 0;
+}
+
+/* Root [lo, hi) named name into out (its arrays grown). */
+static void add_root(struct snaproots *out, uint64_t lo, uint64_t hi, uint32_t name)
+{
+	if (hi <= lo)
+		return;
+	if (out->n == out->cap) {
+		out->cap = out->cap ? 2 * out->cap : 64;
+		out->v = xrealloc(out->v, out->cap * sizeof(*out->v));
+	}
+	out->v[out->n++] = (struct snaproot){ lo, hi, name };
+}
+
+void pyblocks_trim_roots(const struct pyblocks *pb, struct snaproots *r)
+{
+	struct snaproots out = { 0 };
+
+	if (!pb->npools)
+		return;
+	for (size_t i = 0; i < r->n; i++) {
+		uint64_t lo = r->v[i].lo, hi = r->v[i].hi;
+		size_t a = 0, b = pb->npools;
+
+		while (a < b) {	/* the first pool ending after lo */
+			size_t mid = a + (b - a) / 2;
+
+			if (pb->pools[mid].addr + pb->pools[mid].len <= lo)
+				a = mid + 1;
+			else
+				b = mid;
+		}
+		for (; a < pb->npools && pb->pools[a].addr < hi && lo < hi; a++) {
+			add_root(&out, lo, pb->pools[a].addr, r->v[i].name);
+			lo = pb->pools[a].addr + pb->pools[a].len;
+		}
+		add_root(&out, lo, hi, r->v[i].name);
+	}
+	snaproots_free(r);
+	*r = out;
+}
+
+void pyblocks_free(struct pyblocks *pb)
+{
+	free(pb->v);
+	free(pb->pools);
+	memset(pb, 0, sizeof(*pb));
+}
