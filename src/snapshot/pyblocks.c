@@ -155,6 +155,13 @@ static void check_batch(struct search *s, struct pyblocks *pb, size_t n)
 	}
 }
 
+static int cmp_span(const void *a, const void *b)
+{
+	const struct hg_span *x = a, *y = b;
+
+	return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
 /* Whether m may hold pymalloc's arenas: private, writable, anonymous. */
 static int arena_map(const struct proc_map *m)
 {
@@ -208,6 +215,8 @@ int pyblocks_find(int minor, const struct proc_maps *maps, const struct heapgrap
 		pb->n = pb->free_blocks = pb->refused = 0;
 		search(s, maps, pb);
 	}
+	/* empty pools were listed before the full ones of their batch */
+	qsort(pb->pools, pb->npools, sizeof(*pb->pools), cmp_span);
 	xunmap(s->pools, HG_BATCH_BYTES);
 	free(s);
 	return pb->npools ? 0 : -ENOENT;
