@@ -216,7 +216,8 @@ int pyblocks_find(int minor, const struct proc_maps *maps, const struct heapgrap
 		search(s, maps, pb);
 	}
 	/* empty pools were listed before the full ones of their batch */
-	qsort(pb->pools, pb->npools, sizeof(*pb->pools), cmp_span);
+	if (pb->npools)
+		qsort(pb->pools, pb->npools, sizeof(*pb->pools), cmp_span);
 	xunmap(s->pools, HG_BATCH_BYTES);
 	free(s);
 	return pb->npools ? 0 : -ENOENT;

@@ -249,7 +249,7 @@ static uint64_t check_types(struct ctx *x)
 	for (size_t i = 0; i < x->nc; i++)
 		if (type_place(x, mt.of[i]))
 			mt.m[k++] = mt.of[i];
-	qsort(mt.m, k, sizeof(*mt.m), cmp_u64);
+	qsort(mt.m, k, sizeof(*mt.m), cmp_u64);	/* mt.m is never NULL */
 	for (size_t i = 0; i < k; i++)
 		if (!mt.n || mt.m[mt.n - 1] != mt.m[i])
 			mt.m[mt.n++] = mt.m[i];
@@ -321,6 +321,8 @@ void pytypes_name(const struct py_target *pt, const struct proc_maps *maps, stru
 	x->g = g;
 	x->names = names;
 	each_head(x, collect);
+	if (!x->nc)
+		goto out;
 	qsort(x->c, x->nc, sizeof(*x->c), cmp_u64);
 	for (size_t i = 0; i < x->nc; i++)
 		if (!k || x->c[k - 1] != x->c[i])
