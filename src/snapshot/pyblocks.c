@@ -45,43 +45,6 @@ static void add_span(struct hg_span **v, size_t *n, size_t *cap, uint64_t addr, 
 	(*v)[(*n)++] = (struct hg_span){ addr, (size_t)len };
 }
 
-/*
- * The pool at addr, its psize bytes in buf and its header h (checked,
- * carved blocks): its blocks in use into pb when its free list holds
- * together and leaves exactly count of them; else counted refused.
- */
-static void take_pool(struct pyblocks *pb, uint64_t addr, const uint8_t *buf,
-		      const struct poolhdr *h, unsigned carved)
-{
-	uint8_t seen[BLOCKS_MAX / 8] = { 0 };
-	uint64_t size = ((uint64_t)h->szidx + 1) * PY_ALIGN, fb = h->freeblock;
-	unsigned nfree = 0;
-
-	while (fb) {	/* at most carved links: a longer list repeats one */
-		uint64_t off = fb - addr, i;
-
-		if (fb < addr || off < POOL_OVERHEAD || off >= h->nextoffset ||
-		    (off - POOL_OVERHEAD) % size)
-			goto bad;
-		i = (off - POOL_OVERHEAD) / size;
-		if (seen[i / 8] & (1u << (i % 8)))
-			goto bad;
-		seen[i / 8] |= (uint8_t)(1u << (i % 8));
-		nfree++;
-		memcpy(&fb, buf + off, 8);
-	}
-	if (carved - nfree != h->count)
-		goto bad;
-	pb->free_blocks += nfree;
-	add_span(&pb->pools, &pb->npools, &pb->pcap, addr, pb->pool_size);
-	for (unsigned i = 0; i < carved; i++)
-		if (!(seen[i / 8] & (1u << (i % 8))))
-			add_span(&pb->v, &pb->n, &pb->cap, addr + POOL_OVERHEAD + i * size, size);
-	return;
-bad:
-	pb->refused++;
-}
-
 /* Whether a block of g lies in [lo, hi): glibc's memory, no pool. */
 static int overlaps(const struct heapgraph *g, uint64_t lo, uint64_t hi)
 {
@@ -90,7 +53,16 @@ static int overlaps(const struct heapgraph *g, uint64_t lo, uint64_t hi)
 	return heapgraph_find(g, lo) >= 0 || (b < g->n && g->addr[b] < hi);
 }
 
-/* The reads of one search: the reader, a header batch, a pool batch. */
+/* A pool whose free list is being walked. */
+struct walk {
+	uint64_t addr, cur;             /* the pool, the link to check next (0: done) */
+	const struct poolhdr *h;
+	unsigned carved, nfree;
+	int bad;
+	uint8_t seen[BLOCKS_MAX / 8];   /* the blocks on its free list */
+};
+
+/* The reads of one search: the reader, a header batch, the walks of its pools. */
 struct search {
 	hg_read_fn read;
 	void *arg;
@@ -98,7 +70,10 @@ struct search {
 	struct hg_span spans[HG_BATCH];
 	struct poolhdr hdr[HG_BATCH];
 	uint8_t ok[HG_BATCH];
-	uint8_t *pools;                 /* HG_BATCH_BYTES */
+	struct walk w[HG_BATCH];
+	struct hg_span links[HG_BATCH];
+	size_t who[HG_BATCH];
+	uint64_t next[HG_BATCH];
 };
 
 /* Read spans[0..n) of 48 bytes into hdr: in one batch, else one by one
@@ -113,46 +88,102 @@ static void read_headers(struct search *s, size_t n)
 		s->ok[i] = s->read(s->arg, &s->spans[i], 1, (uint8_t *)&s->hdr[i]) == 0;
 }
 
-/* The headers of spans[0..n) read: each pool whose header holds (and
- * that no glibc block overlaps) read whole, in batches, and taken. */
-static void check_batch(struct search *s, struct pyblocks *pb, size_t n)
+/* Check w's link w->cur: inside the pool's carved blocks, on a block
+ * boundary, not seen before. 1 and marked, or 0 (the pool is refused). */
+static int link_ok(struct walk *w, uint64_t size)
 {
-	size_t per = HG_BATCH_BYTES / pb->pool_size;
+	uint64_t off = w->cur - w->addr, i;
 
-	read_headers(s, n);
-	for (size_t i = 0; i < n;) {
-		struct hg_span want[HG_BATCH];
-		size_t idx[HG_BATCH], k = 0;
-		unsigned carved;
+	if (w->cur < w->addr || off < POOL_OVERHEAD || off >= w->h->nextoffset ||
+	    (off - POOL_OVERHEAD) % size)
+		return 0;
+	i = (off - POOL_OVERHEAD) / size;
+	if (w->seen[i / 8] & (1u << (i % 8)))
+		return 0;
+	w->seen[i / 8] |= (uint8_t)(1u << (i % 8));
+	w->nfree++;
+	return 1;
+}
 
-		for (; i < n && k < per; i++) {
-			uint64_t a = s->spans[i].addr;
+/*
+ * Walk the free lists of w[0..n) side by side: each round checks every
+ * pool's current link and reads the next ones in one batch. A list ends
+ * at NULL, or at a link that does not hold (the pool refused); each link
+ * marks a new block, so a list is at most carved long.
+ */
+static void walk_lists(struct search *s, size_t n)
+{
+	for (;;) {
+		size_t k = 0;
 
-			if (!s->ok[i] || !header_ok(&s->hdr[i], pb->pool_size, &carved) ||
-			    overlaps(s->g, a, a + pb->pool_size))
+		for (size_t i = 0; i < n; i++) {
+			struct walk *w = &s->w[i];
+
+			if (!w->cur || w->bad)
 				continue;
-			if (!s->hdr[i].count) {	/* empty: pymalloc's, nothing in use */
-				add_span(&pb->pools, &pb->npools, &pb->pcap, a, pb->pool_size);
+			if (!link_ok(w, ((uint64_t)w->h->szidx + 1) * PY_ALIGN)) {
+				w->bad = 1;
 				continue;
 			}
-			want[k] = (struct hg_span){ a, pb->pool_size };
-			idx[k++] = i;
+			s->links[k] = (struct hg_span){ w->cur, 8 };
+			s->who[k++] = i;
 		}
 		if (!k)
-			continue;
-		if (s->read(s->arg, want, k, s->pools))	/* one by one: an unreadable pool left out */
+			return;
+		if (s->read(s->arg, s->links, k, (uint8_t *)s->next)) {
 			for (size_t j = 0; j < k; j++)
-				if (s->read(s->arg, &want[j], 1, s->pools + j * pb->pool_size))
-					want[j].len = 0;
-		for (size_t j = 0; j < k; j++) {
-			const struct poolhdr *h = &s->hdr[idx[j]];
-
-			if (!want[j].len)
-				continue;
-			header_ok(h, pb->pool_size, &carved);
-			take_pool(pb, want[j].addr, s->pools + j * pb->pool_size, h, carved);
+				if (s->read(s->arg, &s->links[j], 1, (uint8_t *)&s->next[j]))
+					s->w[s->who[j]].bad = 1;
 		}
+		for (size_t j = 0; j < k; j++)
+			s->w[s->who[j]].cur = s->next[j];
 	}
+}
+
+/* Pool w, walked: its blocks in use into pb when its free list held
+ * together and leaves exactly count of them; else counted refused. */
+static void take_pool(struct pyblocks *pb, const struct walk *w)
+{
+	uint64_t size = ((uint64_t)w->h->szidx + 1) * PY_ALIGN;
+
+	if (w->bad || w->carved - w->nfree != w->h->count) {
+		pb->refused++;
+		return;
+	}
+	pb->free_blocks += w->nfree;
+	add_span(&pb->pools, &pb->npools, &pb->pcap, w->addr, pb->pool_size);
+	for (unsigned i = 0; i < w->carved; i++)
+		if (!(w->seen[i / 8] & (1u << (i % 8))))
+			add_span(&pb->v, &pb->n, &pb->cap, w->addr + POOL_OVERHEAD + i * size, size);
+}
+
+/* The headers of spans[0..n) read: each pool whose header holds (and
+ * that no glibc block overlaps) walked and taken. */
+static void check_batch(struct search *s, struct pyblocks *pb, size_t n)
+{
+	size_t k = 0;
+	unsigned carved;
+
+	read_headers(s, n);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t a = s->spans[i].addr;
+
+		if (!s->ok[i] || !header_ok(&s->hdr[i], pb->pool_size, &carved) ||
+		    overlaps(s->g, a, a + pb->pool_size))
+			continue;
+		if (!s->hdr[i].count) {	/* empty: pymalloc's, nothing in use */
+			add_span(&pb->pools, &pb->npools, &pb->pcap, a, pb->pool_size);
+			continue;
+		}
+		memset(&s->w[k], 0, sizeof(s->w[k]));
+		s->w[k].addr = a;
+		s->w[k].cur = s->hdr[i].freeblock;
+		s->w[k].h = &s->hdr[i];
+		s->w[k++].carved = carved;
+	}
+	walk_lists(s, k);
+	for (size_t i = 0; i < k; i++)
+		take_pool(pb, &s->w[i]);
 }
 
 static int cmp_span(const void *a, const void *b)
@@ -208,7 +239,6 @@ int pyblocks_find(int minor, const struct proc_maps *maps, const struct heapgrap
 	s->read = read;
 	s->arg = arg;
 	s->g = g;
-	s->pools = xmap(HG_BATCH_BYTES);
 	/* the version's pool size, else the other (a build without the radix tree) */
 	for (int k = 0; k < 2 && !pb->npools; k++) {
 		pb->pool_size = sizes[k];
@@ -218,7 +248,6 @@ int pyblocks_find(int minor, const struct proc_maps *maps, const struct heapgrap
 	/* empty pools were listed before the full ones of their batch */
 	if (pb->npools)
 		qsort(pb->pools, pb->npools, sizeof(*pb->pools), cmp_span);
-	xunmap(s->pools, HG_BATCH_BYTES);
 	free(s);
 	return pb->npools ? 0 : -ENOENT;
 }

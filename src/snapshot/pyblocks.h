@@ -29,7 +29,8 @@
  * carved) and whose free list, walked within the pool (each link inside
  * the carved blocks, on a block boundary, never twice), leaves exactly
  * count blocks. Everything read is the target's word: each pool costs a
- * header read and, if it holds blocks, one read of the pool.
+ * header read and a word per free block (the lists of up to 512 pools
+ * walked side by side, one read a round).
  */
 
 struct pyblocks {

@@ -14,6 +14,8 @@
 #define DICT_VALUES 40                  /* PyDictObject.ma_values */
 #define NAME_MAX_LEN 96                 /* bytes of a tp_name read */
 #define GC_HEAD 16                      /* sizeof(PyGC_Head), 3.8 on */
+#define RUN_GAP 64                      /* heads this close are read in one span, */
+#define RUN_MAX (64u << 10)             /* up to this long */
 
 #define F_MANAGED_WEAKREF (1UL << 3)    /* 3.12 on */
 #define F_MANAGED_DICT (1UL << 4)       /* 3.11 on */
@@ -43,8 +45,9 @@ struct ctx {
 	uint64_t *vals;                 /* dicts' ma_values, instances' values seen */
 	size_t nvals, vcap;
 	uint8_t *py;                    /* per block: named here */
-	uint8_t buf[HG_BATCH * TYPE_HDR];
+	uint8_t *buf;                   /* HG_BATCH_BYTES */
 	struct hg_span spans[HG_BATCH];
+	size_t first[HG_BATCH + 1];     /* each_head: the first block of each run */
 };
 
 static int cmp_u64(const void *a, const void *b)
@@ -109,33 +112,61 @@ static uint8_t pre_of(const struct ctx *x, uint64_t f)
 	return (uint8_t)((f & F_HAVE_GC ? GC_HEAD : 0) + (f & managed ? 16 : 0));
 }
 
-/* Call fn for every block of g with its first HEAD bytes (zero past the block's end). */
+/*
+ * Call fn for every block of g with its first HEAD bytes (zero past the
+ * block's end). Blocks whose heads lie close together (a pool's) are read
+ * as one run, so that a read takes a few spans, not one a block.
+ */
 static void each_head(struct ctx *x, void (*fn)(struct ctx *x, size_t b, const uint8_t *h))
 {
 	struct heapgraph *g = x->g;
 	uint8_t h[HEAD];
+	size_t i = 0;
 
-	for (size_t at = 0; at < g->n; at += HG_BATCH) {
-		size_t n = g->n - at < HG_BATCH ? g->n - at : HG_BATCH, off = 0;
+	while (i < g->n) {
+		size_t nr = 0, bytes = 0, off = 0;
 
-		for (size_t i = 0; i < n; i++)
-			x->spans[i] = (struct hg_span){ g->addr[at + i],
-							g->size[at + i] < HEAD ? g->size[at + i] : HEAD };
-		read_all(x, n);
-		for (size_t i = 0; i < n; off += x->spans[i].len, i++) {
-			memset(h, 0, sizeof(h));
-			memcpy(h, x->buf + off, x->spans[i].len);
-			fn(x, at + i, h);
+		while (i < g->n && nr < HG_BATCH) {	/* the runs of one read */
+			uint64_t lo = g->addr[i], hi = lo + (g->size[i] < HEAD ? g->size[i] : HEAD);
+			size_t j = i + 1;
+
+			for (; j < g->n && g->addr[j] - hi <= RUN_GAP; j++) {
+				uint64_t end = g->addr[j] + (g->size[j] < HEAD ? g->size[j] : HEAD);
+
+				if (end - lo > RUN_MAX)
+					break;
+				hi = end;
+			}
+			if (bytes + (hi - lo) > HG_BATCH_BYTES)
+				break;
+			x->spans[nr] = (struct hg_span){ lo, (size_t)(hi - lo) };
+			x->first[nr++] = i;
+			bytes += hi - lo;
+			i = j;
 		}
+		x->first[nr] = i;
+		read_all(x, nr);
+		for (size_t r = 0; r < nr; off += x->spans[r].len, r++)
+			for (size_t b = x->first[r]; b < x->first[r + 1]; b++) {
+				size_t len = g->size[b] < HEAD ? (size_t)g->size[b] : HEAD;
+
+				memset(h, 0, sizeof(h));
+				memcpy(h, x->buf + off + (g->addr[b] - x->spans[r].addr), len);
+				fn(x, b, h);
+			}
 	}
 }
 
 /* Pass 1: the words of block b that may be its object's type. */
 static void collect(struct ctx *x, size_t b, const uint8_t *h)
 {
-	for (size_t o = 0; o <= 32; o += 16)
-		if (o + 16 <= x->g->size[b] && type_place(x, word(h, o + 8)))
-			push(&x->c, &x->nc, &x->ccap, word(h, o + 8));
+	for (size_t o = 0; o <= 32; o += 16) {
+		uint64_t w = word(h, o + 8);
+
+		/* a pool's blocks are mostly of one type: its repeats are not kept */
+		if (o + 16 <= x->g->size[b] && (!x->nc || x->c[x->nc - 1] != w) && type_place(x, w))
+			push(&x->c, &x->nc, &x->ccap, w);
+	}
 }
 
 /* Read the TYPE_HDR bytes of each of v[0..n) (in batches) and call fn
@@ -316,6 +347,7 @@ void pytypes_name(const struct py_target *pt, const struct proc_maps *maps, stru
 	memset(st, 0, sizeof(*st));
 	if (!pt->type_type || !g->n)
 		goto out;
+	x->buf = xmap(HG_BATCH_BYTES);
 	x->pt = pt;
 	x->maps = maps;
 	x->g = g;
@@ -353,6 +385,8 @@ void pytypes_name(const struct py_target *pt, const struct proc_maps *maps, stru
 		}
 	}
 out:
+	if (x->buf)
+		xunmap(x->buf, HG_BATCH_BYTES);
 	free(x->c);
 	free(x->info);
 	free(x->keys);

@@ -105,21 +105,29 @@ static void py_prepare(struct snap *sn)
 		pr_err("%s: its objects are not listed as Python's (glibc's blocks only)", err);
 }
 
-/* The pymalloc blocks of a CPython target merged into the graph. */
+/* The pymalloc blocks of a CPython target merged into the graph (none
+ * when that cannot be: its pools then stay roots). */
 static void py_blocks(struct snap *sn, const struct proc_maps *maps)
 {
-	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), t1;
 
-	if (pyblocks_find(sn->py.minor, maps, &sn->g, read_spans, sn, &sn->pb) ||
-	    pyblocks_merge(&sn->g, &sn->pb))
+	if (pyblocks_find(sn->py.minor, maps, &sn->g, read_spans, sn, &sn->pb)) {
 		pr_err("python %s: no pymalloc pool found (PYTHONMALLOC=malloc?)", sn->py.version);
-	else
-		pr_debug("snapshot: python %s: %zu pymalloc blocks in %zu pools of %llu KiB "
-			 "(%llu headers read, %llu pools refused, %llu blocks free) in %.1f ms",
-			 sn->py.version, sn->pb.n, sn->pb.npools,
-			 (unsigned long long)sn->pb.pool_size >> 10, (unsigned long long)sn->pb.slots,
-			 (unsigned long long)sn->pb.refused, (unsigned long long)sn->pb.free_blocks,
-			 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
+		return;
+	}
+	t1 = clock_ns(CLOCK_MONOTONIC);
+	if (pyblocks_merge(&sn->g, &sn->pb)) {
+		pr_err("python %s: %zu pymalloc blocks are too many: glibc's only", sn->py.version,
+		       sn->pb.n);
+		pyblocks_free(&sn->pb);
+		return;
+	}
+	pr_debug("snapshot: python %s: %zu pymalloc blocks in %zu pools of %llu KiB "
+		 "(%llu headers read, %llu pools refused, %llu blocks free) in %.1f ms, "
+		 "merged in %.1f ms", sn->py.version, sn->pb.n, sn->pb.npools,
+		 (unsigned long long)sn->pb.pool_size >> 10, (unsigned long long)sn->pb.slots,
+		 (unsigned long long)sn->pb.refused, (unsigned long long)sn->pb.free_blocks,
+		 (t1 - t0) / 1e6, (clock_ns(CLOCK_MONOTONIC) - t1) / 1e6);
 }
 
 /* Before the stop, while the target runs: glibc's state, every object's symbols. */
