@@ -30,6 +30,7 @@ struct tinfo {
 	uint8_t pre;                    /* the pre-header's bytes */
 	uint8_t dictlike;
 	uint8_t managed;                /* 3.11, 3.12: values in the pre-header */
+	uint8_t gc;                     /* its instances have a PyGC_Head */
 };
 
 struct ctx {
@@ -44,6 +45,8 @@ struct ctx {
 	size_t nkeys, kcap;
 	uint64_t *vals;                 /* dicts' ma_values, instances' values seen */
 	size_t nvals, vcap;
+	struct pygcheads *gch;          /* the GC heads found, or NULL */
+	size_t gcap;
 	uint8_t *py;                    /* per block: named here */
 	uint8_t *buf;                   /* HG_BATCH_BYTES */
 	struct hg_span spans[HG_BATCH];
@@ -263,7 +266,7 @@ static void type_check(struct ctx *x, size_t p, const uint8_t *hdr, void *arg)
 	x->info[i] = (struct tinfo){ snapnames_id(x->names, name), pre_of(x, f),
 				     (f & F_DICT_SUBCLASS) != 0,
 				     (x->pt->minor == 11 || x->pt->minor == 12) &&
-				     (f & F_MANAGED_DICT) };
+				     (f & F_MANAGED_DICT), (f & F_HAVE_GC) != 0 };
 }
 
 /* Pass 2: which candidates are types, and their names. How many types. */
@@ -323,6 +326,8 @@ static void name_block(struct ctx *x, size_t b, const uint8_t *h)
 			continue;
 		x->g->type[b] = ti->name;
 		x->py[b] = 1;
+		if (ti->gc && x->gch)	/* blocks ascending: heads too */
+			push(&x->gch->v, &x->gch->n, &x->gcap, x->g->addr[b] + o - GC_HEAD);
 		if (ti->dictlike && o + DICT_VALUES + 8 <= HEAD &&
 		    o + DICT_VALUES + 8 <= x->g->size[b]) {
 			push(&x->keys, &x->nkeys, &x->kcap, word(h, o + DICT_KEYS));
@@ -336,8 +341,37 @@ static void name_block(struct ctx *x, size_t b, const uint8_t *h)
 	}
 }
 
+void pygcheads_hide(const struct pygcheads *gc, const struct hg_span *s, size_t n, uint8_t *buf)
+{
+	for (size_t i = 0; i < n; buf += s[i].len, i++) {
+		uint64_t lo = s[i].addr, hi = lo + s[i].len;
+		size_t a = 0, b = gc->n;
+
+		while (a < b) {	/* the first head ending after lo */
+			size_t mid = a + (b - a) / 2;
+
+			if (gc->v[mid] + GC_HEAD <= lo)
+				a = mid + 1;
+			else
+				b = mid;
+		}
+		for (; a < gc->n && gc->v[a] < hi; a++) {
+			uint64_t from = gc->v[a] < lo ? lo : gc->v[a];
+			uint64_t to = gc->v[a] + GC_HEAD > hi ? hi : gc->v[a] + GC_HEAD;
+
+			memset(buf + (from - lo), 0, to - from);
+		}
+	}
+}
+
+void pygcheads_free(struct pygcheads *gc)
+{
+	free(gc->v);
+	memset(gc, 0, sizeof(*gc));
+}
+
 void pytypes_name(const struct py_target *pt, const struct proc_maps *maps, struct heapgraph *g,
-		  struct snapnames *names, struct pytypes_stats *st)
+		  struct snapnames *names, struct pytypes_stats *st, struct pygcheads *gch)
 {
 	struct ctx *x = xcalloc(1, sizeof(*x));
 	uint32_t keys = snapnames_id(names, "dict keys");
@@ -345,9 +379,12 @@ void pytypes_name(const struct py_target *pt, const struct proc_maps *maps, stru
 	size_t k = 0;
 
 	memset(st, 0, sizeof(*st));
+	if (gch)
+		memset(gch, 0, sizeof(*gch));
 	if (!pt->type_type || !g->n)
 		goto out;
 	x->buf = xmap(HG_BATCH_BYTES);
+	x->gch = gch;
 	x->pt = pt;
 	x->maps = maps;
 	x->g = g;

@@ -19,6 +19,12 @@ struct pytypes_stats {
 	uint64_t dict_values;           /* blocks named "dict values" */
 };
 
+/* The PyGC_Head of each GC object named (16 bytes at each address, ascending). */
+struct pygcheads {
+	uint64_t *v;
+	size_t n;
+};
+
 /*
  * A Python object in a block (pymalloc's or glibc's) starts after its
  * pre-header: 16 bytes of PyGC_Head for a type with Py_TPFLAGS_HAVE_GC,
@@ -34,10 +40,19 @@ struct pytypes_stats {
  * ma_keys block, when its own block, is named "dict keys"; the block
  * holding its ma_values, or an instance's managed values (3.11, 3.12:
  * the pre-header's first two words), "dict values". Blocks named
- * here replace the names g->type had (snaptypes_classify's). Everything
+ * here replace the names g->type had (snaptypes_classify's); the heads
+ * of those with a PyGC_Head go into gch (may be NULL). Everything
  * read is the target's word: each distinct candidate type is read once.
  */
 void pytypes_name(const struct py_target *pt, const struct proc_maps *maps, struct heapgraph *g,
-		  struct snapnames *names, struct pytypes_stats *st);
+		  struct snapnames *names, struct pytypes_stats *st, struct pygcheads *gch);
+/*
+ * The GC's links are no references: every object the collector tracks
+ * is on one of its doubly linked lists, so through them each reaches the
+ * next and none could be leaked or owned. Zero, in buf (spans[0..n) read
+ * one after another, as an hg_read_fn fills it), the bytes of gc's heads.
+ */
+void pygcheads_hide(const struct pygcheads *gc, const struct hg_span *s, size_t n, uint8_t *buf);
+void pygcheads_free(struct pygcheads *gc);
 
 #endif

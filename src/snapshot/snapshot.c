@@ -50,6 +50,8 @@ struct snap {
 	struct py_target py;            /* a CPython's interpreter, when have_py */
 	int have_py;
 	struct pyblocks pb;             /* its pymalloc blocks */
+	struct pygcheads gch;           /* its GC objects' heads */
+	int hide_gc;                    /* read_spans hides them (while scanning) */
 };
 
 static const struct events_ops snap_events = { 0 };
@@ -68,7 +70,11 @@ static int read_spans(void *arg, const struct hg_span *s, size_t n, uint8_t *buf
 		rem[i] = (struct iovec){ (void *)(uintptr_t)s[i].addr, s[i].len };
 		want += s[i].len;
 	}
-	return process_vm_readv(sn->reader, loc, n, rem, n, 0) == (ssize_t)want ? 0 : -EFAULT;
+	if (process_vm_readv(sn->reader, loc, n, rem, n, 0) != (ssize_t)want)
+		return -EFAULT;
+	if (sn->hide_gc)	/* the scan: a Python GC's links are no references */
+		pygcheads_hide(&sn->gch, s, n, buf);
+	return 0;
 }
 
 /*
@@ -207,20 +213,23 @@ static int analyse(struct snap *sn)
 		py_blocks(sn, maps);
 	snaproots_build(sn->t, maps, &sn->g, sn->th, sn->nth, &sn->names, &sn->roots);
 	pyblocks_trim_roots(&sn->pb, &sn->roots);
-	/* the data symbols' names first: roots are ordered as built */
-	scan(sn);
+	/* typed before the scan: a Python GC's links are then known */
 	sn->st.classed = snaptypes_classify(sn->t, maps, &sn->g, &sn->names);
 	if (sn->have_py) {
 		struct pytypes_stats ps;
 		uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 
-		pytypes_name(&sn->py, maps, &sn->g, &sn->names, &ps);
+		pytypes_name(&sn->py, maps, &sn->g, &sn->names, &ps, &sn->gch);
 		pr_debug("snapshot: python types in %.1f ms", (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 		pr_err("python %s: %zu pymalloc blocks; %llu objects named by %llu types, "
 		       "%llu dict keys tables, %llu dict values", sn->py.version, sn->pb.n,
 		       (unsigned long long)ps.objects, (unsigned long long)ps.types,
 		       (unsigned long long)ps.dict_keys, (unsigned long long)ps.dict_values);
 	}
+	/* the data symbols' names first: roots are ordered as built */
+	sn->hide_gc = sn->gch.n > 0;
+	scan(sn);
+	sn->hide_gc = 0;
 	sn->st.roots = sn->roots.n + sn->nth;
 	sn->st.words = sn->g.words;
 	return 0;
@@ -387,6 +396,7 @@ out:
 	heapgraph_free(&sn.g);
 	snaproots_free(&sn.roots);
 	pyblocks_free(&sn.pb);
+	pygcheads_free(&sn.gch);
 	snapnames_free(&sn.names);
 	free(sn.th);
 	target_free(sn.t);

@@ -98,7 +98,7 @@ static void named(void)
 	for (int i = 0; i < NB; i++)
 		heapgraph_set(&g, (size_t)i, A(heap[i]), 128);
 	heapgraph_seal(&g);
-	pytypes_name(&pt, &maps, &g, &names, &ps);
+	pytypes_name(&pt, &maps, &g, &names, &ps, NULL);
 	for (int i = 0; i < NB; i++) {
 		if (want[i])
 			expect_str_eq(snapnames_name(&names, g.type[i]), want[i]);
@@ -112,11 +112,30 @@ static void named(void)
 	pt.type_type = 0;
 	for (int i = 0; i < NB; i++)
 		g.type[i] = 0;
-	pytypes_name(&pt, &maps, &g, &names, &ps);
+	pytypes_name(&pt, &maps, &g, &names, &ps, NULL);
 	expect_int_eq(ps.objects, 0);
 	expect_int_eq(g.type[0], 0);
 	heapgraph_free(&g);
 	snapnames_free(&names);
 }
 
-HARNESS_MAIN("pytypes", T(named))
+/* The GC's heads zeroed in what a read returns, spans cut anywhere. */
+static void gc_hidden(void)
+{
+	uint64_t heads[] = { 0x1000, 0x1040, 0x2008 };
+	struct pygcheads gc = { heads, 3 };
+	struct hg_span s[2] = { { 0x1008, 0x40 }, { 0x2000, 0x20 } };
+	uint8_t buf[0x60];
+
+	memset(buf, 0xaa, sizeof(buf));
+	pygcheads_hide(&gc, s, 2, buf);
+	for (size_t i = 0; i < sizeof(buf); i++) {
+		int zero = i < 8 ||                     /* 0x1008..0x1010: the first head's end */
+			   (i >= 0x38 && i < 0x40) ||   /* 0x1040..0x1048: cut by the span's end */
+			   (i >= 0x48 && i < 0x58);     /* 0x2008..0x2018 */
+
+		expect_int_eq(buf[i], zero ? 0 : 0xaa);
+	}
+}
+
+HARNESS_MAIN("pytypes", T(named), T(gc_hidden))
