@@ -13,7 +13,7 @@
 enum { OPT_SAMPLE_RATE = 256, OPT_INTERVAL, OPT_EVERY, OPT_DURATION, OPT_FORMAT,
        OPT_LIST_HOOKS, OPT_MODE, OPT_MAX_DEPTH, OPT_VERSION, OPT_INUSE_INTERVAL, OPT_TOP,
        OPT_CENSUS, OPT_NO_PYTHON, OPT_NO_DEBUGINFOD, OPT_PYTHON_C_FRAMES, OPT_NO_SECCOMP_PROBE, OPT_SKIP,
-       OPT_JVM_PERFMAP };
+       OPT_JVM_PERFMAP, OPT_SNAPSHOT };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -30,6 +30,7 @@ static const struct option long_opts[] = {
 	{ "top", no_argument, NULL, OPT_TOP },
 	{ "skip", required_argument, NULL, OPT_SKIP },
 	{ "census", no_argument, NULL, OPT_CENSUS },
+	{ "snapshot", no_argument, NULL, OPT_SNAPSHOT },
 	{ "no-python", no_argument, NULL, OPT_NO_PYTHON },
 	{ "no-debuginfod", no_argument, NULL, OPT_NO_DEBUGINFOD },
 	{ "python-c-frames", no_argument, NULL, OPT_PYTHON_C_FRAMES },
@@ -78,6 +79,10 @@ void cli_usage(FILE *f)
 "                           up to %d). The profile keeps every frame\n"
 "      --census             before attaching, walk glibc's heaps once: chunks in\n"
 "                           use and free by size (what no sample can show)\n"
+"      --snapshot           before attaching, list every block in use as\n"
+"                           heapattach snapshot does (leaked, owners, types):\n"
+"                           each profile also holds them, one sample a block,\n"
+"                           labelled kind=snapshot (the others kind=sampled)\n"
 "      --no-python          no Python frames: in a CPython target (3.8 to 3.13)\n"
 "                           stacks show the Python functions, files and lines\n"
 "                           in place of the interpreter's eval loop by default\n"
@@ -247,6 +252,9 @@ int cli_parse(int argc, char **argv, struct options *o)
 		case OPT_CENSUS:
 			o->run.census = 1;
 			break;
+		case OPT_SNAPSHOT:
+			o->snapshot = 1;
+			break;
 		case OPT_NO_PYTHON:
 			o->run.no_python = 1;
 			break;
@@ -334,6 +342,11 @@ int cli_parse(int argc, char **argv, struct options *o)
 	if (o->list_hooks && o->run.jvm_perfmap_ns) {
 		fprintf(stderr, "heapattach: --jvm-perfmap asks for a map while attached; "
 			"--list-hooks does not attach (try --help)\n");
+		return -EINVAL;
+	}
+	if (o->snapshot && (o->list_hooks || o->run.format != DUMP_PPROF)) {
+		fprintf(stderr, "heapattach: --snapshot goes into pprof profiles%s (try --help)\n",
+			o->list_hooks ? "; --list-hooks writes none" : " only");
 		return -EINVAL;
 	}
 	if (!o->run.pid) {

@@ -25,6 +25,7 @@ struct options {
 	struct session_config run;
 	const char *skip[CLI_MAX_SKIP]; /* --skip: more wrappers (run.skip points here) */
 	int list_hooks;
+	int snapshot;                   /* --snapshot: run.snapshot is taken before the attach */
 	int verbose;
 };
 

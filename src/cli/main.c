@@ -50,8 +50,22 @@ static int list_hooks(pid_t pid)
 	return rc ? 1 : 0;
 }
 
+/* --snapshot: the blocks in use now, kept for the profiles of the attach
+ * that follows (stopped and read from a copy as heapattach snapshot
+ * does, before the attach's own stop). 0, or 1 after a message. */
+static int snapshot_first(struct options *o, struct snapshot_keep *keep)
+{
+	struct snapshot_config cfg = { .pid = o->run.pid, .top = 10, .keep = keep };
+
+	if (snapshot_run(&cfg))
+		return 1;
+	o->run.snapshot = keep;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	struct snapshot_keep keep = { 0 };
 	struct options o;
 	int rc;
 
@@ -63,5 +77,11 @@ int main(int argc, char **argv)
 	if (rc)
 		return rc > 0 ? 0 : 2;
 	log_verbose = o.verbose;
-	return o.list_hooks ? list_hooks(o.run.pid) : session_run(&o.run);
+	if (o.list_hooks)
+		return list_hooks(o.run.pid);
+	if (o.snapshot && snapshot_first(&o, &keep))
+		return 1;
+	rc = session_run(&o.run);
+	snapshot_keep_free(&keep);
+	return rc;
 }

@@ -14,6 +14,19 @@ struct peak;
 
 enum dump_format { DUMP_PPROF, DUMP_LEGACY, DUMP_FOLDED };
 
+/*
+ * The samples of a second profile written into the same pprof file (the
+ * blocks a snapshot found before the attach, heapattach --snapshot): each
+ * labelled key=value, the profile's own samples key=own; its frames at
+ * SYMBOLIZE_SNAPSHOT_BASE and above are named by namer(namer_arg, ...).
+ */
+struct dump_extra {
+	const struct profile *p;
+	const char *key, *value, *own;
+	symbolize_namer_fn namer;
+	const void *namer_arg;
+};
+
 /* Everything a writer needs besides the profile. */
 struct dump_info {
 	pid_t pid;
@@ -25,6 +38,7 @@ struct dump_info {
 	size_t ncomments;
 	const struct peak *peak;  /* non-NULL: in-use figures as they were at this
 				   * snapshot (the peak profile; pprof only) */
+	const struct dump_extra *extra;  /* NULL: none (pprof only) */
 };
 
 /* Write p as a gzipped pprof profile.proto to f. 0 or -errno. */

@@ -153,6 +153,8 @@ struct writer {
 	struct pmap *maps;      /* sorted by start */
 	size_t nmaps;
 	int python;             /* a Python frame was written: the [python] mapping, nmaps + 1 */
+	int snapshot;           /* a snapshot's name was: the [snapshot] mapping, nmaps + 2 */
+	const char *label;      /* the samples' key=label (dump_extra), or NULL */
 
 	uint64_t *ids;          /* scratch: a sample's location ids */
 	size_t nbuckets;        /* buckets written so far (the peak snapshot's index) */
@@ -345,6 +347,11 @@ static uint64_t location_id(struct writer *w, uint64_t pc)
 		si.function = profile_mark_name(pc);
 		fid = function_id(w, &si);
 		addr = 0;
+	} else if (w->d->extra && w->d->extra->namer && addr >= SYMBOLIZE_SNAPSHOT_BASE &&
+		   addr < SYMBOLIZE_RETIRED_BASE) {
+		memset(&si, 0, sizeof(si));
+		if (!w->d->extra->namer(w->d->extra->namer_arg, addr, &si) && si.function)
+			fid = function_id(w, &si);
 	} else if (w->d->sym) {
 		memset(&si, 0, sizeof(si));
 		if (!symbolizer_lookup(w->d->sym, addr, &si) && si.function) {
@@ -358,7 +365,10 @@ static uint64_t location_id(struct writer *w, uint64_t pc)
 		if (fid)
 			w->maps[mi].nsym++;
 	}
-	if (pc > PYFRAMES_PC_BASE && pc < SYMBOLIZE_RETIRED_BASE) {
+	if (pc > SYMBOLIZE_SNAPSHOT_BASE && pc < SYMBOLIZE_RETIRED_BASE) {
+		mi = (ssize_t)w->nmaps + 1;	/* the [snapshot] mapping */
+		w->snapshot = 1;
+	} else if (pc > PYFRAMES_PC_BASE && pc < SYMBOLIZE_RETIRED_BASE) {
 		mi = (ssize_t)w->nmaps;		/* the [python] mapping */
 		w->python = 1;
 	}
@@ -382,7 +392,7 @@ static int put_sample(const struct profile_bucket *b, void *arg)
 	uint64_t v[4];
 	int64_t c, s;
 
-	if (w->d->peak) {
+	if (w->d->peak && !w->label) {
 		at_peak = peak_bucket(w->d->peak, b, w->nbuckets++);
 		b = &at_peak;
 	}
@@ -403,6 +413,11 @@ static int put_sample(const struct profile_bucket *b, void *arg)
 	pb_u64(&w->sub, 1, str_id(w, "bytes"));
 	pb_u64(&w->sub, 3, b->size);
 	pb_msg(&w->msg, 3, &w->sub);
+	if (w->d->extra) {
+		pb_u64(&w->sub, 1, str_id(w, w->d->extra->key));
+		pb_u64(&w->sub, 2, str_id(w, w->label ? w->label : w->d->extra->own));
+		pb_msg(&w->msg, 3, &w->sub);
+	}
 	pb_msg(&w->out, PROFILE_SAMPLE, &w->msg);
 	w_maybe_flush(w);
 	return w->err;
@@ -447,6 +462,15 @@ static void put_mappings(struct writer *w)
 		pb_u64(&w->msg, 7, 1);
 		pb_u64(&w->msg, 8, 1);
 		pb_u64(&w->msg, 9, 1);
+		pb_msg(&w->out, PROFILE_MAPPING, &w->msg);
+	}
+	if (w->snapshot) {
+		/* a snapshot's names (snapshot/names.h): roots, owners, types */
+		pb_u64(&w->msg, 1, w->nmaps + 2);
+		pb_u64(&w->msg, 2, SYMBOLIZE_SNAPSHOT_BASE);
+		pb_u64(&w->msg, 3, SYMBOLIZE_RETIRED_BASE);
+		pb_u64(&w->msg, 5, str_id(w, "[snapshot]"));
+		pb_u64(&w->msg, 7, 1);
 		pb_msg(&w->out, PROFILE_MAPPING, &w->msg);
 	}
 }
@@ -497,6 +521,10 @@ int pprof_write(FILE *f, const struct profile *p, const struct dump_info *d)
 	pb_u64(&w.out, PROFILE_PERIOD, w.rate);
 
 	ret = profile_foreach(p, put_sample, &w);
+	if (!ret && d->extra && d->extra->p) {
+		w.label = d->extra->value;
+		ret = profile_foreach(d->extra->p, put_sample, &w);
+	}
 	if (ret)
 		goto out;
 

@@ -10,6 +10,8 @@
 
 enum run_mode { MODE_TRAP, MODE_FAST };
 
+struct snapshot_keep;
+
 struct session_config {
 	pid_t pid;
 	const char *output;       /* NULL: heapattach.PID.heap */
@@ -20,6 +22,8 @@ struct session_config {
 	const char *const *skip;  /* --skip: more wrappers, passed over to name a site */
 	size_t nskip;
 	int census;               /* --census: walk glibc's heaps before attaching */
+	const struct snapshot_keep *snapshot;	/* --snapshot: the blocks in use before the
+				   * attach, in every pprof profile (label kind=snapshot) */
 	int no_python;            /* --no-python: native frames only */
 	int no_debuginfod;        /* --no-debuginfod: no debug file fetched (DEBUGINFOD_URLS) */
 	int python_c_frames;      /* --python-c-frames: keep the interpreter's frames */

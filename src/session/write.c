@@ -19,6 +19,7 @@
 #include "profile/profile.h"
 #include "python/pyattach.h"
 #include "session/state.h"
+#include "snapshot/snapshot.h"
 #include "stacks/symbolize.h"
 
 void session_note(struct session *s, const char *fmt, ...)
@@ -94,6 +95,10 @@ int session_jit_refresh(struct session *s)
 static const char before_attach[] =
 	"allocations made before heapattach attached are not in this profile's samples "
 	"(the heapattach-rss line says how many bytes they hold, where the allocator tells)";
+static const char before_attach_snapshot[] =
+	"samples labelled kind=snapshot are the blocks in use when heapattach attached, "
+	"one sample each, stacks type <- owners <- root (heapattach snapshot); "
+	"kind=sampled are allocations since";
 
 /* FILE.peak.heap (pprof only): the final profile's d with the in-use
  * figures of the peak snapshot, and one more comment (comments has room). */
@@ -172,8 +177,10 @@ int session_dump(struct session *s, unsigned seq)
 	const struct proc_maps *maps;
 	char comment[128];
 	char sc_note[sizeof(s->sc.note) + 32];
+	const struct snapshot_keep *snap = s->opt->format == DUMP_PPROF ? s->opt->snapshot : NULL;
 	const char **comments = xcalloc(5 + SESSION_MAX_NOTES + BREAKDOWN_MAX_LINES + 2 +
-					WRAPPER_NOTES + s->mr.ncensus, sizeof(*comments));
+					WRAPPER_NOTES + s->mr.ncensus + (snap ? snap->nlines : 0),
+					sizeof(*comments));
 	char (*wnotes)[WRAPFIND_NAME + 24] = xcalloc(WRAPPER_NOTES, sizeof(*wnotes));
 	size_t nwnotes;
 	struct breakdown_text bt = { .n = 0 };
@@ -181,6 +188,7 @@ int session_dump(struct session *s, unsigned seq)
 	size_t ncomments;
 	struct dump_info d;
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+	struct dump_extra extra = { 0 };
 	char *path;
 	int rc;
 
@@ -199,7 +207,7 @@ int session_dump(struct session *s, unsigned seq)
 		symbolizer_set_perfmap(sym, s->jit);
 	snprintf(sc_note, sizeof(sc_note), "seccomp filter: %s", s->sc.note);
 	comments[0] = comment;
-	comments[1] = before_attach;
+	comments[1] = snap ? before_attach_snapshot : before_attach;
 	comments[2] = s->mem.note;
 	comments[3] = sc_note;
 	ncomments = s->sc.note[0] ? 4 : 3;
@@ -218,6 +226,8 @@ int session_dump(struct session *s, unsigned seq)
 		if (log_verbose || !seq)
 			fprintf(stderr, "heapattach: %s\n", bt.v[i]);
 	}
+	for (size_t i = 0; snap && i < snap->nlines; i++)
+		comments[ncomments++] = snap->lines[i];
 	nwnotes = wrapper_notes(s, wnotes);
 	for (size_t i = 0; i < nwnotes; i++)
 		comments[ncomments++] = wnotes[i];
@@ -236,6 +246,11 @@ int session_dump(struct session *s, unsigned seq)
 		.comments = comments,
 		.ncomments = ncomments,
 	};
+	if (snap) {
+		extra = (struct dump_extra){ snap->p, "kind", "snapshot", "sampled",
+					     snapshot_keep_namer, snap->names };
+		d.extra = &extra;
+	}
 	path = seq ? dump_numbered_path(s->output, seq) : xstrdup(s->output);
 	rc = dump_write_at(&s->out, path, s->opt->format, s->prof, &d);
 	if (!rc)

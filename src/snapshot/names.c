@@ -87,11 +87,11 @@ void snapnames_free(struct snapnames *t)
 	memset(t, 0, sizeof(*t));
 }
 
-/* Names are at the even pseudo-PCs from SYMBOLIZE_NAMED_BASE + 16: a frame's
- * pc - 1, which the symbolizer looks up, stays inside its name's. */
+/* Names are at the even pseudo-PCs from SYMBOLIZE_SNAPSHOT_BASE + 16: a
+ * frame's pc - 1, which the symbolizer looks up, stays inside its name's. */
 uint64_t snapnames_pc(uint32_t id)
 {
-	return SYMBOLIZE_NAMED_BASE + 16 + 2 * (uint64_t)id + 1;
+	return SYMBOLIZE_SNAPSHOT_BASE + 16 + 2 * (uint64_t)id + 1;
 }
 
 int snapnames_namer(const void *arg, uint64_t addr, struct sym_info *out)
@@ -99,9 +99,9 @@ int snapnames_namer(const void *arg, uint64_t addr, struct sym_info *out)
 	const struct snapnames *t = arg;
 	uint64_t k;
 
-	if (addr < SYMBOLIZE_NAMED_BASE + 16)
+	if (addr < SYMBOLIZE_SNAPSHOT_BASE + 16 || addr >= SYMBOLIZE_RETIRED_BASE)
 		return -ENOENT;
-	k = (addr - SYMBOLIZE_NAMED_BASE - 16) / 2;
+	k = (addr - SYMBOLIZE_SNAPSHOT_BASE - 16) / 2;
 	if (k >= t->n)
 		return -ENOENT;
 	memset(out, 0, sizeof(*out));

@@ -10,6 +10,7 @@
 #include "model/target.h"
 #include "snapshot/globals.h"
 #include "snapshot/roots.h"
+#include "stacks/symbolize.h"
 
 #define RED_ZONE 128
 #define TLS_BELOW (64u << 10)   /* the static TLS blocks under the thread pointer, at most */
@@ -59,8 +60,7 @@ struct decls {
 static void data_roots(struct target *t, const struct proc_map *fm, uint64_t lo, uint64_t hi,
 		       struct snapnames *names, struct snaproots *out, struct decls *dc)
 {
-	char decl[160];
-
+	char decl[160], *dm;
 	const char *file = base_name(fm->path);
 	uint32_t rest = snapnames_idf(names, "data of %s", file);
 	const struct elfobj_sym *syms, **in = NULL;
@@ -81,12 +81,14 @@ static void data_roots(struct target *t, const struct proc_map *fm, uint64_t lo,
 	in = xcalloc(n + 1, sizeof(*in));
 	for (size_t i = 0; i < n; i++)
 		if (syms[i].type == STT_OBJECT && syms[i].size && syms[i].shndx != SHN_UNDEF &&
-		    syms[i].value + bias >= lo && syms[i].value + bias < hi)
-			in[k++] = &syms[i];
+		    syms[i].value + bias < hi && syms[i].value + bias + syms[i].size > lo)
+			in[k++] = &syms[i];	/* one begun before lo too: .bss past a page */
 	qsort(in, k, sizeof(*in), cmp_sym);
 	for (size_t i = 0; i < k; i++) {
 		uint64_t s = in[i]->value + bias, end = s + in[i]->size;
 
+		if (s < lo && end > lo && at == lo)
+			s = lo;		/* its part in [lo, hi) */
 		if (s < at)
 			continue;	/* an alias, or overlapping the one before */
 		if (end > hi)
@@ -94,7 +96,9 @@ static void data_roots(struct target *t, const struct proc_map *fm, uint64_t lo,
 		add(out, at, s, rest);
 		if (snapglobals_decl(dc->g, in[i]->value, decl, sizeof(decl)))
 			snprintf(decl, sizeof(decl), "%s", file);
-		add(out, s, end, snapnames_idf(names, "%s (%s)", in[i]->name, decl));
+		dm = symbolize_demangle(in[i]->name);
+		add(out, s, end, snapnames_idf(names, "%s (%s)", dm ? dm : in[i]->name, decl));
+		free(dm);
 		at = end;
 	}
 	add(out, at, hi, rest);

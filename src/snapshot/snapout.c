@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/xmalloc.h"
 #include "output/dump.h"
 #include "model/target.h"
@@ -110,14 +111,25 @@ static void first_roots(const struct heapgraph *g, uint32_t *memo)
 	}
 }
 
-/* The stack of block b, leaf first: its type, its owners' types (a run of
- * one type once, CHAIN_MAX at most), then its first root, then "shared"
- * when another root reaches it too; or "leaked". How many frames. */
+/* Whether pc is among pcs[0..n). */
+static int among(const uint64_t *pcs, size_t n, uint64_t pc)
+{
+	for (size_t i = 0; i < n; i++)
+		if (pcs[i] == pc)
+			return 1;
+	return 0;
+}
+
+/* The stack of block b, leaf first: its type, the types of the blocks
+ * between it and its root, each once (a list of entries and their values
+ * reads "value < entry < root" however long; CHAIN_MAX at most), then its
+ * first root, then "shared" when another root reaches it too; or
+ * "leaked". How many frames. */
 static size_t stack_of(const struct heapgraph *g, const uint32_t *memo, size_t b, uint64_t *pcs,
 		       uint32_t leaked, uint32_t shared)
 {
 	size_t n = 0, at = b, p;
-	uint32_t last = g->type[b], root;
+	uint32_t root;
 
 	pcs[n++] = snapnames_pc(g->type[b]);
 	if (g->owner[b] == HG_NONE) {
@@ -125,15 +137,16 @@ static size_t stack_of(const struct heapgraph *g, const uint32_t *memo, size_t b
 		return n;
 	}
 	for (unsigned k = 0; n < CHAIN_MAX && heapgraph_parent(g, at, &p, &root) > 0; k++) {
-		if (g->type[p] != last)
+		if (!among(pcs, n, snapnames_pc(g->type[p])))
 			pcs[n++] = snapnames_pc(g->type[p]);
-		last = g->type[p];
 		at = p;
 		if (k > 64)
-			break;	/* a long chain of one type: its root follows */
+			break;	/* a long chain: its root follows */
 	}
 	if (memo[b] < HG_NONE - 1)
 		pcs[n++] = snapnames_pc(memo[b]);
+	if (g->owner[b] < HG_SHARED && g->owner[b] != memo[b])
+		pcs[n++] = snapnames_pc(g->owner[b]);	/* a thread, under its frame */
 	if (g->owner[b] == HG_SHARED)
 		pcs[n++] = snapnames_pc(shared);
 	return n;
@@ -160,6 +173,19 @@ static void keep(void *arg, const char *text)
 	l->v[l->n++] = xstrdup(text);
 }
 
+/* The profile, the names (moved: *names is left empty) and the summary's
+ * lines handed over to k, for the attach's profiles. */
+static void keep_for_attach(struct snapshot_keep *k, struct profile *p, struct snapnames *names,
+			    struct lines *l)
+{
+	k->p = p;
+	k->names = xmalloc(sizeof(*k->names));
+	*k->names = *names;
+	memset(names, 0, sizeof(*names));
+	k->lines = l->v;
+	k->nlines = l->n;
+}
+
 int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 		  struct snapnames *names, struct target *t, const struct glibcblocks_stats *bs,
 		  struct snapshot_stats *st)
@@ -167,7 +193,7 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 	uint32_t leaked = snapnames_id(names, "leaked (no root reaches it)");
 	uint32_t shared = snapnames_id(names, "shared (two roots or more reach it)");
 	struct profile *p = profile_new(1);
-	struct tally own, lk;
+	struct tally own, lk, fr;
 	struct lines l = { 0 };
 	struct symbolizer *sym = t ? symbolizer_new(t) : NULL;
 	char text[LINE], a[32], b[32], c[32], defout[64], *path;
@@ -177,6 +203,7 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 	profile_set_caps(p, g->n + 16, (g->n + 16) * 4, g->n + 16, 0);
 	tally_init(&own, names->n);
 	tally_init(&lk, names->n);
+	tally_init(&fr, names->n);
 	first_roots(g, g->work);
 	for (size_t i = 0; i < g->n; i++) {
 		size_t n = stack_of(g, g->work, i, pcs, leaked, shared);
@@ -192,6 +219,8 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 			st->shared_bytes += g->size[i];
 		} else {
 			tally_add(&own, g->owner[i], g->size[i]);
+			if (g->work[i] < HG_NONE - 1 && g->work[i] != g->owner[i])
+				tally_add(&fr, g->work[i], g->size[i]);
 		}
 	}
 	mib(a, sizeof(a), st->bytes);
@@ -224,15 +253,27 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 		keep(&l, "  glibc's fast bins could not be read: their free chunks count as in use");
 	keep(&l, "kept alive only by (retained: what freeing the root alone would free):");
 	print_top(&own, names, cfg->top, keep, &l);
+	keep(&l, "kept alive by a thread, by the frame holding it:");
+	print_top(&fr, names, cfg->top, keep, &l);
 	keep(&l, "leaked, by type:");
 	print_top(&lk, names, cfg->top, keep, &l);
+	if (cfg->keep) {
+		keep_for_attach(cfg->keep, p, names, &l);
+		tally_free(&own);
+		tally_free(&lk);
+		tally_free(&fr);
+		if (sym)
+			symbolizer_free(sym);
+		return 0;
+	}
 	snprintf(defout, sizeof(defout), "heapattach.%d.snapshot.heap", (int)cfg->pid);
 	path = (char *)(cfg->output ? cfg->output : defout);
 	if (sym)
 		symbolizer_set_namer(sym, snapnames_namer, names);
 	{
 		struct dump_info d = { .pid = cfg->pid, .maps = t ? target_maps(t) : NULL, .sym = sym,
-				       .comments = (const char **)l.v, .ncomments = l.n };
+				       .comments = (const char **)l.v, .ncomments = l.n,
+				       .time_nanos = clock_ns(CLOCK_REALTIME) };
 
 		rc = dump_write_file(path, DUMP_PPROF, p, &d);
 	}
@@ -243,8 +284,28 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 	free(l.v);
 	tally_free(&own);
 	tally_free(&lk);
+	tally_free(&fr);
 	if (sym)
 		symbolizer_free(sym);
 	profile_free(p);
 	return rc;
+}
+
+int snapshot_keep_namer(const void *names, uint64_t addr, struct sym_info *out)
+{
+	return snapnames_namer(names, addr, out);
+}
+
+void snapshot_keep_free(struct snapshot_keep *k)
+{
+	if (!k)
+		return;
+	profile_free(k->p);
+	if (k->names)
+		snapnames_free(k->names);
+	free(k->names);
+	for (size_t i = 0; i < k->nlines; i++)
+		free(k->lines[i]);
+	free(k->lines);
+	memset(k, 0, sizeof(*k));
 }

@@ -21,6 +21,7 @@
 #include "ptrace/tracee.h"
 #include "python/pyfind.h"
 #include "regs.h"
+#include "snapshot/frames.h"
 #include "snapshot/glibcblocks.h"
 #include "snapshot/pyblocks.h"
 #include "snapshot/pytypes.h"
@@ -230,6 +231,7 @@ static int analyse(struct snap *sn)
 	sn->hide_gc = sn->gch.n > 0;
 	scan(sn);
 	sn->hide_gc = 0;
+	snapframes_credit(sn->t, &sn->g, sn->th, sn->nth, &sn->roots, &sn->names);
 	sn->st.roots = sn->roots.n + sn->nth;
 	sn->st.words = sn->g.words;
 	return 0;

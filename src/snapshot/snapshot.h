@@ -6,11 +6,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct sym_info;
+
+struct snapshot_keep;
+
 struct snapshot_config {
 	pid_t pid;
 	const char *output;             /* NULL: heapattach.PID.snapshot.heap */
 	unsigned top;                   /* lines of each table in the summary */
 	int no_fork;                    /* read the target stopped, no copy */
+	struct snapshot_keep *keep;     /* non-NULL: no file, the profile kept here */
 };
 
 /* The results of one snapshot, for the summary and tests. */
@@ -27,12 +32,31 @@ struct snapshot_stats {
 	uint64_t words;                         /* words scanned */
 };
 
+struct profile;
+struct snapnames;
+
+/*
+ * A snapshot kept for a profile of the attach that follows (heapattach
+ * --snapshot): its samples, the names of their frames (pseudo-PCs from
+ * SYMBOLIZE_SNAPSHOT_BASE, named by snapshot_keep_namer with names as its
+ * argument) and the summary's lines, for the profile's comments.
+ */
+struct snapshot_keep {
+	struct profile *p;
+	struct snapnames *names;
+	char **lines;
+	size_t nlines;
+};
+int snapshot_keep_namer(const void *names, uint64_t addr, struct sym_info *out);
+void snapshot_keep_free(struct snapshot_keep *k);
+
 /*
  * Stop pid (every thread), have it fork a copy that never runs and let it
  * go (else keep it stopped), list its allocator's blocks in use, scan
  * from its roots, name types; then write the profile (pprof: a
  * sample per block, its stack type <- owner chain <- root) and print the
- * summary. The process exit code: 0, 1 (could not, said).
+ * summary (with cfg->keep: the profile is kept there, not written). The
+ * process exit code: 0, 1 (could not, said).
  */
 int snapshot_run(const struct snapshot_config *cfg);
 

@@ -70,6 +70,9 @@ void symbolizer_set_perfmap(struct symbolizer *s, const struct perfmap *pm);
 char *symbolize_demangle(const char *name);
 
 #define SYMBOLIZE_NAMED_BASE 0xffe0000000000000ULL
+/* The part of that range a snapshot's names take (snapshot/names.h), above
+ * the Python frames' (python/pyframes.h), so one profile may hold both. */
+#define SYMBOLIZE_SNAPSHOT_BASE (SYMBOLIZE_NAMED_BASE + (1ULL << 40))
 struct sym_info;
 typedef int (*symbolize_namer_fn)(const void *arg, uint64_t addr, struct sym_info *out);
 void symbolizer_set_namer(struct symbolizer *s, symbolize_namer_fn namer, const void *arg);
