@@ -21,6 +21,8 @@
 #define DRAIN_NS (2ULL * 1000000000)    /* reading what a client sent after its answer */
 #define DRAIN_MAX (64u << 10)
 #define ACCEPT_PAUSE_NS 100000000ULL    /* out of descriptors: listen again after this */
+#define EVICT_NS 1000000000ULL          /* all taken: a client without a whole head after
+					 * this long gives its place to a new one */
 #define POLL_MAX_MS 1000
 
 enum conn_state { C_FREE, C_READ, C_AWAY, C_SEND, C_DRAIN };
@@ -30,6 +32,7 @@ struct conn {
 	int fd;
 	uint64_t deadline;              /* CLOCK_MONOTONIC: cut when passed */
 	uint64_t send_end;              /* C_SEND: the answer ends by then */
+	uint64_t since;                 /* when it was accepted */
 	struct serve_job *job;          /* C_AWAY: at the caller's or held; C_SEND: its body */
 	char in[HTTPREQ_MAX_HEAD];
 	size_t inlen, drained;
@@ -279,6 +282,33 @@ static void conn_drain(struct serve *sv, struct conn *c)
 
 /* ---- the loop ---- */
 
+/*
+ * A place for a new client: a free one, else one whose answer was sent
+ * (draining), else the oldest client still short of a whole head after
+ * EVICT_NS (a flood of idle connections, slowloris); NULL: none.
+ */
+static struct conn *free_slot(struct serve *sv, uint64_t now)
+{
+	struct conn *old = NULL;
+
+	for (size_t i = 0; i < SERVE_MAX_CONNS; i++)
+		if (sv->c[i].st == C_FREE)
+			return &sv->c[i];
+	for (size_t i = 0; i < SERVE_MAX_CONNS; i++) {
+		struct conn *c = &sv->c[i];
+
+		if (c->st == C_DRAIN) {
+			old = c;
+			break;
+		}
+		if (c->st == C_READ && now - c->since >= EVICT_NS && (!old || c->since < old->since))
+			old = c;
+	}
+	if (old)
+		conn_close(sv, old);
+	return old;
+}
+
 static void accept_all(struct serve *sv, uint64_t now)
 {
 	static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
@@ -294,9 +324,7 @@ static void accept_all(struct serve *sv, uint64_t now)
 				sv->accept_at = now + ACCEPT_PAUSE_NS;	/* EMFILE... */
 			return;
 		}
-		for (size_t i = 0; i < SERVE_MAX_CONNS && !c; i++)
-			if (sv->c[i].st == C_FREE)
-				c = &sv->c[i];
+		c = free_slot(sv, now);
 		if (!c) {
 			if (send(fd, busy, sizeof(busy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
 				/* a best effort */
@@ -307,6 +335,7 @@ static void accept_all(struct serve *sv, uint64_t now)
 		c->fd = fd;
 		c->st = C_READ;
 		c->inlen = 0;
+		c->since = now;
 		c->deadline = now + SERVE_HEAD_NS;
 	}
 }
@@ -401,8 +430,6 @@ static void *serve_thread(void *arg)
 		now = now_ns();
 		if (pf[0].revents)
 			take_done(sv, now);
-		if (pf[1].revents)
-			accept_all(sv, now);
 		for (int i = 0; i < SERVE_MAX_CONNS; i++) {
 			struct conn *c = &sv->c[i];
 			short re = idx[i] >= 0 ? pf[idx[i]].revents : 0;
@@ -422,6 +449,8 @@ static void *serve_thread(void *arg)
 			else if (c->st == C_AWAY && now >= c->deadline && !c->job->due_ns)
 				conn_close(sv, c);	/* never answered */
 		}
+		if (pf[1].revents)
+			accept_all(sv, now);	/* after: their slots were not polled */
 	}
 	return NULL;
 }

@@ -9,7 +9,8 @@
 
 /*
  * Clients are untrusted: at most SERVE_MAX_CONNS at once (one more is
- * answered 503 and closed), a request head of at most HTTPREQ_MAX_HEAD
+ * answered 503 and closed, unless a client has sat for a second without
+ * sending a whole head: that one is cut for it), a request head of at most HTTPREQ_MAX_HEAD
  * bytes within SERVE_HEAD_NS of the connection (slow ones are cut), an
  * answer that must make progress every SERVE_SEND_NS and end within
  * SERVE_SEND_MAX_NS, Connection: close after each answer, every socket

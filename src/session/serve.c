@@ -105,7 +105,7 @@ static void profile_answer(struct session *s, struct serve_job *j)
 		  "Content-Disposition: attachment; filename=\"allocs-delta\"\r\n" },
 	};
 	struct session_render r = {
-		.default_type = j->kind == JOB_HEAP ? "inuse_space" : "alloc_space",
+		.default_type = j->kind == JOB_HEAP ? NULL : "alloc_space",	/* heap: unset, as Go */
 		.base = j->state,
 	};
 	char *buf = NULL;
