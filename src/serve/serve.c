@@ -309,11 +309,15 @@ static struct conn *free_slot(struct serve *sv, uint64_t now)
 	return old;
 }
 
+static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+			   "Content-Length: 20\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
+			   "503 too many clients";
+static const char gone[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+			   "Content-Length: 28\r\nConnection: close\r\n\r\n"
+			   "503 heapattach has detached\n";
+
 static void accept_all(struct serve *sv, uint64_t now)
 {
-	static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
-				   "Content-Length: 20\r\nConnection: close\r\nRetry-After: 1\r\n\r\n"
-				   "503 too many clients";
 
 	for (int k = 0; k < 64; k++) {
 		int fd = accept4(sv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -547,6 +551,10 @@ void serve_close(struct serve *sv)
 			continue;
 		if (c->st == C_AWAY && !(c->job && c->job->due_ns))
 			c->job = NULL;	/* in todo or done: freed below */
+		if (c->st == C_AWAY &&
+		    send(c->fd, gone, sizeof(gone) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+			/* a best effort: it may have left */
+		}
 		conn_close(sv, c);
 	}
 	free_list(sv, sv->held);

@@ -76,8 +76,9 @@ int serve_pending(const struct serve *sv);
 struct serve_job *serve_take(struct serve *sv);
 /* A job answered (or with again_ns set), back to the server. */
 void serve_give(struct serve *sv, struct serve_job *job);
-/* Stop the thread and close every socket: jobs not answered end (their
- * state freed). sv is freed; NULL is fine. From the thread of serve_take. */
+/* Stop the thread and close every socket (a client still waiting for its
+ * answer gets a 503): jobs not answered end (their state freed). sv is
+ * freed; NULL is fine. From the thread of serve_take. */
 void serve_close(struct serve *sv);
 /* The reason phrase of a status ("Not Found"). */
 const char *serve_reason(int status);

@@ -513,7 +513,7 @@ int session_run(const struct session_config *opt)
 	session_test_delay("HEAPATTACH_TEST_START_DELAY_MS");
 	session_serve_start(&s);
 	s.mode->loop(&s);
-	session_serve_close(&s);	/* clients waiting get no answer */
+	session_serve_close(&s);	/* clients still waiting: 503 */
 	topview_free(s.tv);
 	s.tv = NULL;
 	memreport_snapshot(&s.mr);
