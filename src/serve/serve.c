@@ -255,7 +255,7 @@ static void conn_write(struct serve *sv, struct conn *c, uint64_t now)
 		return;
 	}
 	c->off += (size_t)n;
-	c->deadline = now + SERVE_SEND_NS;
+	c->deadline = now + SERVE_SEND_NS < c->send_end ? now + SERVE_SEND_NS : c->send_end;
 	if (c->off < total)
 		return;
 	/* all sent: read what the client still sends, then close (a close
