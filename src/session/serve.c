@@ -50,7 +50,7 @@ static int route(void *arg, const struct httpreq *rq, struct serve_job *j)
 	int heap = !strcmp(rq->path, "/debug/pprof/heap");
 
 	(void)arg;
-	if (!strcmp(rq->path, "/")) {
+	if (!strcmp(rq->path, "/") || !strcmp(rq->path, "/debug/pprof/")) {	/* Go's index too */
 		answer(j, 200, "text/html; charset=utf-8", index_html);
 		return 0;
 	}

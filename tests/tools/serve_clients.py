@@ -198,6 +198,8 @@ def singles(host, port):
         (b"GET /debug/pprof/heap?seconds=301 HTTP/1.1\r\n\r\n", 400, "seconds=301"),
         (b"GET /debug/pprof/allocs?seconds=x HTTP/1.1\r\n\r\n", 400, "seconds=x"),
         (b"GET / HTTP/1.0\r\n\r\n", 200, "the index"),
+        (b"GET /debug/pprof/ HTTP/1.1\r\n\r\n", 200, "Go's index"),
+        (b"GET /debug/pprof/profile?seconds=1 HTTP/1.1\r\n\r\n", 404, "a CPU profile"),
     ]
     for payload, want, what in cases:
         one_shot(host, port, payload, want, what)
