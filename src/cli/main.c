@@ -72,7 +72,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "report"))
 		return report_main(argc - 1, argv + 1);
 	if (argc > 1 && !strcmp(argv[1], "snapshot"))
-		return snapshot_main(argc - 1, argv + 1);
+		return snapshot_main(argc - 1, argv + 1, cli_parse_duration);
 	rc = cli_parse(argc, argv, &o);
 	if (rc)
 		return rc > 0 ? 0 : 2;

@@ -14,14 +14,17 @@
 #include "model/allocstats.h"
 #include "model/glibcfind.h"
 #include "model/hooks.h"
+#include "model/memcg.h"
 #include "model/proc.h"
 #include "model/target.h"
 #include "ptrace/events.h"
 #include "ptrace/forkcopy.h"
 #include "ptrace/tracee.h"
 #include "regs.h"
+#include "snapshot/copysafe.h"
 #include "snapshot/frames.h"
 #include "snapshot/glibcblocks.h"
+#include "snapshot/hold.h"
 #include "snapshot/roots.h"
 #include "snapshot/snapout.h"
 #include "snapshot/snapshot.h"
@@ -44,20 +47,49 @@ struct snap {
 	struct snapnames names;
 	struct snapshot_stats st;
 	struct forkcopy fc;             /* the copy read instead of the target, or none */
-	char why[192];                  /* why there is none */
+	int no_copy;                    /* decided before the stop: no copy, why says why */
+	char why[256];                  /* why there is none */
+	uint64_t anon;                  /* the target's private anonymous memory, bytes */
+	uint64_t deadline_ns;           /* stopped, no copy: the read ends then (--max-stop) */
+	int cut;                        /* it did: the snapshot is partial */
+	uint64_t max_stop_ns;           /* cfg's, or SNAPSHOT_MAX_STOP_NS */
 };
 
 static const struct events_ops snap_events = { 0 };
 
-/* hg_read_fn: the spans through one process_vm_readv per IOV_MAX. */
+/* Whether the read must end now: a stop signal came, or the target is
+ * stopped (no copy) and --max-stop is up (sn->cut then says so). */
+static int read_ends(struct snap *sn)
+{
+	if (snaphold_stop_asked)
+		return 1;
+	if (sn->deadline_ns && !sn->cut && clock_ns(CLOCK_MONOTONIC) >= sn->deadline_ns)
+		sn->cut = 1;
+	return sn->cut;
+}
+
+/* glibc_read_fn: glibc_target_read, until the read must end (read_ends). */
+static int read_target(void *arg, uint64_t addr, void *buf, size_t len)
+{
+	struct snap *sn = arg;
+
+	if (read_ends(sn))
+		return -EINTR;
+	return glibc_target_read(sn->t, addr, buf, len);
+}
+
+/* hg_read_fn: the spans through one process_vm_readv per IOV_MAX; -EINTR
+ * once the read must end (read_ends). */
 static int read_spans(void *arg, const struct hg_span *s, size_t n, uint8_t *buf)
 {
 	static struct iovec loc[HG_BATCH], rem[HG_BATCH];
-	const struct snap *sn = arg;
+	struct snap *sn = arg;
 	size_t want = 0;
 
 	if (n > HG_BATCH)
 		return -E2BIG;
+	if (read_ends(sn))
+		return -EINTR;
 	for (size_t i = 0; i < n; i++) {
 		loc[i] = (struct iovec){ buf + want, s[i].len };
 		rem[i] = (struct iovec){ (void *)(uintptr_t)s[i].addr, s[i].len };
@@ -154,11 +186,12 @@ static int analyse(struct snap *sn)
 		pr_err("cannot read the memory map of %d", sn->pid);
 		return -EIO;
 	}
-	rc = glibcblocks_list(sn->reader, maps, glibc_target_read, sn->t,
+	rc = glibcblocks_list(sn->reader, maps, read_target, sn,
 				      sn->have_gs ? &sn->gs : NULL, &sn->g, read_spans, sn, &sn->bs);
 	if (rc) {
-		pr_err("no glibc heap found in %d: its blocks cannot be listed (another allocator?)",
-		       sn->pid);
+		if (!snaphold_stop_asked && !sn->cut)
+			pr_err("no glibc heap found in %d: its blocks cannot be listed "
+			       "(another allocator?)", sn->pid);
 		return rc;
 	}
 	snaproots_build(sn->t, maps, &sn->g, sn->th, sn->nth, &sn->names, &sn->roots);
@@ -171,38 +204,61 @@ static int analyse(struct snap *sn)
 	return 0;
 }
 
-/* Seize and stop every thread: 0, or -errno (said). */
-static int stop(struct snap *sn)
+/*
+ * Before the stop, while the target runs: whether it may be copied.
+ * Not with --no-fork, nor when its memory cgroup has not the room the
+ * copy may cost at worst (copysafe_copy_cost): sn->no_copy and sn->why.
+ * sn->anon: what a stopped read reads at least.
+ */
+static void plan_copy(struct snap *sn)
 {
-	int rc = tracee_seize(&sn->tr, sn->pid);
+	struct memcg_info cg;
+	uint64_t cost = 0;
+	char room[32];
 
-	if (rc) {
-		pr_err("cannot attach to %d: %s", sn->pid, strerror(-rc));
-		return rc;
+	if (copysafe_copy_cost(sn->reader, &cost, &sn->anon))
+		cost = sn->anon = 0;
+	if (sn->cfg->no_fork) {
+		snprintf(sn->why, sizeof(sn->why), "--no-fork");
+		sn->no_copy = 1;
+		return;
 	}
-	rc = tracee_stop_all(&sn->tr, events_dispatch, &sn->ev);
-	if (rc || sn->ev.gone) {
-		pr_err("cannot stop %d: %s", sn->pid, sn->ev.gone ? "it exited" : strerror(-rc));
-		tracee_detach_all(&sn->tr);
-		return rc ? rc : -ESRCH;
-	}
-	return 0;
+	if (memcg_read(sn->reader, &cg))
+		return;
+	pr_debug("snapshot: a copy could cost %d's memory cgroup %s up to %s (room %s)",
+		 sn->pid, cg.tight[0] ? cg.tight : cg.dir, memcg_fmt(cost, room, sizeof(room)),
+		 memcg_fmt(cg.avail, (char[32]){ 0 }, 32));
+	sn->no_copy = !copysafe_memcg_fits(&cg, cost, sn->why, sizeof(sn->why));
+}
+
+/* No copy: refuse when even the fastest read of the target's anonymous
+ * memory (copysafe_read_ns) would outlast --max-stop. 1 (said), else 0. */
+static int too_big(const struct snap *sn)
+{
+	uint64_t ns = copysafe_read_ns(sn->anon);
+	char mem[32];
+
+	if (ns <= sn->max_stop_ns)
+		return 0;
+	pr_err("heapattach snapshot: %d cannot be copied (%s), and a read of its %s of memory "
+	       "with it stopped would take %.1f s at least, more than --max-stop %.3g s: "
+	       "nothing done (raise --max-stop to stop it that long)", sn->pid, sn->why,
+	       memcg_fmt(sn->anon, mem, sizeof(mem)), ns / 1e9, sn->max_stop_ns / 1e9);
+	return 1;
 }
 
 /*
- * Whether the target may be asked to fork its copy: not when cfg says so,
- * nor when the thread that would fork has a seccomp filter (a clone it
- * refuses could kill it: heapattach does not read filters here). 1, or 0
- * with the reason in sn->why.
+ * Whether the target may be asked to fork its copy: not when plan_copy
+ * said no, nor when the thread that would fork has a seccomp filter (a
+ * clone it refuses could kill it: heapattach does not read filters here).
+ * 1, or 0 with the reason in sn->why.
  */
 static int may_fork(struct snap *sn, pid_t tid)
 {
 	char mode[16] = "";
 
-	if (sn->cfg->no_fork) {
-		snprintf(sn->why, sizeof(sn->why), "--no-fork");
+	if (sn->no_copy)
 		return 0;
-	}
 	if (proc_status_read(tid, "Seccomp", mode, sizeof(mode)) || strcmp(mode, "0")) {
 		snprintf(sn->why, sizeof(sn->why), "thread %d has a seccomp filter (a clone it "
 			 "refuses could kill it)", (int)tid);
@@ -221,23 +277,30 @@ static pid_t fork_thread(const struct tracee *tr)
 }
 
 /*
- * The copy done with: kill it, then stop the target again for as long as
- * a wait4 of the copy's zombie takes (its child, not ours to reap); the
- * time it was stopped into *ns.
+ * The copy done with: kill it, then stop the target again (stop: once no
+ * vfork is in flight) for as long as a wait4 of the copy's zombie takes
+ * (its child, not ours to reap); the time it was stopped into *ns. When
+ * it cannot be stopped, the zombie stays (said).
  */
 static void end_copy(struct snap *sn, uint64_t *ns)
 {
 	struct tracee tr = { 0 };
 	struct events ev = sn->ev;
+	char why[256];
 	uint64_t t0;
 	pid_t tid;
 
 	forkcopy_end(&sn->fc);
-	if (tracee_seize(&tr, sn->pid))
-		return;
 	ev.tr = &tr;
-	t0 = clock_ns(CLOCK_MONOTONIC);
-	if (tracee_stop_all(&tr, events_dispatch, &ev) == 0 && (tid = fork_thread(&tr)))
+	ev.gone = 0;
+	if (snaphold_stop(sn->pid, 0, &tr, &ev, why, sizeof(why), &t0)) {
+		pr_warn("the copy's zombie %d stays a child of %d (until it exits, or waits for "
+			"any child): %s", (int)sn->fc.ns_child, sn->pid, why);
+		*ns = 0;
+		tracee_release(&tr);
+		return;
+	}
+	if ((tid = fork_thread(&tr)))
 		forkcopy_reap(&sn->fc, tid);
 	tracee_detach_all(&tr);
 	*ns = clock_ns(CLOCK_MONOTONIC) - t0;
@@ -245,32 +308,24 @@ static void end_copy(struct snap *sn, uint64_t *ns)
 	tracee_release(&tr);
 }
 
-/* The stop signals held (on) while the copy lives, so that Ctrl-C, SIGTERM
- * or SIGHUP end heapattach only once the copy is killed and its zombie
- * reaped in the target; let go (off), one pending then ends heapattach. */
-static void hold_stop_signals(int on, sigset_t *saved)
+/* The snapshot ended early by a stop signal: say so. 1. */
+static int interrupted(const struct snap *sn)
 {
-	sigset_t set;
-
-	if (!on) {
-		sigprocmask(SIG_SETMASK, saved, NULL);
-		return;
-	}
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigprocmask(SIG_BLOCK, &set, saved);
+	pr_err("heapattach snapshot: interrupted (%s): nothing written; %d runs on",
+	       strsignal(snaphold_stop_asked), sn->pid);
+	return 1;
 }
 
 int snapshot_run(const struct snapshot_config *cfg)
 {
-	sigset_t saved;
+	struct sigaction old[3];
 	struct snap sn = { .cfg = cfg, .pid = cfg->pid };
 	uint64_t t0, t1, reap_ns = 0;
-	int rc, code = 1, copy = 0;
+	int rc, code = 1, copy = 0, caught = 0;
 	pid_t tid;
 
+	snaphold_stop_asked = 0;
+	sn.max_stop_ns = cfg->max_stop_ns ? cfg->max_stop_ns : SNAPSHOT_MAX_STOP_NS;
 	if (tracee_check(sn.pid))
 		return 1;
 	sn.reader = tracee_live_tid(sn.pid);
@@ -284,18 +339,32 @@ int snapshot_run(const struct snapshot_config *cfg)
 	if (check_allocator(&sn))
 		goto out;
 	prepare(&sn);
-	t0 = clock_ns(CLOCK_MONOTONIC);	/* the pause counts from the seize */
-	if (stop(&sn))
+	plan_copy(&sn);
+	if (sn.no_copy && too_big(&sn))
 		goto out;
+	snaphold_catch_signals(1, old);
+	caught = 1;
+	/* the pause counts from the seize */
+	if (snaphold_stop(sn.pid, 1, &sn.tr, &sn.ev, sn.why, sizeof(sn.why), &t0)) {
+		if (snaphold_stop_asked)
+			code = interrupted(&sn);
+		else if (sn.why[0])
+			pr_err("heapattach snapshot: not %d: %s", sn.pid, sn.why);
+		goto out;
+	}
 	rc = take_threads(&sn);
 	target_maps_reload(sn.t);
 	tid = fork_thread(&sn.tr);
 	t1 = clock_ns(CLOCK_MONOTONIC);
-	hold_stop_signals(1, &saved);
-	if (!rc && tid && may_fork(&sn, tid))
+	if (!rc && !snaphold_stop_asked && tid && may_fork(&sn, tid)) {
+		snaphold_tick(1);
 		copy = forkcopy_make(&sn.fc, sn.pid, tid, sn.why, sizeof(sn.why)) == 0;
-	if (!copy)
-		hold_stop_signals(0, &saved);	/* stopped, not copied: a kill detaches */
+		snaphold_tick(0);
+	}
+	if (!rc && !copy && !snaphold_stop_asked && !sn.no_copy && too_big(&sn)) {
+		tracee_detach_all(&sn.tr);
+		goto out;
+	}
 	if (copy) {	/* the target goes on; the copy is read */
 		uint64_t t2 = clock_ns(CLOCK_MONOTONIC);
 
@@ -309,26 +378,52 @@ int snapshot_run(const struct snapshot_config *cfg)
 		target_set_reader(sn.t, sn.fc.child);
 		sn.ev.gone = 0;
 	} else {
-		pr_debug("snapshot: no copy (%s): %d stays stopped for the read", sn.why, sn.pid);
+		sn.deadline_ns = t0 + sn.max_stop_ns;
+		pr_debug("snapshot: no copy (%s): %d stays stopped for the read, %.3g s at most",
+			 sn.why, sn.pid, sn.max_stop_ns / 1e9);
 	}
 	t1 = clock_ns(CLOCK_MONOTONIC);
-	if (!rc)
+	if (!rc && !snaphold_stop_asked)
 		rc = analyse(&sn);
 	sn.st.scan_ns = clock_ns(CLOCK_MONOTONIC) - t1;
 	if (copy) {
 		end_copy(&sn, &reap_ns);
 		sn.st.pause_ns += reap_ns;
-		hold_stop_signals(0, &saved);
 	} else {
 		tracee_detach_all(&sn.tr);
 		sn.st.pause_ns = clock_ns(CLOCK_MONOTONIC) - t0;
 	}
-	sn.st.copied = copy;
-	snprintf(sn.st.how, sizeof(sn.st.how), "%s", copy ? "a copy it forked" : sn.why);
-	if (rc)
+	snaphold_catch_signals(0, old);
+	caught = 0;
+	if (snaphold_stop_asked) {
+		code = interrupted(&sn);
 		goto out;
+	}
+	pr_debug("snapshot: %u glibc heaps walked, %llu blocks listed", sn.bs.heaps,
+		 (unsigned long long)sn.bs.chunks);
+	sn.st.copied = copy;
+	if (sn.cut)
+		snprintf(sn.st.how, sizeof(sn.st.how), "%.110s; PARTIAL: the read was cut at "
+			 "--max-stop %.3g s", sn.why, sn.max_stop_ns / 1e9);
+	else
+		snprintf(sn.st.how, sizeof(sn.st.how), "%.199s", copy ? "a copy it forked" : sn.why);
+	if (rc) {
+		if (sn.cut)
+			pr_err("heapattach snapshot: the read of %d was cut at --max-stop %.3g s "
+			       "before its heap was listed: nothing written", sn.pid,
+			       sn.max_stop_ns / 1e9);
+		goto out;
+	}
 	code = snapout_write(cfg, &sn.g, &sn.names, sn.t, &sn.bs, &sn.st) ? 1 : 0;
+	if (sn.cut) {
+		pr_warn("the snapshot of %d is partial: its read was cut at --max-stop %.3g s (%d "
+			"stopped %.1f ms); blocks not reached count as leaked", sn.pid,
+			sn.max_stop_ns / 1e9, sn.pid, sn.st.pause_ns / 1e6);
+		code = 1;
+	}
 out:
+	if (caught)
+		snaphold_catch_signals(0, old);
 	heapgraph_free(&sn.g);
 	snaproots_free(&sn.roots);
 	snapnames_free(&sn.names);
@@ -341,36 +436,44 @@ out:
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: heapattach snapshot -p PID [-o FILE] [--top N] [--no-fork] [-v]\n"
+"usage: heapattach snapshot -p PID [-o FILE] [--top N] [--no-fork] [--max-stop DURATION]\n"
+"                           [-v]\n"
 "\n"
 "Every block in use in PID's heap (glibc malloc), as it is now: which are\n"
 "leaked (no root reaches them), which root keeps the others alive (a global\n"
 "variable, a thread's stack), and what each holds (a C++ class by its vtable,\n"
 "else its size). The target is stopped only while it forks a copy of itself\n"
 "that never runs; the copy is read and removed. Without a copy (a seccomp\n"
-"filter, --no-fork) the target stays stopped while its heap is read.\n"
+"filter, a memory cgroup without the room the copy could take, --no-fork)\n"
+"the target stays stopped while its heap is read, --max-stop at most. A vfork\n"
+"in flight is waited for (200 ms), else the target is left alone. Ctrl-C,\n"
+"SIGTERM or SIGHUP end the read early: the target is let go, nothing written.\n"
 "\n"
 "  -p, --pid PID     the process\n"
 "  -o, --output FILE the profile (pprof; default heapattach.PID.snapshot.heap):\n"
 "                    inuse_space and inuse_objects, each stack type <- owners <- root\n"
 "      --top N       lines of each table in the summary (default 10)\n"
-"      --no-fork     no copy: the target stays stopped for the whole read\n"
+"      --no-fork     no copy: the target stays stopped while it is read\n"
+"      --max-stop DURATION  without a copy, let the target go after DURATION\n"
+"                    (500ms, 30s, 5m; default 10s): the snapshot is then partial;\n"
+"                    refused before the stop when even a fast read takes longer\n"
 "  -v, --verbose     say how long each step took\n"
 "  -h, --help        this help\n");
 }
 
-int snapshot_main(int argc, char **argv)
+int snapshot_main(int argc, char **argv, int (*parse_duration)(const char *s, uint64_t *ns))
 {
 	static const struct option opts[] = {
 		{ "pid", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "top", required_argument, NULL, 't' },
 		{ "no-fork", no_argument, NULL, 'F' },
+		{ "max-stop", required_argument, NULL, 'M' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct snapshot_config cfg = { .top = 10 };
+	struct snapshot_config cfg = { .top = 10, .max_stop_ns = SNAPSHOT_MAX_STOP_NS };
 	char *end;
 	long v;
 	int c;
@@ -399,6 +502,12 @@ int snapshot_main(int argc, char **argv)
 			break;
 		case 'F':
 			cfg.no_fork = 1;
+			break;
+		case 'M':
+			if (parse_duration(optarg, &cfg.max_stop_ns) || !cfg.max_stop_ns) {
+				fprintf(stderr, "heapattach snapshot: bad --max-stop: %s\n", optarg);
+				return 2;
+			}
 			break;
 		case 'v':
 			log_verbose++;

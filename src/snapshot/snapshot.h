@@ -10,11 +10,15 @@ struct sym_info;
 
 struct snapshot_keep;
 
+#define SNAPSHOT_MAX_STOP_NS 10000000000ULL     /* --max-stop's default: 10 s */
+
 struct snapshot_config {
 	pid_t pid;
 	const char *output;             /* NULL: heapattach.PID.snapshot.heap */
 	unsigned top;                   /* lines of each table in the summary */
 	int no_fork;                    /* read the target stopped, no copy */
+	uint64_t max_stop_ns;           /* no copy: the target is let go after this
+					 * (0: SNAPSHOT_MAX_STOP_NS) */
 	struct snapshot_keep *keep;     /* non-NULL: no file, the profile kept here */
 };
 
@@ -60,7 +64,8 @@ void snapshot_keep_free(struct snapshot_keep *k);
  */
 int snapshot_run(const struct snapshot_config *cfg);
 
-/* heapattach snapshot ARGS: parse, run. */
-int snapshot_main(int argc, char **argv);
+/* heapattach snapshot ARGS: parse (durations with parse_duration: the
+ * command line's, cli_parse_duration), run. */
+int snapshot_main(int argc, char **argv, int (*parse_duration)(const char *s, uint64_t *ns));
 
 #endif
