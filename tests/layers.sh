@@ -25,6 +25,7 @@ LAYERS='
 8 trap
 8 report
 8 snapshot
+8 serve
 9 session
 10 cli
 '

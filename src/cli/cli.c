@@ -9,11 +9,12 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "model/jvmasker.h"
+#include "serve/serve.h"
 
 enum { OPT_SAMPLE_RATE = 256, OPT_INTERVAL, OPT_EVERY, OPT_DURATION, OPT_FORMAT,
        OPT_LIST_HOOKS, OPT_MODE, OPT_MAX_DEPTH, OPT_VERSION, OPT_INUSE_INTERVAL, OPT_TOP,
        OPT_CENSUS, OPT_NO_PYTHON, OPT_NO_DEBUGINFOD, OPT_PYTHON_C_FRAMES, OPT_NO_SECCOMP_PROBE, OPT_SKIP,
-       OPT_JVM_PERFMAP, OPT_SNAPSHOT };
+       OPT_JVM_PERFMAP, OPT_SNAPSHOT, OPT_LISTEN };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -36,6 +37,7 @@ static const struct option long_opts[] = {
 	{ "python-c-frames", no_argument, NULL, OPT_PYTHON_C_FRAMES },
 	{ "no-seccomp-probe", no_argument, NULL, OPT_NO_SECCOMP_PROBE },
 	{ "jvm-perfmap", optional_argument, NULL, OPT_JVM_PERFMAP },
+	{ "listen", required_argument, NULL, OPT_LISTEN },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, OPT_VERSION },
@@ -99,6 +101,10 @@ void cli_usage(FILE *f)
 "      --no-seccomp-probe   refuse a target whose seccomp filter heapattach may\n"
 "                           not read (no CAP_SYS_ADMIN) instead of learning it\n"
 "                           from a throwaway copy of the target\n"
+"      --listen [ADDR:]PORT  while attached, serve over HTTP: /debug/pprof/heap\n"
+"                           and /debug/pprof/allocs (pprof, ?seconds=N: a\n"
+"                           delta), /metrics (Prometheus); ADDR 127.0.0.1 unless\n"
+"                           given (0.0.0.0, [::1], ...); PORT 0: any free one\n"
 "      --list-hooks         print the allocator entry points calls bind to\n"
 "  -v, --verbose            debug messages\n"
 "  -h, --help               this help\n"
@@ -273,6 +279,11 @@ int cli_parse(int argc, char **argv, struct options *o)
 				       o->run.jvm_perfmap_ns < JVM_PERFMAP_MIN_NS))
 				return bad("period for --jvm-perfmap (at least 1s)", optarg);
 			break;
+		case OPT_LISTEN:
+			if (serve_check_addr(optarg))
+				return bad("address for --listen ([ADDR:]PORT)", optarg);
+			o->run.listen = optarg;
+			break;
 		case OPT_INUSE_INTERVAL:
 			if (cli_parse_size(optarg, &o->run.inuse_interval) || o->run.inuse_interval == 0)
 				return bad("in-use interval", optarg);
@@ -341,6 +352,11 @@ int cli_parse(int argc, char **argv, struct options *o)
 	}
 	if (o->list_hooks && o->run.jvm_perfmap_ns) {
 		fprintf(stderr, "heapattach: --jvm-perfmap asks for a map while attached; "
+			"--list-hooks does not attach (try --help)\n");
+		return -EINVAL;
+	}
+	if (o->list_hooks && o->run.listen) {
+		fprintf(stderr, "heapattach: --listen serves while attached; "
 			"--list-hooks does not attach (try --help)\n");
 		return -EINVAL;
 	}

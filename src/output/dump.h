@@ -27,6 +27,20 @@ struct dump_extra {
 	const void *namer_arg;
 };
 
+/*
+ * A profile's figures at an earlier time, by bucket number (profile_foreach
+ * order: creation, never removed), scaled as pprof_write writes them:
+ * alloc_objects, alloc_space, inuse_objects, inuse_space. Written with a
+ * profile, each bucket's figures less these (a delta, as Go's
+ * net/http/pprof serves for ?seconds=N), and a bucket whose four are then
+ * all 0 left out.
+ */
+struct pprof_base {
+	int64_t (*v)[4];
+	size_t n;
+	uint64_t wall_ns;       /* when taken (CLOCK_REALTIME) */
+};
+
 /* Everything a writer needs besides the profile. */
 struct dump_info {
 	pid_t pid;
@@ -39,10 +53,15 @@ struct dump_info {
 	const struct peak *peak;  /* non-NULL: in-use figures as they were at this
 				   * snapshot (the peak profile; pprof only) */
 	const struct dump_extra *extra;  /* NULL: none (pprof only) */
+	const char *default_type; /* pprof: its default_sample_type, NULL: none said */
+	const struct pprof_base *base;   /* pprof: the figures since base, NULL: all */
 };
 
 /* Write p as a gzipped pprof profile.proto to f. 0 or -errno. */
 int pprof_write(FILE *f, const struct profile *p, const struct dump_info *d);
+/* p's figures now into b (xmalloc'd), for a delta written later. */
+void pprof_base_take(const struct profile *p, struct pprof_base *b);
+void pprof_base_free(struct pprof_base *b);
 /* Write p in the gperftools legacy heap text format to f. 0 or -errno. */
 int legacy_write(FILE *f, const struct profile *p, const struct dump_info *d);
 /* Write p's live bytes as folded stacks (folded.h), one line per bucket

@@ -33,6 +33,7 @@ enum {
 	PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE, PROFILE_MAPPING, PROFILE_LOCATION,
 	PROFILE_FUNCTION, PROFILE_STRING_TABLE, PROFILE_TIME_NANOS = 9,
 	PROFILE_DURATION_NANOS, PROFILE_PERIOD_TYPE, PROFILE_PERIOD, PROFILE_COMMENT,
+	PROFILE_DEFAULT_SAMPLE_TYPE,
 };
 
 /* ---- protobuf encoding ---- */
@@ -158,6 +159,7 @@ struct writer {
 
 	uint64_t *ids;          /* scratch: a sample's location ids */
 	size_t nbuckets;        /* buckets written so far (the peak snapshot's index) */
+	size_t nseen;           /* buckets of the profile seen so far (the base's index) */
 };
 
 /* Deflate pending output. flush: Z_NO_FLUSH or Z_FINISH. Sets w->err. */
@@ -384,28 +386,66 @@ static uint64_t location_id(struct writer *w, uint64_t pc)
 	return id;
 }
 
+/* b's figures as pprof shows them: each at its own interval (raised while
+ * heapattach could not keep up). */
+static void scaled(const struct profile_bucket *b, int64_t v[4])
+{
+	profile_scale(b->alloc_count, b->alloc_bytes, b->rate, &v[0], &v[1]);
+	profile_scale(b->inuse_count, b->inuse_bytes, b->rate, &v[2], &v[3]);
+}
+
+static int base_add(const struct profile_bucket *b, void *arg)
+{
+	struct pprof_base *base = arg;
+
+	if ((base->n & (base->n - 1)) == 0 && base->n >= 64)
+		base->v = xrealloc(base->v, 2 * base->n * sizeof(*base->v));
+	scaled(b, base->v[base->n++]);
+	return 0;
+}
+
+void pprof_base_take(const struct profile *p, struct pprof_base *b)
+{
+	b->n = 0;
+	b->wall_ns = clock_ns(CLOCK_REALTIME);
+	b->v = xmalloc(64 * sizeof(*b->v));
+	profile_foreach(p, base_add, b);
+}
+
+void pprof_base_free(struct pprof_base *b)
+{
+	free(b->v);
+	b->v = NULL;
+	b->n = 0;
+}
+
 /* profile_foreach callback: one Sample per bucket. Returns w->err (0 or -errno). */
 static int put_sample(const struct profile_bucket *b, void *arg)
 {
 	struct writer *w = arg;
 	struct profile_bucket at_peak;
 	uint64_t v[4];
-	int64_t c, s;
+	int64_t sv[4];
 
 	if (w->d->peak && !w->label) {
 		at_peak = peak_bucket(w->d->peak, b, w->nbuckets++);
 		b = &at_peak;
 	}
+	scaled(b, sv);
+	if (w->d->base && !w->label) {
+		const struct pprof_base *base = w->d->base;
+		size_t i = w->nseen++;
+
+		for (int k = 0; i < base->n && k < 4; k++)
+			sv[k] -= base->v[i][k];
+		if (!sv[0] && !sv[1] && !sv[2] && !sv[3])
+			return 0;	/* nothing happened there meanwhile */
+	}
+	for (int k = 0; k < 4; k++)
+		v[k] = (uint64_t)sv[k];	/* a delta's negative ones: two's complement */
 
 	for (size_t i = 0; i < b->npcs; i++)
 		w->ids[i] = location_id(w, b->pcs[i]);
-	/* each at its own interval (raised while heapattach could not keep up) */
-	profile_scale(b->alloc_count, b->alloc_bytes, b->rate, &c, &s);
-	v[0] = (uint64_t)c;
-	v[1] = (uint64_t)s;
-	profile_scale(b->inuse_count, b->inuse_bytes, b->rate, &c, &s);
-	v[2] = (uint64_t)c;
-	v[3] = (uint64_t)s;
 
 	pb_packed(&w->msg, 1, w->ids, b->npcs);
 	pb_packed(&w->msg, 2, v, 4);
@@ -521,7 +561,7 @@ int pprof_write(FILE *f, const struct profile *p, const struct dump_info *d)
 	pb_u64(&w.out, PROFILE_PERIOD, w.rate);
 
 	ret = profile_foreach(p, put_sample, &w);
-	if (!ret && d->extra && d->extra->p) {
+	if (!ret && d->extra && d->extra->p && !d->base) {
 		w.label = d->extra->value;
 		ret = profile_foreach(d->extra->p, put_sample, &w);
 	}
@@ -540,6 +580,8 @@ int pprof_write(FILE *f, const struct profile *p, const struct dump_info *d)
 		put_comment(&w, line);
 	for (size_t i = 0; d->comments && i < d->ncomments; i++)
 		put_comment(&w, d->comments[i]);
+	if (d->default_type)
+		pb_u64(&w.out, PROFILE_DEFAULT_SAMPLE_TYPE, str_id(&w, d->default_type));
 	pb_u64(&w.out, PROFILE_TIME_NANOS, d->time_nanos);
 	pb_u64(&w.out, PROFILE_DURATION_NANOS, d->duration_nanos);
 	put_mappings(&w);

@@ -211,6 +211,8 @@ struct profile_raise {
 const char *profile_interval_text(uint64_t v, char *buf, size_t len);
 /* The interval from now on (CLOCK_MONOTONIC now_ns) is rate << shift. */
 void profile_set_shift(struct profile *p, unsigned shift, uint64_t now_ns);
+/* The interval samples are taken at now: the rate, raised or not. */
+uint64_t profile_interval_now(const struct profile *p);
 /* How many periods the interval was raised for (each one's start is
  * counted, kept or not). */
 size_t profile_nraises(const struct profile *p);

@@ -36,6 +36,11 @@ void profile_set_shift(struct profile *p, unsigned shift, uint64_t now_ns)
 	p->shift = shift;
 }
 
+uint64_t profile_interval_now(const struct profile *p)
+{
+	return p->rate << p->shift;
+}
+
 size_t profile_nraises(const struct profile *p)
 {
 	return p->nraises;

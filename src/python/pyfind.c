@@ -533,6 +533,8 @@ int py_target_find(struct target *t, struct py_target *out, char *err, size_t er
 	}
 	if ((s = sym(&c, "PyCode_Type")) && sym_addr(t, &c, s, 8, PROC_MAP_R, &out->code_type))
 		out->code_type = 0;
+	if ((s = sym(&c, "PyType_Type")) && sym_addr(t, &c, s, 8, PROC_MAP_R, &out->type_type))
+		out->type_type = 0;
 	if ((s = sym(&c, "_PyEval_EvalFrameDefault")) && s->size && s->size <= PY_EVAL_MAX &&
 	    !sym_addr(t, &c, s, s->size, PROC_MAP_X, &out->eval_lo))
 		out->eval_hi = out->eval_lo + s->size;

@@ -17,6 +17,7 @@ struct py_target {
 	char object[4096];		/* the file holding _PyRuntime (the target's path) */
 	uint64_t runtime;		/* &_PyRuntime in the target */
 	uint64_t code_type;		/* &PyCode_Type in the target, 0 if not found */
+	uint64_t type_type;		/* &PyType_Type in the target, 0 if not found */
 	uint64_t eval_lo, eval_hi;	/* _PyEval_EvalFrameDefault's code; both 0 if not found */
 	uint64_t interp_lo, interp_hi;	/* the interpreter object's executable mapping */
 	uint64_t holder;		/* the word naming the GIL holder's PyThreadState */

@@ -95,6 +95,7 @@ static void fast_loop(struct session *s)
 		got = agent_link_drain(s->link, AGENT_LINK_DRAIN_ALL);
 		session_watch_maps(s);	/* after the drain: what the rings held came first */
 		session_note_caps(s);
+		session_serve_poll(s);	/* after the drain: the rings first */
 		if (session_child_event) {
 			session_child_event = 0;
 			while ((tid = waitpid(-1, &status, __WALL | WNOHANG)) > 0) {

@@ -27,6 +27,7 @@ static void trap_loop(struct session *s)
 			if (session_housekeeping(s))
 				break;
 		}
+		session_serve_poll(s);	/* an atomic load when nobody asks */
 		tid = waitpid(-1, &status, __WALL);
 		if (tid < 0) {
 			if (errno == EINTR)

@@ -405,6 +405,10 @@ int session_run(const struct session_config *opt)
 	 * must not cost it a whole session. */
 	if (dump_dir_open(&s.out, s.output, 1))
 		return 1;
+	if (session_serve_open(&s)) {
+		dump_dir_close(&s.out);
+		return 1;
+	}
 	rc = proc_maps_read(s.ev.reader, &s.maps);
 	if (rc) {
 		pr_err("cannot read the memory map of %d: %s", s.pid, strerror(-rc));
@@ -507,7 +511,9 @@ int session_run(const struct session_config *opt)
 	if (opt->top)
 		s.tv = topview_new(STDIN_FILENO, STDOUT_FILENO);
 	session_test_delay("HEAPATTACH_TEST_START_DELAY_MS");
+	session_serve_start(&s);
 	s.mode->loop(&s);
+	session_serve_close(&s);	/* clients still waiting: 503 */
 	topview_free(s.tv);
 	s.tv = NULL;
 	memreport_snapshot(&s.mr);
@@ -603,6 +609,7 @@ out:
 	memreport_free(&s.mr);
 	hooks_free(&s.hooks);
 out_maps:
+	session_serve_close(&s);
 	urgent(0);
 	target_free(s.t);
 	proc_maps_free(&s.maps);

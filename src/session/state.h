@@ -4,6 +4,7 @@
 #define HEAPATTACH_SESSION_STATE_H
 
 #include <signal.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "model/hooks.h"
@@ -32,6 +33,8 @@ struct unwinder;
 struct target;
 struct topview;
 struct session;
+struct serve;
+struct pprof_base;
 
 /*
  * A backend: what the trap and fast modes do differently, the only place
@@ -125,6 +128,9 @@ struct session {
 	struct peak peak;               /* the live set at the highest point so far */
 	struct topview *tv;             /* --top: the live view, while attached */
 
+	struct serve *srv;              /* --listen: the HTTP server, or NULL */
+	uint64_t srv_mr_ns;             /* when a request last took a memreport snapshot */
+
 	struct run_stats stats;
 	int attached;                   /* hooks are live */
 
@@ -155,6 +161,14 @@ void session_test_delay(const char *var);
 
 /* Write a numbered dump (seq > 0) or the final one (seq == 0). */
 int session_dump(struct session *s, unsigned seq);
+/* A pprof profile as a dump's, into f: what the HTTP endpoint serves. */
+struct session_render {
+	FILE *f;
+	const char *default_type;       /* its default_sample_type, or NULL */
+	const struct pprof_base *base;  /* a delta since base, or NULL */
+};
+/* 0 or -errno. */
+int session_render(struct session *s, const struct session_render *r);
 /* Say something the user must know about the profile: a warning on
  * stderr, and a comment in every profile written from now on. */
 void session_note(struct session *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -168,6 +182,21 @@ void session_note_cb(void *arg, const char *msg);
 int session_jit_refresh(struct session *s);
 /* Where wrapfind reads the target and the interpreter's code is. */
 struct wrapfind_src session_wrapfind_src(struct session *s);
+
+/* ---- serve.c, serve_metrics.c: --listen ---- */
+
+/* Before the attach: listen (a port taken fails here, the target
+ * untouched). 0, or 1 after a message. */
+int session_serve_open(struct session *s);
+/* Attached: the server thread starts answering. */
+void session_serve_start(struct session *s);
+/* Between drains: answer what the server thread handed on (an atomic
+ * load when there is nothing). */
+void session_serve_poll(struct session *s);
+/* Stop the server thread, close its sockets. */
+void session_serve_close(struct session *s);
+/* The Prometheus text exposition of the run now (malloc'd, *len bytes), or NULL. */
+char *session_metrics(struct session *s, size_t *len);
 
 /* ---- schedule.c: when dumps are written, the periodic work ---- */
 

@@ -171,13 +171,19 @@ static size_t wrapper_notes(struct session *s, char (*notes)[WRAPFIND_NAME + 24]
 	return n;
 }
 
-int session_dump(struct session *s, unsigned seq)
+/*
+ * A profile with everything it says: into the file of a numbered dump
+ * (seq > 0) or the final one (seq == 0), or with r, into r->f (pprof
+ * only, its breakdown from the last memreport snapshot, nothing on
+ * stderr).
+ */
+static int dump_to(struct session *s, unsigned seq, const struct session_render *r)
 {
 	struct symbolizer *sym = s->sym;
 	const struct proc_maps *maps;
 	char comment[128];
 	char sc_note[sizeof(s->sc.note) + 32];
-	const struct snapshot_keep *snap = s->opt->format == DUMP_PPROF ? s->opt->snapshot : NULL;
+	const struct snapshot_keep *snap = s->opt->format == DUMP_PPROF || r ? s->opt->snapshot : NULL;
 	const char **comments = xcalloc(5 + SESSION_MAX_NOTES + BREAKDOWN_MAX_LINES + 2 +
 					WRAPPER_NOTES + s->mr.ncensus + (snap ? snap->nlines : 0),
 					sizeof(*comments));
@@ -215,7 +221,7 @@ int session_dump(struct session *s, unsigned seq)
 		comments[ncomments++] = s->notes[i];
 	/* heap vs RSS: smaps now while attached (the final dump comes after
 	 * the detach and uses the snapshot taken just before it) */
-	if (seq)
+	if (seq && !r)
 		memreport_snapshot(&s->mr);
 	memreport_compute(&s->mr, &bd);
 	breakdown_print(&bd, keep_line, &bt);
@@ -223,7 +229,7 @@ int session_dump(struct session *s, unsigned seq)
 		comments[ncomments++] = s->mr.census[i];
 	for (size_t i = 0; i < bt.n; i++) {
 		comments[ncomments++] = bt.v[i];
-		if (log_verbose || !seq)
+		if (!r && (log_verbose || !seq))
 			fprintf(stderr, "heapattach: %s\n", bt.v[i]);
 	}
 	for (size_t i = 0; snap && i < snap->nlines; i++)
@@ -251,6 +257,18 @@ int session_dump(struct session *s, unsigned seq)
 					     snapshot_keep_namer, snap->names };
 		d.extra = &extra;
 	}
+	if (r) {
+		d.default_type = r->default_type;
+		d.base = r->base;
+		if (r->base) {	/* as Go: its end, and how long since its start */
+			d.time_nanos = clock_ns(CLOCK_REALTIME);
+			d.duration_nanos = d.time_nanos - r->base->wall_ns;
+		}
+		rc = pprof_write(r->f, s->prof, &d);
+		free(comments);
+		free(wnotes);
+		return rc;
+	}
 	path = seq ? dump_numbered_path(s->output, seq) : xstrdup(s->output);
 	rc = dump_write_at(&s->out, path, s->opt->format, s->prof, &d);
 	if (!rc)
@@ -262,4 +280,14 @@ int session_dump(struct session *s, unsigned seq)
 	free(comments);
 	free(wnotes);
 	return rc;
+}
+
+int session_dump(struct session *s, unsigned seq)
+{
+	return dump_to(s, seq, NULL);
+}
+
+int session_render(struct session *s, const struct session_render *r)
+{
+	return dump_to(s, 0, r);
 }

@@ -93,7 +93,8 @@ struct snapglobals *snapglobals_new(struct elfobj *e)
 		off = next;
 	}
 	dwarf_end(dw);
-	qsort(g->v, g->n, sizeof(*g->v), cmp_var);
+	if (g->n)
+		qsort(g->v, g->n, sizeof(*g->v), cmp_var);
 	return g;
 }
 

@@ -20,12 +20,15 @@
 #include "ptrace/events.h"
 #include "ptrace/forkcopy.h"
 #include "ptrace/tracee.h"
+#include "python/pyfind.h"
 #include "regs.h"
 #include "snapshot/copysafe.h"
 #include "snapshot/frames.h"
 #include "snapshot/glibcblocks.h"
 #include "snapshot/hold.h"
 #include "snapshot/jeblocks.h"
+#include "snapshot/pyblocks.h"
+#include "snapshot/pytypes.h"
 #include "snapshot/roots.h"
 #include "snapshot/snapout.h"
 #include "snapshot/snapshot.h"
@@ -57,6 +60,11 @@ struct snap {
 	uint64_t deadline_ns;           /* stopped, no copy: the read ends then (--max-stop) */
 	int cut;                        /* it did: the snapshot is partial */
 	uint64_t max_stop_ns;           /* cfg's, or SNAPSHOT_MAX_STOP_NS */
+	struct py_target py;            /* a CPython's interpreter, when have_py */
+	int have_py;
+	struct pyblocks pb;             /* its pymalloc blocks */
+	struct pygcheads gch;           /* its GC objects' heads */
+	int hide_gc;                    /* read_spans hides them (while scanning) */
 };
 
 static const struct events_ops snap_events = { 0 };
@@ -99,7 +107,11 @@ static int read_spans(void *arg, const struct hg_span *s, size_t n, uint8_t *buf
 		rem[i] = (struct iovec){ (void *)(uintptr_t)s[i].addr, s[i].len };
 		want += s[i].len;
 	}
-	return process_vm_readv(sn->reader, loc, n, rem, n, 0) == (ssize_t)want ? 0 : -EFAULT;
+	if (process_vm_readv(sn->reader, loc, n, rem, n, 0) != (ssize_t)want)
+		return -EFAULT;
+	if (sn->hide_gc)	/* the scan: a Python GC's links are no references */
+		pygcheads_hide(&sn->gch, s, n, buf);
+	return 0;
 }
 
 /*
@@ -136,6 +148,42 @@ out:
 	return rc;
 }
 
+/* A CPython target's interpreter (pyfind.h), for its pymalloc blocks and its types. */
+static void py_prepare(struct snap *sn)
+{
+	char err[200];
+	int rc = py_target_find(sn->t, &sn->py, err, sizeof(err));
+
+	sn->have_py = rc == 0;
+	if (rc && rc != -ENOENT)
+		pr_err("%s: its objects are not listed as Python's (glibc's blocks only)", err);
+}
+
+/* The pymalloc blocks of a CPython target merged into the graph (none
+ * when that cannot be: its pools then stay roots). */
+static void py_blocks(struct snap *sn, const struct proc_maps *maps)
+{
+	uint64_t t0 = clock_ns(CLOCK_MONOTONIC), t1;
+
+	if (pyblocks_find(sn->py.minor, maps, &sn->g, read_spans, sn, &sn->pb)) {
+		pr_err("python %s: no pymalloc pool found (PYTHONMALLOC=malloc?)", sn->py.version);
+		return;
+	}
+	t1 = clock_ns(CLOCK_MONOTONIC);
+	if (pyblocks_merge(&sn->g, &sn->pb)) {
+		pr_err("python %s: %zu pymalloc blocks are too many: glibc's only", sn->py.version,
+		       sn->pb.n);
+		pyblocks_free(&sn->pb);
+		return;
+	}
+	pr_debug("snapshot: python %s: %zu pymalloc blocks in %zu pools of %llu KiB "
+		 "(%llu headers read, %llu pools refused, %llu blocks free) in %.1f ms, "
+		 "merged in %.1f ms", sn->py.version, sn->pb.n, sn->pb.npools,
+		 (unsigned long long)sn->pb.pool_size >> 10, (unsigned long long)sn->pb.slots,
+		 (unsigned long long)sn->pb.refused, (unsigned long long)sn->pb.free_blocks,
+		 (t1 - t0) / 1e6, (clock_ns(CLOCK_MONOTONIC) - t1) / 1e6);
+}
+
 /* Before the stop, while the target runs: glibc's state, every object's symbols. */
 static void prepare(struct snap *sn)
 {
@@ -154,6 +202,7 @@ static void prepare(struct snap *sn)
 	}
 	if (!sn->have_gs)
 		pr_debug("snapshot: no glibc state (fast bins counted in use)");
+	py_prepare(sn);
 }
 
 /* Every thread's registers, stopped. */
@@ -238,13 +287,30 @@ static int analyse(struct snap *sn)
 			       "(another allocator?)", sn->pid);
 		return rc;
 	}
+	if (sn->have_py)
+		py_blocks(sn, maps);
 	snaproots_build(sn->t, maps, &sn->g, sn->th, sn->nth, &sn->names, &sn->roots);
+	pyblocks_trim_roots(&sn->pb, &sn->roots);
 	if (sn->je_root)
 		jeblocks_cut_roots(&sn->je_meta, &sn->roots);
-	/* the data symbols' names first: roots are ordered as built */
-	scan(sn);
-	snapframes_credit(sn->t, &sn->g, sn->th, sn->nth, &sn->roots, &sn->names);
+	/* typed before the scan: a Python GC's links are then known */
 	sn->st.classed = snaptypes_classify(sn->t, maps, &sn->g, &sn->names);
+	if (sn->have_py) {
+		struct pytypes_stats ps;
+		uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
+
+		pytypes_name(&sn->py, maps, &sn->g, &sn->names, &ps, &sn->gch);
+		pr_debug("snapshot: python types in %.1f ms", (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
+		pr_err("python %s: %zu pymalloc blocks; %llu objects named by %llu types, "
+		       "%llu dict keys tables, %llu dict values", sn->py.version, sn->pb.n,
+		       (unsigned long long)ps.objects, (unsigned long long)ps.types,
+		       (unsigned long long)ps.dict_keys, (unsigned long long)ps.dict_values);
+	}
+	/* the data symbols' names first: roots are ordered as built */
+	sn->hide_gc = sn->gch.n > 0;
+	scan(sn);
+	sn->hide_gc = 0;
+	snapframes_credit(sn->t, &sn->g, sn->th, sn->nth, &sn->roots, &sn->names);
 	sn->st.roots = sn->roots.n + sn->nth;
 	sn->st.words = sn->g.words;
 	return 0;
@@ -473,6 +539,8 @@ out:
 	heapgraph_free(&sn.g);
 	jeblocks_meta_free(&sn.je_meta);
 	snaproots_free(&sn.roots);
+	pyblocks_free(&sn.pb);
+	pygcheads_free(&sn.gch);
 	snapnames_free(&sn.names);
 	free(sn.th);
 	target_free(sn.t);
@@ -486,15 +554,16 @@ static void usage(FILE *f)
 "usage: heapattach snapshot -p PID [-o FILE] [--top N] [--no-fork] [--max-stop DURATION]\n"
 "                           [-v]\n"
 "\n"
-"Every block in use in PID's heap (glibc malloc), as it is now: which are\n"
-"leaked (no root reaches them), which root keeps the others alive (a global\n"
-"variable, a thread's stack), and what each holds (a C++ class by its vtable,\n"
-"else its size). The target is stopped only while it forks a copy of itself\n"
-"that never runs; the copy is read and removed. Without a copy (a seccomp\n"
-"filter, a memory cgroup without the room the copy could take, --no-fork)\n"
-"the target stays stopped while its heap is read, --max-stop at most. A vfork\n"
-"in flight is waited for (200 ms), else the target is left alone. Ctrl-C,\n"
-"SIGTERM or SIGHUP end the read early: the target is let go, nothing written.\n"
+"Every block in use in PID's heap (glibc malloc; pymalloc too in a CPython),\n"
+"as it is now: which are leaked (no root reaches them), which root keeps the\n"
+"others alive (a global variable, a thread's stack), and what each holds (a\n"
+"C++ class by its vtable, a Python object by its type, else its size). The\n"
+"target is stopped only while it forks a copy of itself that never runs; the\n"
+"copy is read and removed. Without a copy (a seccomp filter, a memory cgroup\n"
+"without the room the copy could take, --no-fork) the target stays stopped\n"
+"while its heap is read, --max-stop at most. A vfork in flight is waited for\n"
+"(200 ms), else the target is left alone. Ctrl-C, SIGTERM or SIGHUP end the\n"
+"read early: the target is let go, nothing written.\n"
 "\n"
 "  -p, --pid PID     the process\n"
 "  -o, --output FILE the profile (pprof; default heapattach.PID.snapshot.heap):\n"

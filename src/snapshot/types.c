@@ -77,7 +77,8 @@ static void all_vtables(struct target *t, const struct proc_maps *maps, struct s
 		object_vtables(e, bias, names, vt);
 	}
 	free(seen);
-	qsort(vt->v, vt->n, sizeof(*vt->v), cmp_vt);
+	if (vt->n)
+		qsort(vt->v, vt->n, sizeof(*vt->v), cmp_vt);
 }
 
 /* The vtable holding w, or NULL. */

@@ -7,7 +7,7 @@
 # ELF and DWARF readers, maps and
 # status texts (the fixtures' and this shell's own) for the maps reader,
 # fixtures/perfmap/ for the perf map reader, synthprof's profiles and
-# fixtures/pprof/ for the pprof reader.
+# fixtures/pprof/ for the pprof reader, clients' request heads for the HTTP parser.
 # The corpus a target grows stays in $FB/corpus/NAME between runs. A crash
 # leaves its input in $FB/artifacts/; fix the bug and add the input to
 # tests/fuzz/regress/NAME/ so that every later run replays it.
@@ -93,6 +93,16 @@ open(d + '/plain', 'wb').write(heap(0, 40))
 open(d + '/tcache', 'wb').write(heap(5, 40))
 open(d + '/tcache-big', 'wb').write(heap(7, 400))
 EOF_PY
+
+# HTTP request heads: what go tool pprof, Prometheus and curl send, and a few refused
+mkdir -p "$FB/seeds/http"
+printf 'GET /debug/pprof/heap?seconds=2 HTTP/1.1\r\nHost: 127.0.0.1:6060\r\nUser-Agent: Go-http-client/1.1\r\nAccept-Encoding: gzip\r\n\r\n' \
+	>"$FB/seeds/http/pprof"
+printf 'GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:6060\r\nAccept: application/openmetrics-text;version=1.0.0;q=0.5,text/plain;version=0.0.4;q=0.4,*/*;q=0.1\r\nX-Prometheus-Scrape-Timeout-Seconds: 10\r\n\r\n' \
+	>"$FB/seeds/http/prometheus"
+printf 'GET / HTTP/1.0\n\n' >"$FB/seeds/http/lf"
+printf 'POST /x?a=1&b HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc' >"$FB/seeds/http/post"
+printf 'GET / HTTP/1.1\r\n folded: x\r\n\r\n' >"$FB/seeds/http/fold"
 
 for bin in "$FB"/fuzz_*; do
 	[ -x "$bin" ] || continue

@@ -179,5 +179,35 @@ static void depths(void)
 	}
 }
 
+/* --listen: a port, an IPv4 or IPv6 address with one, localhost; no
+ * names to resolve, no port past 65535, not with --list-hooks. */
+static void listen_addrs(void)
+{
+	static const char *const good[] = { "6060", "0", "127.0.0.1:6060", "0.0.0.0:80",
+					    "[::1]:6060", "[::]:0", "localhost:65535" };
+	static const char *const badv[] = { "", "65536", "-1", "x", "6060x", "1.2.3:80",
+					    "example.com:80", "[::1]80", "[::1:80", ":80",
+					    "127.0.0.1:", "[zz]:80", "127.0.0.1:123456" };
+	char *lh[] = { "heapattach", "--list-hooks", "--listen", "6060", "-p", "7", NULL };
+	struct options o;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		char *argv[] = { "heapattach", "-p", "1", "--listen", (char *)good[i], NULL };
+
+		if (parse(&o, 5, argv) != 0)
+			fprintf(stderr, "--listen '%s' was refused\n", good[i]);
+		expect_int_eq(parse(&o, 5, argv), 0);
+		expect_str_eq(o.run.listen, good[i]);
+	}
+	for (size_t i = 0; i < sizeof(badv) / sizeof(badv[0]); i++) {
+		char *argv[] = { "heapattach", "-p", "1", "--listen", (char *)badv[i], NULL };
+
+		if (parse(&o, 5, argv) != -EINVAL)
+			fprintf(stderr, "--listen '%s' was accepted\n", badv[i]);
+		expect_int_eq(parse(&o, 5, argv), -EINVAL);
+	}
+	expect_int_eq(parse(&o, 6, lh), -EINVAL);
+}
+
 HARNESS_MAIN("cli", T(sizes), T(durations), T(options), T(jvm_perfmap), T(pids), T(rates),
-	     T(depths))
+	     T(depths), T(listen_addrs))

@@ -81,6 +81,7 @@ struct decoded {
 	int nsamples, nlocs, nmappings, ntime;
 	uint64_t comments[8];
 	int ncomments;
+	uint64_t default_type;  /* field 14, 0 when absent */
 };
 
 /* Fields 1 and 2 of a ValueType. */
@@ -150,6 +151,8 @@ static int decode(const char *path, struct decoded *d)
 				d->ntime++;
 			else if (f == 13 && d->ncomments < 8)
 				d->comments[d->ncomments++] = v;
+			else if (f == 14)
+				d->default_type = v;
 			continue;
 		}
 		if ((k & 7) != 2)
@@ -282,6 +285,69 @@ static void test_pprof_decoded(void)
 	expect_str_eq(dstr(&d, d.comments[3]), "hello world");
 	decoded_free(&d);
 	unlink(path);
+	profile_free(p);
+}
+
+/* A delta (pprof_base): each bucket's figures since the base, a bucket
+ * where nothing changed left out, a negative in-use figure kept; and the
+ * default sample type. */
+static void test_pprof_delta(void)
+{
+	const uint64_t a[] = { 0x401124, 0x401457 }, c[] = { 0x401300, 0x401457 };
+	struct dump_info di = { .pid = 42, .maps = &fake, .default_type = "alloc_space" };
+	struct profile *p = make_profile(1);
+	struct pprof_base base;
+	struct decoded d;
+	char path[128];
+	FILE *f;
+
+	pprof_base_take(p, &base);
+	expect_int_eq(base.n, 2);
+	profile_record_alloc(p, a, 2, 1024, 0x60000);
+	profile_record_free(p, 0x30000);		/* a: one more, one less in use */
+	profile_record_alloc(p, c, 2, 256, 0x70000);	/* c: new */
+	di.base = &base;
+	snprintf(path, sizeof(path), "%s/delta.pb.gz", tmpdir);
+	f = fopen(path, "wb");
+	expect_true(f && pprof_write(f, p, &di) == 0);
+	if (f)
+		fclose(f);
+	expect_int_eq(decode(path, &d), 0);
+	expect_int_eq(d.nsamples, 2);			/* b: nothing changed */
+	expect_u64_eq(d.values[0][0], 1);
+	expect_u64_eq(d.values[0][1], 1024);
+	expect_u64_eq(d.values[0][2], 0);
+	expect_u64_eq(d.values[0][3], 0);
+	expect_u64_eq(d.values[1][0], 1);
+	expect_u64_eq(d.values[1][3], 256);
+	expect_str_eq(dstr(&d, d.default_type), "alloc_space");
+	decoded_free(&d);
+
+	profile_record_free(p, 0x40000);		/* b: one fewer in use than at the base */
+	f = fopen(path, "wb");
+	expect_true(f && pprof_write(f, p, &di) == 0);
+	if (f)
+		fclose(f);
+	expect_int_eq(decode(path, &d), 0);
+	expect_int_eq(d.nsamples, 3);
+	expect_u64_eq(d.values[1][0], 0);
+	expect_u64_eq(d.values[1][2], (uint64_t)-1);	/* two's complement, as int64 */
+	expect_u64_eq(d.values[1][3], (uint64_t)-512);
+	decoded_free(&d);
+
+	di.base = NULL;				/* no delta, no default type: as before */
+	di.default_type = NULL;
+	f = fopen(path, "wb");
+	expect_true(f && pprof_write(f, p, &di) == 0);
+	if (f)
+		fclose(f);
+	expect_int_eq(decode(path, &d), 0);
+	expect_int_eq(d.nsamples, 3);
+	expect_u64_eq(d.values[0][0], 4);
+	expect_u64_eq(d.default_type, 0);
+	decoded_free(&d);
+	unlink(path);
+	pprof_base_free(&base);
 	profile_free(p);
 }
 
@@ -570,6 +636,7 @@ HARNESS_MAIN("dump",
 	T(test_numbered_path),
 	T(test_setup),
 	T(test_pprof_decoded),
+	T(test_pprof_delta),
 	T(test_legacy_text),
 	T(test_legacy_exact),
 	T(test_truncated),
