@@ -94,7 +94,7 @@ static long block_at(const struct heapgraph *g, uint64_t p, uint64_t csize)
 {
 	long b = heapgraph_find(g, p);
 
-	if (b < 0 || g->addr[b] != p || (csize && g->size[b] + 8 != csize))
+	if (b < 0 || g->addr[b] != p || (csize && heapgraph_size(g, (size_t)b) + 8 != csize))
 		return -1;
 	return b;
 }
@@ -147,7 +147,7 @@ static void tcaches(const struct heapgraph *g, glibc_read_fn read, void *arg, st
 	uint64_t steps = 2 * (uint64_t)g->n + 2 * TCACHE_BINS;
 
 	for (size_t b = 0; b < g->n; b++) {
-		uint64_t csize = g->size[b] + 8;
+		uint64_t csize = heapgraph_size(g, b) + 8;
 		int wide = csize == TCACHE_WIDE_CHUNK;
 		long got;
 
@@ -209,7 +209,7 @@ static void merge_mm(struct heapgraph *g, size_t nheap, const struct mmlist *mm)
 	while (j) {
 		if (i && g->addr[i - 1] > mm->v[j - 1].addr) {
 			i--;
-			heapgraph_set(g, --k, g->addr[i], g->size[i]);
+			heapgraph_set(g, --k, g->addr[i], heapgraph_size(g, i));
 		} else {
 			j--;
 			heapgraph_set(g, --k, mm->v[j].addr, mm->v[j].len);

@@ -1,6 +1,7 @@
 /* The blocks of a heap as a graph: which roots reach each block, which none (leaked), and what each root alone keeps alive. */
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -10,7 +11,7 @@
 /* The arrays of one entry a block, and their entry sizes. */
 #define ARRAYS(g) { (void **)&(g)->addr, (void **)&(g)->size, (void **)&(g)->owner, \
 		    (void **)&(g)->parent, (void **)&(g)->type, (void **)&(g)->work }
-static const size_t array_entry[] = { 8, 8, 4, 4, 4, 4 };
+static const size_t array_entry[] = { 8, 4, 4, 4, 4, 4 };
 #define NARRAYS (sizeof(array_entry) / sizeof(array_entry[0]))
 
 int heapgraph_init(struct heapgraph *g, size_t n, hg_read_fn read, void *arg)
@@ -52,6 +53,25 @@ int heapgraph_grow(struct heapgraph *g, size_t cap)
 	return 0;
 }
 
+void heapgraph_set_big(struct heapgraph *g, uint64_t addr, uint64_t size)
+{
+	size_t i = 0;
+
+	while (i < g->nbig && g->big[i].addr != addr)
+		i++;
+	if (i == g->nbig)
+		g->big = xrealloc(g->big, ++g->nbig * sizeof(*g->big));
+	g->big[i] = (struct hg_big){ addr, size };
+}
+
+uint64_t heapgraph_big_size(const struct heapgraph *g, uint64_t addr)
+{
+	for (size_t i = 0; i < g->nbig; i++)
+		if (g->big[i].addr == addr)
+			return g->big[i].size;
+	return HG_BIG;
+}
+
 /* Give the directory back. */
 static void index_free(struct heapgraph *g)
 {
@@ -75,6 +95,7 @@ void heapgraph_free(struct heapgraph *g)
 	xunmap(g->batch, HG_BATCH_BLOCKS * sizeof(*g->batch));
 	xunmap(g->sorted, HG_BATCH_BLOCKS * sizeof(*g->sorted));
 	xunmap(g->boff, HG_BATCH_BLOCKS * sizeof(*g->boff));
+	free(g->big);
 	memset(g, 0, sizeof(*g));
 }
 
@@ -103,14 +124,14 @@ static void index_build(struct heapgraph *g)
 
 	index_free(g);
 	for (size_t i = 0; i < g->n; i++)
-		nseg += !i || g->addr[i] - (g->addr[i - 1] + g->size[i - 1]) > HG_SEG_GAP;
+		nseg += !i || g->addr[i] - (g->addr[i - 1] + heapgraph_size(g, i - 1)) > HG_SEG_GAP;
 	if (!nseg)
 		return;
 	g->seg = xmap((nseg + 1) * sizeof(*g->seg));
 	for (size_t i = 0, k = 0; i < g->n; i++) {
-		if (!i || g->addr[i] - (g->addr[i - 1] + g->size[i - 1]) > HG_SEG_GAP)
+		if (!i || g->addr[i] - (g->addr[i - 1] + heapgraph_size(g, i - 1)) > HG_SEG_GAP)
 			g->seg[k++] = (struct hg_seg){ .base = g->addr[i], .first = (uint32_t)i };
-		g->seg[k - 1].end = g->addr[i] + g->size[i];
+		g->seg[k - 1].end = g->addr[i] + heapgraph_size(g, i);
 		g->seg[k - 1].n++;
 	}
 	for (size_t k = 0; k < nseg; k++) {
@@ -144,12 +165,12 @@ size_t heapgraph_seal(struct heapgraph *g)
 	uint64_t end = 0;
 
 	for (size_t i = 0; i < g->n; i++) {
-		uint64_t a = g->addr[i], s = g->size[i];
+		uint64_t a = g->addr[i], s = heapgraph_size(g, i);
 
 		if (!s || a < end || a + s < a)
 			continue;	/* out of order, overlapping, empty or wrapping */
 		g->addr[k] = a;
-		g->size[k] = s;
+		g->size[k] = g->size[i];	/* HG_BIG: its size stays by its address */
 		end = a + s;
 		k++;
 	}
@@ -160,7 +181,7 @@ size_t heapgraph_seal(struct heapgraph *g)
 		g->type[i] = 0;
 	}
 	g->lo = k ? g->addr[0] : 1;
-	g->hi = k ? g->addr[k - 1] + g->size[k - 1] : 0;
+	g->hi = k ? g->addr[k - 1] + heapgraph_size(g, k - 1) : 0;
 	index_build(g);
 	return k;
 }
@@ -211,7 +232,8 @@ static inline long lookup(const struct heapgraph *g, uint64_t p)
 	if (!g->seg) {	/* not sealed */
 		size_t after = heapgraph_first_from(g, p + 1);
 
-		return after && p - g->addr[after - 1] < g->size[after - 1] ? (long)after - 1 : -1;
+		return after && p - g->addr[after - 1] < heapgraph_size(g, after - 1) ?
+		       (long)after - 1 : -1;
 	}
 	hi = g->nseg - 1;
 	while (lo < hi) {	/* the last segment starting at or below p */
@@ -229,7 +251,7 @@ static inline long lookup(const struct heapgraph *g, uint64_t p)
 	b = g->dir[s->dir + k];
 	hi = ((k + 1) << s->shift) < s->end - s->base ? g->dir[s->dir + k + 1] : s->first + s->n - 1;
 	b = last_at_or_below(g, b, hi, p);
-	return p - g->addr[b] < g->size[b] ? (long)b : -1;
+	return p - g->addr[b] < heapgraph_size(g, b) ? (long)b : -1;
 }
 
 long heapgraph_find(const struct heapgraph *g, uint64_t p)
@@ -307,14 +329,14 @@ static void scan_read(struct heapgraph *g, const uint64_t *keys, size_t from, si
 		for (size_t k = from; k < to; k++) {
 			size_t b = KEY_BLOCK(keys[k]);
 
-			scan_words(g, g->buf + g->boff[k], (size_t)(g->size[b] & ~7ULL),
+			scan_words(g, g->buf + g->boff[k], (size_t)(heapgraph_size(g, b) & ~7ULL),
 				   KEY_OWNER(keys[k]), (uint32_t)b);
 		}
 		return;
 	}
 	for (size_t k = from; k < to; k++) {
 		size_t b = KEY_BLOCK(keys[k]);
-		struct hg_span sp = { g->addr[b], (size_t)(g->size[b] & ~7ULL) };
+		struct hg_span sp = { g->addr[b], (size_t)(heapgraph_size(g, b) & ~7ULL) };
 
 		g->reads++;
 		if (g->read(g->read_arg, &sp, 1, g->buf) == 0)
@@ -337,7 +359,7 @@ static void scan_sorted(struct heapgraph *g, const uint64_t *keys, size_t n)
 
 		for (; j < n; j++) {
 			size_t b = KEY_BLOCK(keys[j]);
-			uint64_t a = g->addr[b], len = g->size[b] & ~7ULL;
+			uint64_t a = g->addr[b], len = heapgraph_size(g, b) & ~7ULL;
 
 			if (m && a >= end && a - end <= HG_GAP &&
 			    off + (a - end) + len <= HG_BATCH_BYTES) {
@@ -402,7 +424,7 @@ static uint64_t *sort_keys(uint64_t *keys, uint64_t *tmp, size_t n)
 /* Scan block b's words, a large block in pieces of HG_BATCH_BYTES. */
 static void scan_big(struct heapgraph *g, size_t b)
 {
-	uint64_t size = g->size[b] & ~7ULL;
+	uint64_t size = heapgraph_size(g, b) & ~7ULL;
 	uint32_t owner = g->owner[b];
 
 	for (uint64_t at = 0; at < size; at += HG_BATCH_BYTES) {
@@ -427,7 +449,7 @@ static void drain(struct heapgraph *g)
 
 		while (g->nwork && n < HG_BATCH_BLOCKS) {
 			size_t b = g->work[g->nwork - 1];
-			size_t len = (size_t)(g->size[b] & ~7ULL);
+			uint64_t len = heapgraph_size(g, b) & ~7ULL;
 
 			if (len > HG_BATCH_BYTES) {
 				if (n)

@@ -198,7 +198,7 @@ static void big_and_chain(void)
 static long find_slow(const struct heapgraph *g, uint64_t p)
 {
 	for (size_t i = 0; i < g->n; i++)
-		if (p >= g->addr[i] && p - g->addr[i] < g->size[i])
+		if (p >= g->addr[i] && p - g->addr[i] < heapgraph_size(g, i))
 			return (long)i;
 	return -1;
 }
@@ -219,7 +219,7 @@ static void directory(void)
 		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
 		size = 16 + (seed >> 33) % 200;
 		if (i == 1500)
-			size = 1ULL << 30;                      /* a huge one */
+			size = 5ULL << 30;                      /* a huge one: over 4 GiB */
 		if (i % 500 == 499)
 			at += HG_SEG_GAP + (seed >> 40) % 4096; /* a new segment */
 		else if (i % 7 == 3)
@@ -230,8 +230,8 @@ static void directory(void)
 	expect_int_eq(heapgraph_seal(&g), n);
 	expect_true(g.nseg >= 6);
 	for (size_t i = 0; i < n; i++) {
-		uint64_t probe[5] = { g.addr[i], g.addr[i] + g.size[i] - 1, g.addr[i] + g.size[i],
-				      g.addr[i] - 1, g.addr[i] + g.size[i] / 2 };
+		uint64_t probe[5] = { g.addr[i], g.addr[i] + heapgraph_size(&g, i) - 1, g.addr[i] + heapgraph_size(&g, i),
+				      g.addr[i] - 1, g.addr[i] + heapgraph_size(&g, i) / 2 };
 
 		for (int k = 0; k < 5; k++)
 			if (heapgraph_find(&g, probe[k]) != find_slow(&g, probe[k])) {
