@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
+#include "base/log.h"
 #include "base/xmalloc.h"
 #include "model/census.h"
 #include "model/mmchunks.h"
@@ -227,7 +229,7 @@ int glibcblocks_list(pid_t pid, const struct proc_maps *maps, glibc_read_fn read
 	struct mmlist mm = { 0 };
 	struct mmchunks mc;
 	struct spanread sr = { gread, garg };
-	uint64_t n = 0;
+	uint64_t n = 0, t0 = clock_ns(CLOCK_MONOTONIC);
 	int rc;
 
 	memset(st, 0, sizeof(*st));
@@ -265,6 +267,8 @@ int glibcblocks_list(pid_t pid, const struct proc_maps *maps, glibc_read_fn read
 		g->size[fr.v[i]] = 0;	/* dropped by the seal */
 	heapgraph_seal(g);
 	xunmap(fr.v, (fr.cap + 1) * sizeof(*fr.v));
+	pr_debug("snapshot: %zu blocks listed in %.1f ms", g->n,
+		 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 out:
 	free(mm.v);
 	return rc;
