@@ -17,7 +17,10 @@ default) and, unless --no-stopped, with --no-fork, in turn. It prints:
              stopped (--no-fork); fork/GiB: a plain fork() of the target
              over the same, and the part of our pause that is the remote
              fork (-v)
-and, first, what touching fresh memory costs on this machine now (a 64 MiB
+and, first, a 10-block target's figures (what a snapshot costs whatever
+the heap: symbols and frames of the target; the "marginal" columns take
+it off: read over scan minus it, B/block over peak RSS minus it), and
+what touching fresh memory costs on this machine now (a 64 MiB
 anonymous mapping written one byte a page): on a VM whose host backs a
 guest's memory at its first touch, heapattach's own arrays (B/block) cost
 more than its reads. Medians over --runs. Usage:
@@ -72,6 +75,29 @@ def fresh_page_us():
     return us
 
 
+def run_shape(n, size, runs, forks, stopped, tmp):
+    """One heapfill target: (copy records, stopped records, fork_ns, mapped)."""
+    go = os.path.join(tmp, 'go')
+    t = subprocess.Popen([FILL, str(n), str(size), go, str(forks)],
+                         stdout=subprocess.PIPE, text=True)
+    fork_ns = float('nan')
+    line = t.stdout.readline()
+    if line.startswith('fork_ns'):
+        fork_ns = int(line.split()[1])
+        line = t.stdout.readline()
+    if not line.startswith('ready'):
+        sys.exit('heapfill did not start')
+    mapped = vsize(t.pid)
+    copy, stop = [], []
+    for _ in range(runs):	# interleaved: copy, then stopped
+        copy.append(one(t.pid, [], tmp))
+        if stopped:
+            stop.append(one(t.pid, ['--no-fork'], tmp))
+    open(go, 'w').close()
+    t.wait()
+    return copy, stop, fork_ns, mapped
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--shapes', default='300K:1000,1M:64')
@@ -80,42 +106,35 @@ def main():
     ap.add_argument('--no-stopped', action='store_true', help='no --no-fork runs')
     a = ap.parse_args()
     print('fresh memory: %.1f us a 4 KiB page at its first write' % fresh_page_us())
-    print('%-10s %7s %9s %15s %7s %7s | %-30s' % (
-        'shape', 'mapped', 'blocks', 'scan (list)', 'read', 'B/block',
+    with tempfile.TemporaryDirectory() as tmp:
+        base, _, _, _ = run_shape(10, 64, a.runs, 0, False, tmp)
+    med = lambda rs, f: statistics.median(f(r) for r in rs) if rs else float('nan')
+    fixed_ns = med(base, lambda r: r['scan_ns'])
+    fixed_rss = med(base, lambda r: r['maxrss'])
+    print('fixed (10 blocks): scan %.2fs, peak RSS %.1f MiB' % (fixed_ns / 1e9, fixed_rss / 2**20))
+    print('%-10s %7s %9s %15s %13s %12s | %s' % (
+        'shape', 'mapped', 'blocks', 'scan (list)', 'read (marg.)', 'B/block (m.)',
         'pause/GiB: copy (its fork) / plain fork / stopped'))
     for shape in a.shapes.split(','):
         n, size = shape.split(':')
         with tempfile.TemporaryDirectory() as tmp:
-            go = os.path.join(tmp, 'go')
-            t = subprocess.Popen([FILL, str(count(n)), str(count(size)), go, str(a.forks)],
-                                 stdout=subprocess.PIPE, text=True)
-            fork_ns = float('nan')
-            line = t.stdout.readline()
-            if line.startswith('fork_ns'):
-                fork_ns = int(line.split()[1])
-                line = t.stdout.readline()
-            if not line.startswith('ready'):
-                sys.exit('heapfill did not start')
-            mapped = vsize(t.pid)
-            copy, stop = [], []
-            for _ in range(a.runs):	# interleaved: copy, then stopped
-                copy.append(one(t.pid, [], tmp))
-                if not a.no_stopped:
-                    stop.append(one(t.pid, ['--no-fork'], tmp))
-            open(go, 'w').close()
-            t.wait()
+            copy, stop, fork_ns, mapped = run_shape(count(n), count(size), a.runs, a.forks,
+                                                    not a.no_stopped, tmp)
         gib = mapped / 2**30
-        med = lambda rs, f: statistics.median(f(r) for r in rs) if rs else float('nan')
         pc = med(copy, lambda r: r['pause_ns']) / 1e6 / gib
         pf = med(copy, lambda r: r['fork_ms']) / gib
         ps = med(stop, lambda r: r['pause_ns']) / 1e6 / gib
         rate = med(copy, lambda r: r['bytes'] / (r['scan_ns'] / 1e9)) / 2**30
+        mrate = med(copy, lambda r: r['bytes'] / ((r['scan_ns'] - fixed_ns) / 1e9)) / 2**30
         rss = med(copy, lambda r: r['maxrss'] / r['blocks'])
+        mrss = med(copy, lambda r: (r['maxrss'] - fixed_rss) / r['blocks'])
         scan = med(copy, lambda r: r['scan_ns']) / 1e9
         lst = med(copy, lambda r: r['list_ns']) / 1e9
         blocks = copy[0]['blocks']
-        print('%-10s %6.2fG %9d %6.2fs (%5.2fs) %5.2fG/s %7.1f | %5.1f ms (%4.1f) / %4.1f ms / %.0f ms'
-              % (shape, gib, blocks, scan, lst, rate, rss, pc, pf, fork_ns / 1e6 / gib, ps))
+        print('%-10s %6.2fG %9d %6.2fs (%5.2fs) %4.2f (%4.2f)G/s %5.1f (%4.1f) | '
+              '%5.1f ms (%4.1f) / %4.1f ms / %.0f ms'
+              % (shape, gib, blocks, scan, lst, rate, mrate, rss, mrss, pc, pf,
+                 fork_ns / 1e6 / gib, ps))
         sys.stdout.flush()
 
 
