@@ -34,10 +34,12 @@
  *
  * Memory: 24 bytes a block (start 8, size 4 (a block of 4 GiB or more
  * has its size in a side table), owner, parent, type 4 each), 4 a block
- * at most for the worklist and about 1 for the directory, in pages of
- * their own (xmap: outside our heap, given back whole; grown by mremap
- * while listing); edges are never stored (a block's words are read again
- * when it is scanned again).
+ * at most for the worklist (its array serves snapout.c once the scan is
+ * done) and about 1 for the directory, in pages of their own (xmap:
+ * outside our heap, given back whole; grown by mremap while listing),
+ * and 2.3 MiB whatever the heap (the read buffer, a batch's keys and
+ * places); edges are never stored (a block's words are read again when
+ * it is scanned again).
  *
  * Everything read is the target's word: a block's contents may point
  * anywhere, sizes are the walker's (checked: sorted, no overlap).
