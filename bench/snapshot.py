@@ -8,6 +8,9 @@ default) and, unless --no-stopped, with --no-fork, in turn. It prints:
   scan       the summary's scan_ns: blocks listed, scanned and typed
   read       the blocks' bytes (the summary's bytes: usable bytes of the
              blocks in use) over scan_ns, in GiB/s
+  cpu        heapattach's user + system time, the whole run; on a loaded
+             machine scan's wall time is several times that; the read
+             rate over cpu (marginal) is what an idle machine would show
   list       the part of scan that listed the blocks (-v): the heaps' chain
              walk, which reads every byte of them once; after it the scan
              reads the blocks reached again
@@ -48,7 +51,7 @@ def vsize(pid):
 
 def one(pid, extra, tmp):
     out = os.path.join(tmp, 's.heap')
-    p = subprocess.run(['/usr/bin/time', '-f', 'maxrss=%M', HA, 'snapshot', '-v', '-p', str(pid),
+    p = subprocess.run(['/usr/bin/time', '-f', 'maxrss=%M cpu=%U+%S', HA, 'snapshot', '-v', '-p', str(pid),
                         '-o', out] + extra, capture_output=True, text=True)
     if p.returncode:
         sys.exit('heapattach snapshot failed: ' + p.stderr[-2000:])
@@ -56,6 +59,8 @@ def one(pid, extra, tmp):
                re.search(r'heapattach-snapshot: (.*)', p.stderr).group(1).split())
     rec = {k: int(v) for k, v in rec.items()}
     rec['maxrss'] = int(re.search(r'maxrss=(\d+)', p.stderr).group(1)) * 1024
+    m = re.search(r'cpu=([0-9.]+)\+([0-9.]+)', p.stderr)
+    rec['cpu'] = float(m.group(1)) + float(m.group(2))
     m = re.search(r'fork ([0-9.]+)', p.stderr)
     rec['fork_ms'] = float(m.group(1)) if m else float('nan')
     m = re.search(r'blocks listed in ([0-9.]+) ms', p.stderr)
@@ -111,10 +116,12 @@ def main():
     med = lambda rs, f: statistics.median(f(r) for r in rs) if rs else float('nan')
     fixed_ns = med(base, lambda r: r['scan_ns'])
     fixed_rss = med(base, lambda r: r['maxrss'])
-    print('fixed (10 blocks): scan %.2fs, peak RSS %.1f MiB' % (fixed_ns / 1e9, fixed_rss / 2**20))
-    print('%-10s %7s %9s %15s %13s %12s | %s' % (
-        'shape', 'mapped', 'blocks', 'scan (list)', 'read (marg.)', 'B/block (m.)',
-        'pause/GiB: copy (its fork) / plain fork / stopped'))
+    fixed_cpu = med(base, lambda r: r['cpu'])
+    print('fixed (10 blocks): scan %.2fs, cpu %.2fs, peak RSS %.1f MiB' % (
+        fixed_ns / 1e9, fixed_cpu, fixed_rss / 2**20))
+    print('%-10s %7s %9s %15s %13s %14s %12s | %s' % (
+        'shape', 'mapped', 'blocks', 'scan (list)', 'read (marg.)', 'cpu (read/cpu)',
+        'B/block (m.)', 'pause/GiB: copy (its fork) / plain fork / stopped'))
     for shape in a.shapes.split(','):
         n, size = shape.split(':')
         with tempfile.TemporaryDirectory() as tmp:
@@ -131,9 +138,11 @@ def main():
         scan = med(copy, lambda r: r['scan_ns']) / 1e9
         lst = med(copy, lambda r: r['list_ns']) / 1e9
         blocks = copy[0]['blocks']
-        print('%-10s %6.2fG %9d %6.2fs (%5.2fs) %4.2f (%4.2f)G/s %5.1f (%4.1f) | '
+        cpu = med(copy, lambda r: r['cpu'])
+        crate = med(copy, lambda r: r['bytes'] / max(r['cpu'] - fixed_cpu, 0.01)) / 2**30
+        print('%-10s %6.2fG %9d %6.2fs (%5.2fs) %4.2f (%4.2f)G/s %5.2fs (%4.2fG/s) %5.1f (%4.1f) | '
               '%5.1f ms (%4.1f) / %4.1f ms / %.0f ms'
-              % (shape, gib, blocks, scan, lst, rate, mrate, rss, mrss, pc, pf,
+              % (shape, gib, blocks, scan, lst, rate, mrate, cpu, crate, rss, mrss, pc, pf,
                  fork_ns / 1e6 / gib, ps))
         sys.stdout.flush()
 
