@@ -1,14 +1,35 @@
 #!/usr/bin/env python3
 """heapattach snapshot's costs on heaps of a chosen shape (fixtures/heapfill.c).
 
-For each shape (N blocks of SIZE bytes, every tenth leaked) it runs
-`heapattach snapshot` on one target, from a copy (the default) and with
---no-fork, side by side, and prints: the target's pause per GiB mapped
-for each and their ratio, the bytes of heap read per second, and
-heapattach's peak RSS per block. Usage:
-    bench/snapshot.py [--shapes 1M:1000,300K:64] [--runs 3]
+For each shape (N blocks of SIZE bytes, every tenth leaked) it starts one
+target, times plain fork()s of it (heapfill's own, the kernel's cost of
+copying it), then runs `heapattach snapshot -v` on it from a copy (the
+default) and, unless --no-stopped, with --no-fork, in turn. It prints:
+  scan       the summary's scan_ns: blocks listed, scanned and typed
+  read       the blocks' bytes (the summary's bytes: usable bytes of the
+             blocks in use) over scan_ns, in GiB/s
+  cpu        heapattach's user + system time, the whole run; on a loaded
+             machine scan's wall time is several times that; the read
+             rate over cpu (marginal) is what an idle machine would show
+  list       the part of scan that listed the blocks (-v): the heaps' chain
+             walk, which reads every byte of them once; after it the scan
+             reads the blocks reached again
+  B/block    heapattach's peak RSS (/usr/bin/time) over the blocks
+  pause/GiB  the target's pause (pause_ns: every stop, from the seize to
+             the detach, and the reap) over its VmSize, from a copy and
+             stopped (--no-fork); fork/GiB: a plain fork() of the target
+             over the same, and the part of our pause that is the remote
+             fork (-v)
+and, first, a 10-block target's figures (what a snapshot costs whatever
+the heap: symbols and frames of the target; the "marginal" columns take
+it off: read over scan minus it, B/block over peak RSS minus it), and
+what touching fresh memory costs on this machine now (a 64 MiB
+anonymous mapping written one byte a page): on a VM whose host backs a
+guest's memory at its first touch, heapattach's own arrays (B/block) cost
+more than its reads. Medians over --runs. Usage:
+    bench/snapshot.py [--shapes 300K:1000,1M:64,10M:200] [--runs 3] [--no-stopped]
 """
-import argparse, os, re, statistics, subprocess, sys, tempfile, time
+import argparse, mmap, os, re, statistics, subprocess, sys, tempfile, time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HA = os.path.join(TOP, 'heapattach')
@@ -30,46 +51,100 @@ def vsize(pid):
 
 def one(pid, extra, tmp):
     out = os.path.join(tmp, 's.heap')
-    p = subprocess.run(['/usr/bin/time', '-f', 'maxrss=%M', HA, 'snapshot', '-p', str(pid),
+    p = subprocess.run(['/usr/bin/time', '-f', 'maxrss=%M cpu=%U+%S', HA, 'snapshot', '-v', '-p', str(pid),
                         '-o', out] + extra, capture_output=True, text=True)
     if p.returncode:
         sys.exit('heapattach snapshot failed: ' + p.stderr[-2000:])
     rec = dict(kv.split('=') for kv in
                re.search(r'heapattach-snapshot: (.*)', p.stderr).group(1).split())
+    rec = {k: int(v) for k, v in rec.items()}
     rec['maxrss'] = int(re.search(r'maxrss=(\d+)', p.stderr).group(1)) * 1024
-    return {k: int(v) for k, v in rec.items()}
+    m = re.search(r'cpu=([0-9.]+)\+([0-9.]+)', p.stderr)
+    rec['cpu'] = float(m.group(1)) + float(m.group(2))
+    m = re.search(r'fork ([0-9.]+)', p.stderr)
+    rec['fork_ms'] = float(m.group(1)) if m else float('nan')
+    m = re.search(r'blocks listed in ([0-9.]+) ms', p.stderr)
+    rec['list_ns'] = float(m.group(1)) * 1e6 if m else float('nan')
+    return rec
+
+
+def fresh_page_us():
+    """Microseconds a fresh 4 KiB page costs at its first write."""
+    size = 64 << 20
+    m = mmap.mmap(-1, size)
+    t0 = time.perf_counter()
+    for i in range(0, size, 4096):
+        m[i] = 1
+    us = (time.perf_counter() - t0) * 1e6 / (size // 4096)
+    m.close()
+    return us
+
+
+def run_shape(n, size, runs, forks, stopped, tmp):
+    """One heapfill target: (copy records, stopped records, fork_ns, mapped)."""
+    go = os.path.join(tmp, 'go')
+    t = subprocess.Popen([FILL, str(n), str(size), go, str(forks)],
+                         stdout=subprocess.PIPE, text=True)
+    fork_ns = float('nan')
+    line = t.stdout.readline()
+    if line.startswith('fork_ns'):
+        fork_ns = int(line.split()[1])
+        line = t.stdout.readline()
+    if not line.startswith('ready'):
+        sys.exit('heapfill did not start')
+    mapped = vsize(t.pid)
+    copy, stop = [], []
+    for _ in range(runs):	# interleaved: copy, then stopped
+        copy.append(one(t.pid, [], tmp))
+        if stopped:
+            stop.append(one(t.pid, ['--no-fork'], tmp))
+    open(go, 'w').close()
+    t.wait()
+    return copy, stop, fork_ns, mapped
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('--shapes', default='1M:1000,300K:64')
+    ap.add_argument('--shapes', default='300K:1000,1M:64')
     ap.add_argument('--runs', type=int, default=3)
+    ap.add_argument('--forks', type=int, default=5, help='plain forks timed')
+    ap.add_argument('--no-stopped', action='store_true', help='no --no-fork runs')
     a = ap.parse_args()
-    print('%-12s %10s %14s %14s %8s %10s %10s' % ('shape', 'mapped', 'pause/GiB copy',
-          'pause/GiB stop', 'ratio', 'read GiB/s', 'B/block'))
+    print('fresh memory: %.1f us a 4 KiB page at its first write' % fresh_page_us())
+    with tempfile.TemporaryDirectory() as tmp:
+        base, _, _, _ = run_shape(10, 64, a.runs, 0, False, tmp)
+    med = lambda rs, f: statistics.median(f(r) for r in rs) if rs else float('nan')
+    fixed_ns = med(base, lambda r: r['scan_ns'])
+    fixed_rss = med(base, lambda r: r['maxrss'])
+    fixed_cpu = med(base, lambda r: r['cpu'])
+    print('fixed (10 blocks): scan %.2fs, cpu %.2fs, peak RSS %.1f MiB' % (
+        fixed_ns / 1e9, fixed_cpu, fixed_rss / 2**20))
+    print('%-10s %7s %9s %15s %13s %14s %12s | %s' % (
+        'shape', 'mapped', 'blocks', 'scan (list)', 'read (marg.)', 'cpu (read/cpu)',
+        'B/block (m.)', 'pause/GiB: copy (its fork) / plain fork / stopped'))
     for shape in a.shapes.split(','):
         n, size = shape.split(':')
         with tempfile.TemporaryDirectory() as tmp:
-            go = os.path.join(tmp, 'go')
-            t = subprocess.Popen([FILL, str(count(n)), str(count(size)), go],
-                                 stdout=subprocess.PIPE, text=True)
-            line = t.stdout.readline()
-            if not line.startswith('ready'):
-                sys.exit('heapfill did not start')
-            mapped = vsize(t.pid)
-            copy, stop = [], []
-            for _ in range(a.runs):	# interleaved: copy, then stopped
-                copy.append(one(t.pid, [], tmp))
-                stop.append(one(t.pid, ['--no-fork'], tmp))
-            open(go, 'w').close()
-            t.wait()
+            copy, stop, fork_ns, mapped = run_shape(count(n), count(size), a.runs, a.forks,
+                                                    not a.no_stopped, tmp)
         gib = mapped / 2**30
-        pc = statistics.median(r['pause_ns'] for r in copy) / 1e6 / gib
-        ps = statistics.median(r['pause_ns'] for r in stop) / 1e6 / gib
-        rate = statistics.median(r['bytes'] / (r['scan_ns'] / 1e9) for r in copy) / 2**30
-        rss = statistics.median(r['maxrss'] / r['blocks'] for r in copy)
-        print('%-12s %8.2fG %12.1fms %12.1fms %7.1fx %10.2f %10.1f' % (
-            shape, gib, pc, ps, ps / pc, rate, rss))
+        pc = med(copy, lambda r: r['pause_ns']) / 1e6 / gib
+        pf = med(copy, lambda r: r['fork_ms']) / gib
+        ps = med(stop, lambda r: r['pause_ns']) / 1e6 / gib
+        rate = med(copy, lambda r: r['bytes'] / (r['scan_ns'] / 1e9)) / 2**30
+        mrate = med(copy, lambda r: r['bytes'] / ((r['scan_ns'] - fixed_ns) / 1e9)) / 2**30
+        rss = med(copy, lambda r: r['maxrss'] / r['blocks'])
+        mrss = med(copy, lambda r: (r['maxrss'] - fixed_rss) / r['blocks'])
+        scan = med(copy, lambda r: r['scan_ns']) / 1e9
+        lst = med(copy, lambda r: r['list_ns']) / 1e9
+        blocks = copy[0]['blocks']
+        cpu = med(copy, lambda r: r['cpu'])
+        crate = med(copy, lambda r: r['bytes'] / max(r['cpu'] - fixed_cpu, 0.01)) / 2**30
+        print('%-10s %6.2fG %9d %6.2fs (%5.2fs) %4.2f (%4.2f)G/s %5.2fs (%4.2fG/s) %5.1f (%4.1f) | '
+              '%5.1f ms (%4.1f) / %4.1f ms / %.0f ms'
+              % (shape, gib, blocks, scan, lst, rate, mrate, cpu, crate, rss, mrss, pc, pf,
+                 fork_ns / 1e6 / gib, ps))
+        sys.stdout.flush()
 
 
 if __name__ == '__main__':

@@ -104,22 +104,36 @@ static int chain(struct reader *r, uint64_t first, uint64_t end, chunk_fn visit,
 	return -EINVAL;
 }
 
+/* Called after a chain walked with visit: kept 1 when it reached its
+ * heap's end (its visits stand), 0 when it broke (forget them). */
+typedef void (*settle_fn)(void *arg, int kept);
+
 /*
  * One heap: its chain from the offset *off when known (not UINT64_MAX),
  * else from the first offset in [from, from + 4096) whose chain lands on
- * end (into *off), walked again with visit unless visit is NULL; its
- * top's size into *top, its chunks in use into *used.
+ * end (into *off), walked again with visit unless visit is NULL; with
+ * settle, each candidate is walked with visit once and settled instead.
+ * Its top's size into *top, its chunks in use into *used.
  */
 static int heap(struct reader *r, uint64_t start, uint64_t from, uint64_t end, chunk_fn visit,
-		void *arg, uint64_t *off, uint64_t *top, uint64_t *used)
+		settle_fn settle, void *arg, uint64_t *off, uint64_t *top, uint64_t *used)
 {
-	if (*off != UINT64_MAX)
-		return chain(r, start + *off, end, visit, arg, top, used);
+	int rc;
+
+	if (*off != UINT64_MAX) {
+		rc = chain(r, start + *off, end, visit, arg, top, used);
+		if (settle)
+			settle(arg, rc == 0);
+		return rc;
+	}
 	for (uint64_t o = from; o < from + 4096 && start + o < end; o += 16) {
-		if (chain(r, start + o, end, NULL, NULL, top, used))
+		rc = chain(r, start + o, end, settle ? visit : NULL, arg, top, used);
+		if (settle)
+			settle(arg, rc == 0);
+		if (rc)
 			continue;
 		*off = o;
-		return visit ? chain(r, start + o, end, visit, arg, top, used) : 0;
+		return visit && !settle ? chain(r, start + o, end, visit, arg, top, used) : 0;
 	}
 	return -EINVAL;
 }
@@ -144,11 +158,11 @@ static void count(void *arg, uint64_t c, uint64_t size, int used)
  * at a 64 MiB boundary, heap_info.size plausible), each walked with
  * visit; the tops' bytes into *top, the chunks in use into *nused. How
  * many were found and walked. offs (may be NULL): each mapping's chain
- * offset, found or known (heap()).
+ * offset, found or known (heap()); settle (may be NULL): heap().
  */
-static void heaps(const struct proc_maps *maps, struct reader *r, chunk_fn visit, void *arg,
-		  uint64_t *offs, unsigned *found, unsigned *walked, uint64_t *tops,
-		  uint64_t *nused)
+static void heaps(const struct proc_maps *maps, struct reader *r, chunk_fn visit,
+		  settle_fn settle, void *arg, uint64_t *offs, unsigned *found, unsigned *walked,
+		  uint64_t *tops, uint64_t *nused)
 {
 	uint64_t top;
 
@@ -175,7 +189,7 @@ static void heaps(const struct proc_maps *maps, struct reader *r, chunk_fn visit
 		{
 			uint64_t none = UINT64_MAX, *off = offs ? &offs[i] : &none, n;
 
-			if (heap(r, start, from, start + used, visit, arg, off, &top, &n) == 0) {
+			if (heap(r, start, from, start + used, visit, settle, arg, off, &top, &n) == 0) {
 				(*walked)++;
 				*tops += top;
 				*nused += n;
@@ -185,8 +199,9 @@ static void heaps(const struct proc_maps *maps, struct reader *r, chunk_fn visit
 }
 
 int census_chunks(const struct proc_maps *maps, census_read_fn read, void *arg,
-		  void (*visit)(void *arg, uint64_t chunk, uint64_t size, int used), void *varg,
-		  uint64_t *offs, unsigned *walked, uint64_t *nused)
+		  void (*visit)(void *arg, uint64_t chunk, uint64_t size, int used),
+		  void (*settle)(void *arg, int kept), void *varg, uint64_t *offs, unsigned *walked,
+		  uint64_t *nused)
 {
 	struct reader r = { .read = read, .arg = arg, .buf = xmap(WINDOW),
 			    .deadline = UINT64_MAX };
@@ -195,7 +210,7 @@ int census_chunks(const struct proc_maps *maps, census_read_fn read, void *arg,
 
 	*walked = 0;
 	*nused = 0;
-	heaps(maps, &r, visit, varg, offs, &found, walked, &tops, nused);
+	heaps(maps, &r, visit, settle, varg, offs, &found, walked, &tops, nused);
 	xunmap(r.buf, WINDOW);
 	return *walked ? 0 : -ENOENT;
 }
@@ -210,7 +225,7 @@ int census_walk(const struct proc_maps *maps, census_read_fn read, void *arg, st
 	{
 		uint64_t nused;
 
-		heaps(maps, &r, count, out, NULL, &out->heaps, &out->walked, &out->top_b, &nused);
+		heaps(maps, &r, count, NULL, out, NULL, &out->heaps, &out->walked, &out->top_b, &nused);
 	}
 	xunmap(r.buf, WINDOW);
 	out->ns = clock_ns(CLOCK_MONOTONIC) - t0;

@@ -51,12 +51,17 @@ int census_walk(const struct proc_maps *maps, census_read_fn read, void *arg, st
  * offs (NULL, or one per mapping of maps, UINT64_MAX where unknown):
  * where each heap's chain starts, found by a first call (which may visit
  * nothing: one walk of each heap) so that a second walks each heap once.
+ * With settle (may be NULL), a heap whose start is unknown is walked
+ * once, from each candidate start, with visit: settle(varg, 1) after a
+ * chain that reaches its heap's end (its visits stand, and the heap is
+ * done), settle(varg, 0) after one that breaks (forget its visits).
  * 0, or -ENOENT when no heap was walked; *walked the heaps walked, *nused
  * their chunks in use.
  */
 int census_chunks(const struct proc_maps *maps, census_read_fn read, void *arg,
-		  void (*visit)(void *arg, uint64_t chunk, uint64_t size, int used), void *varg,
-		  uint64_t *offs, unsigned *walked, uint64_t *nused);
+		  void (*visit)(void *arg, uint64_t chunk, uint64_t size, int used),
+		  void (*settle)(void *arg, int kept), void *varg, uint64_t *offs, unsigned *walked,
+		  uint64_t *nused);
 
 /* The census as text lines: first "heapattach-census: key=value ...", then
  * a table for people, then the mmapped blocks (or that they are not

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
+#include "base/log.h"
 #include "base/xmalloc.h"
 #include "model/census.h"
 #include "model/mmchunks.h"
@@ -26,17 +28,53 @@
 #define FAST_MAX_CHUNKS (64u << 20)     /* free chunks the arenas' walk visits at most */
 #define MM_BUDGET_NS 10000000000ULL     /* the search for mmapped blocks: 10 s at most */
 
+#define FIRST_CAP 65536              /* blocks the graph has room for at first */
+
+/* The listing's graph: blocks [0, n) set, [0, kept) from chains that held. */
 struct fill {
 	struct heapgraph *g;
-	size_t n;
+	size_t n, kept;
+	int full;                       /* more than HG_MAX blocks: the rest dropped */
 };
 
 static void fill_used(void *arg, uint64_t chunk, uint64_t size, int used)
 {
 	struct fill *f = arg;
 
-	if (used && f->n < f->g->n)
-		heapgraph_set(f->g, f->n++, chunk + 16, size - 8);
+	size_t cap = f->g->cap, more = 2 * cap < HG_MAX ? 2 * cap : HG_MAX - 1;
+
+	if (!used || f->full)
+		return;
+	if (f->n == cap && (more <= cap || heapgraph_grow(f->g, more))) {
+		f->full = 1;
+		return;
+	}
+	heapgraph_set(f->g, f->n++, chunk + 16, size - 8);
+}
+
+/* A heap's chain held (its blocks stay) or broke (forget them). */
+static void fill_settle(void *arg, int kept)
+{
+	struct fill *f = arg;
+
+	if (kept)
+		f->kept = f->n;
+	else
+		f->n = f->kept;
+}
+
+/* census_read_fn through the graph's reader: one span. */
+struct spanread {
+	hg_read_fn read;
+	void *arg;
+};
+
+static int read_span(void *arg, uint64_t addr, void *buf, size_t len)
+{
+	const struct spanread *sr = arg;
+	struct hg_span sp = { addr, len };
+
+	return sr->read(sr->arg, &sp, 1, buf);
 }
 
 /* Indices of blocks found free, to drop: room for every block (a list that
@@ -58,7 +96,7 @@ static long block_at(const struct heapgraph *g, uint64_t p, uint64_t csize)
 {
 	long b = heapgraph_find(g, p);
 
-	if (b < 0 || g->addr[b] != p || (csize && g->size[b] + 8 != csize))
+	if (b < 0 || g->addr[b] != p || (csize && heapgraph_size(g, (size_t)b) + 8 != csize))
 		return -1;
 	return b;
 }
@@ -111,7 +149,7 @@ static void tcaches(const struct heapgraph *g, glibc_read_fn read, void *arg, st
 	uint64_t steps = 2 * (uint64_t)g->n + 2 * TCACHE_BINS;
 
 	for (size_t b = 0; b < g->n; b++) {
-		uint64_t csize = g->size[b] + 8;
+		uint64_t csize = heapgraph_size(g, b) + 8;
 		int wide = csize == TCACHE_WIDE_CHUNK;
 		long got;
 
@@ -173,7 +211,7 @@ static void merge_mm(struct heapgraph *g, size_t nheap, const struct mmlist *mm)
 	while (j) {
 		if (i && g->addr[i - 1] > mm->v[j - 1].addr) {
 			i--;
-			heapgraph_set(g, --k, g->addr[i], g->size[i]);
+			heapgraph_set(g, --k, g->addr[i], heapgraph_size(g, i));
 		} else {
 			j--;
 			heapgraph_set(g, --k, mm->v[j].addr, mm->v[j].len);
@@ -187,25 +225,31 @@ int glibcblocks_list(pid_t pid, const struct proc_maps *maps, glibc_read_fn read
 		     void *garg, struct glibcblocks_stats *st)
 {
 	struct frees fr = { 0 };
-	struct fill f = { g, 0 };
+	struct fill f = { g, 0, 0, 0 };
 	struct mmlist mm = { 0 };
 	struct mmchunks mc;
-	uint64_t n = 0, *offs = xmap((maps->n + 1) * sizeof(*offs));
+	struct spanread sr = { gread, garg };
+	uint64_t n = 0, t0 = clock_ns(CLOCK_MONOTONIC);
 	int rc;
 
 	memset(st, 0, sizeof(*st));
 	memset(g, 0, sizeof(*g));
 	st->mm_known = mmchunks_list(pid, MM_BUDGET_NS, add_mm, &mm, &mc) == 0 && !mc.cut;
-	for (size_t i = 0; i < maps->n; i++)
-		offs[i] = UINT64_MAX;
-	/* one walk of each heap to find and count, one to list */
-	rc = census_chunks(maps, read, arg, NULL, NULL, offs, &st->heaps, &n);
-	if (rc && !mm.n)
-		goto out;
-	rc = heapgraph_init(g, n + mm.n, gread, garg);
+	rc = heapgraph_init(g, FIRST_CAP, gread, garg);
 	if (rc)
 		goto out;
-	census_chunks(maps, read, arg, fill_used, &f, offs, &st->heaps, &(uint64_t){ 0 });
+	/* one walk of each heap, in large reads through the graph's reader */
+	rc = census_chunks(maps, gread ? read_span : read, gread ? (void *)&sr : arg, fill_used,
+			   fill_settle, &f, NULL, &st->heaps, &n);
+	if (rc && !mm.n) {
+		heapgraph_free(g);
+		goto out;
+	}
+	rc = heapgraph_grow(g, f.n + mm.n);
+	if (rc) {
+		heapgraph_free(g);
+		goto out;
+	}
 	merge_mm(g, f.n, &mm);
 	st->mmapped = mm.n;
 	st->chunks = heapgraph_seal(g);
@@ -223,8 +267,9 @@ int glibcblocks_list(pid_t pid, const struct proc_maps *maps, glibc_read_fn read
 		g->size[fr.v[i]] = 0;	/* dropped by the seal */
 	heapgraph_seal(g);
 	xunmap(fr.v, (fr.cap + 1) * sizeof(*fr.v));
+	pr_debug("snapshot: %zu blocks listed in %.1f ms", g->n,
+		 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 out:
-	xunmap(offs, (maps->n + 1) * sizeof(*offs));
 	free(mm.v);
 	return rc;
 }

@@ -24,10 +24,22 @@
  * propagation: a block's owner goes from none to a root to shared, never
  * back, so each block is scanned at most twice.
  *
- * Memory: 28 bytes a block (start, size, owner, parent, type) and 4 a
- * block at most for the worklist, in pages of their own (xmap: outside
- * our heap, given back whole); edges are never stored (a block's words
- * are read again when it is scanned again).
+ * Reading: the worklist is taken in batches, sorted by address, and
+ * blocks at most HG_GAP bytes apart are read as one span (a heap's run of
+ * blocks is one read, not one a block). A word is looked up in a
+ * directory: the blocks cut into segments (runs with no gap over
+ * HG_SEG_GAP), each with one entry every 2^shift bytes (about one for
+ * four blocks): the first block to look at; most words cost one
+ * comparison (outside [lo, hi)) or a few.
+ *
+ * Memory: 24 bytes a block (start 8, size 4 (a block of 4 GiB or more
+ * has its size in a side table), owner, parent, type 4 each), 4 a block
+ * at most for the worklist (its array serves snapout.c once the scan is
+ * done) and about 1 for the directory, in pages of their own (xmap:
+ * outside our heap, given back whole; grown by mremap while listing),
+ * and 2.3 MiB whatever the heap (the read buffer, a batch's keys and
+ * places); edges are never stored (a block's words are read again when
+ * it is scanned again).
  *
  * Everything read is the target's word: a block's contents may point
  * anywhere, sizes are the walker's (checked: sorted, no overlap).
@@ -47,15 +59,33 @@ struct hg_span {
 
 /* Reads spans[0..n) of the target (its copy), one after the other, into
  * buf: 0 or -errno. Read in batches of up to HG_BATCH spans and
- * HG_BATCH_BYTES bytes (one process_vm_readv each). */
+ * HG_BATCH_BYTES bytes, in ascending order of address. */
 typedef int (*hg_read_fn)(void *arg, const struct hg_span *spans, size_t n, uint8_t *buf);
 #define HG_BATCH 512
-#define HG_BATCH_BYTES (4u << 20)
+#define HG_BATCH_BYTES (1u << 20)
+#define HG_GAP 4096                     /* blocks closer than this: one span */
+#define HG_BATCH_BLOCKS 65536           /* blocks taken off the worklist at a time */
+#define HG_SEG_GAP (1u << 20)           /* a gap that starts a new segment */
+#define HG_BIG UINT32_MAX               /* size: look it up (heapgraph_size) */
+
+/* A block of 4 GiB or more: its size, by its start. */
+struct hg_big {
+	uint64_t addr, size;
+};
+
+/* A segment of the directory: blocks [first, first + n) in [base, end). */
+struct hg_seg {
+	uint64_t base, end;
+	uint32_t first, n;
+	uint32_t dir;                   /* its entries in dir[] */
+	uint32_t shift;                 /* an entry every 2^shift bytes */
+};
 
 struct heapgraph {
 	size_t n, cap;                  /* blocks, and room for (heapgraph_init) */
 	uint64_t *addr;                 /* block starts, ascending */
-	uint64_t *size;                 /* usable bytes of each */
+	uint32_t *size;                 /* usable bytes of each, HG_BIG: 4 GiB or more
+					 * (heapgraph_size says how many) */
 	uint32_t *owner;                /* a root id, HG_SHARED or HG_NONE */
 	uint32_t *parent;               /* what first reached it: block i (< n), or root
 					 * id r as n + r (heapgraph_parent); HG_NONE: none */
@@ -64,6 +94,14 @@ struct heapgraph {
 	/* private */
 	uint32_t *work;
 	size_t nwork;
+	struct hg_seg *seg;             /* the directory (heapgraph_seal) */
+	uint32_t *dir;
+	size_t nseg, ndir;
+	uint64_t *batch, *sorted;       /* HG_BATCH_BLOCKS: (block << 32 | owner) */
+	uint32_t *boff;                 /* each batched block's place in buf */
+	struct hg_big *big;             /* blocks of HG_BIG, unordered (each 4 GiB of the
+					 * target's memory: few) */
+	size_t nbig;
 	hg_read_fn read;
 	void *read_arg;
 	uint8_t *buf;                   /* HG_BATCH_BYTES */
@@ -73,12 +111,25 @@ struct heapgraph {
 
 /* A graph of n blocks (filled with heapgraph_set) read through read. 0 or -E2BIG. */
 int heapgraph_init(struct heapgraph *g, size_t n, hg_read_fn read, void *arg);
+/* Room for cap blocks (more than g->cap), the blocks set kept: 0 or -E2BIG. */
+int heapgraph_grow(struct heapgraph *g, size_t cap);
 void heapgraph_free(struct heapgraph *g);
+/* Record the size of the block at addr, of 4 GiB or more. */
+void heapgraph_set_big(struct heapgraph *g, uint64_t addr, uint64_t size);
+/* The size of the block at addr recorded so (HG_BIG if none). */
+uint64_t heapgraph_big_size(const struct heapgraph *g, uint64_t addr);
 /* Block i (in ascending order of addr). */
 static inline void heapgraph_set(struct heapgraph *g, size_t i, uint64_t addr, uint64_t size)
 {
 	g->addr[i] = addr;
-	g->size[i] = size;
+	g->size[i] = size < HG_BIG ? (uint32_t)size : HG_BIG;
+	if (size >= HG_BIG)
+		heapgraph_set_big(g, addr, size);
+}
+/* The usable bytes of block i. */
+static inline uint64_t heapgraph_size(const struct heapgraph *g, size_t i)
+{
+	return g->size[i] != HG_BIG ? g->size[i] : heapgraph_big_size(g, g->addr[i]);
 }
 /* After the last heapgraph_set: blocks out of order or overlapping are
  * dropped (the walker read a heap that changed, or lies). How many remain. */

@@ -61,7 +61,7 @@ static long cache_check(const struct jewalk *w, const struct heapgraph *g, const
 		for (unsigned k = 0; k < n; k++) {
 			long b = block_at(g, items[k]);
 
-			if (b < 0 || g->size[b] != jeblocks_class_size(i))
+			if (b < 0 || heapgraph_size(g, (size_t)b) != jeblocks_class_size(i))
 				goto bad;
 			drop(d, (size_t)b);
 		}

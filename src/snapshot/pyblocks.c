@@ -261,7 +261,7 @@ int pyblocks_merge(struct heapgraph *g, const struct pyblocks *pb)
 		return -E2BIG;
 	while (i < g->n || j < pb->n) {
 		if (j == pb->n || (i < g->n && g->addr[i] < pb->v[j].addr)) {
-			heapgraph_set(&m, k++, g->addr[i], g->size[i]);
+			heapgraph_set(&m, k++, g->addr[i], heapgraph_size(g, i));
 			i++;
 		} else {
 			heapgraph_set(&m, k++, pb->v[j].addr, pb->v[j].len);

@@ -152,10 +152,10 @@ static void add_between(struct snaproots *out, const struct heapgraph *g, uint64
 	size_t b;
 
 	if (in >= 0)
-		lo = g->addr[in] + g->size[in];
+		lo = g->addr[in] + heapgraph_size(g, (size_t)in);
 	for (b = heapgraph_first_from(g, lo); b < g->n && g->addr[b] < hi && lo < hi; b++) {
 		add(out, lo, g->addr[b], name);
-		lo = g->addr[b] + g->size[b];
+		lo = g->addr[b] + heapgraph_size(g, b);
 	}
 	if (lo < hi)
 		add(out, lo, hi, name);

@@ -209,18 +209,18 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 		size_t n = stack_of(g, g->work, i, pcs, leaked, shared);
 
 		st->blocks++;
-		st->bytes += g->size[i];
-		profile_xacct_inuse(p, profile_stack_id(p, pcs, n), g->size[i]);
+		st->bytes += heapgraph_size(g, i);
+		profile_xacct_inuse(p, profile_stack_id(p, pcs, n), heapgraph_size(g, i));
 		if (g->owner[i] == HG_NONE) {
 			st->leaked_blocks++;
-			st->leaked_bytes += g->size[i];
-			tally_add(&lk, g->type[i], g->size[i]);
+			st->leaked_bytes += heapgraph_size(g, i);
+			tally_add(&lk, g->type[i], heapgraph_size(g, i));
 		} else if (g->owner[i] == HG_SHARED) {
-			st->shared_bytes += g->size[i];
+			st->shared_bytes += heapgraph_size(g, i);
 		} else {
-			tally_add(&own, g->owner[i], g->size[i]);
+			tally_add(&own, g->owner[i], heapgraph_size(g, i));
 			if (g->work[i] < HG_NONE - 1 && g->work[i] != g->owner[i])
-				tally_add(&fr, g->work[i], g->size[i]);
+				tally_add(&fr, g->work[i], heapgraph_size(g, i));
 		}
 	}
 	mib(a, sizeof(a), st->bytes);

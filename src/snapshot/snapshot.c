@@ -27,6 +27,7 @@
 #include "snapshot/glibcblocks.h"
 #include "snapshot/hold.h"
 #include "snapshot/jeblocks.h"
+#include "snapshot/memread.h"
 #include "snapshot/pyblocks.h"
 #include "snapshot/pytypes.h"
 #include "snapshot/roots.h"
@@ -54,6 +55,7 @@ struct snap {
 	struct jeblocks_meta je_meta;
 	struct jeblocks_stats js;
 	struct forkcopy fc;             /* the copy read instead of the target, or none */
+	struct memread mr;              /* how its blocks are read */
 	int no_copy;                    /* decided before the stop: no copy, why says why */
 	char why[256];                  /* why there is none */
 	uint64_t anon;                  /* the target's private anonymous memory, bytes */
@@ -90,24 +92,15 @@ static int read_target(void *arg, uint64_t addr, void *buf, size_t len)
 	return glibc_target_read(sn->t, addr, buf, len);
 }
 
-/* hg_read_fn: the spans through one process_vm_readv per IOV_MAX; -EINTR
- * once the read must end (read_ends). */
+/* hg_read_fn: the spans of the reader (the copy: memread.h), a Python
+ * GC's links hidden when asked; -EINTR once the read must end (read_ends). */
 static int read_spans(void *arg, const struct hg_span *s, size_t n, uint8_t *buf)
 {
-	static struct iovec loc[HG_BATCH], rem[HG_BATCH];
 	struct snap *sn = arg;
-	size_t want = 0;
 
-	if (n > HG_BATCH)
-		return -E2BIG;
 	if (read_ends(sn))
 		return -EINTR;
-	for (size_t i = 0; i < n; i++) {
-		loc[i] = (struct iovec){ buf + want, s[i].len };
-		rem[i] = (struct iovec){ (void *)(uintptr_t)s[i].addr, s[i].len };
-		want += s[i].len;
-	}
-	if (process_vm_readv(sn->reader, loc, n, rem, n, 0) != (ssize_t)want)
+	if (memread_spans(&sn->mr, sn->reader, s, n, buf))
 		return -EFAULT;
 	if (sn->hide_gc)	/* the scan: a Python GC's links are no references */
 		pygcheads_hide(&sn->gch, s, n, buf);
@@ -536,6 +529,7 @@ int snapshot_run(const struct snapshot_config *cfg)
 out:
 	if (caught)
 		snaphold_catch_signals(0, old);
+	memread_close(&sn.mr);
 	heapgraph_free(&sn.g);
 	jeblocks_meta_free(&sn.je_meta);
 	snaproots_free(&sn.roots);

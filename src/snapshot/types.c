@@ -143,7 +143,7 @@ size_t snaptypes_classify(struct target *t, const struct proc_maps *maps, struct
 			const struct vtable *v = ok && g->size[at + i] >= 8 ? vtable_of(&vt, first[i]) :
 									       NULL;
 
-			g->type[at + i] = v ? v->name : size_class(names, g->size[at + i], ids);
+			g->type[at + i] = v ? v->name : size_class(names, heapgraph_size(g, at + i), ids);
 			classed += v != NULL;
 		}
 	}

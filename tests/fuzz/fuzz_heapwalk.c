@@ -55,9 +55,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (glibcblocks_list(-1, &maps, read_img, &im, size & 16 ? &gs : NULL, &g, readv_img, &im,
 			     &st) == 0) {
 		for (size_t i = 0; i < g.n; i++) {
-			if (g.addr[i] < end || !g.size[i] || g.addr[i] < BASE)
+			if (g.addr[i] < end || !heapgraph_size(&g, i) || g.addr[i] < BASE)
 				abort();	/* sealed: sorted, apart, inside */
-			end = g.addr[i] + g.size[i];
+			end = g.addr[i] + heapgraph_size(&g, i);
 		}
 		/* the first page as a root, then every block's owner is sane */
 		heapgraph_root_range(&g, 1, BASE, BASE + (im.n < 4096 ? im.n : 4096));

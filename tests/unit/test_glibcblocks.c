@@ -66,7 +66,7 @@ static int listed_at(const struct heapgraph *g, uint64_t p, uint64_t usable)
 {
 	long b = heapgraph_find(g, p);
 
-	return b >= 0 && g->addr[b] == p && g->size[b] == usable;
+	return b >= 0 && g->addr[b] == p && heapgraph_size(g, (size_t)b) == usable;
 }
 
 static int listed(const struct heapgraph *g, void *p, uint64_t usable)

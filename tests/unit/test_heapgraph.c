@@ -2,6 +2,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -193,5 +194,58 @@ static void big_and_chain(void)
 	free(chain);
 }
 
+/* The block holding p by a walk over all of them: the directory's answer. */
+static long find_slow(const struct heapgraph *g, uint64_t p)
+{
+	for (size_t i = 0; i < g->n; i++)
+		if (p >= g->addr[i] && p - g->addr[i] < heapgraph_size(g, i))
+			return (long)i;
+	return -1;
+}
+
+/* The directory (heapgraph_find) against a walk over every block, on a
+ * made-up address space: runs of blocks of mixed sizes, gaps below and
+ * above a segment's, one huge block among small ones. No reads. */
+static void directory(void)
+{
+	struct heapgraph g;
+	uint64_t at = 0x10000, seed = 12345;
+	size_t n = 3000;
+
+	expect_int_eq(heapgraph_init(&g, n, read_own, NULL), 0);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t size;
+
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		size = 16 + (seed >> 33) % 200;
+		if (i == 1500)
+			size = 5ULL << 30;                      /* a huge one: over 4 GiB */
+		if (i % 500 == 499)
+			at += HG_SEG_GAP + (seed >> 40) % 4096; /* a new segment */
+		else if (i % 7 == 3)
+			at += 16 + (seed >> 44) % 8192;         /* a gap inside one */
+		heapgraph_set(&g, i, at, size);
+		at += size + 16;
+	}
+	expect_int_eq(heapgraph_seal(&g), n);
+	expect_true(g.nseg >= 6);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t probe[5] = { g.addr[i], g.addr[i] + heapgraph_size(&g, i) - 1, g.addr[i] + heapgraph_size(&g, i),
+				      g.addr[i] - 1, g.addr[i] + heapgraph_size(&g, i) / 2 };
+
+		for (int k = 0; k < 5; k++)
+			if (heapgraph_find(&g, probe[k]) != find_slow(&g, probe[k])) {
+				fprintf(stderr, "block %zu probe %d: %ld, not %ld\n", i, k,
+					heapgraph_find(&g, probe[k]), find_slow(&g, probe[k]));
+				expect_true(0);
+				i = n;
+				break;
+			}
+	}
+	expect_int_eq(heapgraph_find(&g, 0), -1);
+	expect_int_eq(heapgraph_find(&g, UINT64_MAX), -1);
+	heapgraph_free(&g);
+}
+
 HARNESS_MAIN("heapgraph", T(reach_and_leak), T(shared_after), T(ranges_and_faults), T(seal_drops),
-	     T(big_and_chain))
+	     T(big_and_chain), T(directory))
