@@ -43,6 +43,19 @@ static void tally_free(struct tally *t)
 	free(t->blocks);
 }
 
+/* Blocks in use by size class: the next power of two of their usable size. */
+struct classes {
+	uint64_t bytes[65], blocks[65];
+};
+
+static void classes_add(struct classes *c, uint64_t size)
+{
+	unsigned k = size <= 1 ? 0 : 64 - (unsigned)__builtin_clzll(size - 1);
+
+	c->bytes[k] += size;
+	c->blocks[k]++;
+}
+
 static const uint64_t *sort_key;
 
 static int by_key(const void *a, const void *b)
@@ -80,6 +93,35 @@ static void print_top(const struct tally *t, const struct snapnames *names, unsi
 		line(arg, text);
 	}
 	free(ids);
+}
+
+/* The top classes of c by bytes, each "  BYTES  BLOCKS  [SIZE]", to line. */
+static void print_classes(const struct classes *c, unsigned top,
+			  void (*line)(void *arg, const char *text), void *arg)
+{
+	uint32_t ids[65];
+	char text[LINE], b[32], name[32];
+	size_t k = 0;
+
+	for (uint32_t i = 0; i < 65; i++)
+		if (c->blocks[i])
+			ids[k++] = i;
+	sort_key = c->bytes;
+	qsort(ids, k, sizeof(*ids), by_key);
+	for (size_t i = 0; i < k && i < top; i++) {
+		unsigned e = ids[i];
+
+		if (e >= 20)
+			snprintf(name, sizeof(name), "[%llu MiB]", 1ULL << (e - 20));
+		else if (e >= 10)
+			snprintf(name, sizeof(name), "[%llu KiB]", 1ULL << (e - 10));
+		else
+			snprintf(name, sizeof(name), "[%llu B]", 1ULL << e);
+		mib(b, sizeof(b), c->bytes[e]);
+		snprintf(text, sizeof(text), "  %12s %10llu blocks  %s", b,
+			 (unsigned long long)c->blocks[e], name);
+		line(arg, text);
+	}
 }
 
 /*
@@ -193,7 +235,8 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 	uint32_t leaked = snapnames_id(names, "leaked (no root reaches it)");
 	uint32_t shared = snapnames_id(names, "shared (two roots or more reach it)");
 	struct profile *p = profile_new(1);
-	struct tally own, lk, fr;
+	struct tally own, lk, fr, sh;
+	struct classes *cls = xcalloc(1, sizeof(*cls));
 	struct lines l = { 0 };
 	struct symbolizer *sym = t ? symbolizer_new(t) : NULL;
 	char text[LINE], a[32], b[32], c[32], defout[64], *path;
@@ -204,12 +247,14 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 	tally_init(&own, names->n);
 	tally_init(&lk, names->n);
 	tally_init(&fr, names->n);
+	tally_init(&sh, names->n);
 	first_roots(g, g->work);
 	for (size_t i = 0; i < g->n; i++) {
 		size_t n = stack_of(g, g->work, i, pcs, leaked, shared);
 
 		st->blocks++;
 		st->bytes += heapgraph_size(g, i);
+		classes_add(cls, heapgraph_size(g, i));
 		profile_xacct_inuse(p, profile_stack_id(p, pcs, n), heapgraph_size(g, i));
 		if (g->owner[i] == HG_NONE) {
 			st->leaked_blocks++;
@@ -217,6 +262,8 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 			tally_add(&lk, g->type[i], heapgraph_size(g, i));
 		} else if (g->owner[i] == HG_SHARED) {
 			st->shared_bytes += heapgraph_size(g, i);
+			if (g->work[i] < HG_NONE - 1)
+				tally_add(&sh, g->work[i], heapgraph_size(g, i));
 		} else {
 			tally_add(&own, g->owner[i], heapgraph_size(g, i));
 			if (g->work[i] < HG_NONE - 1 && g->work[i] != g->owner[i])
@@ -255,13 +302,19 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 	print_top(&own, names, cfg->top, keep, &l);
 	keep(&l, "kept alive by a thread, by the frame holding it:");
 	print_top(&fr, names, cfg->top, keep, &l);
+	keep(&l, "shared, by the root that reached them first (no root alone keeps them):");
+	print_top(&sh, names, cfg->top, keep, &l);
 	keep(&l, "leaked, by type:");
 	print_top(&lk, names, cfg->top, keep, &l);
+	keep(&l, "in use, by size class:");
+	print_classes(cls, cfg->top, keep, &l);
 	if (cfg->keep) {
 		keep_for_attach(cfg->keep, p, names, &l);
 		tally_free(&own);
 		tally_free(&lk);
 		tally_free(&fr);
+		tally_free(&sh);
+		free(cls);
 		if (sym)
 			symbolizer_free(sym);
 		return 0;
@@ -285,6 +338,8 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 	tally_free(&own);
 	tally_free(&lk);
 	tally_free(&fr);
+	tally_free(&sh);
+	free(cls);
 	if (sym)
 		symbolizer_free(sym);
 	profile_free(p);
