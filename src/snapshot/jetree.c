@@ -223,7 +223,8 @@ int jeblocks_walk(struct jewalk *w, uint64_t root)
 
 	if (rc)
 		return rc;
-	qsort(w->el, w->nel, sizeof(*w->el), cmp_elem);
+	if (w->nel)	/* a tree of no leaves: w->el is NULL */
+		qsort(w->el, w->nel, sizeof(*w->el), cmp_elem);
 	read_edatas(w);
 	w->ex = xmalloc((w->ned + 1) * sizeof(*w->ex));
 	for (size_t i = 0; i < w->nel;) {
