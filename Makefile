@@ -207,7 +207,8 @@ asan:
 	$(Q)$(MAKE) --no-print-directory B=build-asan fixtures
 	$(Q)UNIT_ONLY=1 BUILD=build-asan sh tests/run.sh
 
-# Fuzzing (libFuzzer, clang): the ELF, maps, DWARF, perf map, pprof and Python line-table readers, the HTTP request parser, each for
+# Fuzzing (libFuzzer, clang): the ELF, maps, DWARF, perf map, pprof and Python line-table readers, the HTTP request parser,
+# the snapshot's walkers (glibc's, pymalloc's and Python types', jemalloc's), each for
 # FUZZ_SECONDS, from seeds made of the fixtures (tests/fuzz/run.sh).
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 20
@@ -224,7 +225,10 @@ FUZZ_LIB_SRC := src/model/elfobj.c src/model/proc.c src/model/tfile.c src/model/
 	src/ptrace/remote_stop.c src/ptrace/gadgets.c src/arch/$(ARCH)/sigframe.c \
 	src/python/pylines.c src/stacks/gocgo.c src/arch/$(ARCH)/disasm.c \
 	src/model/census.c src/model/glibcwalk.c src/model/mmchunks.c \
-	src/snapshot/glibcblocks.c src/snapshot/heapgraph.c src/serve/httpreq.c
+	src/snapshot/glibcblocks.c src/snapshot/heapgraph.c src/serve/httpreq.c \
+	src/snapshot/pyblocks.c src/snapshot/pytypes.c src/snapshot/names.c src/snapshot/roots.c src/snapshot/globals.c \
+	src/stacks/symbolize.c src/model/debugfetch.c \
+	src/snapshot/jeblocks.c src/snapshot/jefind.c src/snapshot/jetree.c src/snapshot/jetcache.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FB)/%.o)
 FUZZ_BIN     := $(patsubst tests/fuzz/%.c,$(FB)/%,$(wildcard tests/fuzz/fuzz_*.c))
 

@@ -89,6 +89,9 @@ void jeblocks_say(char *why, size_t len, const char *fmt, ...) __attribute__((fo
 int jeblocks_rd(const struct jewalk *w, uint64_t addr, void *buf, size_t n);
 /* hg_read_fn of the process whose pid is at arg, spans of any length. */
 int jeblocks_read_pid(void *arg, const struct hg_span *s, size_t n, uint8_t *buf);
+/* jeblocks_find through read (arg, spans of any length): what the fuzzer calls. */
+int jeblocks_find_read(hg_read_fn read, void *arg, const struct proc_maps *maps, uint64_t *root,
+		       char *why, size_t len);
 /* The mapping of maps holding addr, or NULL. */
 const struct proc_map *jeblocks_map_of(const struct proc_maps *maps, uint64_t addr);
 /* Whether [addr, addr + n) is private writable anonymous memory, as jemalloc's metadata is. */

@@ -135,8 +135,14 @@ static int libjemalloc(const struct proc_map *m)
 
 int jeblocks_find(pid_t pid, const struct proc_maps *maps, uint64_t *root, char *why, size_t len)
 {
+	return jeblocks_find_read(jeblocks_read_pid, &pid, maps, root, why, len);
+}
+
+int jeblocks_find_read(hg_read_fn read, void *arg, const struct proc_maps *maps, uint64_t *root,
+		       char *why, size_t len)
+{
 	struct jeblocks_stats st;
-	struct jewalk w = { .read = jeblocks_read_pid, .read_arg = &pid, .maps = maps, .st = &st,
+	struct jewalk w = { .read = read, .read_arg = arg, .maps = maps, .st = &st,
 			    .why = why, .len = len };
 	uint64_t cand[4], found = 0;
 	size_t n = 0;

@@ -94,6 +94,116 @@ open(d + '/tcache', 'wb').write(heap(5, 40))
 open(d + '/tcache-big', 'wb').write(heap(7, 400))
 EOF_PY
 
+# pymalloc's arenas and Python objects (fuzz_pywalk's input: the minor
+# version (3.8 + byte 0 % 6), a byte of control (bit 0: a glibc block in the
+# arena), then patches on the fake target: u8 mapping, u32 offset, u16 len,
+# bytes; mappings 0 the interpreter's data, 1 an arena of 64 KiB, 2 glibc's
+# heap of 512-byte blocks): pools in use, empty, with a looped free list;
+# static and heap types, GC objects, dicts with their keys and values
+mkdir -p "$FB/seeds/pywalk"
+python3 - "$FB/seeds/pywalk" <<'EOF_PY'
+import struct, sys
+d = sys.argv[1]
+PY, ARENA, HEAP = 0x555555a00000, 0x7f0000000000, 0x7f0000100000
+READY, GC, DICT, TYPE, MDICT = 1 << 12, 1 << 14, 1 << 29, 1 << 31, 1 << 4
+def patch(m, off, b):
+    return bytes([m]) + struct.pack('<IH', off, len(b)) + b
+def q(*w):
+    return struct.pack('<%dQ' % len(w), *w)
+def typeobj(m, off, meta, name_at, flags):
+    # PyTypeObject: ob_refcnt, ob_type, ob_size, tp_name (24) ... tp_flags (168)
+    t = bytearray(176)
+    struct.pack_into('<QQQQ', t, 0, 1, meta, 0, name_at)
+    struct.pack_into('<Q', t, 168, flags)
+    return patch(m, off, bytes(t))
+def pool(i, psize, szidx, carved, count, free, blocks):
+    # struct pool_header, its free list, and each block's bytes (blocks: {index: bytes})
+    size, p = (szidx + 1) * 16, ARENA + i * psize
+    at = lambda k: p + 48 + k * size
+    out = patch(1, i * psize, struct.pack('<IIQQQIIII', count, 0, at(free[0]) if free else 0, p, p,
+                                          0, szidx, 48 + carved * size, psize - size))
+    for k, b in enumerate(free):
+        out += patch(1, i * psize + 48 + b * size, q(at(free[k + 1]) if k + 1 < len(free) else 0))
+    for k, b in blocks.items():
+        out += patch(1, i * psize + 48 + k * size, b)
+    return out
+def seed(minor, ctl, psize, managed=0):
+    out = bytes([minor - 8, ctl])
+    names = {0x800: b'type\0', 0x810: b'Node\0', 0x820: b'dict\0', 0x830: b'str\0', 0x840: b'HeapT\0'}
+    for off, s in names.items():
+        out += patch(0, off, s)
+    out += typeobj(0, 0, PY, PY + 0x800, READY | GC | TYPE)
+    out += typeobj(0, 0x200, PY, PY + 0x810, READY | GC | managed)
+    out += typeobj(0, 0x400, PY, PY + 0x820, READY | GC | DICT)
+    out += typeobj(0, 0x600, PY, PY + 0x830, READY)
+    out += typeobj(2, 16, PY, PY + 0x840, READY | GC)      # a heap type: glibc's block 0, past its GC head
+    pre = 32 if managed else 16
+    node = lambda: (q(HEAP + 1024, 0) if managed else b'') + q(0, 0, 1, PY + 0x200)
+    out += pool(0, psize, (pre + 16) // 16 - 1, 5, 3, [1, 3], {0: node(), 2: node(), 4: node()})
+    dict_ = q(0, 0, 1, PY + 0x400, 2, 0, HEAP + 512, HEAP + 1536)  # ma_keys, ma_values
+    out += pool(1, psize, 3, 4, 2, [2, 3], {0: dict_, 1: dict_})
+    out += pool(2, psize, 2, 3, 3, [], {0: q(1, PY + 0x600), 1: q(0, 0, 1, HEAP + 16), 2: q(1, PY + 0x600)})
+    out += pool(3, psize, 4, 6, 0, [], {})                  # empty
+    if psize == 4096:
+        out += pool(4, psize, 0, 4, 2, [0, 1, 0], {})       # a free list with a loop: refused
+    return out
+open(d + '/py11', 'wb').write(seed(11, 0, 16384))
+open(d + '/py11-managed', 'wb').write(seed(11, 0, 16384, MDICT))
+open(d + '/py12', 'wb').write(seed(12, 0, 16384, MDICT))
+open(d + '/py13-glibc', 'wb').write(seed(13, 1 | 8 << 1, 16384))
+open(d + '/py8', 'wb').write(seed(8, 0, 4096))
+EOF_PY
+
+# jemalloc's extents map (fuzz_jewalk's input: a byte of control (bit 0:
+# find the root by its shape first), then patches as above on mappings 0
+# extents (256 KiB: root entry 0x1fc00), 1 a base block of 4 MiB (a leaf,
+# edata_t), 2 a thread's TLS (fs_base 64 KiB in), 3 libjemalloc's data
+# (the root at 0x1000)): slabs, a large extent, a dirty one, a thread cache
+mkdir -p "$FB/seeds/jewalk"
+python3 - "$FB/seeds/jewalk" <<'EOF_PY'
+import struct, sys
+d = sys.argv[1]
+EXT, META, TLS, LIB = 0x7f0000000000, 0x7f0040000000, 0x7f0080000000, 0x7f00c0000000
+LEAF, ED = META + 0x40, META + 0x201000
+def patch(m, off, b):
+    return bytes([m]) + struct.pack('<IH', off, len(b)) + b
+def q(*w):
+    return struct.pack('<%dQ' % len(w), *w)
+def seed(ctl, tcache):
+    out = bytes([ctl])
+    out += patch(3, 0x1000 + 8 * 0x1fc00, q(LEAF))                       # the root's entry
+    out += patch(1, 0, q(4 << 20, 0, 0, META + 0x300000, 0))             # base_block_t
+    # (first page, pages, state, slab, szind, free regions (bitmap), addr's offset)
+    extents = [(0, 1, 0, 1, 2, [1, 5, 7, 100]), (1, 1, 0, 1, 8, [0]), (4, 4, 0, 0, 36, []),
+               (8, 2, 1, 0, 0, []), (10, 3, 0, 1, 3, [])]
+    for k, (pg, npg, state, slab, szind, free) in enumerate(extents):
+        e, base = ED + 128 * k, EXT + pg * 4096
+        bits = slab << 12 | state << 17 | szind << 20 | len(free) << 28
+        bm = [0] * 8
+        for r in free:
+            bm[r // 64] |= 1 << (r % 64)
+        out += patch(1, e - META, q(bits, base, npg * 4096, 0, 0, 0, 0, 0, *bm))
+        pages = range(pg, pg + npg) if slab or state else [pg, pg + npg - 1]
+        for p in sorted(set(pages)):
+            le = e | slab | state << 2 | (szind if slab or p == pg else 232) << 48
+            out += patch(1, LEAF - META + 8 * p, q(le))
+    if tcache:
+        big = EXT + 4 * 4096                                             # the cache's array: the large block
+        tc, slow = TLS + 0x8000, TLS + 0x9000
+        bins = bytearray(73 * 24)
+        for i, n in ((0, 0), (1, 0), (2, 2)):
+            head = big + 64 + 128 * i
+            struct.pack_into('<QQHHH', bins, 24 * i, head, 0, 0, 0, (head + 8 * n) & 0xffff)
+        out += patch(0, big - EXT + 64 + 256, q(EXT + 0, EXT + 64))      # bin 2's regions
+        out += patch(2, tc - TLS, q(slow) + bytes(bins))
+        out += patch(2, slow - TLS, q(tc, tc + 8))
+        out += patch(2, 0xa000, q(EXT & ~((1 << 30) - 1), LEAF))         # a lookup cache's pair
+    return out
+open(d + '/je', 'wb').write(seed(0, 0))
+open(d + '/je-tcache', 'wb').write(seed(0, 1))
+open(d + '/je-find', 'wb').write(seed(1, 1))
+EOF_PY
+
 # HTTP request heads: what go tool pprof, Prometheus and curl send, and a few refused
 mkdir -p "$FB/seeds/http"
 printf 'GET /debug/pprof/heap?seconds=2 HTTP/1.1\r\nHost: 127.0.0.1:6060\r\nUser-Agent: Go-http-client/1.1\r\nAccept-Encoding: gzip\r\n\r\n' \
