@@ -70,6 +70,7 @@ struct jewalk {
 	size_t nex;
 	struct hg_span leaf[JE_MAX_LEAVES];     /* the tree's leaves: key (root entry << 30), at */
 	size_t nleaf;
+	unsigned base_steps;            /* 2 MiB boundaries looked at for base blocks, this walk */
 	struct hg_span *own;            /* what jemalloc manages (struct jeblocks_meta) */
 	size_t nown, capown;
 	struct jeblocks_stats *st;

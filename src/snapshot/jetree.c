@@ -11,6 +11,7 @@
 #define JE_HUGEPAGE (2ULL << 20)                /* base blocks' alignment and granule */
 #define MAX_BASE_BACK 512                       /* 2 MiB steps back to a base block's start */
 #define MAX_BASE_SIZE (1ULL << 32)
+#define MAX_BASE_STEPS (1u << 17)               /* boundaries looked at, a walk: 256 MiB back from each of 256 */
 
 /* By edata, then page. */
 static int cmp_elem(const void *a, const void *b)
@@ -191,13 +192,16 @@ static int owned(const struct jewalk *w, uint64_t addr, size_t from)
  * a 2 MiB boundary, its size a multiple of 2 MiB) holding jemalloc's
  * metadata at addr, into w->own: the nearest boundary at or below addr
  * whose header covers addr and is no extent. Its base's later blocks
- * (next) too. Bounded: MAX_BASE_BACK boundaries, 1024 blocks.
+ * (next) too. Bounded: MAX_BASE_BACK boundaries, 1024 blocks; MAX_BASE_STEPS
+ * boundaries in all (each edata_t outside every block found looks back
+ * again: 2^18 of them, garbage, would look at 2^27).
  */
 static void base_block(struct jewalk *w, uint64_t addr, size_t extents)
 {
 	uint64_t b = addr & ~(JE_HUGEPAGE - 1), hd[5];
 
-	for (unsigned k = 0; k < MAX_BASE_BACK && b; k++, b -= JE_HUGEPAGE) {
+	for (unsigned k = 0; k < MAX_BASE_BACK && b && w->base_steps++ < MAX_BASE_STEPS;
+	     k++, b -= JE_HUGEPAGE) {
 		if (owned(w, b, 0))
 			return;	/* inside an extent, or a block found already */
 		if (!jeblocks_anon_rw(w->maps, b, sizeof(hd)) || jeblocks_rd(w, b, hd, sizeof(hd)) ||
@@ -219,8 +223,10 @@ static void base_block(struct jewalk *w, uint64_t addr, size_t extents)
 int jeblocks_walk(struct jewalk *w, uint64_t root)
 {
 	size_t good = 0, e = 0, extents;
-	int rc = read_tree(w, root);
+	int rc;
 
+	w->base_steps = 0;
+	rc = read_tree(w, root);
 	if (rc)
 		return rc;
 	if (w->nel)	/* a tree of no leaves: w->el is NULL */
