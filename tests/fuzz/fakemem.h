@@ -19,7 +19,12 @@
  *
  * (little-endian; a patch cut short by the input's end lays what it has),
  * so that a mutation of a patch's bytes stays a change of the same
- * structure. Each mapping is a zeroed buffer of its size; a read of a
+ * structure; or, the mapping's byte with its top bit set, a fill
+ *
+ *   u8 0x80 | mapping, u32 offset, u16 count, u64 value, u64 step
+ *
+ * of 4 * count words value, value + step, ... (as far as the mapping
+ * goes): tables of many entries (a leaf of 2^18) from a few bytes. Each mapping is a zeroed buffer of its size; a read of a
  * span outside every mapping, or across a mapping's end, fails.
  */
 
@@ -59,22 +64,33 @@ static void fake_load(struct fakemem *f, const uint8_t *data, size_t size)
 		memset(f->mem[f->dirty[i].map] + f->dirty[i].off, 0, f->dirty[i].len);
 	f->ndirty = 0;
 	while (at + 7 <= size && f->ndirty < FAKE_MAX_PATCHES) {
-		uint8_t map = data[at] % f->maps.n;
+		uint8_t map = (data[at] & 0x7f) % f->maps.n, fill = data[at] & 0x80;
 		uint32_t off, len = (uint32_t)data[at + 5] | (uint32_t)data[at + 6] << 8;
-		uint64_t msize = f->m[map].end - f->m[map].start;
+		uint64_t msize = f->m[map].end - f->m[map].start, v[2];
 
 		memcpy(&off, data + at + 1, 4);
 		off = (uint32_t)(off % msize);
 		at += 7;
-		if (len > size - at)
-			len = (uint32_t)(size - at);
-		if (len > msize - off)
-			len = (uint32_t)(msize - off);
-		memcpy(f->mem[map] + off, data + at, len);
+		if (fill) {
+			if (size - at < 16)
+				break;
+			memcpy(v, data + at, 16);
+			at += 16;
+			len = 4 * len < (msize - off) / 8 ? 4 * len : (uint32_t)((msize - off) / 8);
+			for (uint32_t k = 0; k < len; k++, v[0] += v[1])
+				memcpy(f->mem[map] + off + 8 * k, &v[0], 8);
+			len *= 8;
+		} else {
+			if (len > size - at)
+				len = (uint32_t)(size - at);
+			if (len > msize - off)
+				len = (uint32_t)(msize - off);
+			memcpy(f->mem[map] + off, data + at, len);
+			at += len;
+		}
 		f->dirty[f->ndirty].map = map;
 		f->dirty[f->ndirty].off = off;
 		f->dirty[f->ndirty++].len = len;
-		at += len;
 	}
 }
 

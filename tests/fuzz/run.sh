@@ -158,7 +158,8 @@ EOF_PY
 # find the root by its shape first), then patches as above on mappings 0
 # extents (256 KiB: root entry 0x1fc00), 1 a base block of 4 MiB (a leaf,
 # edata_t), 2 a thread's TLS (fs_base 64 KiB in), 3 libjemalloc's data
-# (the root at 0x1000)): slabs, a large extent, a dirty one, a thread cache
+# (the root at 0x1000)): slabs, a large extent, a dirty one, a thread cache;
+# a leaf filled with garbage
 mkdir -p "$FB/seeds/jewalk"
 python3 - "$FB/seeds/jewalk" <<'EOF_PY'
 import struct, sys
@@ -202,6 +203,10 @@ def seed(ctl, tcache):
 open(d + '/je', 'wb').write(seed(0, 0))
 open(d + '/je-tcache', 'wb').write(seed(0, 1))
 open(d + '/je-find', 'wb').write(seed(1, 1))
+# a fill (u8 0x80 | mapping, u32 offset, u16 count, u64 value, u64 step: 4 * count
+# words): the rest of the leaf, each element naming another edata_t of zeros
+open(d + '/je-fill', 'wb').write(seed(0, 1) + b'\x81' + struct.pack('<IHQQ', 0x40 + 8 * 64, 65535,
+                                                                      0x7f0080000000, 128))
 EOF_PY
 
 # HTTP request heads: what go tool pprof, Prometheus and curl send, and a few refused
