@@ -40,6 +40,17 @@ void jeblocks_own(struct jewalk *w, uint64_t addr, uint64_t len)
 	w->own[w->nown++] = (struct hg_span){ addr, len };
 }
 
+/* Whether a leaf at lp would overlap one read before (each leaf is its own
+ * allocation: a root whose entries share a leaf or overlap would have it
+ * read, 2 MiB, 1024 times over). */
+static int leaf_overlaps(const struct jewalk *w, uint64_t lp)
+{
+	for (size_t k = 0; k < w->nleaf; k++)
+		if (lp < w->leaf[k].len + JE_ARRAY && w->leaf[k].len < lp + JE_ARRAY)
+			return 1;
+	return 0;
+}
+
 /* Every element of the tree whose root array is at root into w->el. 0 or -errno (said). */
 static int read_tree(struct jewalk *w, uint64_t root)
 {
@@ -64,7 +75,7 @@ static int read_tree(struct jewalk *w, uint64_t root)
 			goto out;
 		}
 		if (lp % JE_LEAF_ALIGN || !jeblocks_anon_rw(w->maps, lp, JE_ARRAY) ||
-		    jeblocks_rd(w, lp, w->buf, JE_ARRAY)) {
+		    leaf_overlaps(w, lp) || jeblocks_rd(w, lp, w->buf, JE_ARRAY)) {
 			jeblocks_say(w->why, w->len, "entry %llu of the root at %#llx is no leaf (%#llx)",
 			    (unsigned long long)i0, (unsigned long long)root, (unsigned long long)lp);
 			rc = -EINVAL;
