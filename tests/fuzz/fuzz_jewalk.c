@@ -52,6 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct heapgraph g;
 	uint64_t root = JE_ROOT;
 	char why[256];
+	int rc, found = 0;
 
 	if (!fm.maps.n)
 		setup();
@@ -60,12 +61,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fake_load(&fm, data + 1, size - 1);
 	/* the root by its shape, else where the seeds put it */
 	if (data[0] & 1)
-		jeblocks_find_read(fake_read, &fm, &fm.maps, &root, why, sizeof(why));
-	int rc = jeblocks_list(&fm.maps, root, &th, 1, &g, fake_read, &fm, &meta, &st, why,
-			  sizeof(why));
-	if (getenv("FUZZ_SAY"))
-		fprintf(stderr, "rc %d (%s) root %#llx leaves %llu pages %llu slabs %llu large %llu torn %llu tcaches %u free %llu arrays %llu; g %zu meta %zu\n",
-			rc, rc ? why : "", (unsigned long long)root, (unsigned long long)st.leaves, (unsigned long long)st.pages,
+		found = jeblocks_find_read(fake_read, &fm, &fm.maps, &root, why, sizeof(why)) == 0;
+	rc = jeblocks_list(&fm.maps, root, &th, 1, &g, fake_read, &fm, &meta, &st, why, sizeof(why));
+	if (getenv("FUZZ_SAY"))	/* what an input makes of the target (seeds checked so) */
+		fprintf(stderr, "rc %d (%s) found %d root %#llx leaves %llu pages %llu slabs %llu large %llu torn %llu tcaches %u free %llu arrays %llu; g %zu meta %zu\n",
+			rc, rc ? why : "", found, (unsigned long long)root, (unsigned long long)st.leaves, (unsigned long long)st.pages,
 			(unsigned long long)st.slabs, (unsigned long long)st.large, (unsigned long long)st.torn,
 			st.tcaches, (unsigned long long)st.tcache_free, (unsigned long long)st.tcache_arrays, g.n, meta.n);
 	if (rc == 0) {

@@ -82,7 +82,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_graph(&g);
 	}
 	pytypes_name(&pt, &fm.maps, &g, &names, &st, &gch);
-	if (getenv("FUZZ_SAY"))
+	if (getenv("FUZZ_SAY"))	/* what an input makes of the target (seeds checked so) */
 		fprintf(stderr, "pools %zu blocks %zu refused %llu free %llu; g %zu objects %llu types %llu keys %llu values %llu gc %zu\n",
 			pb.npools, pb.n, (unsigned long long)pb.refused, (unsigned long long)pb.free_blocks, g.n,
 			(unsigned long long)st.objects, (unsigned long long)st.types, (unsigned long long)st.dict_keys,

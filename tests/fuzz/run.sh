@@ -219,6 +219,25 @@ printf 'GET / HTTP/1.0\n\n' >"$FB/seeds/http/lf"
 printf 'POST /x?a=1&b HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc' >"$FB/seeds/http/post"
 printf 'GET / HTTP/1.1\r\n folded: x\r\n\r\n' >"$FB/seeds/http/fold"
 
+# the walkers' seeds still walk: what each makes of its target (FUZZ_SAY)
+seed_says() {
+	[ -x "$FB/fuzz_$1" ] || return 0
+	if ! FUZZ_SAY=1 "$FB/fuzz_$1" "$FB/seeds/$1/$2" 2>&1 | grep -q "$3"; then
+		echo "FAIL fuzz/$1: seed $2 does not say '$3':"
+		FUZZ_SAY=1 "$FB/fuzz_$1" "$FB/seeds/$1/$2" 2>&1 | grep '^rc \|^pools '
+		fail=1
+	fi
+}
+seed_says pywalk py11 'pools 4 blocks 8 refused 0 free 4; g 40 objects 9 types 5 keys 1 values 1 gc 7'
+seed_says pywalk py11-managed 'objects 9 types 5 keys 1 values 2 gc 7'
+seed_says pywalk py12 'objects 9 types 5 keys 1 values 2 gc 7'
+seed_says pywalk py13-glibc 'pools 3 blocks 5 refused 0'
+seed_says pywalk py8 'pools 4 blocks 8 refused 1 free 4'
+seed_says jewalk je 'rc 0 () found 0 .* pages 9 slabs 3 large 1 torn 0 tcaches 0 .* g 412 meta 3'
+seed_says jewalk je-tcache 'rc 0 () found 0 .* tcaches 1 free 2 arrays 1; g 409 meta 4'
+seed_says jewalk je-find 'rc 0 () found 1 .* tcaches 1 free 2 arrays 1; g 409 meta 4'
+seed_says jewalk je-fill 'does not hold together'
+
 for bin in "$FB"/fuzz_*; do
 	[ -x "$bin" ] || continue
 	name=${bin##*/fuzz_}
