@@ -376,8 +376,8 @@ static void delayed(struct walk *w)
 }
 
 int miblocks_list(const struct proc_maps *maps, miblocks_read_fn read, void *arg,
-		  struct heapgraph *g, hg_read_fn gread, void *garg, struct miblocks_stats *st,
-		  char *why, size_t whylen)
+		  struct heapgraph *g, hg_read_fn gread, void *garg, struct miblocks_segs *segs,
+		  struct miblocks_stats *st, char *why, size_t whylen)
 {
 	size_t segbytes = MI_HDR + MI_SLICES * MI_PAGE, nc, n = 0;
 	uint64_t *c = NULL, *key = NULL, k, end = 0, ncand = 0;
@@ -386,6 +386,7 @@ int miblocks_list(const struct proc_maps *maps, miblocks_read_fn read, void *arg
 
 	memset(st, 0, sizeof(*st));
 	memset(g, 0, sizeof(*g));
+	memset(segs, 0, sizeof(*segs));
 	memset(w, 0, sizeof(*w));
 	*w = (struct walk){ .read = read, .arg = arg, .st = st };
 	w->seg = xmalloc(segbytes);
@@ -414,6 +415,11 @@ int miblocks_list(const struct proc_maps *maps, miblocks_read_fn read, void *arg
 			continue;
 		}
 		end = c[i] + seg_slices(w->seg) * MI_SLICE;
+		if (segs->n == segs->cap) {
+			segs->cap = segs->cap ? 2 * segs->cap : 16;
+			segs->v = xrealloc(segs->v, segs->cap * sizeof(*segs->v));
+		}
+		segs->v[segs->n++] = (struct hg_span){ c[i], (size_t)(end - c[i]) };
 	}
 	if (!st->segments) {
 		snprintf(why, whylen, "none of %zu headers like a mimalloc segment's holds", nc);
@@ -454,4 +460,55 @@ out:
 	xunmap(w->area, AREA_MAX);
 	free(w);
 	return rc;
+}
+
+void miblocks_segs_free(struct miblocks_segs *segs)
+{
+	free(segs->v);
+	memset(segs, 0, sizeof(*segs));
+}
+
+/* ---- the roots ---- */
+
+/* The first segment of s ending after lo (s->n if none). */
+static size_t seg_after(const struct miblocks_segs *s, uint64_t lo)
+{
+	size_t a = 0, b = s->n;
+
+	while (a < b) {
+		size_t mid = a + (b - a) / 2;
+
+		if (s->v[mid].addr + s->v[mid].len <= lo)
+			a = mid + 1;
+		else
+			b = mid;
+	}
+	return a;
+}
+
+void miblocks_unroot(struct snaproots *r, const struct miblocks_segs *segs)
+{
+	struct snaproots out = { 0 };
+
+	if (!segs->n)
+		return;
+	out.cap = r->n + segs->n + 1;	/* a segment splits one root at most */
+	out.v = xmalloc(out.cap * sizeof(*out.v));
+	for (size_t i = 0; i < r->n; i++) {
+		uint64_t lo = r->v[i].lo, hi = r->v[i].hi;
+
+		for (size_t k = seg_after(segs, lo); k < segs->n && lo < hi; k++) {
+			uint64_t a = segs->v[k].addr, e = a + segs->v[k].len;
+
+			if (a >= hi)
+				break;
+			if (lo < a && out.n < out.cap)
+				out.v[out.n++] = (struct snaproot){ lo, a, r->v[i].name };
+			lo = e;
+		}
+		if (lo < hi && out.n < out.cap)
+			out.v[out.n++] = (struct snaproot){ lo, hi, r->v[i].name };
+	}
+	free(r->v);
+	*r = out;
 }

@@ -8,6 +8,7 @@
 
 #include "model/proc.h"
 #include "snapshot/heapgraph.h"
+#include "snapshot/roots.h"
 
 struct target;
 
@@ -30,6 +31,13 @@ struct miblocks_stats {
 	unsigned heaps;                 /* heaps whose delayed list was walked */
 };
 
+/* The segments found, in address order: [addr, addr + len), mimalloc's
+ * memory whole (its headers, its pages, their blocks free and in use). */
+struct miblocks_segs {
+	struct hg_span *v;
+	size_t n, cap;
+};
+
 /*
  * mimalloc's version, read from the code of mi_version (mov $V, %eax;
  * ret) in the first object of maps that defines it (t for the objects):
@@ -40,7 +48,7 @@ int miblocks_version(struct target *t, const struct proc_maps *maps, unsigned *v
 /*
  * Fill g (heapgraph_init'd by this call, read through gread) with the
  * blocks in use of every mimalloc segment found in maps' private
- * anonymous writable memory, read through read: each block at its start
+ * anonymous writable memory (the segments into segs), read through read: each block at its start
  * with its usable size (mi_usable_size of an unaligned allocation). A
  * block on its page's free, local_free or thread_free list, or on its
  * heap's delayed free list, is free; a page whose lists do not hold is
@@ -49,7 +57,13 @@ int miblocks_version(struct target *t, const struct proc_maps *maps, unsigned *v
  * (most pages torn: another build of mimalloc?) with the reason in why.
  */
 int miblocks_list(const struct proc_maps *maps, miblocks_read_fn read, void *arg,
-		  struct heapgraph *g, hg_read_fn gread, void *garg, struct miblocks_stats *st,
-		  char *why, size_t whylen);
+		  struct heapgraph *g, hg_read_fn gread, void *garg, struct miblocks_segs *segs,
+		  struct miblocks_stats *st, char *why, size_t whylen);
+void miblocks_segs_free(struct miblocks_segs *segs);
+
+/* Cut segs out of the roots r (in their order): the memory of a segment
+ * between its blocks in use is mimalloc's (free blocks holding what they
+ * held, page headers), not the program's. */
+void miblocks_unroot(struct snaproots *r, const struct miblocks_segs *segs);
 
 #endif

@@ -46,6 +46,7 @@ struct snap {
 	struct glibc_state gs;
 	int have_gs;
 	int mimalloc;                   /* its blocks are mimalloc's (miblocks.h) */
+	struct miblocks_segs misegs;    /* then its segments */
 	struct snapthread *th;
 	size_t nth;
 	struct heapgraph g;
@@ -273,8 +274,8 @@ static int list_mi(struct snap *sn, const struct proc_maps *maps)
 {
 	struct miblocks_stats ms;
 	char why[160];
-	int rc = miblocks_list(maps, read_target, sn, &sn->g, read_spans, sn, &ms, why,
-			       sizeof(why));
+	int rc = miblocks_list(maps, read_target, sn, &sn->g, read_spans, sn, &sn->misegs, &ms,
+			       why, sizeof(why));
 
 	if (rc) {
 		if (!snaphold_stop_asked && !sn->cut)
@@ -317,6 +318,7 @@ static int analyse(struct snap *sn)
 	pyblocks_trim_roots(&sn->pb, &sn->roots);
 	if (sn->je_root)
 		jeblocks_cut_roots(&sn->je_meta, &sn->roots);
+	miblocks_unroot(&sn->roots, &sn->misegs);
 	/* typed before the scan: a Python GC's links are then known */
 	sn->st.classed = snaptypes_classify(sn->t, maps, &sn->g, &sn->names);
 	if (sn->have_py) {
@@ -566,6 +568,7 @@ out:
 	snaproots_free(&sn.roots);
 	pyblocks_free(&sn.pb);
 	pygcheads_free(&sn.gch);
+	miblocks_segs_free(&sn.misegs);
 	snapnames_free(&sn.names);
 	free(sn.th);
 	target_free(sn.t);
