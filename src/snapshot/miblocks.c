@@ -382,13 +382,15 @@ int miblocks_list(const struct proc_maps *maps, miblocks_read_fn read, void *arg
 	size_t segbytes = MI_HDR + MI_SLICES * MI_PAGE, nc, n = 0;
 	uint64_t *c = NULL, *key = NULL, k, end = 0, ncand = 0;
 	struct walk *w = xmalloc(sizeof(*w));
-	int rc = -ENOENT;
+	int rc = -ENOENT, anykey;
 
 	memset(st, 0, sizeof(*st));
 	memset(g, 0, sizeof(*g));
 	memset(segs, 0, sizeof(*segs));
 	memset(w, 0, sizeof(*w));
-	*w = (struct walk){ .read = read, .arg = arg, .st = st };
+	w->read = read;
+	w->arg = arg;
+	w->st = st;
 	w->seg = xmalloc(segbytes);
 	w->area = xmap(AREA_MAX);
 	for (size_t i = 0; i < maps->n; i++)
@@ -398,19 +400,20 @@ int miblocks_list(const struct proc_maps *maps, miblocks_read_fn read, void *arg
 	c = xmalloc((ncand + 1) * sizeof(*c));
 	key = xmalloc((ncand + 1) * sizeof(*key));
 	nc = candidates(w, maps, c, key);
-	if (majority(key, nc, &k)) {
-		snprintf(why, whylen, nc ? "%zu headers look like mimalloc segments, without one "
-			 "cookie key that most share" : "no mimalloc segment in its anonymous memory",
-			 nc);
+	if (!nc) {
+		snprintf(why, whylen, "no mimalloc segment in its anonymous memory");
 		goto out;
 	}
+	/* most segments share their key: a header with another is taken for
+	 * none (when none has most, each header holds or not by its spans) */
+	anykey = majority(key, nc, &k) != 0;
 	for (size_t i = 0; i < nc; i++) {
-		if (key[i] != k || c[i] < end) {
+		if ((!anykey && key[i] != k) || c[i] < end) {
 			st->rejected++;
 			continue;
 		}
 		if (read(arg, c[i], w->seg, MI_HDR) || !seg_slices(w->seg) ||
-		    rd64(w->seg, SEG_COOKIE) != (c[i] ^ k) || walk_segment(w, c[i])) {
+		    (rd64(w->seg, SEG_COOKIE) ^ c[i]) != key[i] || walk_segment(w, c[i])) {
 			st->rejected++;
 			continue;
 		}
