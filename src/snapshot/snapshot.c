@@ -28,6 +28,7 @@
 #include "snapshot/hold.h"
 #include "snapshot/jeblocks.h"
 #include "snapshot/memread.h"
+#include "snapshot/miblocks.h"
 #include "snapshot/pyblocks.h"
 #include "snapshot/pytypes.h"
 #include "snapshot/roots.h"
@@ -44,6 +45,8 @@ struct snap {
 	struct events ev;
 	struct glibc_state gs;
 	int have_gs;
+	int mimalloc;                   /* its blocks are mimalloc's (miblocks.h) */
+	struct miblocks_segs misegs;    /* then its segments */
 	struct snapthread *th;
 	size_t nth;
 	struct heapgraph g;
@@ -109,8 +112,9 @@ static int read_spans(void *arg, const struct hg_span *s, size_t n, uint8_t *buf
 
 /*
  * Whether the target's malloc is one whose blocks can be listed: glibc's,
- * or jemalloc's when its extents map is found (sn->je_root); not when its
- * calls bind to tcmalloc (allocstats.h). 0, or -ENOTSUP after one message.
+ * jemalloc's when its extents map is found (sn->je_root), or mimalloc's of
+ * the version miblocks knows (sn->mimalloc); not when its calls bind to
+ * tcmalloc (allocstats.h). 0, or -ENOTSUP after one message.
  */
 static int check_allocator(struct snap *sn)
 {
@@ -121,19 +125,28 @@ static int check_allocator(struct snap *sn)
 	if (hooks_resolve_target(sn->t, sn->reader, target_maps(sn->t), &hooks) == 0 &&
 	    allocstats_find(sn->t, sn->pid, &hooks, &fn) == 0 && fn.allocator &&
 	    strcmp(fn.allocator, "glibc")) {
-		char why[160];
+		char why[160], ver[32] = "";
+		unsigned v = 0;
 
 		if (!strcmp(fn.allocator, "jemalloc") &&
 		    jeblocks_find(sn->reader, target_maps(sn->t), &sn->je_root, why, sizeof(why)) == 0)
 			goto out;
+		if (!strcmp(fn.allocator, "mimalloc") &&
+		    !miblocks_version(sn->t, target_maps(sn->t), &v)) {
+			if (v == MIBLOCKS_VERSION) {
+				sn->mimalloc = 1;
+				goto out;
+			}
+			snprintf(ver, sizeof(ver), " %u.%u.%u", v / 100, v / 10 % 10, v % 10);
+		}
 		if (!strcmp(fn.allocator, "jemalloc"))
 			pr_err("%d allocates with jemalloc, whose blocks cannot be listed: %s "
 			       "(heapattach -p %d profiles what it allocates from now on)", sn->pid,
 			       why, sn->pid);
 		else
-			pr_err("%d allocates with %s: heapattach snapshot lists glibc malloc's "
-			       "and jemalloc's blocks only (heapattach -p %d profiles what it "
-			       "allocates from now on)", sn->pid, fn.allocator, sn->pid);
+			pr_err("%d allocates with %s%s: heapattach snapshot lists glibc malloc's, "
+			       "jemalloc's and mimalloc 2.0.9's blocks only (heapattach -p %d profiles "
+			       "what it allocates from now on)", sn->pid, fn.allocator, ver, sn->pid);
 		rc = -ENOTSUP;
 	}
 out:
@@ -256,6 +269,23 @@ static int list_je(struct snap *sn, const struct proc_maps *maps)
 	return 0;
 }
 
+/* mimalloc's blocks into sn->g (miblocks.h). 0 or -errno (said). */
+static int list_mi(struct snap *sn, const struct proc_maps *maps)
+{
+	struct miblocks_stats ms;
+	char why[160];
+	int rc = miblocks_list(maps, read_target, sn, &sn->g, read_spans, sn, &sn->misegs, &ms,
+			       why, sizeof(why));
+
+	if (rc) {
+		if (!snaphold_stop_asked && !sn->cut)
+			pr_err("mimalloc's blocks in %d cannot be listed: %s", sn->pid, why);
+		return rc;
+	}
+	sn->bs = (struct glibcblocks_stats){ .chunks = sn->g.n, .fast_known = 1, .mm_known = 1 };
+	return 0;
+}
+
 /* With the target stopped, or from its copy: list, scan, type. 0 or -errno (said). */
 static int analyse(struct snap *sn)
 {
@@ -269,10 +299,12 @@ static int analyse(struct snap *sn)
 	}
 	if (sn->je_root)
 		rc = list_je(sn, maps);
+	else if (sn->mimalloc)
+		rc = list_mi(sn, maps);
 	else
 		rc = glibcblocks_list(sn->reader, maps, read_target, sn,
 				      sn->have_gs ? &sn->gs : NULL, &sn->g, read_spans, sn, &sn->bs);
-	if (rc && sn->je_root)
+	if (rc && (sn->je_root || sn->mimalloc))
 		return rc;
 	if (rc) {
 		if (!snaphold_stop_asked && !sn->cut)
@@ -286,6 +318,7 @@ static int analyse(struct snap *sn)
 	pyblocks_trim_roots(&sn->pb, &sn->roots);
 	if (sn->je_root)
 		jeblocks_cut_roots(&sn->je_meta, &sn->roots);
+	miblocks_unroot(&sn->roots, &sn->misegs);
 	/* typed before the scan: a Python GC's links are then known */
 	sn->st.classed = snaptypes_classify(sn->t, maps, &sn->g, &sn->names);
 	if (sn->have_py) {
@@ -535,6 +568,7 @@ out:
 	snaproots_free(&sn.roots);
 	pyblocks_free(&sn.pb);
 	pygcheads_free(&sn.gch);
+	miblocks_segs_free(&sn.misegs);
 	snapnames_free(&sn.names);
 	free(sn.th);
 	target_free(sn.t);
