@@ -208,7 +208,7 @@ asan:
 	$(Q)UNIT_ONLY=1 BUILD=build-asan sh tests/run.sh
 
 # Fuzzing (libFuzzer, clang): the ELF, maps, DWARF, perf map, pprof and Python line-table readers, the HTTP request parser,
-# the snapshot's walkers (glibc's, pymalloc's and Python types', jemalloc's), each for
+# the snapshot's walkers (glibc's, pymalloc's and Python types', jemalloc's, mimalloc's), each for
 # FUZZ_SECONDS, from seeds made of the fixtures (tests/fuzz/run.sh).
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 20
@@ -228,7 +228,8 @@ FUZZ_LIB_SRC := src/model/elfobj.c src/model/proc.c src/model/tfile.c src/model/
 	src/snapshot/glibcblocks.c src/snapshot/heapgraph.c src/serve/httpreq.c \
 	src/snapshot/pyblocks.c src/snapshot/pytypes.c src/snapshot/names.c src/snapshot/roots.c src/snapshot/globals.c \
 	src/stacks/symbolize.c src/model/debugfetch.c \
-	src/snapshot/jeblocks.c src/snapshot/jefind.c src/snapshot/jetree.c src/snapshot/jetcache.c
+	src/snapshot/jeblocks.c src/snapshot/jefind.c src/snapshot/jetree.c src/snapshot/jetcache.c \
+	src/snapshot/miblocks.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FB)/%.o)
 FUZZ_BIN     := $(patsubst tests/fuzz/%.c,$(FB)/%,$(wildcard tests/fuzz/fuzz_*.c))
 

@@ -209,6 +209,45 @@ open(d + '/je-fill', 'wb').write(seed(0, 1) + b'\x81' + struct.pack('<IHQQ', 0x4
                                                                       0x7f0080000000, 128))
 EOF_PY
 
+# mimalloc 2.0.9's segments (fuzz_miwalk's input: patches as above on
+# mappings 0 a segment's first MiB at a 32 MiB boundary, 1 another aligned
+# MiB): a segment whose page of 64-byte blocks has a free, a local and a
+# thread free list, its heap's delayed list in the second mapping; and a
+# huge segment there instead
+mkdir -p "$FB/seeds/miwalk"
+python3 - "$FB/seeds/miwalk" <<'EOF_PY'
+import struct, sys
+d = sys.argv[1]
+SEG1, SEG2, KEY = 0x7f0002000000, 0x7f0004000000, 0x5a5a1234
+def patch(m, off, b):
+    return bytes([m]) + struct.pack('<IH', off, len(b)) + b
+def q(*w):
+    return struct.pack('<%dQ' % len(w), *w)
+def header(m, a, slices, kind, entries):
+    # mi_segment_t from +208: used, cookie, segment_slices, segment_info_slices, kind, slice_entries, thread_id
+    return patch(m, 208, q(1, a ^ KEY, slices, 1, kind, entries, 1))
+def entry(m, i, count, cap=0, free=0, used=0, bsize=0, local=0, thread=0, heap=0):
+    e = struct.pack('<IIHHHHQII', count, 0, 0, cap, cap, 0, free, used, bsize) + q(local, thread, heap)
+    return patch(m, 264 + 80 * i, e)
+def seed(huge):
+    page = SEG1 + 65536 + 384                    # slice 1's blocks, 64 bytes apart
+    blk = lambda k: page + 64 * k
+    out = header(0, SEG1, 512, 0, 512) + entry(0, 0, 1)
+    out += entry(0, 1, 1, cap=12, free=blk(3), used=9, bsize=64, local=blk(9), thread=blk(10) | 1,
+                 heap=SEG2 + 4096)
+    out += entry(0, 2, 510)                      # the rest: a free span
+    for a, b in ((3, 5), (5, 0), (9, 0), (10, 0), (7, 0)):
+        out += patch(0, blk(a) - SEG1, q(blk(b) if b else 0))
+    if huge:                                     # one page of a block of 40 MiB
+        out += header(1, SEG2, 700, 1, 512) + entry(1, 0, 1)
+        out += entry(1, 1, 699, cap=1, used=1, bsize=1 << 31)
+    else:                                        # the heap: its delayed list (block 7), its thread
+        out += patch(1, 4096 + 2840, q(blk(7), 1))
+    return out
+open(d + '/seg', 'wb').write(seed(0))
+open(d + '/seg-huge', 'wb').write(seed(1))
+EOF_PY
+
 # HTTP request heads: what go tool pprof, Prometheus and curl send, and a few refused
 mkdir -p "$FB/seeds/http"
 printf 'GET /debug/pprof/heap?seconds=2 HTTP/1.1\r\nHost: 127.0.0.1:6060\r\nUser-Agent: Go-http-client/1.1\r\nAccept-Encoding: gzip\r\n\r\n' \
@@ -237,6 +276,8 @@ seed_says jewalk je 'rc 0 () found 0 .* pages 9 slabs 3 large 1 torn 0 tcaches 0
 seed_says jewalk je-tcache 'rc 0 () found 0 .* tcaches 1 free 2 arrays 1; g 409 meta 4'
 seed_says jewalk je-find 'rc 0 () found 1 .* tcaches 1 free 2 arrays 1; g 409 meta 4'
 seed_says jewalk je-fill 'does not hold together'
+seed_says miwalk seg 'rc 0 () segments 1 rejected 0 pages 1 free 4 delayed 1 torn 0 miscounted 0 heaps 1; g 7'
+seed_says miwalk seg-huge 'rc 0 () segments 2 rejected 0 pages 2 free 4 delayed 0 torn 0 miscounted 0 heaps 0; g 9'
 
 for bin in "$FB"/fuzz_*; do
 	[ -x "$bin" ] || continue
