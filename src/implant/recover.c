@@ -528,6 +528,8 @@ int recover_leftovers(struct implant *im, pid_t pid, pid_t proc_tid, struct proc
 		return 0;
 	L = xcalloc(1, sizeof(*L));
 	rc = recover(&s, L);
+	if (rc >= 0)	/* a killed run's fd of a region just unmapped: nothing maps it now */
+		close_leftover_fds(&s);
 	free(L);
 	implant_clear_leftovers(im);
 	return rc;
