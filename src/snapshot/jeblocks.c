@@ -64,24 +64,9 @@ int jeblocks_read_pid(void *arg, const struct hg_span *s, size_t n, uint8_t *buf
 	return 0;
 }
 
-const struct proc_map *jeblocks_map_of(const struct proc_maps *maps, uint64_t addr)
-{
-	size_t lo = 0, hi = maps->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (maps->v[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < maps->n && maps->v[lo].start <= addr ? &maps->v[lo] : NULL;
-}
-
 int jeblocks_anon_rw(const struct proc_maps *maps, uint64_t addr, uint64_t n)
 {
-	const struct proc_map *m = jeblocks_map_of(maps, addr);
+	const struct proc_map *m = proc_maps_find(maps, addr);
 
 	return m && addr + n <= m->end && addr + n > addr &&
 	       (m->prot & (PROC_MAP_R | PROC_MAP_W | PROC_MAP_SHARED)) == (PROC_MAP_R | PROC_MAP_W) &&
@@ -171,45 +156,9 @@ out:
 	return rc;
 }
 
-/* Root [lo, hi) named name into out. */
-static void add_root(struct snaproots *out, uint64_t lo, uint64_t hi, uint32_t name)
-{
-	if (hi <= lo)
-		return;
-	if (out->n == out->cap) {
-		out->cap = out->cap ? 2 * out->cap : 64;
-		out->v = xrealloc(out->v, out->cap * sizeof(*out->v));
-	}
-	out->v[out->n++] = (struct snaproot){ lo, hi, name };
-}
-
 void jeblocks_cut_roots(const struct jeblocks_meta *meta, struct snaproots *r)
 {
-	struct snaproots out = { 0 };
-
-	if (!meta->n)
-		return;
-	for (size_t i = 0; i < r->n; i++) {
-		uint64_t lo = r->v[i].lo, hi = r->v[i].hi;
-		size_t p = 0, q = meta->n;
-
-		while (p < q) {	/* the first span ending after lo */
-			size_t mid = p + (q - p) / 2;
-
-			if (meta->v[mid].addr + meta->v[mid].len <= lo)
-				p = mid + 1;
-			else
-				q = mid;
-		}
-		for (; p < meta->n && meta->v[p].addr < hi && lo < hi; p++) {
-			add_root(&out, lo, meta->v[p].addr, r->v[i].name);
-			if (meta->v[p].addr + meta->v[p].len > lo)
-				lo = meta->v[p].addr + meta->v[p].len;
-		}
-		add_root(&out, lo, hi, r->v[i].name);
-	}
-	free(r->v);
-	*r = out;
+	snaproots_cut(r, meta->v, meta->n);
 }
 
 void jeblocks_meta_free(struct jeblocks_meta *meta)

@@ -93,8 +93,6 @@ int jeblocks_read_pid(void *arg, const struct hg_span *s, size_t n, uint8_t *buf
 /* jeblocks_find through read (arg, spans of any length): what the fuzzer calls. */
 int jeblocks_find_read(hg_read_fn read, void *arg, const struct proc_maps *maps, uint64_t *root,
 		       char *why, size_t len);
-/* The mapping of maps holding addr, or NULL. */
-const struct proc_map *jeblocks_map_of(const struct proc_maps *maps, uint64_t addr);
 /* Whether [addr, addr + n) is private writable anonymous memory, as jemalloc's metadata is. */
 int jeblocks_anon_rw(const struct proc_maps *maps, uint64_t addr, uint64_t n);
 /* The active extents of the tree at root into w->ex, sorted, checked; what

@@ -110,7 +110,7 @@ void jeblocks_tcaches(struct jewalk *w, const struct heapgraph *g, const struct 
 	uint8_t bins[JE_TCACHE_NBINS * JE_CACHE_BIN];
 
 	for (size_t t = 0; t < nth; t++) {
-		const struct proc_map *m = jeblocks_map_of(maps, th[t].fs_base - 8);
+		const struct proc_map *m = proc_maps_find(maps, th[t].fs_base - 8);
 		uint64_t lo, nw;
 
 		st->threads++;

@@ -150,7 +150,7 @@ static int take_extent(struct jewalk *w, const struct jeedata *d, const struct j
 	uint64_t b = d->w[0], addr = d->w[1], size = d->w[2] & ~(JE_PAGE - 1);
 	uint64_t base = addr & ~(JE_PAGE - 1);
 	unsigned state = EB_STATE(b), slab = EB_SLAB(b), szind = EB_SZIND(b);
-	const struct proc_map *m = jeblocks_map_of(w->maps, base);
+	const struct proc_map *m = proc_maps_find(w->maps, base);
 	struct jeextent *x;
 
 	if (state > STATE_MAX || !size || base + size < base)

@@ -473,45 +473,7 @@ void miblocks_segs_free(struct miblocks_segs *segs)
 
 /* ---- the roots ---- */
 
-/* The first segment of s ending after lo (s->n if none). */
-static size_t seg_after(const struct miblocks_segs *s, uint64_t lo)
-{
-	size_t a = 0, b = s->n;
-
-	while (a < b) {
-		size_t mid = a + (b - a) / 2;
-
-		if (s->v[mid].addr + s->v[mid].len <= lo)
-			a = mid + 1;
-		else
-			b = mid;
-	}
-	return a;
-}
-
 void miblocks_unroot(struct snaproots *r, const struct miblocks_segs *segs)
 {
-	struct snaproots out = { 0 };
-
-	if (!segs->n)
-		return;
-	out.cap = r->n + segs->n + 1;	/* a segment splits one root at most */
-	out.v = xmalloc(out.cap * sizeof(*out.v));
-	for (size_t i = 0; i < r->n; i++) {
-		uint64_t lo = r->v[i].lo, hi = r->v[i].hi;
-
-		for (size_t k = seg_after(segs, lo); k < segs->n && lo < hi; k++) {
-			uint64_t a = segs->v[k].addr, e = a + segs->v[k].len;
-
-			if (a >= hi)
-				break;
-			if (lo < a && out.n < out.cap)
-				out.v[out.n++] = (struct snaproot){ lo, a, r->v[i].name };
-			lo = e;
-		}
-		if (lo < hi && out.n < out.cap)
-			out.v[out.n++] = (struct snaproot){ lo, hi, r->v[i].name };
-	}
-	free(r->v);
-	*r = out;
+	snaproots_cut(r, segs->v, segs->n);
 }

@@ -274,44 +274,9 @@ int pyblocks_merge(struct heapgraph *g, const struct pyblocks *pb)
 	return 0;
 }
 
-/* Root [lo, hi) named name into out (its arrays grown). */
-static void add_root(struct snaproots *out, uint64_t lo, uint64_t hi, uint32_t name)
-{
-	if (hi <= lo)
-		return;
-	if (out->n == out->cap) {
-		out->cap = out->cap ? 2 * out->cap : 64;
-		out->v = xrealloc(out->v, out->cap * sizeof(*out->v));
-	}
-	out->v[out->n++] = (struct snaproot){ lo, hi, name };
-}
-
 void pyblocks_trim_roots(const struct pyblocks *pb, struct snaproots *r)
 {
-	struct snaproots out = { 0 };
-
-	if (!pb->npools)
-		return;
-	for (size_t i = 0; i < r->n; i++) {
-		uint64_t lo = r->v[i].lo, hi = r->v[i].hi;
-		size_t a = 0, b = pb->npools;
-
-		while (a < b) {	/* the first pool ending after lo */
-			size_t mid = a + (b - a) / 2;
-
-			if (pb->pools[mid].addr + pb->pools[mid].len <= lo)
-				a = mid + 1;
-			else
-				b = mid;
-		}
-		for (; a < pb->npools && pb->pools[a].addr < hi && lo < hi; a++) {
-			add_root(&out, lo, pb->pools[a].addr, r->v[i].name);
-			lo = pb->pools[a].addr + pb->pools[a].len;
-		}
-		add_root(&out, lo, hi, r->v[i].name);
-	}
-	snaproots_free(r);
-	*r = out;
+	snaproots_cut(r, pb->pools, pb->npools);
 }
 
 void pyblocks_free(struct pyblocks *pb)

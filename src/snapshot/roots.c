@@ -33,6 +33,35 @@ void snaproots_free(struct snaproots *r)
 	memset(r, 0, sizeof(*r));
 }
 
+void snaproots_cut(struct snaproots *r, const struct hg_span *cut, size_t n)
+{
+	struct snaproots out = { 0 };
+
+	if (!n)
+		return;
+	for (size_t i = 0; i < r->n; i++) {
+		uint64_t lo = r->v[i].lo, hi = r->v[i].hi;
+		size_t a = 0, b = n;
+
+		while (a < b) {	/* the first span ending after lo */
+			size_t mid = a + (b - a) / 2;
+
+			if (cut[mid].addr + cut[mid].len <= lo)
+				a = mid + 1;
+			else
+				b = mid;
+		}
+		for (; a < n && cut[a].addr < hi && lo < hi; a++) {
+			add(&out, lo, cut[a].addr, r->v[i].name);
+			if (cut[a].addr + cut[a].len > lo)
+				lo = cut[a].addr + cut[a].len;
+		}
+		add(&out, lo, hi, r->v[i].name);
+	}
+	snaproots_free(r);
+	*r = out;
+}
+
 static const char *base_name(const char *path)
 {
 	const char *s = path ? strrchr(path, '/') : NULL;

@@ -50,5 +50,9 @@ void snaproots_build(struct target *t, const struct proc_maps *maps, const struc
 		     const struct snapthread *th, size_t nth, struct snapnames *names,
 		     struct snaproots *out);
 void snaproots_free(struct snaproots *r);
+/* Cut the spans cut[0..n) (ascending by address; overlapping ones too) out
+ * of every root of r, each root's pieces keeping its name: memory an
+ * allocator owns between its blocks is no root. */
+void snaproots_cut(struct snaproots *r, const struct hg_span *cut, size_t n);
 
 #endif
