@@ -308,16 +308,12 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 	print_top(&lk, names, cfg->top, keep, &l);
 	keep(&l, "in use, by size class:");
 	print_classes(cls, cfg->top, keep, &l);
-	if (cfg->keep) {
+	if (cfg->keep) {	/* the profile, names and lines go to the attach's dumps */
 		keep_for_attach(cfg->keep, p, names, &l);
-		tally_free(&own);
-		tally_free(&lk);
-		tally_free(&fr);
-		tally_free(&sh);
-		free(cls);
-		if (sym)
-			symbolizer_free(sym);
-		return 0;
+		p = NULL;
+		memset(&l, 0, sizeof(l));
+		rc = 0;
+		goto out;
 	}
 	snprintf(defout, sizeof(defout), "heapattach.%d.snapshot.heap", (int)cfg->pid);
 	path = (char *)(cfg->output ? cfg->output : defout);
@@ -332,6 +328,7 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 	}
 	if (!rc)
 		fprintf(stderr, "heapattach: wrote %s\n", path);
+out:
 	for (size_t i = 0; i < l.n; i++)
 		free(l.v[i]);
 	free(l.v);
