@@ -288,6 +288,18 @@ static void test_pprof_decoded(void)
 	profile_free(p);
 }
 
+/* p written as pprof to path with di, then decoded into d: 0 or -1. */
+static int write_decode(const char *path, const struct profile *p, const struct dump_info *di,
+			struct decoded *d)
+{
+	FILE *f = fopen(path, "wb");
+	int rc = f ? pprof_write(f, p, di) : -1;
+
+	if (f)
+		fclose(f);
+	return rc ? -1 : decode(path, d);
+}
+
 /* A delta (pprof_base): each bucket's figures since the base, a bucket
  * where nothing changed left out, a negative in-use figure kept; and the
  * default sample type. */
@@ -299,7 +311,6 @@ static void test_pprof_delta(void)
 	struct pprof_base base;
 	struct decoded d;
 	char path[128];
-	FILE *f;
 
 	pprof_base_take(p, &base);
 	expect_int_eq(base.n, 2);
@@ -308,11 +319,7 @@ static void test_pprof_delta(void)
 	profile_record_alloc(p, c, 2, 256, 0x70000);	/* c: new */
 	di.base = &base;
 	snprintf(path, sizeof(path), "%s/delta.pb.gz", tmpdir);
-	f = fopen(path, "wb");
-	expect_true(f && pprof_write(f, p, &di) == 0);
-	if (f)
-		fclose(f);
-	expect_int_eq(decode(path, &d), 0);
+	expect_int_eq(write_decode(path, p, &di, &d), 0);
 	expect_int_eq(d.nsamples, 2);			/* b: nothing changed */
 	expect_u64_eq(d.values[0][0], 1);
 	expect_u64_eq(d.values[0][1], 1024);
@@ -324,11 +331,7 @@ static void test_pprof_delta(void)
 	decoded_free(&d);
 
 	profile_record_free(p, 0x40000);		/* b: one fewer in use than at the base */
-	f = fopen(path, "wb");
-	expect_true(f && pprof_write(f, p, &di) == 0);
-	if (f)
-		fclose(f);
-	expect_int_eq(decode(path, &d), 0);
+	expect_int_eq(write_decode(path, p, &di, &d), 0);
 	expect_int_eq(d.nsamples, 3);
 	expect_u64_eq(d.values[1][0], 0);
 	expect_u64_eq(d.values[1][2], (uint64_t)-1);	/* two's complement, as int64 */
@@ -337,11 +340,7 @@ static void test_pprof_delta(void)
 
 	di.base = NULL;				/* no delta, no default type: as before */
 	di.default_type = NULL;
-	f = fopen(path, "wb");
-	expect_true(f && pprof_write(f, p, &di) == 0);
-	if (f)
-		fclose(f);
-	expect_int_eq(decode(path, &d), 0);
+	expect_int_eq(write_decode(path, p, &di, &d), 0);
 	expect_int_eq(d.nsamples, 3);
 	expect_u64_eq(d.values[0][0], 4);
 	expect_u64_eq(d.default_type, 0);

@@ -7,21 +7,12 @@
 #include <sys/mman.h>
 
 #include "harness.h"
+#include "ownread.h"
 #include "snapshot/pyblocks.h"
 
 #define POOL 16384
 #define NPOOLS 4
 
-/* The "target": our own memory. */
-static int read_own(void *arg, const struct hg_span *s, size_t n, uint8_t *buf)
-{
-	(void)arg;
-	for (size_t i = 0; i < n; i++) {
-		memcpy(buf, (const void *)(uintptr_t)s[i].addr, s[i].len);
-		buf += s[i].len;
-	}
-	return 0;
-}
 
 struct hdr {
 	uint32_t count, pad;

@@ -5,17 +5,9 @@
 #include <string.h>
 
 #include "harness.h"
+#include "ownread.h"
 #include "snapshot/pytypes.h"
 
-static int read_own(void *arg, const struct hg_span *s, size_t n, uint8_t *buf)
-{
-	(void)arg;
-	for (size_t i = 0; i < n; i++) {
-		memcpy(buf, (const void *)(uintptr_t)s[i].addr, s[i].len);
-		buf += s[i].len;
-	}
-	return 0;
-}
 
 #define TW 22                           /* words of a type read: up to tp_flags */
 #define READY (1UL << 12)
