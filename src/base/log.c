@@ -5,16 +5,28 @@
 #include "base/log.h"
 
 int log_verbose;
+const char *log_prefix = "heapattach: ";
 
+/* One write a message where it fits (the sessions of one run share stderr). */
 void log_msg(const char *fmt, ...)
 {
+	char line[1024];
 	va_list ap;
-	int saved = errno;
+	int saved = errno, n;
 
-	fputs("heapattach: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	n = snprintf(line, sizeof(line), "%s", log_prefix);
+	if (n >= 0 && (size_t)n < sizeof(line))
+		n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
+	if (n >= 0 && (size_t)n < sizeof(line)) {
+		fputs(line, stderr);
+	} else {	/* longer: as it comes */
+		fputs(log_prefix, stderr);
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+	}
 	errno = saved;
 }
 

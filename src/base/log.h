@@ -8,6 +8,9 @@
 #include <string.h>
 
 extern int log_verbose;
+/* What every message starts with: "heapattach: ", or "heapattach[PID]: " in
+ * a session of a run over several processes. */
+extern const char *log_prefix;
 
 void log_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A reason into the caller's buffer of len bytes, if it gave one (buf NULL

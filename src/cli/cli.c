@@ -14,10 +14,11 @@
 enum { OPT_SAMPLE_RATE = 256, OPT_INTERVAL, OPT_EVERY, OPT_DURATION, OPT_FORMAT,
        OPT_LIST_HOOKS, OPT_MODE, OPT_MAX_DEPTH, OPT_VERSION, OPT_INUSE_INTERVAL, OPT_TOP,
        OPT_CENSUS, OPT_NO_PYTHON, OPT_NO_DEBUGINFOD, OPT_PYTHON_C_FRAMES, OPT_NO_SECCOMP_PROBE, OPT_SKIP,
-       OPT_JVM_PERFMAP, OPT_SNAPSHOT, OPT_LISTEN };
+       OPT_JVM_PERFMAP, OPT_SNAPSHOT, OPT_LISTEN, OPT_TREE };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
+	{ "tree", required_argument, NULL, OPT_TREE },
 	{ "output", required_argument, NULL, 'o' },
 	{ "sample-rate", required_argument, NULL, OPT_SAMPLE_RATE },
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
@@ -53,7 +54,11 @@ void cli_usage(FILE *f)
 "\n"
 "Profile the heap of a running process; writes a pprof heap profile.\n"
 "\n"
-"  -p, --pid PID            process to attach to\n"
+"  -p, --pid PID[,PID...]   process(es) to attach to; several: one profile\n"
+"                           each, FILE.PID.heap, samples labelled pid=PID\n"
+"      --tree PID           PID and its descendants, followed as they fork\n"
+"                           and exec (pre-fork servers: nginx, postgres,\n"
+"                           gunicorn); profiles as for several -p\n"
 "  -o, --output FILE        profile path (default heapattach.PID.heap), mode\n"
 "                           0600; an existing FILE must be a regular file\n"
 "      --sample-rate SIZE   mean bytes between samples, 1 to 1T (default\n"
@@ -203,6 +208,29 @@ int cli_parse_pid(const char *s, pid_t *out)
 	return 0;
 }
 
+/* -p PID or PID,PID,...: appended to o->pids (repeats allowed, one
+ * session each). 0 or -EINVAL. */
+static int parse_pids(const char *s, struct options *o)
+{
+	char one[16];
+
+	for (const char *p = s;; p++) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+
+		if (len >= sizeof(one) || o->npids == FLEET_MAX)
+			return -EINVAL;
+		memcpy(one, p, len);
+		one[len] = 0;
+		if (cli_parse_pid(one, &o->pids[o->npids]))
+			return -EINVAL;
+		o->npids++;
+		if (!end)
+			return 0;
+		p = end;
+	}
+}
+
 static int bad(const char *what, const char *val)
 {
 	fprintf(stderr, "heapattach: invalid %s '%s' (try --help)\n", what, val);
@@ -224,8 +252,14 @@ int cli_parse(int argc, char **argv, struct options *o)
 	while ((c = getopt_long(argc, argv, ":p:o:vh", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (cli_parse_pid(optarg, &o->run.pid))
+			if (parse_pids(optarg, o))
 				return bad("PID", optarg);
+			break;
+		case OPT_TREE:
+			if (o->tree || cli_parse_pid(optarg, &o->pids[o->npids]))
+				return bad("--tree PID (one)", optarg);
+			o->npids++;
+			o->tree = 1;
 			break;
 		case 'o':
 			if (!*optarg)
@@ -365,9 +399,21 @@ int cli_parse(int argc, char **argv, struct options *o)
 			o->list_hooks ? "; --list-hooks writes none" : " only");
 		return -EINVAL;
 	}
-	if (!o->run.pid) {
+	if (o->tree && o->npids > 1) {
+		fprintf(stderr, "heapattach: --tree PID takes one process and its descendants; "
+			"not with -p (try --help)\n");
+		return -EINVAL;
+	}
+	if ((o->tree || o->npids > 1) && (o->list_hooks || o->run.listen || o->run.top)) {
+		fprintf(stderr, "heapattach: %s takes one process, not %s (try --help)\n",
+			o->list_hooks ? "--list-hooks" : o->run.listen ? "--listen" : "--top",
+			o->tree ? "--tree" : "several");
+		return -EINVAL;
+	}
+	if (!o->npids) {
 		fprintf(stderr, "heapattach: no target: give -p PID (try --help)\n");
 		return -EINVAL;
 	}
+	o->run.pid = o->pids[0];
 	return 0;
 }

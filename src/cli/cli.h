@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include "output/dump.h"
 #include "session/config.h"
+#include "session/fleet.h"
 
 #define CLI_DEFAULT_RATE (512 * 1024)
 /* Above this the agent's gap arithmetic would sample nothing at all. */
@@ -24,6 +25,9 @@
 struct options {
 	struct session_config run;
 	const char *skip[CLI_MAX_SKIP]; /* --skip: more wrappers (run.skip points here) */
+	pid_t pids[FLEET_MAX];          /* -p PID,PID,...: run.pid is the first */
+	size_t npids;
+	int tree;                       /* --tree PID: it and its descendants */
 	int list_hooks;
 	int snapshot;                   /* --snapshot: run.snapshot is taken before the attach */
 	int verbose;

@@ -10,6 +10,7 @@
 #include "model/proc.h"
 #include "ptrace/tracee.h"
 #include "report/report.h"
+#include "session/fleet.h"
 #include "session/session.h"
 #include "snapshot/snapshot.h"
 
@@ -63,6 +64,20 @@ static int snapshot_first(struct options *o, struct snapshot_keep *keep)
 	return 0;
 }
 
+/* A session's process in a run over several (fleet_before_fn): its own
+ * --snapshot, kept for its profiles. */
+static int snapshot_each(struct session_config *cfg, void *arg)
+{
+	static struct snapshot_keep keep;
+	struct snapshot_config sc = { .pid = cfg->pid, .top = 10, .keep = &keep };
+
+	(void)arg;
+	if (snapshot_run(&sc))
+		return 1;
+	cfg->snapshot = &keep;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct snapshot_keep keep = { 0 };
@@ -79,6 +94,10 @@ int main(int argc, char **argv)
 	log_verbose = o.verbose;
 	if (o.list_hooks)
 		return list_hooks(o.run.pid);
+	if (o.tree || o.npids > 1)
+		return fleet_run(&(struct fleet_config){
+			.run = &o.run, .pids = o.pids, .npids = o.npids, .tree = o.tree,
+			.before = o.snapshot ? snapshot_each : NULL });
 	if (o.snapshot && snapshot_first(&o, &keep))
 		return 1;
 	rc = session_run(&o.run);

@@ -55,6 +55,7 @@ struct dump_info {
 	const struct dump_extra *extra;  /* NULL: none (pprof only) */
 	const char *default_type; /* pprof: its default_sample_type, NULL: none said */
 	const struct pprof_base *base;   /* pprof: the figures since base, NULL: all */
+	int label_pid;            /* pprof: every sample labelled pid=<pid> */
 };
 
 /* Write p as a gzipped pprof profile.proto to f. 0 or -errno. */

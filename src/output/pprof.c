@@ -156,6 +156,7 @@ struct writer {
 	int python;             /* a Python frame was written: the [python] mapping, nmaps + 1 */
 	int snapshot;           /* a snapshot's name was: the [snapshot] mapping, nmaps + 2 */
 	const char *label;      /* the samples' key=label (dump_extra), or NULL */
+	uint64_t pid_str;       /* d->label_pid: the string id of the pid's decimal */
 
 	uint64_t *ids;          /* scratch: a sample's location ids */
 	size_t nbuckets;        /* buckets written so far (the peak snapshot's index) */
@@ -458,6 +459,11 @@ static int put_sample(const struct profile_bucket *b, void *arg)
 		pb_u64(&w->sub, 2, str_id(w, w->label ? w->label : w->d->extra->own));
 		pb_msg(&w->msg, 3, &w->sub);
 	}
+	if (w->pid_str) {
+		pb_u64(&w->sub, 1, str_id(w, "pid"));
+		pb_u64(&w->sub, 2, w->pid_str);
+		pb_msg(&w->msg, 3, &w->sub);
+	}
 	pb_msg(&w->out, PROFILE_SAMPLE, &w->msg);
 	w_maybe_flush(w);
 	return w->err;
@@ -552,6 +558,10 @@ int pprof_write(FILE *f, const struct profile *p, const struct dump_info *d)
 	str_id(&w, "");         /* string_table[0] must be "" */
 	maps_init(&w);
 	w.ids = xmalloc(PROFILE_MAX_FRAMES * sizeof(*w.ids));
+	if (d->label_pid) {
+		snprintf(line, sizeof(line), "%d", (int)d->pid);
+		w.pid_str = str_id(&w, line);
+	}
 
 	put_value_type(&w, PROFILE_SAMPLE_TYPE, "alloc_objects", "count");
 	put_value_type(&w, PROFILE_SAMPLE_TYPE, "alloc_space", "bytes");

@@ -30,6 +30,7 @@ struct session_config {
 	int no_seccomp_probe;     /* --no-seccomp-probe: refuse a seccomp filter it
 				   * cannot read instead of asking a copy of the target */
 	uint64_t jvm_perfmap_ns;  /* --jvm-perfmap: between asking the JVM for a perf map; 0 = off */
+	int label_pid;            /* every sample labelled pid=PID (a run over several) */
 	const char *listen;       /* --listen: the HTTP endpoint's address, or NULL */
 	uint64_t every_ns;        /* time between numbered dumps; 0 = off */
 	uint64_t duration_ns;     /* stop after this long; 0 = until interrupted */

@@ -251,6 +251,7 @@ static int dump_to(struct session *s, unsigned seq, const struct session_render 
 		.sym = sym,
 		.comments = comments,
 		.ncomments = ncomments,
+		.label_pid = s->opt->label_pid,
 	};
 	if (snap) {
 		extra = (struct dump_extra){ snap->p, "kind", "snapshot", "sampled",

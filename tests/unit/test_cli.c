@@ -209,5 +209,61 @@ static void listen_addrs(void)
 	expect_int_eq(parse(&o, 6, lh), -EINVAL);
 }
 
+/* Several processes: -p PID,PID,... (and -p again), --tree PID alone, and
+ * the options that take one process refused with them. */
+static void several(void)
+{
+	static const char *const badv[] = { "1,", ",1", "1,,2", "1,x", "1, 2", "1,0" };
+	char *list[] = { "heapattach", "-p", "3,1,2", "-p", "9", NULL };
+	char *tree[] = { "heapattach", "--tree", "5", NULL };
+	char *both[] = { "heapattach", "--tree", "5", "-p", "6", NULL };
+	char *two[] = { "heapattach", "--tree", "5", "--tree", "6", NULL };
+	char *lis[] = { "heapattach", "--tree", "5", "--listen", "6060", NULL };
+	char *top[] = { "heapattach", "-p", "1,2", "--top", NULL };
+	char *hooks[] = { "heapattach", "-p", "1,2", "--list-hooks", NULL };
+	struct options o;
+
+	expect_int_eq(parse(&o, 5, list), 0);
+	expect_int_eq((int)o.npids, 4);
+	expect_int_eq(o.pids[0], 3);
+	expect_int_eq(o.pids[3], 9);
+	expect_int_eq(o.run.pid, 3);
+	expect_int_eq(o.tree, 0);
+	expect_int_eq(parse(&o, 3, tree), 0);
+	expect_int_eq(o.tree, 1);
+	expect_int_eq(o.run.pid, 5);
+	expect_int_eq(parse(&o, 5, both), -EINVAL);
+	expect_int_eq(parse(&o, 5, two), -EINVAL);
+	expect_int_eq(parse(&o, 5, lis), -EINVAL);
+	expect_int_eq(parse(&o, 4, top), -EINVAL);
+	expect_int_eq(parse(&o, 4, hooks), -EINVAL);
+	for (size_t i = 0; i < sizeof(badv) / sizeof(badv[0]); i++) {
+		char *argv[] = { "heapattach", "-p", (char *)badv[i], NULL };
+
+		if (parse(&o, 3, argv) != -EINVAL)
+			fprintf(stderr, "-p '%s' was accepted\n", badv[i]);
+		expect_int_eq(parse(&o, 3, argv), -EINVAL);
+	}
+}
+
+/* FILE.PID.heap: FILE's .heap replaced, the default's name, an exec's generation. */
+static void fleet_names(void)
+{
+	static const struct { const char *out; int pid; unsigned gen; const char *want; } v[] = {
+		{ "out.heap", 12, 1, "out.12.heap" },
+		{ "/d/app", 7, 1, "/d/app.7.heap" },
+		{ NULL, 9, 1, "heapattach.9.heap" },
+		{ "out.heap", 12, 3, "out.12-3.heap" },
+		{ ".heap", 4, 1, ".heap.4.heap" },
+	};
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		char *s = fleet_output(v[i].out, v[i].pid, v[i].gen);
+
+		expect_str_eq(s, v[i].want);
+		free(s);
+	}
+}
+
 HARNESS_MAIN("cli", T(sizes), T(durations), T(options), T(jvm_perfmap), T(pids), T(rates),
-	     T(depths), T(listen_addrs))
+	     T(depths), T(listen_addrs), T(several), T(fleet_names))

@@ -1,0 +1,330 @@
+/* Several targets from one heapattach: a session per process (-p PID,PID,... and --tree PID). */
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/xmalloc.h"
+#include "model/proc.h"
+#include "model/proctree.h"
+#include "session/fleet.h"
+#include "session/session.h"
+
+#define SCAN_MS 100
+
+/* One process of the run: its session's process while one runs. */
+struct member {
+	pid_t target;
+	pid_t child;            /* its session's heapattach process; 0: none now */
+	unsigned gen;           /* sessions started for it (a new one after each exec) */
+	int code;               /* the last session's exit code; -1: none ended yet */
+	int given;              /* named on the command line: its failure counts */
+	int done;               /* no session will be started for it again */
+	struct proctree_image img;   /* the image its last session attached to */
+};
+
+struct fleet {
+	const struct fleet_config *fc;
+	struct member *m;
+	size_t n, cap;
+	pid_t self;
+	int sfd;                /* signalfd of the signals below */
+	sigset_t sigs;
+	int stopping;           /* a stop signal or the duration: start nothing more */
+	uint64_t deadline;      /* CLOCK_MONOTONIC end of --duration; 0: none */
+	size_t started;
+};
+
+char *fleet_output(const char *output, pid_t pid, unsigned gen)
+{
+	size_t len, stem;
+	char tag[40];
+	char *s;
+
+	if (gen > 1)
+		snprintf(tag, sizeof(tag), ".%d-%u.heap", (int)pid, gen);
+	else
+		snprintf(tag, sizeof(tag), ".%d.heap", (int)pid);
+	if (!output)
+		output = "heapattach";
+	len = strlen(output);
+	stem = len > 5 && !strcmp(output + len - 5, ".heap") ? len - 5 : len;
+	s = xmalloc(stem + strlen(tag) + 1);
+	memcpy(s, output, stem);
+	strcpy(s + stem, tag);
+	return s;
+}
+
+static struct member *find_target(struct fleet *f, pid_t pid)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (f->m[i].target == pid)
+			return &f->m[i];
+	return NULL;
+}
+
+static struct member *add_member(struct fleet *f, pid_t pid, int given)
+{
+	struct member *m;
+
+	if (f->n == FLEET_MAX)
+		return NULL;
+	if (f->n == f->cap) {
+		f->cap = f->cap ? 2 * f->cap : 64;
+		f->m = xrealloc(f->m, f->cap * sizeof(*f->m));
+	}
+	m = &f->m[f->n++];
+	memset(m, 0, sizeof(*m));
+	m->target = pid;
+	m->code = -1;
+	m->given = given;
+	return m;
+}
+
+/* A tracer other than us holds pid (another session's fork child not yet
+ * handed back, a debugger): 1, else 0. */
+static int traced(pid_t pid)
+{
+	char val[32];
+
+	return !proc_status_read(pid, "TracerPid", val, sizeof(val)) && atol(val) != 0;
+}
+
+/* In the new session's process: signals as a lone heapattach has them,
+ * its messages tagged with its target, then the session. Never returns. */
+static void run_one(struct fleet *f, struct member *m, uint64_t duration_ns)
+{
+	struct session_config c = *f->fc->run;
+	static char prefix[48];
+	sigset_t none;
+	int code;
+
+	prctl(PR_SET_PDEATHSIG, SIGTERM);	/* the run killed: detach and write */
+	if (getppid() != f->self)
+		_exit(1);
+	close(f->sfd);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	snprintf(prefix, sizeof(prefix), "heapattach[%d]: ", (int)m->target);
+	log_prefix = prefix;
+	c.pid = m->target;
+	c.output = fleet_output(f->fc->run->output, m->target, m->gen);
+	c.label_pid = 1;
+	c.duration_ns = duration_ns;
+	code = f->fc->before ? f->fc->before(&c, f->fc->before_arg) : 0;
+	if (!code)
+		code = session_run(&c);
+	fflush(NULL);
+	_exit(code);
+}
+
+/* Start a session for m in a process of its own. 0 or -errno. */
+static int start(struct fleet *f, struct member *m)
+{
+	uint64_t left = 0;
+	pid_t ch;
+
+	if (f->deadline) {
+		uint64_t now = clock_ns(CLOCK_MONOTONIC);
+
+		if (now + 100000000ULL >= f->deadline)
+			return -ETIME;
+		left = f->deadline - now;
+	}
+	if (proctree_image(m->target, &m->img))
+		memset(&m->img, 0, sizeof(m->img));
+	m->gen++;
+	fflush(NULL);
+	ch = fork();
+	if (ch < 0)
+		return -errno;
+	if (ch == 0)
+		run_one(f, m, left);
+	m->child = ch;
+	f->started++;
+	return 0;
+}
+
+/* The process is still there and runs another image than its last
+ * session attached to (an exec, or a reused pid): 1, else 0. */
+static int new_image(const struct member *m)
+{
+	struct proctree_image now;
+
+	if (proctree_image(m->target, &now))
+		return 0;
+	return now.dev != m->img.dev || now.ino != m->img.ino || now.start != m->img.start;
+}
+
+/* Collect every session that ended; in a tree, a process that exec'd
+ * gets a new one. */
+static void reap(struct fleet *f)
+{
+	int status;
+	pid_t ch;
+
+	while ((ch = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (size_t i = 0; i < f->n; i++) {
+			struct member *m = &f->m[i];
+
+			if (m->child != ch)
+				continue;
+			m->child = 0;
+			m->code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+			m->done = 1;
+			if (f->fc->tree && !f->stopping && new_image(m))
+				m->done = 0;	/* the next scan attaches to the new image */
+			break;
+		}
+	}
+}
+
+/* --tree: attach to the descendants not yet seen (those another tracer
+ * holds, as a just-forked child is until its parent's session hands it
+ * back, on a later scan). 0, or -ENOENT once the root is gone. */
+static int scan(struct fleet *f, pid_t *buf)
+{
+	size_t n;
+	int rc;
+
+	rc = proctree_descendants(f->fc->pids[0], buf, FLEET_MAX, &n);
+	if (rc == -ENOENT)
+		return rc;
+	if (rc == -ENOTSUP) {
+		pr_warn("--tree: this kernel does not list a process's children "
+			"(/proc/PID/task/TID/children): only %d is profiled", (int)f->fc->pids[0]);
+		return -ENOENT;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct member *m = find_target(f, buf[i]);
+		int ours = buf[i] == f->self;
+
+		for (size_t k = 0; !ours && k < f->n; k++)
+			ours = f->m[k].child == buf[i];
+		if (ours || (m && (m->done || m->child)) || traced(buf[i]))
+			continue;
+		if (!m && !(m = add_member(f, buf[i], 0)))
+			continue;	/* FLEET_MAX: said at the end */
+		if (start(f, m))
+			m->done = 1;
+	}
+	return 0;
+}
+
+static size_t running(const struct fleet *f)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < f->n; i++)
+		k += f->m[i].child != 0;
+	return k;
+}
+
+static void signal_all(const struct fleet *f, int sig)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (f->m[i].child)
+			kill(f->m[i].child, sig);
+}
+
+/* Read the signals that arrived: stop requests are passed on to every
+ * session, as is SIGUSR1. */
+static void on_signals(struct fleet *f)
+{
+	struct signalfd_siginfo si;
+
+	while (read(f->sfd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGCHLD)
+			continue;	/* reap() runs after every wake */
+		if (si.ssi_signo == SIGUSR1) {
+			signal_all(f, SIGUSR1);
+			continue;
+		}
+		f->stopping = 1;
+		signal_all(f, (int)si.ssi_signo);
+	}
+}
+
+/* The exit code: the gravest of the sessions' that count. */
+static int outcome(const struct fleet *f)
+{
+	static const int grave[] = { 1, 4, 5, 3 };
+	size_t wrote = 0, failed = 0;
+
+	for (size_t i = 0; i < f->n; i++) {
+		int c = f->m[i].code;
+
+		wrote += c == 0 || c >= 3;
+		failed += c == 1 || c == 2;
+	}
+	fprintf(stderr, "heapattach: %zu process%s profiled, %zu not%s\n", wrote,
+		wrote == 1 ? "" : "es", failed, f->n == FLEET_MAX ? " (and more not: at most "
+		"4096 processes a run)" : "");
+	for (size_t g = 0; g < sizeof(grave) / sizeof(grave[0]); g++)
+		for (size_t i = 0; i < f->n; i++)
+			if (f->m[i].code == grave[g] && (f->m[i].given || grave[g] != 1))
+				return grave[g];
+	return wrote ? 0 : 1;
+}
+
+int fleet_run(const struct fleet_config *fc)
+{
+	struct fleet f = { .fc = fc, .self = getpid(), .sfd = -1 };
+	pid_t *buf = xmalloc(FLEET_MAX * sizeof(*buf));
+	int code, root_gone = 0;
+
+	sigemptyset(&f.sigs);
+	sigaddset(&f.sigs, SIGINT);
+	sigaddset(&f.sigs, SIGTERM);
+	sigaddset(&f.sigs, SIGHUP);
+	sigaddset(&f.sigs, SIGUSR1);
+	sigaddset(&f.sigs, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &f.sigs, NULL);
+	f.sfd = signalfd(-1, &f.sigs, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (f.sfd < 0) {
+		pr_perror("signalfd");
+		free(buf);
+		return 1;
+	}
+	if (fc->run->duration_ns)
+		f.deadline = clock_ns(CLOCK_MONOTONIC) + fc->run->duration_ns;
+	for (size_t i = 0; i < fc->npids; i++) {
+		struct member *m = find_target(&f, fc->pids[i]);
+
+		if (m)
+			continue;	/* named twice: one session */
+		m = add_member(&f, fc->pids[i], 1);
+		if (m && start(&f, m)) {
+			pr_perror("cannot start a session for %d", (int)fc->pids[i]);
+			m->code = 1;
+			m->done = 1;
+		}
+	}
+	for (;;) {
+		struct pollfd p = { .fd = f.sfd, .events = POLLIN };
+
+		reap(&f);
+		if (f.deadline && clock_ns(CLOCK_MONOTONIC) >= f.deadline)
+			f.stopping = 1;	/* the sessions end by their own --duration */
+		if (fc->tree && !f.stopping && !root_gone)
+			root_gone = scan(&f, buf) == -ENOENT;
+		if (!running(&f) && (!fc->tree || f.stopping || root_gone))
+			break;
+		if (poll(&p, 1, SCAN_MS) > 0)
+			on_signals(&f);
+	}
+	code = outcome(&f);
+	close(f.sfd);
+	sigprocmask(SIG_UNBLOCK, &f.sigs, NULL);
+	free(f.m);
+	free(buf);
+	return code;
+}
