@@ -77,7 +77,8 @@ void cli_usage(FILE *f)
 "                           128); a stack cut there ends in [truncated]\n"
 "      --top                a live view: RSS, allocation rate, top sites, every\n"
 "                           second (keys: q quit, d dump now, s sort); a plain\n"
-"                           table when stdout is not a terminal\n"
+"                           table when stdout is not a terminal; with several\n"
+"                           processes, a table of them\n"
 "      --skip REGEX         --top names a site by its first frame that is not an\n"
 "                           allocator wrapper (known ones: zmalloc, ngx_alloc,\n"
 "                           palloc, PyMem_Malloc, xmalloc, ...; and functions\n"
@@ -404,9 +405,9 @@ int cli_parse(int argc, char **argv, struct options *o)
 			"not with -p (try --help)\n");
 		return -EINVAL;
 	}
-	if ((o->tree || o->npids > 1) && (o->list_hooks || o->run.listen || o->run.top)) {
+	if ((o->tree || o->npids > 1) && (o->list_hooks || o->run.listen)) {
 		fprintf(stderr, "heapattach: %s takes one process, not %s (try --help)\n",
-			o->list_hooks ? "--list-hooks" : o->run.listen ? "--listen" : "--top",
+			o->list_hooks ? "--list-hooks" : "--listen",
 			o->tree ? "--tree" : "several");
 		return -EINVAL;
 	}

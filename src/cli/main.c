@@ -97,6 +97,7 @@ int main(int argc, char **argv)
 	if (o.tree || o.npids > 1)
 		return fleet_run(&(struct fleet_config){
 			.run = &o.run, .pids = o.pids, .npids = o.npids, .tree = o.tree,
+			.top = o.run.top,
 			.before = o.snapshot ? snapshot_each : NULL });
 	if (o.snapshot && snapshot_first(&o, &keep))
 		return 1;

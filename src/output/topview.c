@@ -216,7 +216,7 @@ static struct site **sorted(struct topview *tv, size_t *n)
 
 /* ---- drawing ---- */
 
-static void fmt_bytes(char *buf, size_t len, int64_t v, int sign)
+void topview_fmt_bytes(char *buf, size_t len, int64_t v, int sign)
 {
 	double a = v < 0 ? -(double)v : (double)v;
 	const char *sg = v < 0 ? "-" : sign ? "+" : "";
@@ -231,8 +231,7 @@ static void fmt_bytes(char *buf, size_t len, int64_t v, int sign)
 		snprintf(buf, len, "%s%.0f", sg, a);
 }
 
-/* The target's resident bytes (/proc/PID/statm), or -1. */
-static int64_t rss_of(pid_t pid)
+int64_t topview_rss(pid_t pid)
 {
 	char path[64];
 	unsigned long long size, res;
@@ -259,7 +258,7 @@ static void draw(struct topview *tv)
 	FILE *f = fdopen(dup(tv->out), "w");
 	size_t rows;
 	unsigned secs = (unsigned)(ti->elapsed_ns / 1000000000ULL);
-	int64_t rss = rss_of(ti->pid);
+	int64_t rss = topview_rss(ti->pid);
 
 	if (!f) {
 		free(v);
@@ -270,8 +269,8 @@ static void draw(struct topview *tv)
 		fprintf(f, "\033[H\033[2J");
 	}
 	rows = tv->tty ? (ws.ws_row > 9 ? ws.ws_row - 7u - !!tv->said[0] : 1u) : 15;
-	fmt_bytes(a, sizeof(a), rss, 0);
-	fmt_bytes(b, sizeof(b), t->live, 0);
+	topview_fmt_bytes(a, sizeof(a), rss, 0);
+	topview_fmt_bytes(b, sizeof(b), t->live, 0);
 	fprintf(f, "heapattach --top  pid %d  attached %02u:%02u:%02u  dumps %u  sorted by %s\n",
 		(int)ti->pid, secs / 3600, secs / 60 % 60, secs % 60, ti->dumps,
 		sort_names[tv->sort]);
@@ -279,11 +278,11 @@ static void draw(struct topview *tv)
 		fprintf(f, "%s\n", tv->said);
 	fprintf(f, "RSS %s  live since attach %s", rss >= 0 ? a : "?", b);
 	if (ti->as && ti->as->in_use != UINT64_MAX) {
-		fmt_bytes(a, sizeof(a), (int64_t)ti->as->in_use, 0);
-		fmt_bytes(c, sizeof(c), ti->as->free == UINT64_MAX ? 0 : (int64_t)ti->as->free, 0);
+		topview_fmt_bytes(a, sizeof(a), (int64_t)ti->as->in_use, 0);
+		topview_fmt_bytes(c, sizeof(c), ti->as->free == UINT64_MAX ? 0 : (int64_t)ti->as->free, 0);
 		fprintf(f, "  %s: in use %s, free %s", ti->as->allocator, a, c);
 	}
-	fmt_bytes(a, sizeof(a), tv->refreshes > 1 ? t->bytes - tv->prev.bytes : 0, 0);
+	topview_fmt_bytes(a, sizeof(a), tv->refreshes > 1 ? t->bytes - tv->prev.bytes : 0, 0);
 	fprintf(f, "\nallocating %s/s  %lld calls/s\n", a,
 		tv->refreshes > 1 ? (long long)(t->calls - tv->prev.calls) : 0LL);
 	if (tv->tty)
@@ -291,9 +290,9 @@ static void draw(struct topview *tv)
 			   "s sort (l live, g growth, a alloc rate)\n");
 	fprintf(f, "\n%10s %10s %10s  %s\n", "LIVE", "GROWTH/10s", "ALLOC/s", "SITE");
 	for (size_t i = 0; i < n && i < rows; i++) {
-		fmt_bytes(a, sizeof(a), v[i]->live, 0);
-		fmt_bytes(b, sizeof(b), v[i]->growth, 1);
-		fmt_bytes(d, sizeof(d), v[i]->rate, 0);
+		topview_fmt_bytes(a, sizeof(a), v[i]->live, 0);
+		topview_fmt_bytes(b, sizeof(b), v[i]->growth, 1);
+		topview_fmt_bytes(d, sizeof(d), v[i]->rate, 0);
 		fprintf(f, "%10s %10s %10s  %.*s\n", a, b, d,
 			tv->tty && ws.ws_col > 36 ? ws.ws_col - 36 : NAME_LEN, v[i]->name);
 	}

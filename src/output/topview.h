@@ -49,4 +49,9 @@ void topview_say(struct topview *tv, const char *msg);
 /* Between drains: read the keys typed, redraw once a second. */
 enum topview_action topview_tick(struct topview *tv, const struct topview_in *ti, uint64_t now_ns);
 
+/* v as 512, 1.5K, 2.0M, 1.25G (sign: a + before positive ones). */
+void topview_fmt_bytes(char *buf, size_t len, int64_t v, int sign);
+/* A process's resident bytes (/proc/PID/statm), or -1. */
+int64_t topview_rss(pid_t pid);
+
 #endif

@@ -11,6 +11,7 @@
 enum run_mode { MODE_TRAP, MODE_FAST };
 
 struct snapshot_keep;
+struct fleet_slot;
 
 struct session_config {
 	pid_t pid;
@@ -31,6 +32,7 @@ struct session_config {
 				   * cannot read instead of asking a copy of the target */
 	uint64_t jvm_perfmap_ns;  /* --jvm-perfmap: between asking the JVM for a perf map; 0 = off */
 	int label_pid;            /* every sample labelled pid=PID (a run over several) */
+	struct fleet_slot *slot;  /* a run over several with --top: the figures it shows */
 	const char *listen;       /* --listen: the HTTP endpoint's address, or NULL */
 	uint64_t every_ns;        /* time between numbered dumps; 0 = off */
 	uint64_t duration_ns;     /* stop after this long; 0 = until interrupted */

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -16,9 +18,11 @@
 #include "model/proc.h"
 #include "model/proctree.h"
 #include "session/fleet.h"
+#include "session/fleettop.h"
 #include "session/session.h"
 
 #define SCAN_MS 100
+#define TOP_EVERY_NS 1000000000ULL
 
 /* One process of the run: its session's process while one runs. */
 struct member {
@@ -29,6 +33,7 @@ struct member {
 	int given;              /* named on the command line: its failure counts */
 	int done;               /* no session will be started for it again */
 	struct proctree_image img;   /* the image its last session attached to */
+	uint64_t prev_alloc;    /* --top: its slot's alloc_bytes at the last refresh */
 };
 
 struct fleet {
@@ -41,6 +46,8 @@ struct fleet {
 	int stopping;           /* a stop signal or the duration: start nothing more */
 	uint64_t deadline;      /* CLOCK_MONOTONIC end of --duration; 0: none */
 	size_t started;
+	struct fleet_slot *slots;    /* --top: FLEET_MAX, shared with the sessions */
+	uint64_t t0, top_ns;         /* the run's start; --top's last refresh */
 };
 
 char *fleet_output(const char *output, pid_t pid, unsigned gen)
@@ -119,6 +126,11 @@ static void run_one(struct fleet *f, struct member *m, uint64_t duration_ns)
 	c.output = fleet_output(f->fc->run->output, m->target, m->gen);
 	c.label_pid = 1;
 	c.duration_ns = duration_ns;
+	c.top = 0;
+	if (f->slots) {
+		c.slot = &f->slots[m - f->m];
+		memset(c.slot, 0, sizeof(*c.slot));
+	}
 	code = f->fc->before ? f->fc->before(&c, f->fc->before_arg) : 0;
 	if (!code)
 		code = session_run(&c);
@@ -253,6 +265,36 @@ static void on_signals(struct fleet *f)
 	}
 }
 
+/* --top: the table, once a second. */
+static void top_refresh(struct fleet *f)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC);
+	struct fleettop_line *l;
+	struct winsize ws = { 0 };
+	double dt = f->top_ns ? (now - f->top_ns) / 1e9 : 0;
+
+	if (!f->slots || (f->top_ns && now - f->top_ns < TOP_EVERY_NS))
+		return;
+	l = xcalloc(f->n ? f->n : 1, sizeof(*l));
+	for (size_t i = 0; i < f->n; i++) {
+		struct member *m = &f->m[i];
+		const struct fleet_slot *sl = &f->slots[i];
+		uint64_t alloc = __atomic_load_n(&sl->alloc_bytes, __ATOMIC_RELAXED);
+
+		l[i].pid = m->target;
+		l[i].state = m->child ? (sl->attached ? "attached" : "attaching") :
+			     m->code == 0 || m->code >= 3 ? "ended" : "failed";
+		l[i].live = __atomic_load_n(&sl->live, __ATOMIC_RELAXED);
+		l[i].events = __atomic_load_n(&sl->events, __ATOMIC_RELAXED);
+		l[i].rate = alloc > m->prev_alloc && dt > 0 ? (uint64_t)((alloc - m->prev_alloc) / dt) : 0;
+		m->prev_alloc = alloc;
+	}
+	ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws);
+	fleettop_draw(stdout, isatty(STDOUT_FILENO), ws.ws_row, l, f->n, now - f->t0);
+	free(l);
+	f->top_ns = now;
+}
+
 /* The exit code: the gravest of the sessions' that count. */
 static int outcome(const struct fleet *f)
 {
@@ -294,8 +336,18 @@ int fleet_run(const struct fleet_config *fc)
 		free(buf);
 		return 1;
 	}
+	f.t0 = clock_ns(CLOCK_MONOTONIC);
+	f.top_ns = f.t0;
 	if (fc->run->duration_ns)
-		f.deadline = clock_ns(CLOCK_MONOTONIC) + fc->run->duration_ns;
+		f.deadline = f.t0 + fc->run->duration_ns;
+	if (fc->top) {
+		f.slots = mmap(NULL, FLEET_MAX * sizeof(*f.slots), PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (f.slots == MAP_FAILED) {
+			pr_perror("--top: mmap");
+			f.slots = NULL;
+		}
+	}
 	for (size_t i = 0; i < fc->npids; i++) {
 		struct member *m = find_target(&f, fc->pids[i]);
 
@@ -318,12 +370,17 @@ int fleet_run(const struct fleet_config *fc)
 			root_gone = scan(&f, buf) == -ENOENT;
 		if (!running(&f) && (!fc->tree || f.stopping || root_gone))
 			break;
+		top_refresh(&f);
 		if (poll(&p, 1, SCAN_MS) > 0)
 			on_signals(&f);
 	}
+	f.top_ns = 0;
+	top_refresh(&f);	/* the last figures of each */
 	code = outcome(&f);
 	close(f.sfd);
 	sigprocmask(SIG_UNBLOCK, &f.sigs, NULL);
+	if (f.slots)
+		munmap(f.slots, FLEET_MAX * sizeof(*f.slots));
 	free(f.m);
 	free(buf);
 	return code;

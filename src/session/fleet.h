@@ -4,11 +4,24 @@
 #define HEAPATTACH_FLEET_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include "session/config.h"
 
 /* At most this many processes in one run (given, or found in a tree). */
 #define FLEET_MAX 4096
+
+/*
+ * What a session of a run over several publishes for --top's process
+ * table (fleettop.c), in memory shared with the run's process: written by
+ * the session only, read as it stands.
+ */
+struct fleet_slot {
+	uint64_t live;           /* live bytes since the attach (the profile's estimate) */
+	uint64_t alloc_bytes;    /* allocated since the attach (estimate) */
+	uint64_t events;
+	int attached;            /* 1 once attached */
+};
 
 /* Called in a session's own process before its session_run (main's
  * --snapshot); cfg is that process's copy. 0, or nonzero to give up on
@@ -23,6 +36,7 @@ struct fleet_config {
 	int tree;                /* --tree: pids[0] and its descendants, followed */
 	fleet_before_fn before;
 	void *before_arg;
+	int top;                 /* --top: a table of the processes every second */
 };
 
 /*

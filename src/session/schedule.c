@@ -9,6 +9,7 @@
 #include "output/breakdown.h"
 #include "output/topview.h"
 #include "profile/profile.h"
+#include "session/fleet.h"
 #include "session/state.h"
 
 #define SESSION_MAPS_EVERY_NS 100000000ULL	/* watch_maps: 100 ms */
@@ -135,6 +136,18 @@ static int top_tick(struct session *s, uint64_t now)
 	return 0;
 }
 
+void session_publish(struct session *s)
+{
+	struct fleet_slot *sl = s->opt->slot;
+
+	if (!sl)
+		return;
+	__atomic_store_n(&sl->live, s->live_read, __ATOMIC_RELAXED);
+	__atomic_store_n(&sl->alloc_bytes, profile_total_alloc_bytes(s->prof), __ATOMIC_RELAXED);
+	__atomic_store_n(&sl->events, s->stats.events, __ATOMIC_RELAXED);
+	sl->attached = 1;
+}
+
 /* Every numbered dump is decided here (and --top's key, top_tick). */
 int session_housekeeping(struct session *s)
 {
@@ -157,6 +170,7 @@ int session_housekeeping(struct session *s)
 	}
 	session_track_live(s, now, 0);
 	memreport_poll(&s->mr, s->tv != NULL);
+	session_publish(s);
 	return top_tick(s, now);
 }
 

@@ -581,6 +581,7 @@ int session_run(const struct session_config *opt)
 	pr_debug("profile: %llu allocations at an address already live",
 		 (unsigned long long)profile_live_again(s.prof));
 	session_track_live(&s, clock_ns(CLOCK_MONOTONIC), 1);	/* the end may be the highest point */
+	session_publish(&s);
 	/* the names the final profile still lacks: a short while to inflate them */
 	zsection_set_deadline(clock_ns(CLOCK_MONOTONIC) + ZSECTION_GRACE_NS);
 	if (session_dump(&s, 0) == 0) {

@@ -200,6 +200,9 @@ char *session_metrics(struct session *s, size_t *len);
 
 /* ---- schedule.c: when dumps are written, the periodic work ---- */
 
+/* A run over several with --top: this session's figures into its slot
+ * (fleet.h), at every tick and once the final count is in. */
+void session_publish(struct session *s);
 /* Periodic work between events: --duration, --every, --interval, SIGUSR1,
  * new highs, the allocator's figures, --top. 1 to stop. */
 int session_housekeeping(struct session *s);
