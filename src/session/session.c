@@ -79,17 +79,19 @@ static void on_code_change(void *arg, const struct proc_maps *old)
 
 /*
  * Whether symbols may still be read before the attach: while half of
- * --duration is left since t0, when heapattach started. Tests only: never
- * with HEAPATTACH_TEST_HOLD_ONLY=1, so that the dump reads every object,
- * as after a short --duration on a loaded machine.
+ * --duration is left since t0, when heapattach started. Never in a run
+ * over several processes (label_pid), whose sessions attach at once and
+ * would each read the same objects first (64 nginx workers: seconds), nor
+ * in tests with HEAPATTACH_TEST_HOLD_ONLY=1, so that the dump reads every
+ * object, as after a short --duration on a loaded machine.
  */
 static int warm_may_load(const struct session *s, uint64_t t0)
 {
 	const char *v = getenv("HEAPATTACH_TEST_HOLD_ONLY");
 	uint64_t d = s->opt->duration_ns;
 
-	if (v && *v == '1')
-		return 0;
+	if ((v && *v == '1') || s->opt->label_pid)
+		return 0;	/* several processes: each session's dump reads them */
 	return !d || clock_ns(CLOCK_MONOTONIC) - t0 < d / 2;
 }
 
