@@ -58,6 +58,8 @@ static void report_usage(FILE *f)
 "\n"
 "Read heapattach's pprof dumps (a numbered series, or any set of heap\n"
 "profiles) and rank the sites whose live bytes grow steadily: leak suspects.\n"
+"Dumps of several processes (-p PID,PID or --tree): one report each, and\n"
+"--plot/--flame/--html files named FILE.PID.EXT.\n"
 "\n"
 "      --format text|json|folded  on stdout: the tables (default text), the\n"
 "                           same as JSON, or folded stacks of live bytes at\n"
@@ -290,15 +292,163 @@ static int out_html(FILE *f, void *arg)
 	return rhtml_write(f, o->s, o->idx, o->n, o->st, o->nst, o->title, o->top);
 }
 
-int report_main(int argc, char **argv)
+/* path with ".TAG" before its extension (plot.svg: plot.TAG.svg), or path
+ * itself when tag is NULL. xmalloc'd. */
+static char *tagged(const char *path, const char *tag)
 {
-	struct report_opts o = { 0 };
-	struct rseries *s = NULL;
-	struct rflame_stack *st = NULL;
+	const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+	size_t stem = dot && dot > path && (!slash || dot > slash + 1) ? (size_t)(dot - path) :
+		      strlen(path);
+	char *t;
+
+	if (!tag)
+		return xstrdup(path);
+	t = xmalloc(strlen(path) + strlen(tag) + 2);
+	sprintf(t, "%.*s.%s%s", (int)stem, path, tag, path + stem);
+	return t;
+}
+
+/* Write one output asked for (path not NULL), its name tagged. */
+static int write_tagged(const char *path, const char *tag, int (*fn)(FILE *f, void *arg),
+			void *arg)
+{
+	char *t;
+	int rc;
+
+	if (!path)
+		return 0;
+	t = tagged(path, tag);
+	rc = write_out(t, fn, arg);
+	free(t);
+	return rc;
+}
+
+/*
+ * One report: over files[0..n), or from o->base to files[0]. The tables
+ * (or JSON, or folded stacks, each line's first frame "pid TAG" when tag
+ * is given) on stdout, and the files asked for, each name tagged. 0, or
+ * 1 after an error line.
+ */
+static int report_files(const struct report_opts *o, char **files, size_t n, const char *tag)
+{
+	struct rseries *s;
+	struct rflame_stack *st;
 	size_t idx[REPORT_MAX_SITES];
 	struct outs out;
 	char title[512];
-	int diff, rc;
+	int diff = o->base != NULL, rc = 0;
+
+	s = rseries_new(diff ? 2 : n);
+	rseries_set_skip(s, o->skip);
+	if (diff)
+		rc = add_file(s, 0, o->base) || add_file(s, 1, files[0]);
+	for (size_t i = 0; !diff && i < n && !rc; i++)
+		rc = add_file(s, i, files[i]);
+	if (rc) {
+		rseries_free(s);
+		return 1;
+	}
+	rseries_finish(s, diff);
+	out = (struct outs){ .s = s, .idx = idx, .n = pick_sites(s, o, idx), .top = o->top,
+			     .title = title };
+	st = flame_stacks(s, diff, &out.nst, title, sizeof(title));
+	out.st = st;
+	if (o->format == OUT_FOLDED) {
+		for (size_t i = 0; i < out.nst; i++) {
+			if (st[i].value < 0.5)
+				continue;
+			if (tag)
+				printf("pid %s;", tag);
+			folded_line(stdout, st[i].frames, st[i].nframes,
+				    (unsigned long long)(st[i].value + 0.5));
+		}
+	} else if (o->format == OUT_JSON) {
+		(diff ? rtext_diff_json : rtext_suspects_json)(stdout, s, o->top);
+	} else {
+		(diff ? rtext_diff : rtext_suspects)(stdout, s, o->top);
+	}
+	rc |= write_tagged(o->plot, tag, out_plot, &out);
+	rc |= write_tagged(o->flame, tag, out_flame, &out);
+	rc |= write_tagged(o->html, tag, out_html, &out);
+	free(st);
+	rseries_free(s);
+	return rc;
+}
+
+/* The process a dump is of: its "heapattach pid=N" comment; 0 when it has
+ * none (or cannot be read: said when it is read for the report). */
+static long file_pid(const char *path)
+{
+	struct rprof p;
+	long pid = 0;
+
+	if (rprof_read_file(path, &p))
+		return 0;
+	for (size_t i = 0; i < p.ncomments && !pid; i++)
+		if (!strncmp(p.comments[i], "heapattach pid=", 15))
+			pid = atol(p.comments[i] + 15);
+	rprof_free(&p);
+	return pid;
+}
+
+/*
+ * Dumps of several processes (heapattach -p PID,PID or --tree): one
+ * report a process, in the order each first appears, its dumps in the
+ * order given. Text: a heading before each; JSON: an array of {"pid",
+ * "report"}; folded: each stack under a "pid N" frame; output files named
+ * FILE.PID.EXT. Returns -1 when the dumps are of one process only.
+ */
+static int report_each(const struct report_opts *o)
+{
+	long *pid = xcalloc(o->nfiles, sizeof(*pid));
+	char **group = xcalloc(o->nfiles, sizeof(*group));
+	size_t nprocs = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < o->nfiles; i++)
+		pid[i] = file_pid(o->files[i]);
+	for (size_t i = 1; i < o->nfiles && nprocs < 2; i++)
+		nprocs = pid[i] != pid[0] ? 2 : 1;
+	if (nprocs < 2) {
+		rc = -1;
+		goto out;
+	}
+	if (o->format == OUT_JSON)
+		printf("[");
+	for (size_t i = 0, first = 1; i < o->nfiles; i++) {
+		size_t n = 0;
+		char tag[24];
+
+		for (size_t k = 0; k < i && n == 0; k++)
+			n = pid[k] == pid[i];	/* done with its process */
+		if (n)
+			continue;
+		for (size_t k = i; k < o->nfiles; k++)
+			if (pid[k] == pid[i])
+				group[n++] = o->files[k];
+		snprintf(tag, sizeof(tag), "%ld", pid[i]);
+		if (o->format == OUT_JSON)
+			printf("%s{\"pid\":%ld,\"report\":", first ? "" : ",", pid[i]);
+		else if (o->format == OUT_TEXT)
+			printf("%s== process %s: %zu dump%s ==\n", first ? "" : "\n",
+			       pid[i] ? tag : "(unknown)", n, n == 1 ? "" : "s");
+		rc |= report_files(o, group, n, tag);
+		if (o->format == OUT_JSON)
+			printf("}");
+		first = 0;
+	}
+	if (o->format == OUT_JSON)
+		printf("]\n");
+out:
+	free(group);
+	free(pid);
+	return rc;
+}
+
+int report_main(int argc, char **argv)
+{
+	struct report_opts o = { 0 };
+	int rc;
 
 	o.skip = skipsites_new();
 	if (!o.skip) {
@@ -306,47 +456,20 @@ int report_main(int argc, char **argv)
 		return 1;
 	}
 	rc = parse(argc, argv, &o);
-	if (rc)
+	if (rc) {
+		rc = rc == 1 ? 0 : rc;	/* --help */
 		goto out;
-	diff = o.base != NULL;
-	s = rseries_new(diff ? 2 : o.nfiles);
-	rseries_set_skip(s, o.skip);
-	if (diff)
-		rc = add_file(s, 0, o.base) || add_file(s, 1, o.files[0]);
-	for (size_t i = 0; !diff && i < o.nfiles && !rc; i++)
-		rc = add_file(s, i, o.files[i]);
-	if (rc)
-		goto out;
-	rseries_finish(s, diff);
-	out = (struct outs){ .s = s, .idx = idx, .n = pick_sites(s, &o, idx), .top = o.top,
-			     .title = title };
-	st = flame_stacks(s, diff, &out.nst, title, sizeof(title));
-	out.st = st;
-	if (o.format == OUT_FOLDED) {
-		for (size_t i = 0; i < out.nst; i++)
-			if (st[i].value >= 0.5)
-				folded_line(stdout, st[i].frames, st[i].nframes,
-					    (unsigned long long)(st[i].value + 0.5));
-	} else if (o.format == OUT_JSON) {
-		(diff ? rtext_diff_json : rtext_suspects_json)(stdout, s, o.top);
-	} else {
-		(diff ? rtext_diff : rtext_suspects)(stdout, s, o.top);
 	}
-	if (o.plot)
-		rc |= write_out(o.plot, out_plot, &out);
-	if (o.flame)
-		rc |= write_out(o.flame, out_flame, &out);
-	if (o.html)
-		rc |= write_out(o.html, out_html, &out);
+	rc = o.base ? -1 : report_each(&o);
+	if (rc < 0)
+		rc = report_files(&o, o.files, o.nfiles, NULL);
 	if (fflush(stdout) || ferror(stdout)) {
 		fprintf(stderr, "heapattach report: cannot write the standard output\n");
 		rc = 1;
 	}
 out:
-	free(st);
-	rseries_free(s);
 	for (size_t i = 0; i < o.nre; i++)
 		regfree(&o.re[i]);
 	skipsites_free(o.skip);
-	return rc == 1 && !s ? 0 : rc;
+	return rc;
 }
