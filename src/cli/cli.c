@@ -14,7 +14,7 @@
 enum { OPT_SAMPLE_RATE = 256, OPT_INTERVAL, OPT_EVERY, OPT_DURATION, OPT_FORMAT,
        OPT_LIST_HOOKS, OPT_MODE, OPT_MAX_DEPTH, OPT_VERSION, OPT_INUSE_INTERVAL, OPT_TOP,
        OPT_CENSUS, OPT_NO_PYTHON, OPT_NO_DEBUGINFOD, OPT_PYTHON_C_FRAMES, OPT_NO_SECCOMP_PROBE, OPT_SKIP,
-       OPT_JVM_PERFMAP, OPT_SNAPSHOT, OPT_LISTEN, OPT_TREE };
+       OPT_JVM_PERFMAP, OPT_SNAPSHOT, OPT_LISTEN, OPT_TREE, OPT_KEEP };
 
 static const struct option long_opts[] = {
 	{ "pid", required_argument, NULL, 'p' },
@@ -24,6 +24,7 @@ static const struct option long_opts[] = {
 	{ "interval", required_argument, NULL, OPT_INTERVAL },
 	{ "inuse-interval", required_argument, NULL, OPT_INUSE_INTERVAL },
 	{ "every", required_argument, NULL, OPT_EVERY },
+	{ "keep", required_argument, NULL, OPT_KEEP },
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "mode", required_argument, NULL, OPT_MODE },
@@ -67,6 +68,8 @@ void cli_usage(FILE *f)
 "      --inuse-interval SIZE  also write one each time the live bytes reach\n"
 "                           a new high by SIZE\n"
 "      --every DURATION     also write numbered profiles every DURATION\n"
+"      --keep N             keep only the newest N numbered profiles (1 to\n"
+"                           100000): older ones this run wrote are removed\n"
 "      --duration DURATION  detach after DURATION (default: until Ctrl-C,\n"
 "                           SIGTERM or the target's exit)\n"
 "      --format pprof|legacy|folded  output format (default pprof)\n"
@@ -232,6 +235,17 @@ static int parse_pids(const char *s, struct options *o)
 	}
 }
 
+/* A plain count (digits only: no K/M suffix), 1..max. 0 or -EINVAL. */
+static int parse_count(const char *s, uint64_t max, unsigned *out)
+{
+	uint64_t n;
+
+	if (cli_parse_size(s, &n) || n == 0 || n > max || s[strspn(s, "0123456789")])
+		return -EINVAL;
+	*out = (unsigned)n;
+	return 0;
+}
+
 static int bad(const char *what, const char *val)
 {
 	fprintf(stderr, "heapattach: invalid %s '%s' (try --help)\n", what, val);
@@ -327,6 +341,10 @@ int cli_parse(int argc, char **argv, struct options *o)
 			if (cli_parse_duration(optarg, &o->run.every_ns) || o->run.every_ns == 0)
 				return bad("duration for --every", optarg);
 			break;
+		case OPT_KEEP:
+			if (parse_count(optarg, CLI_MAX_KEEP, &o->run.keep))
+				return bad("count for --keep (1 to 100000)", optarg);
+			break;
 		case OPT_DURATION:
 			if (cli_parse_duration(optarg, &o->run.duration_ns) || o->run.duration_ns == 0)
 				return bad("duration", optarg);
@@ -349,16 +367,10 @@ int cli_parse(int argc, char **argv, struct options *o)
 			else
 				return bad("mode (trap or fast)", optarg);
 			break;
-		case OPT_MAX_DEPTH: {
-			uint64_t d;
-
-			/* a plain count: no K/M suffix */
-			if (cli_parse_size(optarg, &d) || d == 0 || d > CLI_MAX_DEPTH ||
-			    optarg[strspn(optarg, "0123456789")])
+		case OPT_MAX_DEPTH:
+			if (parse_count(optarg, CLI_MAX_DEPTH, &o->run.max_depth))
 				return bad("stack depth (1 to 1024)", optarg);
-			o->run.max_depth = (unsigned)d;
 			break;
-		}
 		case OPT_LIST_HOOKS:
 			o->list_hooks = 1;
 			break;
@@ -398,6 +410,11 @@ int cli_parse(int argc, char **argv, struct options *o)
 	if (o->snapshot && (o->list_hooks || o->run.format != DUMP_PPROF)) {
 		fprintf(stderr, "heapattach: --snapshot goes into pprof profiles%s (try --help)\n",
 			o->list_hooks ? "; --list-hooks writes none" : " only");
+		return -EINVAL;
+	}
+	if (o->run.keep && !o->run.every_ns && !o->run.interval && !o->run.inuse_interval) {
+		fprintf(stderr, "heapattach: --keep keeps numbered profiles; give --every, "
+			"--interval or --inuse-interval to write them (try --help)\n");
 		return -EINVAL;
 	}
 	if (o->tree && o->npids > 1) {

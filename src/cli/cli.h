@@ -18,6 +18,8 @@
  * SHM_MAX_DEPTH, shm.h). */
 #define CLI_DEFAULT_DEPTH 128
 #define CLI_MAX_DEPTH 1024
+/* --keep: numbered profiles kept at most */
+#define CLI_MAX_KEEP 100000
 /* --skip: expressions at most */
 #define CLI_MAX_SKIP 16
 

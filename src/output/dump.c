@@ -15,8 +15,7 @@
 #define DUMP_PROBE_BYTES (64 * 1024)
 #define TMP_SUFFIX ".tmp.XXXXXX"
 
-/* The last component of path ("" when path ends with a slash). */
-static const char *base_name(const char *path)
+const char *dump_base_name(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 
@@ -49,7 +48,7 @@ static const char *kind_of(mode_t m)
  */
 static int check_name(int dirfd, const char *path)
 {
-	const char *name = base_name(path);
+	const char *name = dump_base_name(path);
 	struct stat st;
 
 	if (!*name || !strcmp(name, ".") || !strcmp(name, "..")) {
@@ -159,8 +158,8 @@ int dump_dir_open(struct dump_dir *dd, const char *path, int probe)
 	rc = check_name(dd->fd, path);
 	if (rc || !probe)
 		goto out;
-	tmp = xmalloc(strlen(base_name(path)) + sizeof(TMP_SUFFIX));
-	fd = create_tmp(dd->fd, base_name(path), tmp);
+	tmp = xmalloc(strlen(dump_base_name(path)) + sizeof(TMP_SUFFIX));
+	fd = create_tmp(dd->fd, dump_base_name(path), tmp);
 	if (fd < 0) {
 		rc = fd;
 		pr_err("cannot write %s: cannot create a file in its directory: %s", path,
@@ -196,7 +195,13 @@ void dump_dir_close(struct dump_dir *dd)
 int dump_write_at(const struct dump_dir *dd, const char *path, enum dump_format fmt,
 		  const struct profile *p, const struct dump_info *d)
 {
-	const char *name = base_name(path);
+	return dump_write_at_stat(dd, path, fmt, p, d, NULL);
+}
+
+int dump_write_at_stat(const struct dump_dir *dd, const char *path, enum dump_format fmt,
+		       const struct profile *p, const struct dump_info *d, struct stat *st)
+{
+	const char *name = dump_base_name(path);
 	char *tmp = NULL;
 	FILE *f = NULL;
 	int fd, ret;
@@ -222,7 +227,7 @@ int dump_write_at(const struct dump_dir *dd, const char *path, enum dump_format 
 	      fmt == DUMP_FOLDED ? folded_write(f, p, d) : legacy_write(f, p, d);
 	if (ret)
 		goto err_close;
-	if (fflush(f) || fsync(fd) < 0) {
+	if (fflush(f) || fsync(fd) < 0 || (st && fstat(fd, st) < 0)) {
 		ret = -errno;
 		goto err_close;
 	}

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include "model/proc.h"
 #include "profile/profile.h"
@@ -89,6 +90,12 @@ void dump_dir_close(struct dump_dir *dd);
  * message. */
 int dump_write_at(const struct dump_dir *dd, const char *path, enum dump_format fmt,
 		  const struct profile *p, const struct dump_info *d);
+/* dump_write_at, and the file written (its st_dev, st_ino: the same after
+ * the rename) into *st. */
+int dump_write_at_stat(const struct dump_dir *dd, const char *path, enum dump_format fmt,
+		       const struct profile *p, const struct dump_info *d, struct stat *st);
+/* The last component of path ("" when path ends with a slash). */
+const char *dump_base_name(const char *path);
 /* dump_dir_open (no probe) + dump_write_at + dump_dir_close. */
 int dump_write_file(const char *path, enum dump_format fmt,
 		    const struct profile *p, const struct dump_info *d);

@@ -35,6 +35,7 @@ struct session_config {
 	struct fleet_slot *slot;  /* a run over several with --top: the figures it shows */
 	const char *listen;       /* --listen: the HTTP endpoint's address, or NULL */
 	uint64_t every_ns;        /* time between numbered dumps; 0 = off */
+	unsigned keep;            /* --keep: numbered dumps kept, the newest; 0 = all */
 	uint64_t duration_ns;     /* stop after this long; 0 = until interrupted */
 	unsigned max_depth;       /* frames kept of each stack, 1..CLI_MAX_DEPTH */
 	enum dump_format format;

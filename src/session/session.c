@@ -617,6 +617,7 @@ out_maps:
 	target_free(s.t);
 	proc_maps_free(&s.maps);
 	tracee_release(&s.tr);
+	rotate_free(&s.rot);
 	dump_dir_close(&s.out);
 	return code;
 }

@@ -20,6 +20,7 @@
 #include "session/config.h"
 #include "session/membudget.h"
 #include "session/memreport.h"
+#include "session/rotate.h"
 #include "trap/collect.h"
 
 struct agent_link;
@@ -118,6 +119,7 @@ struct session {
 	uint64_t start_ns, start_wall_ns;
 	uint64_t next_every_ns;
 	unsigned dump_seq;
+	struct rotate rot;              /* --keep: the numbered dumps kept */
 	unsigned ticks;                 /* timer ticks seen */
 	uint64_t inuse_mark;            /* --inuse-interval: live bytes at the last such dump */
 	uint64_t live_next_ns;          /* when live bytes are counted next (track_live) */

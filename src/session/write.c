@@ -195,6 +195,7 @@ static int dump_to(struct session *s, unsigned seq, const struct session_render 
 	struct dump_info d;
 	uint64_t t0 = clock_ns(CLOCK_MONOTONIC);
 	struct dump_extra extra = { 0 };
+	struct stat st;
 	char *path;
 	int rc;
 
@@ -271,7 +272,9 @@ static int dump_to(struct session *s, unsigned seq, const struct session_render 
 		return rc;
 	}
 	path = seq ? dump_numbered_path(s->output, seq) : xstrdup(s->output);
-	rc = dump_write_at(&s->out, path, s->opt->format, s->prof, &d);
+	rc = dump_write_at_stat(&s->out, path, s->opt->format, s->prof, &d, &st);
+	if (!rc && seq)
+		rotate_wrote(&s->rot, s->opt->keep, &s->out, s->output, seq, &st);
 	if (!rc)
 		pr_debug("wrote %s in %.1f ms (%zu live blocks)", path,
 			 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6, profile_nlive(s->prof));

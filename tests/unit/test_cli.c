@@ -179,6 +179,33 @@ static void depths(void)
 	}
 }
 
+/* --keep: a plain count, 1 to 100000, only with numbered dumps to keep. */
+static void keeps(void)
+{
+	static const char *const badv[] = { "0", "100001", "1K", "-1", "", "5 ", "0x10" };
+	static const char *const with[] = { "--every", "--interval", "--inuse-interval" };
+	static const char *const val[] = { "1s", "1M", "1M" };
+	char *alone[] = { "heapattach", "-p", "1", "--keep", "3", NULL };
+	struct options o;
+
+	expect_int_eq(parse(&o, 5, alone), -EINVAL);
+	for (size_t i = 0; i < sizeof(with) / sizeof(with[0]); i++) {
+		char *argv[] = { "heapattach", "-p", "1", "--keep", "100000", (char *)with[i],
+				 (char *)val[i], NULL };
+
+		expect_int_eq(parse(&o, 7, argv), 0);
+		expect_int_eq(o.run.keep, 100000);
+	}
+	for (size_t i = 0; i < sizeof(badv) / sizeof(badv[0]); i++) {
+		char *argv[] = { "heapattach", "-p", "1", "--every", "1s", "--keep",
+				 (char *)badv[i], NULL };
+
+		if (parse(&o, 7, argv) != -EINVAL)
+			fprintf(stderr, "--keep '%s' was accepted\n", badv[i]);
+		expect_int_eq(parse(&o, 7, argv), -EINVAL);
+	}
+}
+
 /* --listen: a port, an IPv4 or IPv6 address with one, localhost; no
  * names to resolve, no port past 65535, not with --list-hooks. */
 static void listen_addrs(void)
@@ -267,4 +294,4 @@ static void fleet_names(void)
 }
 
 HARNESS_MAIN("cli", T(sizes), T(durations), T(options), T(jvm_perfmap), T(pids), T(rates),
-	     T(depths), T(listen_addrs), T(several), T(fleet_names))
+	     T(depths), T(keeps), T(listen_addrs), T(several), T(fleet_names))
