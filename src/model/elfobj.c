@@ -39,7 +39,57 @@ struct elfobj {
 	uint32_t debuglink_crc;
 	char *altlink;          /* .gnu_debugaltlink: dwz file name, and its build id */
 	char *altlink_id;
+	unsigned flags;         /* what it was opened with (ELFOBJ_OPEN_NO_SYMS) */
+	int refs;               /* in the cache: its users, the cache's own hold included */
 };
+
+/*
+ * The objects already read, by file identity, when elfobj_cache_start was
+ * called (a run over several processes): the file a process maps was
+ * opened by the caller with that process's access, and an identical file
+ * (device, inode, size, change time) is not parsed again. Inherited by a
+ * fork, so what the run read before forking its sessions each session has
+ * read already. Never freed: at most ELFOBJ_CACHE_MAX objects.
+ */
+#define ELFOBJ_CACHE_MAX 256
+static struct cached {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec ctime;
+	struct elfobj *e;
+} cache[ELFOBJ_CACHE_MAX];
+static size_t ncache;
+static int cache_on;
+
+void elfobj_cache_start(void)
+{
+	cache_on = 1;
+}
+
+/* The cached object of st's file that serves flags, or NULL. */
+static struct elfobj *cache_find(const struct stat *st, unsigned flags)
+{
+	for (size_t i = 0; i < ncache; i++) {
+		struct cached *c = &cache[i];
+
+		if (c->dev == st->st_dev && c->ino == st->st_ino && c->size == st->st_size &&
+		    c->ctime.tv_sec == st->st_ctim.tv_sec && c->ctime.tv_nsec == st->st_ctim.tv_nsec &&
+		    (!(c->e->flags & ELFOBJ_OPEN_NO_SYMS) || (flags & ELFOBJ_OPEN_NO_SYMS))) {
+			c->e->refs++;
+			return c->e;
+		}
+	}
+	return NULL;
+}
+
+static void cache_add(const struct stat *st, struct elfobj *e)
+{
+	if (!e || ncache == ELFOBJ_CACHE_MAX)
+		return;
+	cache[ncache++] = (struct cached){ st->st_dev, st->st_ino, st->st_size, st->st_ctim, e };
+	e->refs = 2;	/* the caller's and the cache's */
+}
 
 /* ---- reading ---- */
 
@@ -344,6 +394,7 @@ static void read_dynamic(struct elfobj *e)
 /* Finish an elfobj whose e->elf is set: validate and read everything. */
 static struct elfobj *load(struct elfobj *e, unsigned flags)
 {
+	e->flags = flags;
 	if (!e->elf || elf_kind(e->elf) != ELF_K_ELF || !gelf_getehdr(e->elf, &e->ehdr))
 		goto err;
 	/* before any name is read: elf_strptr would inflate a string table itself */
@@ -387,8 +438,15 @@ struct elfobj *elfobj_open_fd_named(int fd, unsigned flags, const char *name)
 	 * may be truncated meanwhile. Private and writable, as elf_memory()
 	 * wants (libelf edits section headers in place to decompress).
 	 */
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
-	    (map = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE,
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+		close(fd);
+		return NULL;
+	}
+	if (cache_on && (e = cache_find(&st, flags))) {
+		close(fd);
+		return e;
+	}
+	if ((map = mmap(NULL, st.st_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE,
 			fd, 0)) == MAP_FAILED) {
 		close(fd);
 		return NULL;
@@ -403,7 +461,10 @@ struct elfobj *elfobj_open_fd_named(int fd, unsigned flags, const char *name)
 	e->map = map;
 	e->map_len = st.st_size;
 	e->elf = elf_memory(map, st.st_size);
-	return load(e, flags);
+	e = load(e, flags);
+	if (cache_on)
+		cache_add(&st, e);
+	return e;
 }
 
 struct elfobj *elfobj_open_mem(const void *buf, size_t len)
@@ -420,8 +481,8 @@ struct elfobj *elfobj_open_mem(const void *buf, size_t len)
 
 void elfobj_free(struct elfobj *e)
 {
-	if (!e)
-		return;
+	if (!e || (e->refs && --e->refs))
+		return;	/* still the cache's (refs never reaches 0 there) */
 	if (e->elf)
 		elf_end(e->elf);
 	zsection_release(&e->zheld);

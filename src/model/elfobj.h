@@ -46,6 +46,10 @@ struct elfobj *elfobj_open_fd_named(int fd, unsigned flags, const char *name);
 /* Read an ELF image from memory (copied). NULL if it is not a valid ELF. */
 struct elfobj *elfobj_open_mem(const void *buf, size_t len);
 void elfobj_free(struct elfobj *e);
+/* From now on an ELF file already read is not read again (elfobj.c's
+ * cache, for a run over several processes, whose sessions are forked
+ * after the run read their common objects). */
+void elfobj_cache_start(void);
 
 /* e_type: ET_EXEC, ET_DYN, ... */
 int elfobj_type(const struct elfobj *e);

@@ -98,8 +98,10 @@ struct unwinder *unwinder_new_target(struct target *t)
 	 */
 	unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
 	unw_set_cache_size(u->as, UNWIND_RS_CACHE_SIZE, 0);
-	u->pcache = xmalloc(PCACHE_SLOTS * sizeof(*u->pcache));
-	unwind_pcache_clear(u);
+	/* empty as allocated: 1 MiB of pages the kernel hands over zeroed,
+	 * each touched only once a page is cached there (a session of a run
+	 * over 64 processes spent 7% of its CPU clearing them) */
+	u->pcache = xcalloc(PCACHE_SLOTS, sizeof(*u->pcache));
 	u->stk = xmalloc(UNWIND_STACK_WINDOW);
 	return u;
 }

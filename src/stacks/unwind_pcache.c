@@ -40,7 +40,7 @@ int unwind_pcache_read_word(struct unwinder *u, uint64_t addr, uint64_t *val)
 			done += k;
 			continue;
 		}
-		if (s->page != page || (s->persistent == PAGE_KEEP_UNWIND && s->gen != u->gen) ||
+		if (!page || s->page != page || (s->persistent == PAGE_KEEP_UNWIND && s->gen != u->gen) ||
 		    (s->persistent == PAGE_KEEP_MAPS && s->ver != target_maps_version(u->t))) {
 			const struct proc_map *m = unwind_maps_lookup(u, a);
 
@@ -48,7 +48,7 @@ int unwind_pcache_read_word(struct unwinder *u, uint64_t addr, uint64_t *val)
 				return -EFAULT;
 			if (mem_read(u, page, s->data, PAGE_SZ) != (ssize_t)PAGE_SZ) {
 				/* page partly unreadable: read just the bytes */
-				s->page = UINT64_MAX;
+				s->page = 0;
 				if (mem_read(u, a, out + done, k) != (ssize_t)k)
 					return -EFAULT;
 				done += k;
@@ -71,5 +71,5 @@ int unwind_pcache_read_word(struct unwinder *u, uint64_t addr, uint64_t *val)
 void unwind_pcache_clear(struct unwinder *u)
 {
 	for (size_t i = 0; i < PCACHE_SLOTS; i++)
-		u->pcache[i].page = UINT64_MAX;
+		u->pcache[i].page = 0;
 }

@@ -36,7 +36,7 @@ struct uobj {
 };
 
 struct pslot {
-	uint64_t page;			/* page address; UINT64_MAX if empty */
+	uint64_t page;			/* page address; 0 if empty (page 0 is never read) */
 	uint64_t gen;			/* unwind generation that read it */
 	uint64_t ver;			/* target_maps_version when it was read */
 	int persistent;			/* PAGE_KEEP_* */
