@@ -134,7 +134,8 @@ int tcblocks_spans(struct tcwalk *w)
 		}
 		leaf_spans(w, i1);
 	}
-	qsort(w->sp, w->nsp, sizeof(*w->sp), cmp_base);
+	if (w->nsp)
+		qsort(w->sp, w->nsp, sizeof(*w->sp), cmp_base);
 	for (size_t i = 0; i < w->nsp; i++) {	/* overlapping spans: torn, dropped */
 		if (k && w->sp[i].base < w->sp[k - 1].base + w->sp[k - 1].len) {
 			w->st->torn++;
