@@ -355,7 +355,7 @@ static int analyse(struct snap *sn)
 	pyblocks_trim_roots(&sn->pb, &sn->roots);
 	if (sn->je_root)
 		jeblocks_cut_roots(&sn->je_meta, &sn->roots);
-	tcblocks_cut_roots(&sn->tc_meta, &sn->roots);
+	snaproots_cut(&sn->roots, sn->tc_meta.v, sn->tc_meta.n);	/* tcmalloc's free spans */
 	miblocks_unroot(&sn->roots, &sn->misegs);
 	/* typed before the scan: a Python GC's links are then known */
 	sn->st.classed = snaptypes_classify(sn->t, maps, &sn->g, &sn->names);

@@ -263,11 +263,6 @@ out:
 	return rc;
 }
 
-void tcblocks_cut_roots(const struct tcblocks_meta *meta, struct snaproots *r)
-{
-	snaproots_cut(r, meta->v, meta->n);
-}
-
 void tcblocks_meta_free(struct tcblocks_meta *meta)
 {
 	free(meta->v);

@@ -8,7 +8,6 @@
 
 #include "model/proc.h"
 #include "snapshot/heapgraph.h"
-#include "snapshot/roots.h"
 
 struct target;
 
@@ -45,7 +44,8 @@ struct tcblocks_stats {
 	uint64_t central_free;          /* objects in the central transfer slots: free */
 };
 
-/* tcmalloc's free spans: no blocks, stale words (sorted, apart). */
+/* tcmalloc's free spans: no blocks, stale words (sorted, apart): no roots
+ * (snaproots_cut). */
 struct tcblocks_meta {
 	struct hg_span *v;
 	size_t n;
@@ -75,8 +75,6 @@ int tcblocks_list(const struct proc_maps *maps, const struct tcblocks_at *at,
 		  struct heapgraph *g, hg_read_fn read, void *arg, struct tcblocks_meta *meta,
 		  struct tcblocks_stats *st, char *why, size_t len);
 
-/* Cut meta out of the roots r: free spans hold stale pointers. */
-void tcblocks_cut_roots(const struct tcblocks_meta *meta, struct snaproots *r);
 void tcblocks_meta_free(struct tcblocks_meta *meta);
 
 #endif
