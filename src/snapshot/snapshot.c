@@ -34,6 +34,7 @@
 #include "snapshot/roots.h"
 #include "snapshot/snapout.h"
 #include "snapshot/snapshot.h"
+#include "snapshot/tcblocks.h"
 #include "snapshot/types.h"
 
 /* The state of one snapshot. */
@@ -57,6 +58,9 @@ struct snap {
 	uint64_t je_root;               /* jemalloc's extents map (jeblocks.h), or 0: glibc */
 	struct jeblocks_meta je_meta;
 	struct jeblocks_stats js;
+	int tc;                         /* its blocks are tcmalloc's (tcblocks.h), at tc_at */
+	struct tcblocks_at tc_at;
+	struct tcblocks_meta tc_meta;
 	struct forkcopy fc;             /* the copy read instead of the target, or none */
 	struct memread mr;              /* how its blocks are read */
 	int no_copy;                    /* decided before the stop: no copy, why says why */
@@ -112,9 +116,9 @@ static int read_spans(void *arg, const struct hg_span *s, size_t n, uint8_t *buf
 
 /*
  * Whether the target's malloc is one whose blocks can be listed: glibc's,
- * jemalloc's when its extents map is found (sn->je_root), or mimalloc's of
- * the version miblocks knows (sn->mimalloc); not when its calls bind to
- * tcmalloc (allocstats.h). 0, or -ENOTSUP after one message.
+ * jemalloc's when its extents map is found (sn->je_root), tcmalloc's when
+ * its state is found (sn->tc), or mimalloc's of the version miblocks knows
+ * (sn->mimalloc). 0, or -ENOTSUP after one message.
  */
 static int check_allocator(struct snap *sn)
 {
@@ -131,6 +135,12 @@ static int check_allocator(struct snap *sn)
 		if (!strcmp(fn.allocator, "jemalloc") &&
 		    jeblocks_find(sn->reader, target_maps(sn->t), &sn->je_root, why, sizeof(why)) == 0)
 			goto out;
+		if (!strcmp(fn.allocator, "tcmalloc") &&
+		    !tcblocks_find(sn->t, target_maps(sn->t), read_spans, sn, &sn->tc_at, why,
+				   sizeof(why))) {
+			sn->tc = 1;
+			goto out;
+		}
 		if (!strcmp(fn.allocator, "mimalloc") &&
 		    !miblocks_version(sn->t, target_maps(sn->t), &v)) {
 			if (v == MIBLOCKS_VERSION) {
@@ -139,14 +149,15 @@ static int check_allocator(struct snap *sn)
 			}
 			snprintf(ver, sizeof(ver), " %u.%u.%u", v / 100, v / 10 % 10, v % 10);
 		}
-		if (!strcmp(fn.allocator, "jemalloc"))
-			pr_err("%d allocates with jemalloc, whose blocks cannot be listed: %s "
+		if (!strcmp(fn.allocator, "jemalloc") || !strcmp(fn.allocator, "tcmalloc"))
+			pr_err("%d allocates with %s, whose blocks cannot be listed: %s "
 			       "(heapattach -p %d profiles what it allocates from now on)", sn->pid,
-			       why, sn->pid);
+			       fn.allocator, why, sn->pid);
 		else
 			pr_err("%d allocates with %s%s: heapattach snapshot lists glibc malloc's, "
-			       "jemalloc's and mimalloc 2.0.9's blocks only (heapattach -p %d profiles "
-			       "what it allocates from now on)", sn->pid, fn.allocator, ver, sn->pid);
+			       "jemalloc's, gperftools tcmalloc's and mimalloc 2.0.9's blocks only "
+			       "(heapattach -p %d profiles what it allocates from now on)", sn->pid,
+			       fn.allocator, ver, sn->pid);
 		rc = -ENOTSUP;
 	}
 out:
@@ -269,6 +280,30 @@ static int list_je(struct snap *sn, const struct proc_maps *maps)
 	return 0;
 }
 
+/* tcmalloc's blocks into sn->g (tcblocks.h). 0 or -errno (said). */
+static int list_tc(struct snap *sn, const struct proc_maps *maps)
+{
+	struct tcblocks_stats ts;
+	char why[160];
+	int rc = tcblocks_list(maps, &sn->tc_at, &sn->g, read_spans, sn, &sn->tc_meta, &ts, why,
+			       sizeof(why));
+
+	if (rc) {
+		if (!snaphold_stop_asked && !sn->cut)
+			pr_err("tcmalloc's blocks in %d cannot be listed: %s", sn->pid, why);
+		return rc;
+	}
+	sn->bs = (struct glibcblocks_stats){ .chunks = sn->g.n, .tcaches = ts.tcaches,
+					     .tcache_free = ts.tcache_free, .fast_known = 1,
+					     .mm_known = 1 };
+	pr_err("tcmalloc: %llu spans of small objects, %llu large%s; %u thread caches, %llu "
+	       "objects in them and %llu in the central transfer slots counted free",
+	       (unsigned long long)ts.small, (unsigned long long)ts.large,
+	       ts.torn ? " (some torn: skipped)" : "", ts.tcaches,
+	       (unsigned long long)ts.tcache_free, (unsigned long long)ts.central_free);
+	return 0;
+}
+
 /* mimalloc's blocks into sn->g (miblocks.h). 0 or -errno (said). */
 static int list_mi(struct snap *sn, const struct proc_maps *maps)
 {
@@ -299,12 +334,14 @@ static int analyse(struct snap *sn)
 	}
 	if (sn->je_root)
 		rc = list_je(sn, maps);
+	else if (sn->tc)
+		rc = list_tc(sn, maps);
 	else if (sn->mimalloc)
 		rc = list_mi(sn, maps);
 	else
 		rc = glibcblocks_list(sn->reader, maps, read_target, sn,
 				      sn->have_gs ? &sn->gs : NULL, &sn->g, read_spans, sn, &sn->bs);
-	if (rc && (sn->je_root || sn->mimalloc))
+	if (rc && (sn->je_root || sn->tc || sn->mimalloc))
 		return rc;
 	if (rc) {
 		if (!snaphold_stop_asked && !sn->cut)
@@ -318,6 +355,7 @@ static int analyse(struct snap *sn)
 	pyblocks_trim_roots(&sn->pb, &sn->roots);
 	if (sn->je_root)
 		jeblocks_cut_roots(&sn->je_meta, &sn->roots);
+	snaproots_cut(&sn->roots, sn->tc_meta.v, sn->tc_meta.n);	/* tcmalloc's free spans */
 	miblocks_unroot(&sn->roots, &sn->misegs);
 	/* typed before the scan: a Python GC's links are then known */
 	sn->st.classed = snaptypes_classify(sn->t, maps, &sn->g, &sn->names);
@@ -565,6 +603,7 @@ out:
 	memread_close(&sn.mr);
 	heapgraph_free(&sn.g);
 	jeblocks_meta_free(&sn.je_meta);
+	tcblocks_meta_free(&sn.tc_meta);
 	snaproots_free(&sn.roots);
 	pyblocks_free(&sn.pb);
 	pygcheads_free(&sn.gch);
@@ -582,8 +621,8 @@ static void usage(FILE *f)
 "usage: heapattach snapshot -p PID [-o FILE] [--top N] [--no-fork] [--max-stop DURATION]\n"
 "                           [-v]\n"
 "\n"
-"Every block in use in PID's heap (glibc malloc, jemalloc 5.3 or mimalloc\n"
-"2.0.9; CPython's pymalloc too; tcmalloc's cannot be listed),\n"
+"Every block in use in PID's heap (glibc malloc, jemalloc 5.3, gperftools 2.10's\n"
+"tcmalloc or mimalloc 2.0.9; CPython's pymalloc too),\n"
 "as it is now: which are leaked (no root reaches them), which root keeps the\n"
 "others alive (a global variable, a thread's stack), and what each holds (a\n"
 "C++ class by its vtable, a Python object by its type, else its size). The\n"
