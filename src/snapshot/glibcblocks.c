@@ -29,11 +29,13 @@
 #define MM_BUDGET_NS 10000000000ULL     /* the search for mmapped blocks: 10 s at most */
 
 #define FIRST_CAP 65536              /* blocks the graph has room for at first */
+#define PREFAULT 16384               /* blocks whose room is faulted in at a time */
 
 /* The listing's graph: blocks [0, n) set, [0, kept) from chains that held. */
 struct fill {
 	struct heapgraph *g;
 	size_t n, kept;
+	size_t ready;                   /* room faulted in for [0, ready) (heapgraph_prefault) */
 	int full;                       /* more than HG_MAX blocks: the rest dropped */
 };
 
@@ -48,6 +50,10 @@ static void fill_used(void *arg, uint64_t chunk, uint64_t size, int used)
 	if (f->n == cap && (more <= cap || heapgraph_grow(f->g, more))) {
 		f->full = 1;
 		return;
+	}
+	if (f->n >= f->ready) {
+		f->ready = f->n + PREFAULT;
+		heapgraph_prefault(f->g, f->n, f->ready);
 	}
 	heapgraph_set(f->g, f->n++, chunk + 16, size - 8);
 }
@@ -225,7 +231,7 @@ int glibcblocks_list(pid_t pid, const struct proc_maps *maps, glibc_read_fn read
 		     void *garg, struct glibcblocks_stats *st)
 {
 	struct frees fr = { 0 };
-	struct fill f = { g, 0, 0, 0 };
+	struct fill f = { g, 0, 0, 0, 0 };
 	struct mmlist mm = { 0 };
 	struct mmchunks mc;
 	struct spanread sr = { gread, garg };
@@ -265,7 +271,8 @@ int glibcblocks_list(pid_t pid, const struct proc_maps *maps, glibc_read_fn read
 	}
 	for (size_t i = 0; i < fr.n; i++)
 		g->size[fr.v[i]] = 0;	/* dropped by the seal */
-	heapgraph_seal(g);
+	if (fr.n)
+		heapgraph_seal(g);	/* else the first seal's stands */
 	xunmap(fr.v, (fr.cap + 1) * sizeof(*fr.v));
 	pr_debug("snapshot: %zu blocks listed in %.1f ms", g->n,
 		 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);

@@ -92,6 +92,7 @@ struct heapgraph {
 	uint32_t *type;                 /* the caller's: what each block holds (0: unknown;
 					 * below HG_QUEUED) */
 	/* private */
+	unsigned reserved;              /* bit i: array i reserved for HG_MAX + 1 entries */
 	uint32_t *work;
 	size_t nwork;
 	struct hg_seg *seg;             /* the directory (heapgraph_seal) */
@@ -126,6 +127,9 @@ static inline void heapgraph_set(struct heapgraph *g, size_t i, uint64_t addr, u
 	if (size >= HG_BIG)
 		heapgraph_set_big(g, addr, size);
 }
+/* Fault in the room of blocks [from, to) before they are set (a walker
+ * that sets them one by one): one call rather than a fault a page. */
+void heapgraph_prefault(struct heapgraph *g, size_t from, size_t to);
 /* The usable bytes of block i. */
 static inline uint64_t heapgraph_size(const struct heapgraph *g, size_t i)
 {
