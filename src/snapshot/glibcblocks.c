@@ -29,7 +29,8 @@
 #define MM_BUDGET_NS 10000000000ULL     /* the search for mmapped blocks: 10 s at most */
 
 #define FIRST_CAP 65536              /* blocks the graph has room for at first */
-#define PREFAULT 16384               /* blocks whose room is faulted in at a time */
+#define PREFAULT 262144              /* blocks whose room is faulted in at a time: their
+					 * addresses fill a huge page (heapgraph_prefault) */
 
 /* The listing's graph: blocks [0, n) set, [0, kept) from chains that held. */
 struct fill {
