@@ -29,8 +29,8 @@
 #define MM_BUDGET_NS 10000000000ULL     /* the search for mmapped blocks: 10 s at most */
 
 #define FIRST_CAP 65536              /* blocks the graph has room for at first */
-#define PREFAULT 262144              /* blocks whose room is faulted in at a time: their
-					 * addresses fill a huge page (heapgraph_prefault) */
+#define PREFAULT 262144              /* blocks whose room is faulted in at a time, at most:
+					 * their addresses fill a huge page (heapgraph_prefault) */
 
 /* The listing's graph: blocks [0, n) set, [0, kept) from chains that held. */
 struct fill {
@@ -39,6 +39,18 @@ struct fill {
 	size_t ready;                   /* room faulted in for [0, ready) (heapgraph_prefault) */
 	int full;                       /* more than HG_MAX blocks: the rest dropped */
 };
+
+/* How many blocks' room to fault in after n are set: an eighth of n (no
+ * more memory than that ahead), a power of two from 4096 to PREFAULT
+ * (each run then starts on a multiple of its length: whole huge pages). */
+static size_t prefault_run(size_t n)
+{
+	size_t run = 4096;
+
+	while (run < PREFAULT && run * 16 <= n)
+		run *= 2;
+	return run;
+}
 
 static void fill_used(void *arg, uint64_t chunk, uint64_t size, int used)
 {
@@ -53,7 +65,7 @@ static void fill_used(void *arg, uint64_t chunk, uint64_t size, int used)
 		return;
 	}
 	if (f->n >= f->ready) {
-		f->ready = f->n + PREFAULT;
+		f->ready = f->n + prefault_run(f->n);
 		heapgraph_prefault(f->g, f->n, f->ready);
 	}
 	heapgraph_set(f->g, f->n++, chunk + 16, size - 8);

@@ -35,9 +35,11 @@
  * Memory: 24 bytes a block (start 8, size 4 (a block of 4 GiB or more
  * has its size in a side table), owner, parent, type 4 each), 4 a block
  * at most for the worklist (its array serves snapout.c once the scan is
- * done) and about 1 for the directory, in pages of their own (xmap:
- * outside our heap, given back whole; grown by mremap while listing),
- * and 2.3 MiB whatever the heap (the read buffer, a batch's keys and
+ * done) and about 1 for the directory, in pages of their own (outside
+ * our heap, given back whole; each array in a reservation of its own,
+ * grown where it is while listing, its pages faulted in by runs, in huge
+ * pages where whole ones fit: a fresh page's fault is most of a block's
+ * cost on a VM), and 2.3 MiB whatever the heap (the read buffer, a batch's keys and
  * places); edges are never stored (a block's words are read again when
  * it is scanned again).
  *
