@@ -29,13 +29,28 @@
 #define MM_BUDGET_NS 10000000000ULL     /* the search for mmapped blocks: 10 s at most */
 
 #define FIRST_CAP 65536              /* blocks the graph has room for at first */
+#define PREFAULT 262144              /* blocks whose room is faulted in at a time, at most:
+					 * their addresses fill a huge page (heapgraph_prefault) */
 
 /* The listing's graph: blocks [0, n) set, [0, kept) from chains that held. */
 struct fill {
 	struct heapgraph *g;
 	size_t n, kept;
+	size_t ready;                   /* room faulted in for [0, ready) (heapgraph_prefault) */
 	int full;                       /* more than HG_MAX blocks: the rest dropped */
 };
+
+/* How many blocks' room to fault in after n are set: an eighth of n (no
+ * more memory than that ahead), a power of two from 4096 to PREFAULT
+ * (each run then starts on a multiple of its length: whole huge pages). */
+static size_t prefault_run(size_t n)
+{
+	size_t run = 4096;
+
+	while (run < PREFAULT && run * 16 <= n)
+		run *= 2;
+	return run;
+}
 
 static void fill_used(void *arg, uint64_t chunk, uint64_t size, int used)
 {
@@ -48,6 +63,10 @@ static void fill_used(void *arg, uint64_t chunk, uint64_t size, int used)
 	if (f->n == cap && (more <= cap || heapgraph_grow(f->g, more))) {
 		f->full = 1;
 		return;
+	}
+	if (f->n >= f->ready) {
+		f->ready = f->n + prefault_run(f->n);
+		heapgraph_prefault(f->g, f->n, f->ready);
 	}
 	heapgraph_set(f->g, f->n++, chunk + 16, size - 8);
 }
@@ -225,7 +244,7 @@ int glibcblocks_list(pid_t pid, const struct proc_maps *maps, glibc_read_fn read
 		     void *garg, struct glibcblocks_stats *st)
 {
 	struct frees fr = { 0 };
-	struct fill f = { g, 0, 0, 0 };
+	struct fill f = { g, 0, 0, 0, 0 };
 	struct mmlist mm = { 0 };
 	struct mmchunks mc;
 	struct spanread sr = { gread, garg };
@@ -265,7 +284,8 @@ int glibcblocks_list(pid_t pid, const struct proc_maps *maps, glibc_read_fn read
 	}
 	for (size_t i = 0; i < fr.n; i++)
 		g->size[fr.v[i]] = 0;	/* dropped by the seal */
-	heapgraph_seal(g);
+	if (fr.n)
+		heapgraph_seal(g);	/* else the first seal's stands */
 	xunmap(fr.v, (fr.cap + 1) * sizeof(*fr.v));
 	pr_debug("snapshot: %zu blocks listed in %.1f ms", g->n,
 		 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);

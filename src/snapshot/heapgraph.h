@@ -35,9 +35,11 @@
  * Memory: 24 bytes a block (start 8, size 4 (a block of 4 GiB or more
  * has its size in a side table), owner, parent, type 4 each), 4 a block
  * at most for the worklist (its array serves snapout.c once the scan is
- * done) and about 1 for the directory, in pages of their own (xmap:
- * outside our heap, given back whole; grown by mremap while listing),
- * and 2.3 MiB whatever the heap (the read buffer, a batch's keys and
+ * done) and about 1 for the directory, in pages of their own (outside
+ * our heap, given back whole; each array in a reservation of its own,
+ * grown where it is while listing, its pages faulted in by runs, in huge
+ * pages where whole ones fit: a fresh page's fault is most of a block's
+ * cost on a VM), and 2.3 MiB whatever the heap (the read buffer, a batch's keys and
  * places); edges are never stored (a block's words are read again when
  * it is scanned again).
  *
@@ -92,6 +94,7 @@ struct heapgraph {
 	uint32_t *type;                 /* the caller's: what each block holds (0: unknown;
 					 * below HG_QUEUED) */
 	/* private */
+	unsigned reserved;              /* bit i: array i reserved for HG_MAX + 1 entries */
 	uint32_t *work;
 	size_t nwork;
 	struct hg_seg *seg;             /* the directory (heapgraph_seal) */
@@ -126,6 +129,9 @@ static inline void heapgraph_set(struct heapgraph *g, size_t i, uint64_t addr, u
 	if (size >= HG_BIG)
 		heapgraph_set_big(g, addr, size);
 }
+/* Fault in the room of blocks [from, to) before they are set (a walker
+ * that sets them one by one): one call rather than a fault a page. */
+void heapgraph_prefault(struct heapgraph *g, size_t from, size_t to);
 /* The usable bytes of block i. */
 static inline uint64_t heapgraph_size(const struct heapgraph *g, size_t i)
 {
