@@ -341,27 +341,33 @@ static void name_block(struct ctx *x, size_t b, const uint8_t *h)
 	}
 }
 
-void pygcheads_hide(const struct pygcheads *gc, const struct hg_span *s, size_t n, uint8_t *buf)
+void pyhide(const uint64_t *v, size_t nv, uint64_t width, const struct hg_span *s, size_t n,
+	    uint8_t *buf)
 {
 	for (size_t i = 0; i < n; buf += s[i].len, i++) {
 		uint64_t lo = s[i].addr, hi = lo + s[i].len;
-		size_t a = 0, b = gc->n;
+		size_t a = 0, b = nv;
 
-		while (a < b) {	/* the first head ending after lo */
+		while (a < b) {	/* the first run ending after lo */
 			size_t mid = a + (b - a) / 2;
 
-			if (gc->v[mid] + GC_HEAD <= lo)
+			if (v[mid] + width <= lo)
 				a = mid + 1;
 			else
 				b = mid;
 		}
-		for (; a < gc->n && gc->v[a] < hi; a++) {
-			uint64_t from = gc->v[a] < lo ? lo : gc->v[a];
-			uint64_t to = gc->v[a] + GC_HEAD > hi ? hi : gc->v[a] + GC_HEAD;
+		for (; a < nv && v[a] < hi; a++) {
+			uint64_t from = v[a] < lo ? lo : v[a];
+			uint64_t to = v[a] + width > hi ? hi : v[a] + width;
 
 			memset(buf + (from - lo), 0, to - from);
 		}
 	}
+}
+
+void pygcheads_hide(const struct pygcheads *gc, const struct hg_span *s, size_t n, uint8_t *buf)
+{
+	pyhide(gc->v, gc->n, GC_HEAD, s, n, buf);
 }
 
 void pygcheads_free(struct pygcheads *gc)
