@@ -271,6 +271,8 @@ void pyroots_find(int minor, struct heapgraph *g, struct snapnames *names, struc
 	if (r->nhidden)
 		qsort(r->hidden, r->nhidden, sizeof(*r->hidden), cmp_u64);
 	free(m);
+	if (minor <= 10)
+		pydead_find(g, names, &r->dead);
 }
 
 void pyroots_scan(const struct pyroots *r, struct heapgraph *g)
@@ -281,12 +283,14 @@ void pyroots_scan(const struct pyroots *r, struct heapgraph *g)
 
 void pyroots_hide(const struct pyroots *r, const struct hg_span *s, size_t n, uint8_t *buf)
 {
-	pyhide(r->hidden, r->nhidden, 8, s, n, buf);
+	pyhide(r->hidden, NULL, r->nhidden, 8, s, n, buf);
+	pyhide(r->dead.at, r->dead.len, r->dead.n, 0, s, n, buf);
 }
 
 void pyroots_free(struct pyroots *r)
 {
 	free(r->v);
 	free(r->hidden);
+	pydead_free(&r->dead);
 	memset(r, 0, sizeof(*r));
 }

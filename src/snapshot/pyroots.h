@@ -8,6 +8,7 @@
 
 #include "snapshot/heapgraph.h"
 #include "snapshot/names.h"
+#include "snapshot/pydead.h"
 
 /*
  * The rule. In a Python process the interpreter's C globals, every
@@ -55,6 +56,7 @@ struct pyroots {
 	uint64_t *hidden;               /* each such entry's me_value word, ascending */
 	size_t nhidden, hcap;
 	uint64_t modules;               /* module dicts read */
+	struct pydead dead;             /* 3.8-3.10: dead frames, hidden too */
 };
 
 /* The module globals of a CPython 3.minor whose blocks g holds (named by
@@ -62,7 +64,8 @@ struct pyroots {
 void pyroots_find(int minor, struct heapgraph *g, struct snapnames *names, struct pyroots *r);
 /* Scan from each named root (before the others: see above). */
 void pyroots_scan(const struct pyroots *r, struct heapgraph *g);
-/* Zero, in buf (spans[0..n) read one after another), the words of r->hidden. */
+/* Zero, in buf (spans[0..n) read one after another), the words of
+ * r->hidden and the dead frames' stale words. */
 void pyroots_hide(const struct pyroots *r, const struct hg_span *s, size_t n, uint8_t *buf);
 void pyroots_free(struct pyroots *r);
 

@@ -341,8 +341,8 @@ static void name_block(struct ctx *x, size_t b, const uint8_t *h)
 	}
 }
 
-void pyhide(const uint64_t *v, size_t nv, uint64_t width, const struct hg_span *s, size_t n,
-	    uint8_t *buf)
+void pyhide(const uint64_t *v, const uint64_t *len, size_t nv, uint64_t width,
+	    const struct hg_span *s, size_t n, uint8_t *buf)
 {
 	for (size_t i = 0; i < n; buf += s[i].len, i++) {
 		uint64_t lo = s[i].addr, hi = lo + s[i].len;
@@ -351,14 +351,15 @@ void pyhide(const uint64_t *v, size_t nv, uint64_t width, const struct hg_span *
 		while (a < b) {	/* the first run ending after lo */
 			size_t mid = a + (b - a) / 2;
 
-			if (v[mid] + width <= lo)
+			if (v[mid] + (len ? len[mid] : width) <= lo)
 				a = mid + 1;
 			else
 				b = mid;
 		}
 		for (; a < nv && v[a] < hi; a++) {
 			uint64_t from = v[a] < lo ? lo : v[a];
-			uint64_t to = v[a] + width > hi ? hi : v[a] + width;
+			uint64_t end = v[a] + (len ? len[a] : width);
+			uint64_t to = end > hi ? hi : end;
 
 			memset(buf + (from - lo), 0, to - from);
 		}
@@ -367,7 +368,7 @@ void pyhide(const uint64_t *v, size_t nv, uint64_t width, const struct hg_span *
 
 void pygcheads_hide(const struct pygcheads *gc, const struct hg_span *s, size_t n, uint8_t *buf)
 {
-	pyhide(gc->v, gc->n, GC_HEAD, s, n, buf);
+	pyhide(gc->v, NULL, gc->n, GC_HEAD, s, n, buf);
 }
 
 void pygcheads_free(struct pygcheads *gc)

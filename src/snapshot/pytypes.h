@@ -55,8 +55,8 @@ void pytypes_name(const struct py_target *pt, const struct proc_maps *maps, stru
 void pygcheads_hide(const struct pygcheads *gc, const struct hg_span *s, size_t n, uint8_t *buf);
 void pygcheads_free(struct pygcheads *gc);
 /* Zero, in buf (spans s[0..n) read one after another), the bytes of each
- * run [v[i], v[i] + width) (v ascending, runs apart). */
-void pyhide(const uint64_t *v, size_t nv, uint64_t width, const struct hg_span *s, size_t n,
-	    uint8_t *buf);
+ * run [v[i], v[i] + len[i]) (len NULL: width; v ascending, runs apart). */
+void pyhide(const uint64_t *v, const uint64_t *len, size_t nv, uint64_t width,
+	    const struct hg_span *s, size_t n, uint8_t *buf);
 
 #endif
