@@ -7,7 +7,8 @@
 #include "snapshot/pydead.h"
 
 #define GC_HEAD 16                      /* sizeof(PyGC_Head) */
-#define HEAD 16                         /* ob_refcnt, ob_type */
+#define HEAD 32                         /* ob_refcnt, ob_type, ob_size, f_back */
+#define F_BACK 24                       /* PyFrameObject.f_back */
 #define F_CODE 32                       /* PyFrameObject.f_code: hidden from here */
 #define MIN_SIZE 128                    /* bytes of a frame's block at least */
 
@@ -45,17 +46,27 @@ static void add(struct pydead *d, uint64_t at, uint64_t len)
 	d->len[d->n++] = len;
 }
 
+/* Whether the frame at a is a live one (its block named "frame"). */
+static int live(const struct heapgraph *g, uint64_t a, uint32_t frame)
+{
+	long b = heapgraph_find(g, a);
+
+	return b >= 0 && g->addr[b] + GC_HEAD == a && g->type[b] == frame;
+}
+
 /* Blocks first[0..k) (their heads read into buf, HEAD bytes each): each a
- * dead frame of type ft is added. */
+ * dead frame of type ft is added, from f_code on, from f_back when that
+ * is a live frame (the caller it had: a free list's link is a dead one). */
 static void check(const struct heapgraph *g, const size_t *first, size_t k, const uint8_t *buf,
-		  uint64_t ft, struct pydead *d)
+		  uint64_t ft, uint32_t frame, struct pydead *d)
 {
 	for (size_t i = 0; i < k; i++) {
 		size_t b = first[i];
+		const uint8_t *h = buf + i * HEAD;
+		uint64_t from = live(g, word(h, F_BACK), frame) ? F_BACK : F_CODE;
 
-		if (!word(buf + i * HEAD, 0) && word(buf + i * HEAD, 8) == ft)
-			add(d, g->addr[b] + GC_HEAD + F_CODE,
-			    heapgraph_size(g, b) - GC_HEAD - F_CODE);
+		if (!word(h, 0) && word(h, 8) == ft)
+			add(d, g->addr[b] + GC_HEAD + from, heapgraph_size(g, b) - GC_HEAD - from);
 	}
 }
 
@@ -64,7 +75,8 @@ void pydead_find(const struct heapgraph *g, struct snapnames *names, struct pyde
 	static struct hg_span spans[HG_BATCH];
 	static size_t first[HG_BATCH];
 	uint8_t *buf;
-	uint64_t ft = frame_type(g, snapnames_id(names, "frame"));
+	uint32_t frame = snapnames_id(names, "frame");
+	uint64_t ft = frame_type(g, frame);
 	size_t k = 0;
 
 	memset(d, 0, sizeof(*d));
@@ -82,11 +94,11 @@ void pydead_find(const struct heapgraph *g, struct snapnames *names, struct pyde
 		}
 		if (k == HG_BATCH || (b == g->n && k)) {
 			if (g->read(g->read_arg, spans, k, buf) == 0)
-				check(g, first, k, buf, ft, d);
+				check(g, first, k, buf, ft, frame, d);
 			else	/* one by one */
 				for (size_t i = 0; i < k; i++)
 					if (!g->read(g->read_arg, &spans[i], 1, buf))
-						check(g, &first[i], 1, buf, ft, d);
+						check(g, &first[i], 1, buf, ft, frame, d);
 			k = 0;
 		}
 	}
