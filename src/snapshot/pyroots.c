@@ -186,6 +186,8 @@ static void read_module(int minor, const struct heapgraph *g, struct snapnames *
 		return;
 	r->modules++;
 	per = HG_BATCH_BYTES / t.esz;
+	if (per > t.n)	/* a module's dict is mostly small */
+		per = t.n ? (size_t)t.n : 1;
 	buf = xmalloc(per * t.esz);
 	e = xmalloc(per * sizeof(*e));
 	for (uint64_t at = 0; at < t.n; at += per) {	/* in pieces of a batch's bytes */
