@@ -358,16 +358,21 @@ int heapgraph_parent(const struct heapgraph *g, size_t i, size_t *block, uint32_
 
 /* Block b reached by owner (a root id or HG_SHARED) from parent: it is
  * owned by owner if nothing reached it before, shared if something else
- * did; queued to be scanned when that changed. */
+ * did; queued to be scanned when that changed. A weak root (g->weak)
+ * leaves alone the blocks a root before it reached. */
 static void reach(struct heapgraph *g, size_t b, uint32_t owner, uint32_t parent)
 {
 	uint32_t was = g->owner[b];
 
-	if (was == owner || was == HG_SHARED)
+	if (was == owner || (g->weak && was != HG_NONE && !(g->type[b] & HG_WEAKLY)))
+		return;
+	if (was == HG_SHARED)
 		return;
 	if (was == HG_NONE) {
 		g->owner[b] = owner;
 		g->parent[b] = parent;
+		if (g->weak)
+			g->type[b] |= HG_WEAKLY;
 	} else {
 		g->owner[b] = HG_SHARED;
 	}
@@ -579,4 +584,12 @@ void heapgraph_root_words(struct heapgraph *g, uint32_t id, const uint64_t *w, s
 {
 	scan_words(g, (const uint8_t *)w, n * 8, id, (uint32_t)g->n + id);
 	drain(g);
+}
+
+void heapgraph_weak(struct heapgraph *g, int on)
+{
+	g->weak = on;
+	if (!on)
+		for (size_t i = 0; i < g->n; i++)
+			g->type[i] &= ~HG_WEAKLY;
 }

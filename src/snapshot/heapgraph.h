@@ -49,7 +49,8 @@
 
 #define HG_NONE   UINT32_MAX            /* owner: no root reaches it (leaked) */
 #define HG_SHARED (UINT32_MAX - 1)      /* owner: two roots or more reach it */
-#define HG_QUEUED 0x80000000u           /* type: in the worklist (types are below) */
+#define HG_QUEUED 0x80000000u           /* type: in the worklist */
+#define HG_WEAKLY 0x40000000u           /* type: owned by a weak root (types are below) */
 /* Blocks and root ids together stay below HG_SHARED (parent holds either). */
 #define HG_MAX (UINT32_MAX - 2)
 
@@ -92,7 +93,8 @@ struct heapgraph {
 	uint32_t *parent;               /* what first reached it: block i (< n), or root
 					 * id r as n + r (heapgraph_parent); HG_NONE: none */
 	uint32_t *type;                 /* the caller's: what each block holds (0: unknown;
-					 * below HG_QUEUED) */
+					 * below HG_WEAKLY) */
+	int weak;                       /* the roots scanned now are weak (heapgraph_weak) */
 	/* private */
 	unsigned reserved;              /* bit i: array i reserved for HG_MAX + 1 entries */
 	uint32_t *work;
@@ -149,6 +151,15 @@ long heapgraph_find(const struct heapgraph *g, uint64_t p);
 int heapgraph_root_range(struct heapgraph *g, uint32_t id, uint64_t lo, uint64_t hi);
 /* The same for words the caller has (a thread's registers). */
 void heapgraph_root_words(struct heapgraph *g, uint32_t id, const uint64_t *w, size_t n);
+/*
+ * Roots of a second rank: after heapgraph_weak(g, 1), the roots scanned
+ * are weak: a weak root takes only blocks no root scanned before reached
+ * (and what they reach); blocks two weak roots reach are shared. Their
+ * words never turn a block an earlier root owns into a shared one.
+ * heapgraph_weak(g, 0) ends it (the blocks' marks cleared). In a Python
+ * target every root but its module globals is weak (pyroots.h).
+ */
+void heapgraph_weak(struct heapgraph *g, int on);
 /* What first reached block i: 1 and *block, 0 and *root (a root), or -1 (none). */
 int heapgraph_parent(const struct heapgraph *g, size_t i, size_t *block, uint32_t *root);
 

@@ -14,6 +14,7 @@
 #define DICT_VALUES 40                  /* PyDictObject.ma_values */
 #define NAME_MAX_LEN 96                 /* bytes of a tp_name read */
 #define GC_HEAD 16                      /* sizeof(PyGC_Head), 3.8 on */
+#define STR_STATE 32                    /* PyASCIIObject.state: 4 bytes, then padding */
 #define RUN_GAP 64                      /* heads this close are read in one span, */
 #define RUN_MAX (64u << 10)             /* up to this long */
 
@@ -46,7 +47,8 @@ struct ctx {
 	uint64_t *vals;                 /* dicts' ma_values, instances' values seen */
 	size_t nvals, vcap;
 	struct pygcheads *gch;          /* the GC heads found, or NULL */
-	size_t gcap;
+	size_t gcap, scap;
+	uint32_t str;                   /* the name "str" */
 	uint8_t *py;                    /* per block: named here */
 	uint8_t *buf;                   /* HG_BATCH_BYTES */
 	struct hg_span spans[HG_BATCH];
@@ -328,6 +330,8 @@ static void name_block(struct ctx *x, size_t b, const uint8_t *h)
 		x->py[b] = 1;
 		if (ti->gc && x->gch)	/* blocks ascending: heads too */
 			push(&x->gch->v, &x->gch->n, &x->gcap, x->g->addr[b] + o - GC_HEAD);
+		if (ti->name == x->str && !o && x->gch && x->g->size[b] >= STR_STATE + 8)
+			push(&x->gch->state, &x->gch->nstate, &x->scap, x->g->addr[b] + STR_STATE);
 		if (ti->dictlike && o + DICT_VALUES + 8 <= HEAD &&
 		    o + DICT_VALUES + 8 <= x->g->size[b]) {
 			push(&x->keys, &x->nkeys, &x->kcap, word(h, o + DICT_KEYS));
@@ -341,32 +345,41 @@ static void name_block(struct ctx *x, size_t b, const uint8_t *h)
 	}
 }
 
-void pygcheads_hide(const struct pygcheads *gc, const struct hg_span *s, size_t n, uint8_t *buf)
+void pyhide(const uint64_t *v, const uint64_t *len, size_t nv, uint64_t width,
+	    const struct hg_span *s, size_t n, uint8_t *buf)
 {
 	for (size_t i = 0; i < n; buf += s[i].len, i++) {
 		uint64_t lo = s[i].addr, hi = lo + s[i].len;
-		size_t a = 0, b = gc->n;
+		size_t a = 0, b = nv;
 
-		while (a < b) {	/* the first head ending after lo */
+		while (a < b) {	/* the first run ending after lo */
 			size_t mid = a + (b - a) / 2;
 
-			if (gc->v[mid] + GC_HEAD <= lo)
+			if (v[mid] + (len ? len[mid] : width) <= lo)
 				a = mid + 1;
 			else
 				b = mid;
 		}
-		for (; a < gc->n && gc->v[a] < hi; a++) {
-			uint64_t from = gc->v[a] < lo ? lo : gc->v[a];
-			uint64_t to = gc->v[a] + GC_HEAD > hi ? hi : gc->v[a] + GC_HEAD;
+		for (; a < nv && v[a] < hi; a++) {
+			uint64_t from = v[a] < lo ? lo : v[a];
+			uint64_t end = v[a] + (len ? len[a] : width);
+			uint64_t to = end > hi ? hi : end;
 
 			memset(buf + (from - lo), 0, to - from);
 		}
 	}
 }
 
+void pygcheads_hide(const struct pygcheads *gc, const struct hg_span *s, size_t n, uint8_t *buf)
+{
+	pyhide(gc->v, NULL, gc->n, GC_HEAD, s, n, buf);
+	pyhide(gc->state, NULL, gc->nstate, 8, s, n, buf);
+}
+
 void pygcheads_free(struct pygcheads *gc)
 {
 	free(gc->v);
+	free(gc->state);
 	memset(gc, 0, sizeof(*gc));
 }
 
@@ -389,6 +402,7 @@ void pytypes_name(const struct py_target *pt, const struct proc_maps *maps, stru
 	x->maps = maps;
 	x->g = g;
 	x->names = names;
+	x->str = snapnames_id(names, "str");
 	each_head(x, collect);
 	if (!x->nc)
 		goto out;

@@ -19,10 +19,15 @@ struct pytypes_stats {
 	uint64_t dict_values;           /* blocks named "dict values" */
 };
 
-/* The PyGC_Head of each GC object named (16 bytes at each address, ascending). */
+/* The PyGC_Head of each GC object named (16 bytes at each address,
+ * ascending), and the state word of each str (8 bytes at each: its bit
+ * field's unused bits and the padding after it hold what the memory held
+ * before, a word that may read as a pointer). */
 struct pygcheads {
 	uint64_t *v;
 	size_t n;
+	uint64_t *state;
+	size_t nstate;
 };
 
 /*
@@ -41,7 +46,8 @@ struct pygcheads {
  * holding its ma_values, or an instance's managed values (3.11, 3.12:
  * the pre-header's first two words), "dict values". Blocks named
  * here replace the names g->type had (snaptypes_classify's); the heads
- * of those with a PyGC_Head go into gch (may be NULL). Everything
+ * of those with a PyGC_Head go into gch (may be NULL), with the state
+ * words of the strs. Everything
  * read is the target's word: each distinct candidate type is read once.
  */
 void pytypes_name(const struct py_target *pt, const struct proc_maps *maps, struct heapgraph *g,
@@ -50,9 +56,14 @@ void pytypes_name(const struct py_target *pt, const struct proc_maps *maps, stru
  * The GC's links are no references: every object the collector tracks
  * is on one of its doubly linked lists, so through them each reaches the
  * next and none could be leaked or owned. Zero, in buf (spans[0..n) read
- * one after another, as an hg_read_fn fills it), the bytes of gc's heads.
+ * one after another, as an hg_read_fn fills it), the bytes of gc's heads
+ * and of its strs' state words.
  */
 void pygcheads_hide(const struct pygcheads *gc, const struct hg_span *s, size_t n, uint8_t *buf);
 void pygcheads_free(struct pygcheads *gc);
+/* Zero, in buf (spans s[0..n) read one after another), the bytes of each
+ * run [v[i], v[i] + len[i]) (len NULL: width; v ascending, runs apart). */
+void pyhide(const uint64_t *v, const uint64_t *len, size_t nv, uint64_t width,
+	    const struct hg_span *s, size_t n, uint8_t *buf);
 
 #endif

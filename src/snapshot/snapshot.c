@@ -30,6 +30,7 @@
 #include "snapshot/memread.h"
 #include "snapshot/miblocks.h"
 #include "snapshot/pyblocks.h"
+#include "snapshot/pyroots.h"
 #include "snapshot/pytypes.h"
 #include "snapshot/roots.h"
 #include "snapshot/snapout.h"
@@ -73,7 +74,9 @@ struct snap {
 	int have_py;
 	struct pyblocks pb;             /* its pymalloc blocks */
 	struct pygcheads gch;           /* its GC objects' heads */
-	int hide_gc;                    /* read_spans hides them (while scanning) */
+	struct pyroots pr;              /* its module globals, named roots (pyroots.h) */
+	int hide_gc;                    /* read_spans hides the heads and the globals'
+					 * entries (while scanning) */
 };
 
 static const struct events_ops snap_events = { 0 };
@@ -109,8 +112,10 @@ static int read_spans(void *arg, const struct hg_span *s, size_t n, uint8_t *buf
 		return -EINTR;
 	if (memread_spans(&sn->mr, sn->reader, s, n, buf))
 		return -EFAULT;
-	if (sn->hide_gc)	/* the scan: a Python GC's links are no references */
+	if (sn->hide_gc) {	/* the scan: a Python GC's links are no references, */
 		pygcheads_hide(&sn->gch, s, n, buf);
+		pyroots_hide(&sn->pr, s, n, buf);	/* a module dict's edges are its globals' */
+	}
 	return 0;
 }
 
@@ -243,10 +248,13 @@ static int take_threads(struct snap *sn)
 	return 0;
 }
 
-/* Scan the roots: data first (named globals own what they hold), then
+/* Scan the roots: a Python's module globals first, the others then of
+ * the second rank (pyroots.h); data (named globals own what they hold),
  * threads' stacks and TLS, registers, other anonymous memory last. */
 static void scan(struct snap *sn)
 {
+	pyroots_scan(&sn->pr, &sn->g);
+	heapgraph_weak(&sn->g, sn->pr.n > 0);
 	for (size_t i = 0; i < sn->roots.n; i++)
 		heapgraph_root_range(&sn->g, sn->roots.v[i].name, sn->roots.v[i].lo,
 				     sn->roots.v[i].hi);
@@ -254,6 +262,7 @@ static void scan(struct snap *sn)
 		heapgraph_root_words(&sn->g, snapnames_idf(&sn->names, SNAP_THREAD_ROOT,
 							   (int)sn->th[i].tid),
 				     sn->th[i].regs, SNAP_REGS);
+	heapgraph_weak(&sn->g, 0);
 }
 
 /* jemalloc's blocks into sn->g (jeblocks.h). 0 or -errno (said). */
@@ -369,13 +378,18 @@ static int analyse(struct snap *sn)
 		       "%llu dict keys tables, %llu dict values", sn->py.version, sn->pb.n,
 		       (unsigned long long)ps.objects, (unsigned long long)ps.types,
 		       (unsigned long long)ps.dict_keys, (unsigned long long)ps.dict_values);
+		t0 = clock_ns(CLOCK_MONOTONIC);
+		pyroots_find(sn->py.minor, &sn->g, &sn->names, &sn->pr);
+		pr_debug("snapshot: python: %zu module globals of %llu modules are roots, in %.1f ms",
+			 sn->pr.n, (unsigned long long)sn->pr.modules,
+			 (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
 	}
 	/* the data symbols' names first: roots are ordered as built */
-	sn->hide_gc = sn->gch.n > 0;
+	sn->hide_gc = sn->gch.n > 0 || sn->pr.nhidden > 0;
 	scan(sn);
 	sn->hide_gc = 0;
 	snapframes_credit(sn->t, &sn->g, sn->th, sn->nth, &sn->roots, &sn->names);
-	sn->st.roots = sn->roots.n + sn->nth;
+	sn->st.roots = sn->roots.n + sn->nth + sn->pr.n;
 	sn->st.words = sn->g.words;
 	return 0;
 }

@@ -113,6 +113,32 @@ static void shared_after(void)
 	heapgraph_free(&g);
 }
 
+/* Second-rank roots (heapgraph_weak): S -> 0 -> 1; weak W1 -> 1 -> ...,
+ * W1 -> 3 -> 4, W2 -> 4: 0 and 1 stay S's, 3 W1's, 4 shared by the weak. */
+static void weak_roots(void)
+{
+	struct heapgraph g;
+	uint64_t s = blk(0), w1[2] = { blk(1), blk(3) }, w2 = blk(4);
+
+	memset(heap, 0, sizeof(heap));
+	bad_lo = bad_hi = 0;
+	link_(0, 0, 1, 0);
+	link_(3, 0, 4, 0);
+	setup(&g);
+	heapgraph_root_words(&g, 1, &s, 1);
+	heapgraph_weak(&g, 1);
+	heapgraph_root_words(&g, 2, w1, 2);
+	heapgraph_root_words(&g, 3, &w2, 1);
+	heapgraph_weak(&g, 0);
+	expect_int_eq(g.owner[0], 1);
+	expect_int_eq(g.owner[1], 1);
+	expect_int_eq(g.owner[3], 2);
+	expect_int_eq(g.owner[4], HG_SHARED);
+	for (int i = 0; i < NB; i++)
+		expect_int_eq(g.type[i], 0);	/* the marks cleared */
+	heapgraph_free(&g);
+}
+
 /* A root range read through the reader; a block that cannot be read is
  * reached but not scanned. */
 static void ranges_and_faults(void)
@@ -247,5 +273,5 @@ static void directory(void)
 	heapgraph_free(&g);
 }
 
-HARNESS_MAIN("heapgraph", T(reach_and_leak), T(shared_after), T(ranges_and_faults), T(seal_drops),
-	     T(big_and_chain), T(directory))
+HARNESS_MAIN("heapgraph", T(reach_and_leak), T(shared_after), T(weak_roots), T(ranges_and_faults),
+	     T(seal_drops), T(big_and_chain), T(directory))

@@ -111,11 +111,11 @@ static void named(void)
 	snapnames_free(&names);
 }
 
-/* The GC's heads zeroed in what a read returns, spans cut anywhere. */
+/* The GC's heads and a str's state word zeroed in what a read returns, spans cut anywhere. */
 static void gc_hidden(void)
 {
-	uint64_t heads[] = { 0x1000, 0x1040, 0x2008 };
-	struct pygcheads gc = { heads, 3 };
+	uint64_t heads[] = { 0x1000, 0x1040, 0x2008 }, state[] = { 0x1020 };
+	struct pygcheads gc = { .v = heads, .n = 3, .state = state, .nstate = 1 };
 	struct hg_span s[2] = { { 0x1008, 0x40 }, { 0x2000, 0x20 } };
 	uint8_t buf[0x60];
 
@@ -123,6 +123,7 @@ static void gc_hidden(void)
 	pygcheads_hide(&gc, s, 2, buf);
 	for (size_t i = 0; i < sizeof(buf); i++) {
 		int zero = i < 8 ||                     /* 0x1008..0x1010: the first head's end */
+			   (i >= 0x18 && i < 0x20) ||   /* 0x1020..0x1028: a str's state word */
 			   (i >= 0x38 && i < 0x40) ||   /* 0x1040..0x1048: cut by the span's end */
 			   (i >= 0x48 && i < 0x58);     /* 0x2008..0x2018 */
 
