@@ -67,6 +67,11 @@ void elfobj_cache_start(void)
 	cache_on = 1;
 }
 
+int elfobj_shared(const struct elfobj *e)
+{
+	return e && e->refs > 0;
+}
+
 /* The cached object of st's file that serves flags, or NULL. */
 static struct elfobj *cache_find(const struct stat *st, unsigned flags)
 {

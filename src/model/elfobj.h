@@ -50,6 +50,9 @@ void elfobj_free(struct elfobj *e);
  * cache, for a run over several processes, whose sessions are forked
  * after the run read their common objects). */
 void elfobj_cache_start(void);
+/* 1 if e is in that cache: never freed, so its address names it for the
+ * rest of the process's life (and of its forks'). */
+int elfobj_shared(const struct elfobj *e);
 
 /* e_type: ET_EXEC, ET_DYN, ... */
 int elfobj_type(const struct elfobj *e);

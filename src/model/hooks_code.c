@@ -64,6 +64,49 @@ static const struct hook *branch_entry(const struct elfobj *e, uint64_t bias,
 }
 
 /*
+ * The branches found in code of shared objects (elfobj_shared), by
+ * object and address: a run over several processes disassembles each
+ * entry point once, before it forks their sessions. Never freed.
+ */
+#define BRANCH_MEMO_MAX 128
+static struct branch_memo {
+	const struct elfobj *e;
+	uint64_t value, len;
+	struct disasm_branch *br;
+	size_t n;
+} branch_memo[BRANCH_MEMO_MAX];
+static size_t nbranch_memo;
+
+/* The direct branches in len bytes of e's code at link-time address
+ * value, into br (room for len / 2). Returns how many. */
+static size_t branches_of(const struct elfobj *e, uint64_t value, uint64_t len,
+			  struct disasm_branch *br)
+{
+	int shared = elfobj_shared(e);
+	uint8_t *code;
+	size_t n;
+
+	for (size_t i = 0; shared && i < nbranch_memo; i++) {
+		const struct branch_memo *b = &branch_memo[i];
+
+		if (b->e == e && b->value == value && b->len == len) {
+			memcpy(br, b->br, b->n * sizeof(*br));
+			return b->n;
+		}
+	}
+	code = xmalloc(len);
+	n = elfobj_read(e, value, code, len) ? 0 : disasm_branches(code, len, value, br, len / 2);
+	free(code);
+	if (shared && nbranch_memo < BRANCH_MEMO_MAX) {
+		struct branch_memo *b = &branch_memo[nbranch_memo++];
+
+		*b = (struct branch_memo){ e, value, len, xmalloc((n ? n : 1) * sizeof(*br)), n };
+		memcpy(b->br, br, n * sizeof(*br));
+	}
+	return n;
+}
+
+/*
  * Scan the code of h (defined in e, loaded at bias), at most SCAN_MAX_SIZE
  * bytes: *calls gets 1 << kind of every other entry of set it branches
  * to. If h is a wrapper of another entry, return that entry's name. A C
@@ -82,7 +125,6 @@ static const char *scan_body(const struct elfobj *e, uint64_t bias,
 	int cxx = hooks_name_cxx(h->names[0]);
 	struct disasm_branch *br;
 	const char *fwd = NULL;
-	uint8_t *code;
 	size_t n;
 
 	*calls = 0;
@@ -90,10 +132,8 @@ static const char *scan_body(const struct elfobj *e, uint64_t bias,
 		return NULL;
 	if (len > SCAN_MAX_SIZE)
 		len = SCAN_MAX_SIZE;
-	code = xmalloc(len);
 	br = xmalloc(len / 2 * sizeof(*br));	/* a branch is at least 2 bytes */
-	n = elfobj_read(e, value, code, len) ? 0 :
-	    disasm_branches(code, len, value, br, len / 2);
+	n = branches_of(e, value, len, br);
 	for (size_t i = 0; i < n; i++) {
 		const struct hook *o;
 
@@ -112,7 +152,6 @@ static const char *scan_body(const struct elfobj *e, uint64_t bias,
 			fwd = o->names[0];
 	}
 	free(br);
-	free(code);
 	return fwd;
 }
 
@@ -181,22 +220,15 @@ static int hooked_at(const struct hook_set *set, const char *path, uint64_t addr
 	return 0;
 }
 
-/*
- * h's extent in o (struct hook, own_lo/own_hi): its function, then its
- * neighbours in address order as long as they are the allocator's: hooked
- * too, local (a static or hidden helper: the object's own) or named as an
- * allocator's function, never past another global function (the code of
- * whoever linked the allocator in with malloc and free placed apart). The
- * code between two such functions is taken with them. Nothing if h's
- * function is not among the symbols.
- */
-static void own_extent(const struct obj *o, const struct hook_set *set, struct hook *h)
+/* o's functions by address, aliases at one address merged into one (the
+ * allocator's if any of their names says so), into *out (xmalloc'd);
+ * returns how many. */
+static size_t functions_of(const struct obj *o, const struct hook_set *set, const char *path,
+			   struct fn_sym **out)
 {
-	size_t n, m = 0, k = 0, at = 0, lo, hi;
+	size_t n, m = 0, k = 0;
 	const struct elfobj_sym *syms = elfobj_syms(o->elf, &n);
 	struct fn_sym *v = xcalloc(n ? n : 1, sizeof(*v));
-	uint64_t want = h->addr - o->bias;
-	int found = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		const struct elfobj_sym *s = &syms[i];
@@ -206,11 +238,10 @@ static void own_extent(const struct obj *o, const struct hook_set *set, struct h
 		v[m].value = s->value;
 		v[m].end = s->value + s->size;
 		v[m].own = s->bind == STB_LOCAL || allocator_name(s->name) ||
-			   hooked_at(set, h->path, o->bias + s->value);
+			   hooked_at(set, path, o->bias + s->value);
 		m++;
 	}
 	qsort(v, m, sizeof(*v), cmp_fn_sym);
-	/* aliases at one address: one function, the allocator's if any name says so */
 	for (size_t i = 0; i < m; i++) {
 		if (k && v[k - 1].value == v[i].value) {
 			v[k - 1].own |= v[i].own;
@@ -220,43 +251,64 @@ static void own_extent(const struct obj *o, const struct hook_set *set, struct h
 			v[k++] = v[i];
 		}
 	}
-	m = k;
-	for (size_t i = 0; i < m && !found; i++)
-		if (v[i].value == want) {
-			at = i;
-			found = 1;
-		}
-	if (found) {
-		uint64_t end = v[at].end > want + h->size ? v[at].end : want + h->size;
-
-		for (lo = at; lo > 0 && v[lo - 1].own && end - v[lo - 1].value <= OWN_MAX; lo--)
-			;
-		for (hi = at; hi + 1 < m && v[hi + 1].own && v[hi + 1].end - v[lo].value <= OWN_MAX;
-		     hi++)
-			if (v[hi + 1].end > end)
-				end = v[hi + 1].end;
-		h->own_lo = o->bias + v[lo].value;
-		h->own_hi = o->bias + end;
-	}
-	free(v);
+	*out = v;
+	return k;
 }
 
-/* Each hook's own extent (own_extent), in the object that defines it. */
+/*
+ * h's extent (struct hook, own_lo/own_hi) among the m functions v of its
+ * object (functions_of), loaded at bias: its function, then its
+ * neighbours in address order as long as they are the allocator's: hooked
+ * too, local (a static or hidden helper: the object's own) or named as an
+ * allocator's function, never past another global function (the code of
+ * whoever linked the allocator in with malloc and free placed apart). The
+ * code between two such functions is taken with them. Nothing if h's
+ * function is not among the symbols.
+ */
+static void own_extent(const struct fn_sym *v, size_t m, uint64_t bias, struct hook *h)
+{
+	uint64_t want = h->addr - bias, end;
+	size_t at, lo, hi;
+
+	for (at = 0; at < m && v[at].value != want; at++)
+		;
+	if (at == m)
+		return;
+	end = v[at].end > want + h->size ? v[at].end : want + h->size;
+	for (lo = at; lo > 0 && v[lo - 1].own && end - v[lo - 1].value <= OWN_MAX; lo--)
+		;
+	for (hi = at; hi + 1 < m && v[hi + 1].own && v[hi + 1].end - v[lo].value <= OWN_MAX; hi++)
+		if (v[hi + 1].end > end)
+			end = v[hi + 1].end;
+	h->own_lo = bias + v[lo].value;
+	h->own_hi = bias + end;
+}
+
+/* Each hook's own extent (own_extent), in the object that defines it; each
+ * object's functions listed and sorted once. */
 void hooks_mark_own(struct hook_set *set, const struct objlist *l)
 {
-	for (size_t i = 0; i < set->n; i++) {
-		struct hook *h = &set->v[i];
+	for (size_t k = 0; k < l->n; k++) {
+		const struct obj *o = &l->v[k];
+		struct fn_sym *v = NULL;
+		size_t m = 0;
 
-		for (size_t k = 0; k < l->n; k++) {
-			const struct obj *o = &l->v[k];
+		if (!o->elf || !o->have_bias)
+			continue;
+		for (size_t i = 0; i < set->n; i++) {
+			struct hook *h = &set->v[i];
 
-			if (o->elf && o->have_bias && !strcmp(o->map->path, h->path)) {
-				own_extent(o, set, h);
-				break;
-			}
+			if (h->own_hi || strcmp(o->map->path, h->path))
+				continue;
+			if (!v)
+				m = functions_of(o, set, h->path, &v);
+			own_extent(v, m, o->bias, h);
 		}
-		if (h->own_hi)
-			pr_debug("%s in %s: the allocator's own code around it is %#" PRIx64
-				 "-%#" PRIx64, h->names[0], h->path, h->own_lo, h->own_hi);
+		free(v);
 	}
+	for (size_t i = 0; i < set->n; i++)
+		if (set->v[i].own_hi)
+			pr_debug("%s in %s: the allocator's own code around it is %#" PRIx64
+				 "-%#" PRIx64, set->v[i].names[0], set->v[i].path, set->v[i].own_lo,
+				 set->v[i].own_hi);
 }

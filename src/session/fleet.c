@@ -17,6 +17,7 @@
 #include "base/xmalloc.h"
 #include "model/debugfile.h"
 #include "model/elfobj.h"
+#include "model/hooks.h"
 #include "model/proc.h"
 #include "model/proctree.h"
 #include "model/target.h"
@@ -301,8 +302,9 @@ static void top_refresh(struct fleet *f)
 
 /*
  * Before the first session: read the objects pid maps (its code and their
- * debug files) with its access, as its session would, so that every
- * session forked after has them read (elfobj's cache): the processes of a
+ * debug files) with its access, and resolve its hooks, as its session
+ * would, so that every session forked after has them read (elfobj's cache)
+ * and their code disassembled (hooks_code.c): the processes of a
  * service map the same files, and each session read them all again
  * (64 processes: most of the CPU their attaches took).
  */
@@ -312,6 +314,10 @@ static void warm(pid_t pid)
 	const struct proc_maps *maps = t ? target_maps(t) : NULL;
 	int root = t ? tfile_root(pid) : -1;
 
+	struct hook_set set = { 0 };
+
+	if (maps && !hooks_resolve_target(t, pid, maps, &set))
+		hooks_free(&set);	/* its code's branches kept (hooks_code.c) */
 	for (size_t i = 0; maps && i < maps->n; i++) {
 		const struct proc_map *m = &maps->v[i];
 		struct elfobj *e, *dbg;
