@@ -279,6 +279,11 @@ seed_says jewalk je-fill 'does not hold together'
 seed_says miwalk seg 'rc 0 () segments 1 rejected 0 pages 1 free 4 delayed 1 torn 0 miscounted 0 heaps 1; g 7'
 seed_says miwalk seg-huge 'rc 0 () segments 2 rejected 0 pages 2 free 4 delayed 0 torn 0 miscounted 0 heaps 0; g 9'
 
+# tcmalloc's walker (fuzz_tcwalk): its regression inputs, a corpus merged
+# from a longer run (each reaches a listing or a refusal of its own)
+mkdir -p "$FB/seeds/tcwalk"
+cp tests/fuzz/regress/tcwalk/* "$FB/seeds/tcwalk/"
+
 for bin in "$FB"/fuzz_*; do
 	[ -x "$bin" ] || continue
 	name=${bin##*/fuzz_}
