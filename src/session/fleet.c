@@ -51,7 +51,7 @@ struct fleet {
 	int stopping;           /* a stop signal or the duration: start nothing more */
 	uint64_t deadline;      /* CLOCK_MONOTONIC end of --duration; 0: none */
 	size_t started;
-	struct fleet_slot *slots;    /* --top: FLEET_MAX, shared with the sessions */
+	struct fleet_slot *slots;    /* FLEET_MAX, shared with the sessions, or NULL */
 	uint64_t t0, top_ns;         /* the run's start; --top's last refresh */
 };
 
@@ -197,7 +197,8 @@ static void reap(struct fleet *f)
 			m->child = 0;
 			m->code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
 			m->done = 1;
-			if (f->fc->tree && !f->stopping && new_image(m))
+			if (f->fc->tree && !f->stopping &&
+			    ((f->slots && f->slots[i].execd) || new_image(m)))
 				m->done = 0;	/* the next scan attaches to the new image */
 			break;
 		}
@@ -214,26 +215,28 @@ static int scan(struct fleet *f, pid_t *buf)
 
 	rc = proctree_descendants(f->fc->pids[0], buf, FLEET_MAX, &n);
 	if (rc == -ENOENT)
-		return rc;
+		n = 0;	/* the root is gone: its exec'd descendants may still wait */
 	if (rc == -ENOTSUP) {
 		pr_warn("--tree: this kernel does not list a process's children "
 			"(/proc/PID/task/TID/children): only %d is profiled", (int)f->fc->pids[0]);
 		return -ENOENT;
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct member *m = find_target(f, buf[i]);
 		int ours = buf[i] == f->self;
 
 		for (size_t k = 0; !ours && k < f->n; k++)
 			ours = f->m[k].child == buf[i];
-		if (ours || (m && (m->done || m->child)) || traced(buf[i]))
-			continue;
-		if (!m && !(m = add_member(f, buf[i], 0)))
-			continue;	/* FLEET_MAX: said at the end */
-		if (start(f, m))
+		if (!ours && !find_target(f, buf[i]))
+			add_member(f, buf[i], 0);	/* NULL at FLEET_MAX: said at the end */
+	}
+	/* the new ones, and those that exec'd (the root too) */
+	for (size_t i = 0; i < f->n; i++) {
+		struct member *m = &f->m[i];
+
+		if (!m->done && !m->child && !traced(m->target) && start(f, m))
 			m->done = 1;
 	}
-	return 0;
+	return rc == -ENOENT ? rc : 0;
 }
 
 static size_t running(const struct fleet *f)
@@ -278,7 +281,7 @@ static void top_refresh(struct fleet *f)
 	struct winsize ws = { 0 };
 	double dt = f->top_ns ? (now - f->top_ns) / 1e9 : 0;
 
-	if (!f->slots || (f->top_ns && now - f->top_ns < TOP_EVERY_NS))
+	if (!f->slots || !f->fc->top || (f->top_ns && now - f->top_ns < TOP_EVERY_NS))
 		return;
 	l = xcalloc(f->n ? f->n : 1, sizeof(*l));
 	for (size_t i = 0; i < f->n; i++) {
@@ -379,13 +382,11 @@ int fleet_run(const struct fleet_config *fc)
 	f.top_ns = f.t0;
 	if (fc->run->duration_ns)
 		f.deadline = f.t0 + fc->run->duration_ns;
-	if (fc->top) {
-		f.slots = mmap(NULL, FLEET_MAX * sizeof(*f.slots), PROT_READ | PROT_WRITE,
-			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-		if (f.slots == MAP_FAILED) {
-			pr_perror("--top: mmap");
-			f.slots = NULL;
-		}
+	f.slots = mmap(NULL, FLEET_MAX * sizeof(*f.slots), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (f.slots == MAP_FAILED) {
+		pr_perror("mmap of the sessions' figures");	/* no --top, no exec seen */
+		f.slots = NULL;
 	}
 	elfobj_cache_start();
 	warm(fc->pids[0]);

@@ -13,14 +13,15 @@
 
 /*
  * What a session of a run over several publishes for --top's process
- * table (fleettop.c), in memory shared with the run's process: written by
- * the session only, read as it stands.
+ * table (fleettop.c) and for the run (an exec), in memory shared with the
+ * run's process: written by the session only, read as it stands.
  */
 struct fleet_slot {
 	uint64_t live;           /* live bytes since the attach (the profile's estimate) */
 	uint64_t alloc_bytes;    /* allocated since the attach (estimate) */
 	uint64_t events;
 	int attached;            /* 1 once attached */
+	int execd;               /* 1 when it ended because its target called exec */
 };
 
 /* Called in a session's own process before its session_run (main's

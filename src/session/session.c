@@ -29,6 +29,7 @@
 #include "profile/skipsites.h"
 #include "ptrace/events.h"
 #include "python/pyattach.h"
+#include "session/fleet.h"
 #include "session/membudget.h"
 #include "session/session.h"
 #include "session/state.h"
@@ -520,9 +521,12 @@ int session_run(const struct session_config *opt)
 	s.tv = NULL;
 	memreport_snapshot(&s.mr);
 	session_test_delay("HEAPATTACH_TEST_DETACH_DELAY_MS");
-	if (s.ev.exec_seen && !s.ev.gone)
+	if (s.ev.exec_seen && !s.ev.gone) {
 		fprintf(stderr, "heapattach: %d called exec; profile of the old image ends here\n",
 			s.pid);
+		if (opt->slot)
+			opt->slot->execd = 1;	/* --tree attaches to the new image */
+	}
 	urgent(1);
 	t0 = clock_ns(CLOCK_MONOTONIC);
 	detach(&s);
