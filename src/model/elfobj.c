@@ -40,6 +40,7 @@ struct elfobj {
 	char *altlink;          /* .gnu_debugaltlink: dwz file name, and its build id */
 	char *altlink_id;
 	unsigned flags;         /* what it was opened with (ELFOBJ_OPEN_NO_SYMS) */
+	uint32_t *by_name;      /* syms' indexes sorted by name, made at the first lookup */
 	int refs;               /* in the cache: its users, the cache's own hold included */
 };
 
@@ -498,6 +499,7 @@ void elfobj_free(struct elfobj *e)
 	}
 	free(e->image);
 	free(e->syms);
+	free(e->by_name);
 	free(e->names);
 	free(e->segs);
 	free(e->build_id);
@@ -542,15 +544,53 @@ static int sym_rank(const struct elfobj_sym *s)
 	return r;
 }
 
+/* qsort_r comparator of by_name: the names, then the indexes (file order). */
+static int cmp_by_name(const void *a, const void *b, void *arg)
+{
+	const struct elfobj_sym *syms = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	int c = strcmp(syms[x].name, syms[y].name);
+
+	return c ? c : (x > y) - (x < y);
+}
+
+/* The first entry of by_name whose symbol is called name (or where it
+ * would be). */
+static size_t first_named(const struct elfobj *e, const char *name)
+{
+	size_t lo = 0, hi = e->nsyms;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(e->syms[e->by_name[mid]].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 const struct elfobj_sym *elfobj_lookup(const struct elfobj *e, const char *name,
 				       int dynamic_only)
 {
 	const struct elfobj_sym *best = NULL;
 
-	for (size_t i = 0; i < e->nsyms; i++) {
-		const struct elfobj_sym *s = &e->syms[i];
+	if (!e->by_name && e->nsyms) {
+		/* the index is a cache: made once, for lookups by a const e */
+		struct elfobj *w = (struct elfobj *)e;
 
-		if (s->shndx == SHN_UNDEF || strcmp(s->name, name))
+		w->by_name = xmalloc(e->nsyms * sizeof(*e->by_name));
+		for (size_t i = 0; i < e->nsyms; i++)
+			w->by_name[i] = (uint32_t)i;
+		qsort_r(w->by_name, e->nsyms, sizeof(*e->by_name), cmp_by_name, e->syms);
+	}
+	for (size_t k = e->nsyms ? first_named(e, name) : 0; k < e->nsyms; k++) {
+		const struct elfobj_sym *s = &e->syms[e->by_name[k]];
+
+		if (strcmp(s->name, name))
+			break;
+		if (s->shndx == SHN_UNDEF)
 			continue;
 		if (dynamic_only && !(s->flags & ELFOBJ_SYM_DYNAMIC))
 			continue;
