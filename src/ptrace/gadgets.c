@@ -75,6 +75,14 @@ static int shadow_stack(pid_t pid, pid_t tid)
 	return on;
 }
 
+/* A mapping the gadgets are looked for in: private, readable and
+ * executable code of a file (not a memfd: ours, or a JIT's). */
+static int scannable(const struct proc_map *m)
+{
+	return (m->prot & PROC_MAP_X) && (m->prot & PROC_MAP_R) && !(m->prot & PROC_MAP_SHARED) &&
+	       m->path && m->path[0] == '/' && strncmp(m->path, "/memfd:", 7);
+}
+
 /* Scan the private executable file mappings of pid, in chunks. */
 static int scan_maps(pid_t pid, struct gadgets *g)
 {
@@ -89,9 +97,7 @@ static int scan_maps(pid_t pid, struct gadgets *g)
 	for (size_t i = 0; i < maps.n && !found; i++) {
 		const struct proc_map *m = &maps.v[i];
 
-		if (!(m->prot & PROC_MAP_X) || !(m->prot & PROC_MAP_R) ||
-		    (m->prot & PROC_MAP_SHARED) || !m->path || m->path[0] != '/' ||
-		    !strncmp(m->path, "/memfd:", 7))
+		if (!scannable(m))
 			continue;
 		for (uint64_t a = m->start; a < m->end && !found; a += CHUNK) {
 			size_t len = m->end - a > CHUNK + OVERLAP ? CHUNK + OVERLAP : m->end - a;
@@ -105,12 +111,42 @@ static int scan_maps(pid_t pid, struct gadgets *g)
 	return found ? 0 : -ENOENT;
 }
 
+/* Whether [addr, addr + len) lies in one scannable mapping of maps. */
+static int in_code(const struct proc_maps *maps, uint64_t addr, size_t len)
+{
+	for (size_t i = 0; i < maps->n; i++)
+		if (addr >= maps->v[i].start && addr + len <= maps->v[i].end)
+			return scannable(&maps->v[i]);
+	return 0;
+}
+
+/*
+ * Another process's gadgets at the same addresses: a pre-fork server's
+ * workers map their code where their master does (a run over several
+ * processes finds them once). Only if both lie in scannable code of pid
+ * and hold their patterns, and tid has no shadow stack.
+ */
+static int same_as_cached(pid_t pid, pid_t tid)
+{
+	struct proc_maps maps = { 0 };
+	int ok;
+
+	if (!cache.pid || shadow_stack(pid, tid) || proc_maps_read(tid, &maps))
+		return 0;
+	ok = in_code(&maps, cache.g.syscall_ret, sizeof(syscall_ret)) &&
+	     in_code(&maps, cache.g.sigreturn, sizeof(sigret_rax)) && still_there(tid, &cache.g);
+	proc_maps_free(&maps);
+	return ok;
+}
+
 int gadgets_get(pid_t pid, pid_t tid, struct gadgets *g)
 {
 	int err;
 
 	/* maps and memory through tid: pid's are empty once its leader exited */
-	if (cache.pid == pid && still_there(tid, &cache.g)) {
+	if ((cache.pid == pid && still_there(tid, &cache.g)) ||
+	    (cache.pid != pid && same_as_cached(pid, tid))) {
+		cache.pid = pid;
 		*g = cache.g;
 		return 0;
 	}

@@ -22,6 +22,7 @@
 #include "model/proctree.h"
 #include "model/target.h"
 #include "model/tfile.h"
+#include "ptrace/gadgets.h"
 #include "session/fleet.h"
 #include "session/fleettop.h"
 #include "session/session.h"
@@ -306,8 +307,8 @@ static void top_refresh(struct fleet *f)
 /*
  * Before the first session: read the objects pid maps (its code and their
  * debug files) with its access, and resolve its hooks, as its session
- * would, so that every session forked after has them read (elfobj's cache)
- * and their code disassembled (hooks_code.c): the processes of a
+ * would, so that every session forked after has them read (elfobj's cache),
+ * their code disassembled (hooks_code.c) and its gadgets found (gadgets.c): the processes of a
  * service map the same files, and each session read them all again
  * (64 processes: most of the CPU their attaches took).
  */
@@ -318,9 +319,12 @@ static void warm(pid_t pid)
 	int root = t ? tfile_root(pid) : -1;
 
 	struct hook_set set = { 0 };
+	struct gadgets g;
 
 	if (maps && !hooks_resolve_target(t, pid, maps, &set))
 		hooks_free(&set);	/* its code's branches kept (hooks_code.c) */
+	if (maps)
+		gadgets_get(pid, pid, &g);	/* a worker's are where its master's are */
 	for (size_t i = 0; maps && i < maps->n; i++) {
 		const struct proc_map *m = &maps->v[i];
 		struct elfobj *e, *dbg;
