@@ -344,6 +344,13 @@ static int cmp_names(const void *a, const void *b)
  */
 static uint8_t *names_present(const struct objlist *l)
 {
+	/* the rows of shared objects (elfobj_shared), kept for the
+	 * sessions a run over several processes forks after reading them */
+	static struct {
+		const struct elfobj *e;
+		uint8_t row[NHOOK_NAMES];
+	} memo[32];
+	static size_t nmemo;
 	uint8_t *present = xcalloc(l->n ? l->n : 1, NHOOK_NAMES);
 	uint16_t sorted[NHOOK_NAMES];
 
@@ -351,12 +358,20 @@ static uint8_t *names_present(const struct objlist *l)
 		sorted[ti] = (uint16_t)ti;
 	qsort(sorted, NHOOK_NAMES, sizeof(sorted[0]), cmp_names);
 	for (size_t i = 0; i < l->n; i++) {
+		const struct elfobj *e = l->v[i].elf;
+		uint8_t *row = present + i * NHOOK_NAMES;
 		const struct elfobj_sym *syms;
-		size_t n;
+		size_t n, m;
 
-		if (!l->v[i].elf || !l->v[i].have_bias)
+		if (!e || !l->v[i].have_bias)
 			continue;
-		syms = elfobj_syms(l->v[i].elf, &n);
+		for (m = 0; m < nmemo && memo[m].e != e; m++)
+			;
+		if (m < nmemo) {
+			memcpy(row, memo[m].row, NHOOK_NAMES);
+			continue;
+		}
+		syms = elfobj_syms(e, &n);
 		for (size_t k = 0; k < n; k++) {
 			int ti;
 
@@ -364,7 +379,11 @@ static uint8_t *names_present(const struct objlist *l)
 				continue;
 			ti = name_index(sorted, syms[k].name);
 			if (ti >= 0)
-				present[i * NHOOK_NAMES + ti] = 1;
+				row[ti] = 1;
+		}
+		if (elfobj_shared(e) && nmemo < sizeof(memo) / sizeof(memo[0])) {
+			memo[nmemo].e = e;
+			memcpy(memo[nmemo++].row, row, NHOOK_NAMES);
 		}
 	}
 	return present;
