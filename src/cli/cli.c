@@ -49,7 +49,7 @@ static const struct option long_opts[] = {
 void cli_usage(FILE *f)
 {
 	fprintf(f,
-"usage: heapattach -p PID [-o FILE] [options]\n"
+"usage: heapattach -p PID[,PID...] | --tree PID [-o FILE] [options]\n"
 "       heapattach --list-hooks -p PID\n"
 "       heapattach report [options] FILE...   (heapattach report --help)\n"
 "\n"
