@@ -358,6 +358,33 @@ int proc_status_read(pid_t pid, const char *key, char *out, size_t outlen)
 	return ret;
 }
 
+pid_t proc_tracer(pid_t tid)
+{
+	char val[32];
+
+	return proc_status_read(tid, "TracerPid", val, sizeof(val)) ? -1 : (pid_t)atol(val);
+}
+
+void proc_comm_read(pid_t pid, char *out, size_t len)
+{
+	char path[64], *buf;
+	size_t n;
+
+	if (!len)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	if (read_file(path, &buf, &n)) {
+		snprintf(out, len, "?");
+		return;
+	}
+	buf[strcspn(buf, "\n")] = 0;
+	for (char *c = buf; *c; c++)
+		if (*c < 0x20 || *c > 0x7e)
+			*c = '?';
+	snprintf(out, len, "%s", buf);
+	free(buf);
+}
+
 /* ---- files as the target sees them ---- */
 
 int proc_no_map_files;

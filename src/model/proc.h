@@ -53,6 +53,13 @@ int proc_tasks_read(pid_t pid, pid_t **tids, size_t *n);
 int proc_status_get(const char *buf, const char *key, char *out, size_t outlen);
 /* The same, reading /proc/PID/status (tid may name a thread). */
 int proc_status_read(pid_t pid, const char *key, char *out, size_t outlen);
+/* The process tracing tid (TracerPid of /proc/TID/status): its pid, 0 when
+ * none, -1 when unreadable (tid gone). */
+pid_t proc_tracer(pid_t tid);
+/* A process's command name (/proc/PID/comm) without its newline, every
+ * byte outside printable ASCII as '?' (the process sets it: no escape
+ * sequence reaches a terminal), or "?" when unreadable. */
+void proc_comm_read(pid_t pid, char *out, size_t len);
 /* The id of tid's process in its own pid namespace (the last NStgid of
  * /proc/TID/status; Tgid without NStgid). 0 or -errno. */
 int proc_ns_tgid(pid_t tid, pid_t *out);

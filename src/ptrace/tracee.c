@@ -110,14 +110,6 @@ static int thread_dead(pid_t pid, pid_t tid)
 	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
 }
 
-/* Non-zero if we trace tid already (a clone of a thread we seized). */
-static int traced_by_us(pid_t tid)
-{
-	char val[32];
-
-	return !proc_status_read(tid, "TracerPid", val, sizeof(val)) && atol(val) == getpid();
-}
-
 pid_t tracee_live_tid(pid_t pid)
 {
 	pid_t *tids = NULL, live = 0;
@@ -134,27 +126,14 @@ pid_t tracee_live_tid(pid_t pid)
 	return live;
 }
 
-static void comm_of(pid_t pid, char *out, size_t len)
-{
-	char path[64];
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	if (read_file(path, out, len)) {
-		snprintf(out, len, "?");
-		return;
-	}
-	out[strcspn(out, "\n")] = 0;
-}
-
 /* Explain an EPERM from PTRACE_SEIZE: another tracer, another owner, Yama. */
 static void diagnose_eperm(pid_t pid)
 {
 	char val[256], comm[64], scope[16] = "";
-	long tracer;
+	long tracer = proc_tracer(tracee_live_tid(pid) ? tracee_live_tid(pid) : pid);
 
-	if (!proc_status_read(tracee_live_tid(pid) ? tracee_live_tid(pid) : pid, "TracerPid",
-			      val, sizeof(val)) && (tracer = atol(val)) != 0) {
-		comm_of((pid_t)tracer, comm, sizeof(comm));
+	if (tracer > 0) {
+		proc_comm_read((pid_t)tracer, comm, sizeof(comm));
 		pr_err("cannot attach to %d: it is already traced by process %ld (%s)",
 		       pid, tracer, comm);
 		return;
@@ -208,7 +187,7 @@ int tracee_probe(pid_t pid, pid_t *live)
 		return -EINVAL;
 	}
 	if (stat_flags(pid) & PF_KTHREAD) {
-		comm_of(pid, comm, sizeof(comm));
+		proc_comm_read(pid, comm, sizeof(comm));
 		pr_err("cannot attach to %d (%s): it is a kernel thread, it has no heap",
 		       pid, comm);
 		return -EINVAL;
@@ -225,14 +204,13 @@ int tracee_probe(pid_t pid, pid_t *live)
 
 int tracee_check(pid_t pid)
 {
-	char val[64];
 	pid_t live;
 	int rc;
 
 	rc = tracee_probe(pid, &live);
 	if (rc)
 		return rc;
-	if (!proc_status_read(live, "TracerPid", val, sizeof(val)) && atol(val) != 0) {
+	if (proc_tracer(live) > 0) {
 		diagnose_eperm(pid);
 		return -EBUSY;
 	}
@@ -456,7 +434,7 @@ static int seize_new_threads(struct tracee *tr, int *added)
 			 * thread that a seized one just created (traced by us
 			 * already: its first stop comes through the events) */
 			if (errno == ESRCH || (errno == EPERM && (thread_dead(tr->pid, tids[i]) ||
-								  traced_by_us(tids[i]))))
+								  proc_tracer(tids[i]) == getpid())))
 				continue;
 			rc = -errno;
 			goto out;

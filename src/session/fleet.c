@@ -102,15 +102,6 @@ static struct member *add_member(struct fleet *f, pid_t pid, int given)
 	return m;
 }
 
-/* A tracer other than us holds pid (another session's fork child not yet
- * handed back, a debugger): 1, else 0. */
-static int traced(pid_t pid)
-{
-	char val[32];
-
-	return !proc_status_read(pid, "TracerPid", val, sizeof(val)) && atol(val) != 0;
-}
-
 /* In the new session's process: signals as a lone heapattach has them,
  * its messages tagged with its target, then the session. Never returns. */
 static void run_one(struct fleet *f, struct member *m, uint64_t duration_ns)
@@ -234,7 +225,7 @@ static int scan(struct fleet *f, pid_t *buf)
 	for (size_t i = 0; i < f->n; i++) {
 		struct member *m = &f->m[i];
 
-		if (!m->done && !m->child && !traced(m->target) && start(f, m))
+		if (!m->done && !m->child && proc_tracer(m->target) <= 0 && start(f, m))
 			m->done = 1;
 	}
 	return rc == -ENOENT ? rc : 0;

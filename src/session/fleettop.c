@@ -2,6 +2,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdlib.h>
 #include <string.h>
+#include "model/proc.h"
 #include "output/topview.h"
 #include "session/fleettop.h"
 
@@ -12,21 +13,6 @@ static int by_live(const void *a, const void *b)
 	if (x->live != y->live)
 		return x->live < y->live ? 1 : -1;
 	return (x->pid > y->pid) - (x->pid < y->pid);
-}
-
-/* /proc/PID/comm without its newline, or "?". */
-static void comm_of(pid_t pid, char *buf, size_t len)
-{
-	char path[64];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	f = fopen(path, "r");
-	if (!f || !fgets(buf, (int)len, f))
-		snprintf(buf, len, "?");
-	if (f)
-		fclose(f);
-	buf[strcspn(buf, "\n")] = 0;
 }
 
 void fleettop_draw(FILE *out, int tty, int rows, struct fleettop_line *lines, size_t n,
@@ -54,7 +40,7 @@ void fleettop_draw(FILE *out, int tty, int rows, struct fleettop_line *lines, si
 		topview_fmt_bytes(rss, sizeof(rss), r, 0);
 		topview_fmt_bytes(live, sizeof(live), (int64_t)l->live, 0);
 		topview_fmt_bytes(rate, sizeof(rate), (int64_t)l->rate, 0);
-		comm_of(l->pid, comm, sizeof(comm));
+		proc_comm_read(l->pid, comm, sizeof(comm));
 		fprintf(out, "%8d  %-9s  %8s  %8s  %8s  %9llu  %s\n", (int)l->pid, l->state,
 			r < 0 ? "-" : rss, live, rate, (unsigned long long)l->events, comm);
 	}

@@ -56,14 +56,6 @@ static int shares(pid_t pid, pid_t tid, pid_t child)
 	return 0;	/* its own memory; gone (-ESRCH); not ours to read (-EPERM: it exec'd) */
 }
 
-/* Non-zero if we trace pid (a child auto-attached at its parent's vfork). */
-static int traced_by_us(pid_t pid)
-{
-	char val[32];
-
-	return !proc_status_read(pid, "TracerPid", val, sizeof(val)) && atol(val) == getpid();
-}
-
 int copysafe_vfork(pid_t pid, pid_t *tid, pid_t *child)
 {
 	pid_t *tids = NULL;
@@ -87,7 +79,7 @@ int copysafe_vfork(pid_t pid, pid_t *tid, pid_t *child)
 			if (end == p || c <= 0)
 				break;
 			p = end;
-			if (!traced_by_us((pid_t)c) && shares(pid, tids[i], (pid_t)c)) {
+			if (proc_tracer((pid_t)c) != getpid() && shares(pid, tids[i], (pid_t)c)) {
 				*tid = tids[i];
 				*child = (pid_t)c;
 				found = 1;
