@@ -10,6 +10,7 @@
 #include "output/dump.h"
 #include "model/target.h"
 #include "profile/profile.h"
+#include "snapshot/allocsites.h"
 #include "snapshot/snapout.h"
 #include "stacks/symbolize.h"
 
@@ -162,23 +163,29 @@ static int among(const uint64_t *pcs, size_t n, uint64_t pc)
 	return 0;
 }
 
-/* The stack of block b, leaf first: its type, the types of the blocks
+/* The stack of block b, leaf first: where it was allocated when its
+ * allocator sampled it (as), its type, the types of the blocks
  * between it and its root, each once (a list of entries and their values
  * reads "value < entry < root" however long; CHAIN_MAX at most), then its
  * first root, then "shared" when another root reaches it too; or
  * "leaked". How many frames. */
-static size_t stack_of(const struct heapgraph *g, const uint32_t *memo, size_t b, uint64_t *pcs,
-		       uint32_t leaked, uint32_t shared)
+static size_t stack_of(const struct heapgraph *g, const uint32_t *memo, struct allocsites *as,
+		       size_t b, uint64_t *pcs, uint32_t leaked, uint32_t shared)
 {
+	const struct allocsite *site = as ? allocsites_find(as, g->addr[b]) : NULL;
 	size_t n = 0, at = b, p;
 	uint32_t root;
 
+	if (site) {
+		memcpy(pcs, as->pcs + site->at, site->depth * sizeof(*pcs));
+		n = site->depth;
+	}
 	pcs[n++] = snapnames_pc(g->type[b]);
 	if (g->owner[b] == HG_NONE) {
 		pcs[n++] = snapnames_pc(leaked);
 		return n;
 	}
-	for (unsigned k = 0; n < CHAIN_MAX && heapgraph_parent(g, at, &p, &root) > 0; k++) {
+	for (unsigned k = 0, top = (unsigned)n + CHAIN_MAX - 1; n < top && heapgraph_parent(g, at, &p, &root) > 0; k++) {
 		if (!among(pcs, n, snapnames_pc(g->type[p])))
 			pcs[n++] = snapnames_pc(g->type[p]);
 		at = p;
@@ -198,6 +205,28 @@ static void to_stderr(void *arg, const char *text)
 {
 	(void)arg;
 	fprintf(stderr, "heapattach: %s\n", text);
+}
+
+/*
+ * Each sampled block's site: the function of its stack's first frame (a
+ * return address: looked up one byte before), as a name, into ids (by
+ * the site's index in as).
+ */
+static uint32_t *site_names(const struct allocsites *as, struct symbolizer *sym,
+			    struct snapnames *names)
+{
+	uint32_t *ids = xcalloc(as->n + 1, sizeof(*ids));
+
+	for (size_t i = 0; i < as->n; i++) {
+		uint64_t pc = as->pcs[as->v[i].at];
+		struct sym_info si;
+
+		if (sym && !symbolizer_lookup(sym, pc - 1, &si) && si.function)
+			ids[i] = snapnames_id(names, si.function);
+		else
+			ids[i] = snapnames_idf(names, "0x%llx", (unsigned long long)pc);
+	}
+	return ids;
 }
 
 /* Lines kept for the profile's comments too. */
@@ -229,33 +258,42 @@ static void keep_for_attach(struct snapshot_keep *k, struct profile *p, struct s
 }
 
 int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
-		  struct snapnames *names, struct target *t, const struct glibcblocks_stats *bs,
-		  struct snapshot_stats *st)
+		  struct snapnames *names, struct allocsites *as, struct target *t,
+		  const struct glibcblocks_stats *bs, struct snapshot_stats *st)
 {
 	uint32_t leaked = snapnames_id(names, "leaked (no root reaches it)");
 	uint32_t shared = snapnames_id(names, "shared (two roots or more reach it)");
 	struct profile *p = profile_new(1);
-	struct tally own, lk, fr, sh;
+	struct tally own, lk, fr, sh, at;
 	struct classes *cls = xcalloc(1, sizeof(*cls));
 	struct lines l = { 0 };
 	struct symbolizer *sym = t ? symbolizer_new(t) : NULL;
 	char text[LINE], a[32], b[32], c[32], defout[64], *path;
-	uint64_t pcs[CHAIN_MAX + 4];
+	uint64_t pcs[ALLOCSITE_DEPTH + CHAIN_MAX + 4];
+	uint32_t *site_id = NULL;
 	int rc;
 
 	profile_set_caps(p, g->n + 16, (g->n + 16) * 4, g->n + 16, 0);
+	if (as && as->n)
+		site_id = site_names(as, sym, names);
+	tally_init(&at, names->n);
 	tally_init(&own, names->n);
 	tally_init(&lk, names->n);
 	tally_init(&fr, names->n);
 	tally_init(&sh, names->n);
 	first_roots(g, g->work);
 	for (size_t i = 0; i < g->n; i++) {
-		size_t n = stack_of(g, g->work, i, pcs, leaked, shared);
+		size_t n = stack_of(g, g->work, site_id ? as : NULL, i, pcs, leaked, shared);
+		const struct allocsite *site = site_id ? allocsites_find(as, g->addr[i]) : NULL;
 
 		st->blocks++;
 		st->bytes += heapgraph_size(g, i);
 		classes_add(cls, heapgraph_size(g, i));
 		profile_xacct_inuse(p, profile_stack_id(p, pcs, n), heapgraph_size(g, i));
+		if (site) {
+			st->sampled++;
+			tally_add(&at, site_id[site - as->v], heapgraph_size(g, i));
+		}
 		if (g->owner[i] == HG_NONE) {
 			st->leaked_blocks++;
 			st->leaked_bytes += heapgraph_size(g, i);
@@ -276,14 +314,14 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 	snprintf(text, sizeof(text), "heapattach-snapshot: blocks=%llu bytes=%llu leaked_blocks=%llu "
 		 "leaked_bytes=%llu shared_bytes=%llu classed=%llu roots=%llu pause_ns=%llu "
 		 "words=%llu tcache_free=%llu fast_free=%llu fast_known=%d mmapped=%llu copied=%d "
-		 "scan_ns=%llu",
+		 "scan_ns=%llu sampled=%llu",
 		 (unsigned long long)st->blocks, (unsigned long long)st->bytes,
 		 (unsigned long long)st->leaked_blocks, (unsigned long long)st->leaked_bytes,
 		 (unsigned long long)st->shared_bytes, (unsigned long long)st->classed,
 		 (unsigned long long)st->roots, (unsigned long long)st->pause_ns,
 		 (unsigned long long)st->words, (unsigned long long)bs->tcache_free,
 		 (unsigned long long)bs->fast_free, bs->fast_known,
-		 (unsigned long long)bs->mmapped, st->copied, (unsigned long long)st->scan_ns);
+		 (unsigned long long)bs->mmapped, st->copied, (unsigned long long)st->scan_ns, (unsigned long long)st->sampled);
 	keep(&l, text);
 	snprintf(text, sizeof(text), "snapshot of %d: %llu blocks in use (%s), %llu leaked (%s), "
 		 "%s shared by several roots; read in %.1f ms from %s; %d stopped %.1f ms in all",
@@ -306,6 +344,19 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 	print_top(&sh, names, cfg->top, keep, &l);
 	keep(&l, "leaked, by type:");
 	print_top(&lk, names, cfg->top, keep, &l);
+	if (st->sampled) {
+		char per[32] = "";
+
+		if (as->period)
+			mib(per, sizeof(per), as->period);
+		snprintf(text, sizeof(text), "allocated at, the %llu blocks %s sampled itself%s%s%s "
+			 "(their stacks are in the profile, under their type):",
+			 (unsigned long long)st->sampled, as->by ? as->by : "the allocator",
+			 per[0] ? " (about one allocation in every " : "", per,
+			 per[0] ? " allocated)" : "");
+		keep(&l, text);
+		print_top(&at, names, cfg->top, keep, &l);
+	}
 	keep(&l, "in use, by size class:");
 	print_classes(cls, cfg->top, keep, &l);
 	if (cfg->keep) {	/* the profile, names and lines go to the attach's dumps */
@@ -336,6 +387,8 @@ out:
 	tally_free(&lk);
 	tally_free(&fr);
 	tally_free(&sh);
+	tally_free(&at);
+	free(site_id);
 	free(cls);
 	if (sym)
 		symbolizer_free(sym);

@@ -22,6 +22,7 @@
 #include "ptrace/tracee.h"
 #include "python/pyfind.h"
 #include "regs.h"
+#include "snapshot/allocsites.h"
 #include "snapshot/copysafe.h"
 #include "snapshot/frames.h"
 #include "snapshot/glibcblocks.h"
@@ -75,6 +76,7 @@ struct snap {
 	struct pyblocks pb;             /* its pymalloc blocks */
 	struct pygcheads gch;           /* its GC objects' heads */
 	struct pyroots pr;              /* its module globals, named roots (pyroots.h) */
+	struct allocsites as;           /* stacks the allocator sampled itself */
 	int hide_gc;                    /* read_spans hides the heads and the globals'
 					 * entries (while scanning) */
 };
@@ -604,7 +606,7 @@ int snapshot_run(const struct snapshot_config *cfg)
 			       sn.max_stop_ns / 1e9);
 		goto out;
 	}
-	code = snapout_write(cfg, &sn.g, &sn.names, sn.t, &sn.bs, &sn.st) ? 1 : 0;
+	code = snapout_write(cfg, &sn.g, &sn.names, &sn.as, sn.t, &sn.bs, &sn.st) ? 1 : 0;
 	if (sn.cut) {
 		pr_warn("the snapshot of %d is partial: its read was cut at --max-stop %.3g s (%d "
 			"stopped %.1f ms); blocks not reached count as leaked", sn.pid,
@@ -623,6 +625,7 @@ out:
 	pygcheads_free(&sn.gch);
 	miblocks_segs_free(&sn.misegs);
 	snapnames_free(&sn.names);
+	allocsites_free(&sn.as);
 	free(sn.th);
 	target_free(sn.t);
 	tracee_release(&sn.tr);

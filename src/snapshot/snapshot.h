@@ -31,6 +31,7 @@ struct snapshot_stats {
 	uint64_t roots;
 	uint64_t pause_ns;                      /* the target stopped (fork, and reap) */
 	uint64_t scan_ns;                       /* blocks listed, scanned and typed */
+	uint64_t sampled;                       /* blocks with the allocator's own stack */
 	int copied;                             /* read from a copy the target forked */
 	char how[200];                          /* "a copy it forked", or why not */
 	uint64_t words;                         /* words scanned */
