@@ -47,13 +47,15 @@ endif
 
 all: heapattach
 
+# Bound at startup (-z now): the sessions of a run over several processes,
+# forked from it, do not each resolve the same symbols again.
 heapattach: $(MAIN_OBJ) $(B)/libheapattach.a
-	$(QCC)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(QCC)$(CC) $(CFLAGS) $(LDFLAGS) -Wl,-z,now -o $@ $^ $(LDLIBS)
 
 # The same binary in the build directory: make asan links build-asan/heapattach,
 # which the hostile-target tests run too when it is there.
 $(B)/heapattach: $(MAIN_OBJ) $(B)/libheapattach.a
-	$(QCC)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(QCC)$(CC) $(CFLAGS) $(LDFLAGS) -Wl,-z,now -o $@ $^ $(LDLIBS)
 
 $(B)/libheapattach.a: $(LIB_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^

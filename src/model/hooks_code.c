@@ -18,15 +18,40 @@
 #define CXX_WRAPPER_MAX_SIZE 512    /* C++ operators: any call into the C entries */
 #define SCAN_MAX_SIZE 4096          /* bytes of a body searched for calls into entries */
 
+/*
+ * The PLT slots found in shared objects (elfobj_shared), by object and
+ * address, as branch_memo below: a hash of PLT_MEMO_SLOTS entries, the
+ * ones past it not kept. Never freed.
+ */
+#define PLT_MEMO_SLOTS 4096
+static struct plt_memo {
+	const struct elfobj *e;
+	uint64_t vaddr, slot;
+} plt_memo[PLT_MEMO_SLOTS];
+
 /* The GOT slot (link-time address) that the PLT stub at vaddr of e jumps
  * through; 0 if the code there is not a stub. */
 static uint64_t plt_slot(const struct elfobj *e, uint64_t vaddr)
 {
+	int shared = elfobj_shared(e);
+	size_t h = (size_t)((vaddr * 0x9e3779b97f4a7c15ULL ^ (uintptr_t)e) >> 52);
+	struct plt_memo *m = NULL;
 	uint8_t code[16];
+	uint64_t slot;
 
-	if (elfobj_read(e, vaddr, code, sizeof(code)))
-		return 0;
-	return disasm_plt_slot(code, sizeof(code), vaddr);
+	for (size_t k = 0; shared && k < 8; k++) {
+		m = &plt_memo[(h + k) % PLT_MEMO_SLOTS];
+		if (m->e == e && m->vaddr == vaddr)
+			return m->slot;
+		if (!m->e)
+			break;
+		m = NULL;
+	}
+	slot = elfobj_read(e, vaddr, code, sizeof(code)) ? 0 :
+		disasm_plt_slot(code, sizeof(code), vaddr);
+	if (m)
+		*m = (struct plt_memo){ e, vaddr, slot };
+	return slot;
 }
 
 /* The entry of set other than h that is bound to name, or NULL. */
