@@ -48,6 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct snapthread th = { .tid = 1, .fs_base = TLS + (64u << 10) };
 	struct jeblocks_stats st;
 	struct jeblocks_meta meta;
+	struct allocsites as = { 0 };
 	struct snaproots r = { 0 };
 	struct heapgraph g;
 	uint64_t root = JE_ROOT;
@@ -62,7 +63,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* the root by its shape, else where the seeds put it */
 	if (data[0] & 1)
 		found = jeblocks_find_read(fake_read, &fm, &fm.maps, &root, why, sizeof(why)) == 0;
-	rc = jeblocks_list(&fm.maps, root, &th, 1, &g, fake_read, &fm, &meta, &st, why, sizeof(why));
+	rc = jeblocks_list(&fm.maps, root, &th, 1, &g, fake_read, &fm, &meta, &as, &st, why,
+			   sizeof(why));
 	if (getenv("FUZZ_SAY"))	/* what an input makes of the target (seeds checked so) */
 		fprintf(stderr, "rc %d (%s) found %d root %#llx leaves %llu pages %llu slabs %llu large %llu torn %llu tcaches %u free %llu arrays %llu; g %zu meta %zu\n",
 			rc, rc ? why : "", found, (unsigned long long)root, (unsigned long long)st.leaves, (unsigned long long)st.pages,
@@ -86,6 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		snaproots_free(&r);
 	}
 	jeblocks_meta_free(&meta);
+	allocsites_free(&as);
 	heapgraph_free(&g);
 	return 0;
 }
