@@ -63,8 +63,8 @@ int jeblocks_find(pid_t pid, const struct proc_maps *maps, uint64_t *root, char 
  * static TLS below its fs_base, every entry checked) are free, and so
  * are the caches' own arrays. What jemalloc manages into meta. The
  * stacks jemalloc took itself of its sampled blocks in use (prof:true)
- * into as (by "jemalloc"; its rate unknown: period 0). 0, or -errno with
- * the reason in why.
+ * into as (by "jemalloc"; period its rate if its counters tell it, else
+ * 0). 0, or -errno with the reason in why.
  */
 int jeblocks_list(const struct proc_maps *maps, uint64_t root,
 		  const struct snapthread *th, size_t nth, struct heapgraph *g, hg_read_fn gread,

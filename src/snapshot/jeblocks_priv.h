@@ -112,6 +112,24 @@ void jeblocks_walk_free(struct jewalk *w);
 void jeblocks_tcaches(struct jewalk *w, const struct heapgraph *g, const struct snapthread *th,
 		      size_t nth, struct jedrops *d);
 
+/* What tells jemalloc's sampling rate (jerate.c): per prof_tctx_t (JERATE_TCTXS
+ * at most), its counts of the sampled blocks in use, and the sampled blocks
+ * seen in use that name it, their unbiased bytes at each rate 2^lg. */
+#define JERATE_TCTXS 64
+#define JERATE_LGS 64                   /* lg_prof_sample 0..63 */
+struct jerate_tctx {
+	uint64_t at, objs, bytes, unbiased;
+	uint64_t seen_objs, seen_bytes, sum[JERATE_LGS];
+};
+struct jerate {
+	struct jerate_tctx t[JERATE_TCTXS];
+	size_t n;
+};
+
+/* A sampled block of usize bytes in use names the tctx at tctx, its words tw (13). */
+void jerate_add(struct jerate *r, uint64_t tctx, const uint64_t *tw, uint64_t usize);
+/* The mean bytes between samples (2^lg_prof_sample) if the tctxs added tell it, else 0. */
+uint64_t jerate_period(const struct jerate *r);
 /* The stacks jemalloc took of the sampled extents among the blocks of g
  * (walked by w) into as (jeprof.c). */
 void jeblocks_samples(const struct jewalk *w, const struct heapgraph *g, struct allocsites *as);

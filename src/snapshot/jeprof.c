@@ -1,8 +1,9 @@
 /* jemalloc's own samples (MALLOC_CONF=prof:true): the stack it took of each sampled extent in use, through its prof_tctx_t and prof_gctx_t. */
 /* SPDX-License-Identifier: MIT */
 #include <stdint.h>
-#include <string.h>
+#include <stdlib.h>
 
+#include "base/xmalloc.h"
 #include "snapshot/jeblocks_priv.h"
 
 /*
@@ -20,14 +21,15 @@
 #define GCTX_WORDS 24                   /* prof_gctx_t's words searched for bt */
 #define BT_MAX 128                      /* PROF_BT_MAX */
 
-/* The stack at the tctx at t (its words read), leaf first, into pcs (BT_MAX): how many, or 0. */
-static size_t tctx_stack(const struct jewalk *w, uint64_t t, uint64_t *pcs)
+/* The stack at the tctx at t, leaf first, into pcs (BT_MAX), its words
+ * into tw (TCTX_GCTX + 1): how many frames, or 0. */
+static size_t tctx_stack(const struct jewalk *w, uint64_t t, uint64_t *tw, uint64_t *pcs)
 {
-	uint64_t tw[TCTX_GCTX + 1], gw[GCTX_WORDS], gctx;
+	uint64_t gw[GCTX_WORDS], gctx;
 	unsigned k, len;
 
-	if (t <= 1 || t % 8 || !jeblocks_anon_rw(w->maps, t, sizeof(tw)) ||
-	    jeblocks_rd(w, t, tw, sizeof(tw)))
+	if (t <= 1 || t % 8 || !jeblocks_anon_rw(w->maps, t, 8 * (TCTX_GCTX + 1)) ||
+	    jeblocks_rd(w, t, tw, 8 * (TCTX_GCTX + 1)))
 		return 0;
 	gctx = tw[TCTX_GCTX];
 	if (!gctx || gctx % 8 || !jeblocks_anon_rw(w->maps, gctx, sizeof(gw)) ||
@@ -45,20 +47,24 @@ static size_t tctx_stack(const struct jewalk *w, uint64_t t, uint64_t *pcs)
 	return len;
 }
 
-/* The stack of extent x if jemalloc sampled it, into pcs: how many, or 0. The
- * tctx follows the request size (at most the block's usable size). */
-static size_t extent_stack(const struct jewalk *w, const struct jeextent *x, uint64_t *pcs)
+/* The stack of extent x if jemalloc sampled it, into pcs: how many, or 0;
+ * its tctx counted in r. The tctx follows the request size (at most the
+ * block's usable size). */
+static size_t extent_stack(const struct jewalk *w, const struct jeextent *x, uint64_t *pcs,
+			   struct jerate *r)
 {
-	uint64_t usable = jeblocks_class_size(x->szind);
+	uint64_t usable = jeblocks_class_size(x->szind), tw[TCTX_GCTX + 1];
 
 	for (unsigned k = 1; k < 3; k++) {
 		size_t n;
 
 		if (!x->prof[k - 1] || x->prof[k - 1] > usable || x->prof[k] <= 1)
 			continue;
-		n = tctx_stack(w, x->prof[k], pcs);
-		if (n)
+		n = tctx_stack(w, x->prof[k], tw, pcs);
+		if (n) {
+			jerate_add(r, x->prof[k], tw, usable);
 			return n;
+		}
 	}
 	return 0;
 }
@@ -73,6 +79,7 @@ static int code_at(const struct proc_maps *maps, uint64_t pc)
 
 void jeblocks_samples(const struct jewalk *w, const struct heapgraph *g, struct allocsites *as)
 {
+	struct jerate *r = xcalloc(1, sizeof(*r));
 	uint64_t pcs[BT_MAX];
 
 	as->by = "jemalloc";
@@ -83,7 +90,7 @@ void jeblocks_samples(const struct jewalk *w, const struct heapgraph *g, struct 
 
 		if (b < 0 || g->addr[b] != x->addr)
 			continue;	/* a slab's region, or none in use */
-		n = extent_stack(w, x, pcs);
+		n = extent_stack(w, x, pcs, r);
 		while (k < n && code_at(w->maps, pcs[k]))
 			k++;
 		n = k;	/* the frames up to the first that is no code */
@@ -92,4 +99,6 @@ void jeblocks_samples(const struct jewalk *w, const struct heapgraph *g, struct 
 		if (top < n && !allocsites_add(as, x->addr, pcs + top, n - top))
 			w->st->sampled++;
 	}
+	as->period = jerate_period(r);
+	free(r);
 }

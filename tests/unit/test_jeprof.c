@@ -1,6 +1,7 @@
-/* Unit tests for jemalloc's own samples (jeprof.c): a sampled extent's stack through its tctx and gctx, jemalloc's frames dropped; what is no sample gives none. */
+/* Unit tests for jemalloc's own samples (jeprof.c): a sampled extent's stack through its tctx and gctx, jemalloc's frames dropped, what is no sample gives none; its rate told by its counters (jerate.c). */
 /* SPDX-License-Identifier: MIT */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
@@ -110,4 +111,39 @@ static void samples(void)
 	allocsites_free(&as);
 }
 
-HARNESS_MAIN("jeprof", T(samples))
+/* A tctx's counts (words 4, 6, 7: objects, bytes, unbiased bytes). */
+static void counts(uint64_t *tw, uint64_t objs, uint64_t bytes, uint64_t unbiased)
+{
+	memset(tw, 0, 13 * sizeof(*tw));
+	tw[4] = objs;
+	tw[6] = bytes;
+	tw[7] = unbiased;
+}
+
+/* The rate the tctxs' unbiased bytes tell (jemalloc's own figures at 2^10:
+ * 112 -> 1081, 4096 -> 4172; 40960 -> 40960 at any rate up to 2^11). */
+static void rate(void)
+{
+	struct jerate *r = calloc(1, sizeof(*r));
+	uint64_t tw[13];
+
+	counts(tw, 3, 112 + 112 + 4096, 1081 + 1081 + 4172);
+	jerate_add(r, 0x1000, tw, 112);
+	jerate_add(r, 0x1000, tw, 4096);
+	expect_u64_eq(jerate_period(r), 0);	/* a block of it not seen */
+	jerate_add(r, 0x1000, tw, 112);
+	expect_u64_eq(jerate_period(r), 1024);
+	counts(tw, 1, 40960, 40960);
+	jerate_add(r, 0x2000, tw, 40960);	/* fits 2^10 too */
+	expect_u64_eq(jerate_period(r), 1024);
+	counts(tw, 1, 112, 2105);		/* 2^11: no rate fits both */
+	jerate_add(r, 0x3000, tw, 112);
+	expect_u64_eq(jerate_period(r), 0);
+	memset(r, 0, sizeof(*r));
+	counts(tw, 1, 40960, 40960);		/* 2^0 .. 2^11 fit: unknown */
+	jerate_add(r, 0x2000, tw, 40960);
+	expect_u64_eq(jerate_period(r), 0);
+	free(r);
+}
+
+HARNESS_MAIN("jeprof", T(samples), T(rate))
