@@ -83,8 +83,8 @@ static int cmp_span(const void *a, const void *b)
 
 int jeblocks_list(const struct proc_maps *maps, uint64_t root,
 		  const struct snapthread *th, size_t nth, struct heapgraph *g, hg_read_fn gread,
-		  void *garg, struct jeblocks_meta *meta, struct jeblocks_stats *st, char *why,
-		  size_t len)
+		  void *garg, struct jeblocks_meta *meta, struct allocsites *as,
+		  struct jeblocks_stats *st, char *why, size_t len)
 {
 	struct jewalk w = { .read = gread, .read_arg = garg, .maps = maps, .st = st, .why = why,
 			    .len = len };
@@ -134,6 +134,7 @@ int jeblocks_list(const struct proc_maps *maps, uint64_t root,
 		g->size[d.v[i]] = 0;	/* dropped by the seal */
 	heapgraph_seal(g);
 	xunmap(d.v, (d.cap + 1) * sizeof(*d.v));
+	jeblocks_samples(&w, g, as);
 	qsort(w.own, w.nown, sizeof(*w.own), cmp_span);
 	for (size_t i = 0; i < w.nown; i++) {	/* merged */
 		struct hg_span *l = meta->n ? &w.own[meta->n - 1] : NULL;
@@ -148,9 +149,10 @@ int jeblocks_list(const struct proc_maps *maps, uint64_t root,
 	meta->v = w.own;
 	w.own = NULL;
 	pr_debug("snapshot: jemalloc's extents map at %#llx: %llu leaves, %llu pages, %zu extents "
-		 "(%llu torn: skipped), %zu spans of its own memory", (unsigned long long)root,
-		 (unsigned long long)st->leaves, (unsigned long long)st->pages, w.ned,
-		 (unsigned long long)st->torn, meta->n);
+		 "(%llu torn: skipped), %zu spans of its own memory, %llu blocks it sampled",
+		 (unsigned long long)root, (unsigned long long)st->leaves,
+		 (unsigned long long)st->pages, w.ned, (unsigned long long)st->torn, meta->n,
+		 (unsigned long long)st->sampled);
 out:
 	jeblocks_walk_free(&w);
 	return rc;

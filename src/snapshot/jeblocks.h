@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "model/proc.h"
+#include "snapshot/allocsites.h"
 #include "snapshot/heapgraph.h"
 #include "snapshot/roots.h"
 
@@ -33,6 +34,7 @@ struct jeblocks_stats {
 	unsigned threads, tcaches;      /* threads searched, thread caches found */
 	uint64_t tcache_free;           /* regions in them: free */
 	uint64_t tcache_arrays;         /* the caches' own arrays: not the program's blocks */
+	uint64_t sampled;               /* blocks whose stack jemalloc took (prof:true) */
 };
 
 /* The memory jemalloc manages that is no block: its extents (the free
@@ -59,13 +61,15 @@ int jeblocks_find(pid_t pid, const struct proc_maps *maps, uint64_t *root, char 
  * active large extent one block of its size class's usable size. The
  * regions in the thread caches of threads th (found in each thread's
  * static TLS below its fs_base, every entry checked) are free, and so
- * are the caches' own arrays. What jemalloc manages into meta. 0,
- * or -errno with the reason in why.
+ * are the caches' own arrays. What jemalloc manages into meta. The
+ * stacks jemalloc took itself of its sampled blocks in use (prof:true)
+ * into as (by "jemalloc"; period its rate if its counters tell it, else
+ * 0). 0, or -errno with the reason in why.
  */
 int jeblocks_list(const struct proc_maps *maps, uint64_t root,
 		  const struct snapthread *th, size_t nth, struct heapgraph *g, hg_read_fn gread,
-		  void *garg, struct jeblocks_meta *meta, struct jeblocks_stats *st, char *why,
-		  size_t len);
+		  void *garg, struct jeblocks_meta *meta, struct allocsites *as,
+		  struct jeblocks_stats *st, char *why, size_t len);
 
 /* Cut meta out of the roots r: jemalloc's metadata points at every extent
  * (it would keep every slab's first region and large block alive), and

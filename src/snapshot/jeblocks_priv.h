@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "model/proc.h"
+#include "snapshot/allocsites.h"
 #include "snapshot/heapgraph.h"
 #include "snapshot/jeblocks.h"
 
@@ -19,6 +20,7 @@
 #define JE_EDATA 128                            /* sizeof(edata_t), its alignment */
 #define JE_NSIZES 232                           /* size classes */
 #define JE_NBINS 36                             /* of them small (slabs): below 16 KiB */
+#define JE_LARGE_MIN 16384ULL                   /* SC_LARGE_MINCLASS: a sampled small one's extent */
 #define JE_MAXREGS 512                          /* regions of a slab at most */
 /* edata_t's e_bits: slab 12, state 17..19, szind 20..27, nfree 28..37 */
 #define EB_SLAB(b)   (((b) >> 12) & 1)
@@ -51,6 +53,7 @@ struct jeedata {
 struct jeextent {
 	uint64_t base, addr, size;
 	uint64_t bitmap[JE_MAXREGS / 64];
+	uint64_t prof[3];               /* a large one's edata_t words 9..11: e_prof_info's request size, tctx */
 	unsigned slab, szind, nfree;
 };
 
@@ -93,6 +96,8 @@ int jeblocks_read_pid(void *arg, const struct hg_span *s, size_t n, uint8_t *buf
 /* jeblocks_find through read (arg, spans of any length): what the fuzzer calls. */
 int jeblocks_find_read(hg_read_fn read, void *arg, const struct proc_maps *maps, uint64_t *root,
 		       char *why, size_t len);
+/* Whether m is of a library named libjemalloc*. */
+int jeblocks_libjemalloc(const struct proc_map *m);
 /* Whether [addr, addr + n) is private writable anonymous memory, as jemalloc's metadata is. */
 int jeblocks_anon_rw(const struct proc_maps *maps, uint64_t addr, uint64_t n);
 /* The active extents of the tree at root into w->ex, sorted, checked; what
@@ -106,5 +111,27 @@ void jeblocks_walk_free(struct jewalk *w);
  * regions and arrays into d; the tree's lookup caches in their TSD into w->own. */
 void jeblocks_tcaches(struct jewalk *w, const struct heapgraph *g, const struct snapthread *th,
 		      size_t nth, struct jedrops *d);
+
+/* What tells jemalloc's sampling rate (jerate.c): per prof_tctx_t (JERATE_TCTXS
+ * at most), its counts of the sampled blocks in use, and the sampled blocks
+ * seen in use that name it, their unbiased bytes at each rate 2^lg. */
+#define JERATE_TCTXS 64
+#define JERATE_LGS 64                   /* lg_prof_sample 0..63 */
+struct jerate_tctx {
+	uint64_t at, objs, bytes, unbiased;
+	uint64_t seen_objs, seen_bytes, sum[JERATE_LGS];
+};
+struct jerate {
+	struct jerate_tctx t[JERATE_TCTXS];
+	size_t n;
+};
+
+/* A sampled block of usize bytes in use names the tctx at tctx, its words tw (13). */
+void jerate_add(struct jerate *r, uint64_t tctx, const uint64_t *tw, uint64_t usize);
+/* The mean bytes between samples (2^lg_prof_sample) if the tctxs added tell it, else 0. */
+uint64_t jerate_period(const struct jerate *r);
+/* The stacks jemalloc took of the sampled extents among the blocks of g
+ * (walked by w) into as (jeprof.c). */
+void jeblocks_samples(const struct jewalk *w, const struct heapgraph *g, struct allocsites *as);
 
 #endif

@@ -125,8 +125,7 @@ out:
 	xunmap(v, len);
 }
 
-/* Whether m is of a library named libjemalloc*. */
-static int libjemalloc(const struct proc_map *m)
+int jeblocks_libjemalloc(const struct proc_map *m)
 {
 	const char *b = m->path ? strrchr(m->path, '/') : NULL;
 
@@ -151,7 +150,7 @@ int jeblocks_find_read(hg_read_fn read, void *arg, const struct proc_maps *maps,
 	struct gigs *g;
 
 	for (size_t i = 0; i < maps->n; i++)
-		named |= libjemalloc(&maps->v[i]);
+		named |= jeblocks_libjemalloc(&maps->v[i]);
 	g = xmalloc(sizeof(*g));
 	gigs_of(maps, g);
 	w.buf = xmap(JE_ARRAY);
@@ -160,7 +159,7 @@ int jeblocks_find_read(hg_read_fn read, void *arg, const struct proc_maps *maps,
 		uint64_t lo, hi;
 
 		if (!m->path || m->path[0] != '/' || (m->prot & (PROC_MAP_W | PROC_MAP_SHARED)) !=
-		    PROC_MAP_W || (named && !libjemalloc(m)))
+		    PROC_MAP_W || (named && !jeblocks_libjemalloc(m)))
 			continue;
 		data_span(maps, i, &lo, &hi);
 		search_span(&w, maps, g, lo, hi, w.buf, cand, &n, &tried);

@@ -150,6 +150,7 @@ static int take_extent(struct jewalk *w, const struct jeedata *d, const struct j
 	uint64_t b = d->w[0], addr = d->w[1], size = d->w[2] & ~(JE_PAGE - 1);
 	uint64_t base = addr & ~(JE_PAGE - 1);
 	unsigned state = EB_STATE(b), slab = EB_SLAB(b), szind = EB_SZIND(b);
+	unsigned promoted = !slab && szind < JE_NBINS;
 	const struct proc_map *m = proc_maps_find(w->maps, base);
 	struct jeextent *x;
 
@@ -160,8 +161,9 @@ static int take_extent(struct jewalk *w, const struct jeedata *d, const struct j
 		    (state == STATE_ACTIVE && (LE_SLAB(el[i].bits) != slab ||
 					       (LE_SZIND(el[i].bits) != szind &&
 						(el[i].key == base ||
-						 LE_SZIND(el[i].bits) != JE_NSIZES)))))
-			return 0;	/* a tail page's szind may be SC_NSIZES */
+						 (LE_SZIND(el[i].bits) != JE_NSIZES &&
+						  !(promoted && LE_SZIND(el[i].bits) == JE_NBINS)))))))
+			return 0;	/* a tail page's szind may be SC_NSIZES, or a promoted one's large class */
 	jeblocks_own(w, base, size);
 	jeblocks_own(w, d->at & ~(JE_PAGE - 1), JE_PAGE);
 	if (state != STATE_ACTIVE)
@@ -178,14 +180,15 @@ static int take_extent(struct jewalk *w, const struct jeedata *d, const struct j
 			nfree += (d->w[8 + r / 64] >> (r % 64)) & 1;
 		if (nfree != EB_NFREE(b))
 			return 0;
-	} else if (szind < JE_NBINS || szind >= JE_NSIZES || addr - base >= JE_PAGE ||
-		   addr - base + jeblocks_class_size(szind) > size || n > 2) {
-		return 0;
+	} else if (szind >= JE_NSIZES || addr - base >= JE_PAGE || n > 2 ||
+		   addr - base + (promoted ? JE_LARGE_MIN : jeblocks_class_size(szind)) > size) {
+		return 0;	/* promoted: a small one prof sampled, alone in an extent of the first large class */
 	}
 	x = &w->ex[w->nex++];
 	*x = (struct jeextent){ .base = base, .addr = addr, .size = size, .slab = slab,
 			      .szind = szind, .nfree = EB_NFREE(b) };
 	memcpy(x->bitmap, &d->w[8], sizeof(x->bitmap));
+	memcpy(x->prof, &d->w[9], sizeof(x->prof));
 	return 1;
 }
 

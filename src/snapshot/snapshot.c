@@ -272,7 +272,7 @@ static int list_je(struct snap *sn, const struct proc_maps *maps)
 {
 	char why[160];
 	int rc = jeblocks_list(maps, sn->je_root, sn->th, sn->nth, &sn->g, read_spans, sn,
-			       &sn->je_meta, &sn->js, why, sizeof(why));
+			       &sn->je_meta, &sn->as, &sn->js, why, sizeof(why));
 
 	if (rc) {
 		if (!snaphold_stop_asked && !sn->cut)

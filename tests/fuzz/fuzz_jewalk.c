@@ -1,4 +1,4 @@
-/* libFuzzer target: jemalloc's walkers (the extents map found by shape, jefind.c; its leaves, edata_t and slabs, jetree.c; thread caches, jetcache.c; jeblocks.c) over a fake target laid out by the input. */
+/* libFuzzer target: jemalloc's walkers (the extents map found by shape, jefind.c; its leaves, edata_t and slabs, jetree.c; thread caches, jetcache.c; its samples' stacks, jeprof.c; jeblocks.c) over a fake target laid out by the input. */
 /* SPDX-License-Identifier: MIT */
 #include <stdint.h>
 #include <stdio.h>
@@ -13,13 +13,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The fake target: extents (1 GiB region 0x1fc00 of the tree's root), a
  * base block of metadata (a leaf, edata_t), a thread's static TLS under
- * its fs_base, libjemalloc's data (the root array, JE_ROOT). */
+ * its fs_base, libjemalloc's data (the root array, JE_ROOT), code. */
 #define EXTENTS  0x7f0000000000ULL
 #define META     0x7f0040000000ULL
 #define TLS      0x7f0080000000ULL
 #define TLS_SZ   (72u << 10)
 #define LIB      0x7f00c0000000ULL
 #define JE_ROOT  (LIB + 0x1000)
+#define CODE     0x7f0100000000ULL      /* the program's code, and jemalloc's: a sample's PCs */
+#define JECODE   0x7f0140000000ULL
 
 static struct fakemem fm;
 
@@ -29,6 +31,9 @@ static void setup(void)
 	fake_map(&fm, META, 4u << 20, PROC_MAP_R | PROC_MAP_W, NULL);
 	fake_map(&fm, TLS, TLS_SZ, PROC_MAP_R | PROC_MAP_W, NULL);
 	fake_map(&fm, LIB, JE_ARRAY + (16u << 10), PROC_MAP_R | PROC_MAP_W,
+		 "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2");
+	fake_map(&fm, CODE, 64u << 10, PROC_MAP_R | PROC_MAP_X, "/usr/bin/prog");
+	fake_map(&fm, JECODE, 64u << 10, PROC_MAP_R | PROC_MAP_X,
 		 "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2");
 }
 
@@ -48,6 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct snapthread th = { .tid = 1, .fs_base = TLS + (64u << 10) };
 	struct jeblocks_stats st;
 	struct jeblocks_meta meta;
+	struct allocsites as = { 0 };
 	struct snaproots r = { 0 };
 	struct heapgraph g;
 	uint64_t root = JE_ROOT;
@@ -62,12 +68,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* the root by its shape, else where the seeds put it */
 	if (data[0] & 1)
 		found = jeblocks_find_read(fake_read, &fm, &fm.maps, &root, why, sizeof(why)) == 0;
-	rc = jeblocks_list(&fm.maps, root, &th, 1, &g, fake_read, &fm, &meta, &st, why, sizeof(why));
+	rc = jeblocks_list(&fm.maps, root, &th, 1, &g, fake_read, &fm, &meta, &as, &st, why,
+			   sizeof(why));
 	if (getenv("FUZZ_SAY"))	/* what an input makes of the target (seeds checked so) */
-		fprintf(stderr, "rc %d (%s) found %d root %#llx leaves %llu pages %llu slabs %llu large %llu torn %llu tcaches %u free %llu arrays %llu; g %zu meta %zu\n",
+		fprintf(stderr, "rc %d (%s) found %d root %#llx leaves %llu pages %llu slabs %llu large %llu torn %llu tcaches %u free %llu arrays %llu; g %zu meta %zu sampled %llu stacks %zu of %zu frames\n",
 			rc, rc ? why : "", found, (unsigned long long)root, (unsigned long long)st.leaves, (unsigned long long)st.pages,
 			(unsigned long long)st.slabs, (unsigned long long)st.large, (unsigned long long)st.torn,
-			st.tcaches, (unsigned long long)st.tcache_free, (unsigned long long)st.tcache_arrays, g.n, meta.n);
+			st.tcaches, (unsigned long long)st.tcache_free, (unsigned long long)st.tcache_arrays, g.n, meta.n,
+			(unsigned long long)st.sampled, as.n, as.npcs);
 	if (rc == 0) {
 		check(&g, &meta);
 		/* every mapping a root, less jemalloc's memory; then the scan */
@@ -86,6 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		snaproots_free(&r);
 	}
 	jeblocks_meta_free(&meta);
+	allocsites_free(&as);
 	heapgraph_free(&g);
 	return 0;
 }

@@ -201,6 +201,18 @@ def seed(ctl, tcache):
         out += patch(2, 0xa000, q(EXT & ~((1 << 30) - 1), LEAF))         # a lookup cache's pair
     return out
 open(d + '/je', 'wb').write(seed(0, 0))
+# prof:true: the large extent sampled, and a small one promoted to 5 pages of its own
+# (its tail page the first large class's), both by one tctx -> gctx -> bt of
+# 2 frames in libjemalloc's code, then 2 in the program's
+TCTX, GCTX, CODE, JECODE = META + 0x310000, META + 0x311000, 0x7f0100000000, 0x7f0140000000
+prof = patch(1, ED + 128 * 2 + 72 - META, q(16384, TCTX))
+prof += patch(1, ED + 128 * 5 - META, q(3 << 20, EXT + 14 * 4096, 5 * 4096, 0, 0, 0, 0, 0, 0, 32, TCTX))
+prof += patch(1, LEAF - META + 8 * 14, q(ED + 128 * 5 | 3 << 48))
+prof += patch(1, LEAF - META + 8 * 18, q(ED + 128 * 5 | 36 << 48))
+prof += patch(1, TCTX - META + 96, q(GCTX))
+prof += patch(1, GCTX - META + 104, q(GCTX + 120, 4, JECODE + 0x100, JECODE + 0x200, CODE + 0x1234,
+                                        CODE + 0x2345))
+open(d + '/je-prof', 'wb').write(seed(0, 0) + prof)
 open(d + '/je-tcache', 'wb').write(seed(0, 1))
 open(d + '/je-find', 'wb').write(seed(1, 1))
 # a fill (u8 0x80 | mapping, u32 offset, u16 count, u64 value, u64 step: 4 * count
@@ -273,6 +285,7 @@ seed_says pywalk py12 'objects 9 types 5 keys 1 values 2 gc 7'
 seed_says pywalk py13-glibc 'pools 3 blocks 5 refused 0'
 seed_says pywalk py8 'pools 4 blocks 8 refused 1 free 4'
 seed_says jewalk je 'rc 0 () found 0 .* pages 9 slabs 3 large 1 torn 0 tcaches 0 .* g 412 meta 3'
+seed_says jewalk je-prof 'rc 0 () found 0 .* slabs 3 large 2 torn 0 .* g 413 meta 4 sampled 2 stacks 2 of 4 frames'
 seed_says jewalk je-tcache 'rc 0 () found 0 .* tcaches 1 free 2 arrays 1; g 409 meta 4'
 seed_says jewalk je-find 'rc 0 () found 1 .* tcaches 1 free 2 arrays 1; g 409 meta 4'
 seed_says jewalk je-fill 'does not hold together'
