@@ -33,6 +33,13 @@ int tcblocks_anon_rw(const struct proc_maps *maps, uint64_t addr, uint64_t n)
 	       (!m->path || !strncmp(m->path, "[anon", 5) || !strcmp(m->path, "[heap]"));
 }
 
+int tcblocks_lib(const struct proc_map *m)
+{
+	const char *b = m->path ? strrchr(m->path, '/') : NULL;
+
+	return b && !strncmp(b + 1, "libtcmalloc", 11);
+}
+
 int tcblocks_sizes(struct tcwalk *w)
 {
 	uint8_t b[SM_BYTES];
@@ -82,7 +89,7 @@ static void add_span(struct tcwalk *w, uint64_t s, const uint64_t *sw, uint64_t 
 	*x = (struct tcspan){ .at = s, .base = key << TC_PAGE_SHIFT,
 			      .len = sw[SP_LENGTH] << TC_PAGE_SHIFT, .objects = sw[SP_OBJECTS],
 			      .cls = SP_CLASS(bits), .refcount = SP_REFCOUNT(bits),
-			      .location = SP_LOCATION(bits) };
+			      .location = SP_LOCATION(bits), .sample = SP_SAMPLE(bits) };
 }
 
 /* The spans of the leaf (read into w->buf) of root entry i1. */
