@@ -59,7 +59,7 @@
 /* A span in use (or free: meta). */
 struct tcspan {
 	uint64_t at, base, len;         /* the Span's address; its pages' bytes */
-	uint64_t objects;               /* its free list */
+	uint64_t objects;               /* its free list (sampled: its StackTrace) */
 	unsigned cls, refcount, location, sample;
 };
 
