@@ -66,8 +66,22 @@ bad:
 	return -EINVAL;
 }
 
+/* Whether [lo, lo + n) is mapped (by mappings end to end). */
+static int mapped(const struct proc_maps *maps, uint64_t lo, uint64_t n)
+{
+	const struct proc_map *m = proc_maps_find(maps, lo), *last = maps->v + maps->n - 1;
+
+	if (!m || lo + n < lo)
+		return 0;
+	for (; m->end < lo + n; m++)
+		if (m == last || m[1].start != m->end)
+			return 0;
+	return 1;
+}
+
 /* Span s read (its words) as found at page key: added to w->sp when it
- * starts there (its other pages, and stale pointers, are not its head). */
+ * starts there (its other pages, and stale pointers, are not its head);
+ * one in use must be mapped (its block is scanned): else torn. */
 static void add_span(struct tcwalk *w, uint64_t s, const uint64_t *sw, uint64_t key)
 {
 	struct tcspan *x;
@@ -77,7 +91,8 @@ static void add_span(struct tcwalk *w, uint64_t s, const uint64_t *sw, uint64_t 
 	    SP_LOCATION(bits) > 2)
 		return;
 	if (SP_LOCATION(bits) == 0 && (SP_CLASS(bits) >= w->ncls ||
-	    (SP_CLASS(bits) && sw[SP_LENGTH] != w->pages[SP_CLASS(bits)]))) {
+	    (SP_CLASS(bits) && sw[SP_LENGTH] != w->pages[SP_CLASS(bits)]) ||
+	    !mapped(w->maps, key << TC_PAGE_SHIFT, sw[SP_LENGTH] << TC_PAGE_SHIFT))) {
 		w->st->torn++;
 		return;
 	}

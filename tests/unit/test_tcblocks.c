@@ -201,6 +201,15 @@ static void listed(void)
 	expect_int_eq(g.n, 1);
 	heapgraph_free(&g);
 	tcblocks_meta_free(&meta);
+	/* a span in use longer than its mapping (a block of 8 TiB to scan): torn */
+	lay(&f, 1022);
+	put64(f.meta + SPANS_AT + TC_SPAN + 8, 1ULL << 30);
+	expect_int_eq(tcblocks_list(&f.maps, &at, &g, read_own, NULL, &meta, NULL, &st, why,
+				    sizeof(why)), 0);
+	expect_int_eq(st.torn, 1);
+	expect_int_eq(g.n, 1018);
+	heapgraph_free(&g);
+	tcblocks_meta_free(&meta);
 	/* no size map: refused, said */
 	memset(f.lib + SIZES_AT, 0, 16);
 	expect_int_eq(tcblocks_find_at(&f.maps, read_own, NULL, f.heaps, &at, why, sizeof(why)),
