@@ -231,7 +231,7 @@ FUZZ_LIB_SRC := src/model/elfobj.c src/model/proc.c src/model/tfile.c src/model/
 	src/snapshot/pyblocks.c src/snapshot/pytypes.c src/snapshot/names.c src/snapshot/roots.c src/snapshot/globals.c \
 	src/stacks/symbolize.c src/model/debugfetch.c \
 	src/snapshot/jeblocks.c src/snapshot/jefind.c src/snapshot/jetree.c src/snapshot/jetcache.c src/snapshot/jeprof.c src/snapshot/jerate.c \
-	src/snapshot/miblocks.c src/snapshot/tcblocks.c src/snapshot/tcfind.c src/snapshot/tcspans.c src/snapshot/allocsites.c
+	src/snapshot/miblocks.c src/snapshot/tcblocks.c src/snapshot/tcfind.c src/snapshot/tcspans.c src/snapshot/tcsample.c src/snapshot/allocsites.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FB)/%.o)
 FUZZ_BIN     := $(patsubst tests/fuzz/%.c,$(FB)/%,$(wildcard tests/fuzz/fuzz_*.c))
 

@@ -296,8 +296,8 @@ static int list_tc(struct snap *sn, const struct proc_maps *maps)
 {
 	struct tcblocks_stats ts;
 	char why[160];
-	int rc = tcblocks_list(maps, &sn->tc_at, &sn->g, read_spans, sn, &sn->tc_meta, &ts, why,
-			       sizeof(why));
+	int rc = tcblocks_list(maps, &sn->tc_at, &sn->g, read_spans, sn, &sn->tc_meta, &sn->as, &ts,
+			       why, sizeof(why));
 
 	if (rc) {
 		if (!snaphold_stop_asked && !sn->cut)

@@ -226,7 +226,7 @@ static void free_spans(const struct tcwalk *w, struct tcblocks_meta *meta)
 
 int tcblocks_list(const struct proc_maps *maps, const struct tcblocks_at *at,
 		  struct heapgraph *g, hg_read_fn read, void *arg, struct tcblocks_meta *meta,
-		  struct tcblocks_stats *st, char *why, size_t len)
+		  struct allocsites *as, struct tcblocks_stats *st, char *why, size_t len)
 {
 	struct tcwalk w = { .read = read, .read_arg = arg, .maps = maps, .at = at, .st = st,
 			    .why = why, .len = len };
@@ -253,6 +253,7 @@ int tcblocks_list(const struct proc_maps *maps, const struct tcblocks_at *at,
 	heapgraph_seal(g);
 	xunmap(d.v, (d.cap + 1) * sizeof(*d.v));
 	free_spans(&w, meta);
+	tcblocks_samples(&w, as);
 	pr_debug("snapshot: tcmalloc's pagemap at %#llx: %llu leaves, %zu spans (%llu torn: "
 		 "skipped), %u size classes, %zu free spans", (unsigned long long)at->root,
 		 (unsigned long long)st->leaves, w.nsp, (unsigned long long)st->torn, w.ncls,

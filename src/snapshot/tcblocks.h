@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "model/proc.h"
+#include "snapshot/allocsites.h"
 #include "snapshot/heapgraph.h"
 
 struct target;
@@ -31,6 +32,7 @@ struct tcblocks_at {
 	uint64_t sizes;         /* SizeMap::class_to_size_ (int32[128]) */
 	uint64_t central;       /* Static::central_cache_[0] */
 	uint64_t heaps;         /* ThreadCache::thread_heaps_ (a pointer) */
+	uint64_t flag;          /* FLAGS_tcmalloc_sample_parameter (int64), or 0 */
 };
 
 /* What the listing found, for the summary. */
@@ -42,6 +44,7 @@ struct tcblocks_stats {
 	unsigned tcaches;               /* thread caches walked */
 	uint64_t tcache_free;           /* objects in them: free */
 	uint64_t central_free;          /* objects in the central transfer slots: free */
+	uint64_t sampled, unread;       /* sampled spans in use: with their stack, without */
 };
 
 /* tcmalloc's free spans: no blocks, stale words (sorted, apart): no roots
@@ -53,7 +56,8 @@ struct tcblocks_meta {
 
 /*
  * tcmalloc's state in the target t (maps its mappings), read through read
- * (arg): thread_heaps_ by its symbol, the rest by its shape in the
+ * (arg): thread_heaps_ and the sample parameter's flag by their symbols
+ * (of one object), the rest by its shape in the
  * writable data of an object named libtcmalloc* (else of every object:
  * tcmalloc linked in statically). 0 and *at, or -errno with the reason in
  * why.
@@ -69,11 +73,14 @@ int tcblocks_find_at(const struct proc_maps *maps, hg_read_fn read, void *arg, u
  * (at: tcblocks_find's): each span in use with a size class its objects
  * not on its free list, each other span in use one block of its pages;
  * then the objects of the thread caches and transfer slots are dropped
- * (free). Free spans into meta. 0, or -errno with the reason in why.
+ * (free). Free spans into meta. The stacks tcmalloc recorded for its
+ * sampled blocks (TCMALLOC_SAMPLE_PARAMETER set, full library only) into
+ * as, unless NULL: its frames of libtcmalloc* dropped. 0, or -errno with
+ * the reason in why.
  */
 int tcblocks_list(const struct proc_maps *maps, const struct tcblocks_at *at,
 		  struct heapgraph *g, hg_read_fn read, void *arg, struct tcblocks_meta *meta,
-		  struct tcblocks_stats *st, char *why, size_t len);
+		  struct allocsites *as, struct tcblocks_stats *st, char *why, size_t len);
 
 void tcblocks_meta_free(struct tcblocks_meta *meta);
 

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "model/proc.h"
+#include "snapshot/allocsites.h"
 #include "snapshot/heapgraph.h"
 #include "snapshot/tcblocks.h"
 
@@ -28,6 +29,13 @@
 #define SP_REFCOUNT(b) ((b) & 0xffff)
 #define SP_CLASS(b) (((b) >> 16) & 0xff)
 #define SP_LOCATION(b) (((b) >> 24) & 3)
+#define SP_SAMPLE(b) (((b) >> 26) & 1)         /* sampled: objects is its StackTrace */
+/* common.h: StackTrace { uintptr_t size, depth; void *stack[kMaxStackDepth]; } */
+#define TC_STACK_MAX 31                         /* kMaxStackDepth */
+#define ST_SIZE 0                               /* its words */
+#define ST_DEPTH 1
+#define ST_STACK 2
+#define TC_TRACE_WORDS (ST_STACK + TC_STACK_MAX)
 #define TC_CENTRAL 1216                         /* sizeof(CentralFreeListPadded) */
 #define CF_CLASS 8                              /* size_class_ */
 #define CF_SLOTS 128                            /* tc_slots_[64]: {head, tail} */
@@ -51,8 +59,8 @@
 /* A span in use (or free: meta). */
 struct tcspan {
 	uint64_t at, base, len;         /* the Span's address; its pages' bytes */
-	uint64_t objects;               /* its free list */
-	unsigned cls, refcount, location;
+	uint64_t objects;               /* its free list (sampled: its StackTrace) */
+	unsigned cls, refcount, location, sample;
 };
 
 /* Everything one walk holds. */
@@ -77,11 +85,16 @@ int tcblocks_rd(const struct tcwalk *w, uint64_t addr, void *buf, size_t n);
 /* Whether [addr, addr + n) is private writable memory no file backs
  * (anonymous, or [heap]: tcmalloc takes memory with sbrk first). */
 int tcblocks_anon_rw(const struct proc_maps *maps, uint64_t addr, uint64_t n);
+/* Whether m is of a library named libtcmalloc*. */
+int tcblocks_lib(const struct proc_map *m);
 /* The size classes at w->at->sizes into w: 0 or -errno (said in w->why). */
 int tcblocks_sizes(struct tcwalk *w);
 /* The spans of the pagemap at w->at->root into w->sp, in address order,
  * each checked: 0 or -errno (said in w->why). w->buf must be TC_ARRAY bytes. */
 int tcblocks_spans(struct tcwalk *w);
+/* The stacks tcmalloc recorded for its sampled spans in use into as (NULL:
+ * none wanted), and its sample parameter (w->at->flag) as as->period. */
+void tcblocks_samples(struct tcwalk *w, struct allocsites *as);
 /* Free what a walk holds but w->buf. */
 void tcblocks_walk_free(struct tcwalk *w);
 

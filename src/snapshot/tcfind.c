@@ -14,20 +14,15 @@
 #define MAX_LEAF_TRIES 64               /* leaves looked at while searching */
 #define MAX_SPAN_TRIES 64               /* spans of a leaf looked at */
 #define TC_HEAPS_SYM "_ZN8tcmalloc11ThreadCache13thread_heaps_E"
+/* sampler.cc's FLAGS_tcmalloc_sample_parameter (commandlineflags.h's namespace) */
+#define TC_FLAG_SYM "_ZN61FLAG__namespace_do_not_use_directly_use_DECLARE_int64_instead" \
+	"31FLAGS_tcmalloc_sample_parameterE"
 
 /* What the search found: each kind's first candidate, and how many. */
 struct tcfound {
 	uint64_t sizes, central, root;
 	unsigned nsizes, ncentral, nroot, tried;
 };
-
-/* Whether m is of a library named libtcmalloc*. */
-static int libtcmalloc(const struct proc_map *m)
-{
-	const char *b = m->path ? strrchr(m->path, '/') : NULL;
-
-	return b && !strncmp(b + 1, "libtcmalloc", 11);
-}
 
 /* One more candidate c of a kind (*first, *n), told apart from one found before. */
 static void found(uint64_t c, uint64_t *first, unsigned *n)
@@ -177,7 +172,7 @@ int tcblocks_find_at(const struct proc_maps *maps, hg_read_fn read, void *arg, u
 	int named = 0, rc;
 
 	for (size_t i = 0; i < maps->n; i++)
-		named |= libtcmalloc(&maps->v[i]);
+		named |= tcblocks_lib(&maps->v[i]);
 	w.buf = xmap(TC_ARRAY);
 	w.at = &cur;
 	for (int pass = 0; pass < 2 && (!pass || f.nsizes == 1); pass++) {
@@ -190,7 +185,7 @@ int tcblocks_find_at(const struct proc_maps *maps, hg_read_fn read, void *arg, u
 			uint64_t lo, hi, *v;
 
 			if (!m->path || m->path[0] != '/' || (m->prot & (PROC_MAP_W | PROC_MAP_SHARED)) !=
-			    PROC_MAP_W || (named && !libtcmalloc(m)))
+			    PROC_MAP_W || (named && !tcblocks_lib(m)))
 				continue;
 			data_span(maps, i, &lo, &hi);
 			v = xmap(hi - lo);
@@ -220,13 +215,18 @@ int tcblocks_find(struct target *t, const struct proc_maps *maps, hg_read_fn rea
 		const struct elfobj_sym *s;
 		struct elfobj *e;
 		uint64_t bias;
+		int rc;
 
 		if (!m->path || m->path[0] != '/')
 			continue;
 		e = target_object(t, m, TARGET_OBJ_SYMS, NULL);
 		if (!e || !(s = elfobj_lookup(e, TC_HEAPS_SYM, 0)) || target_map_bias(t, m, e, &bias))
 			continue;
-		return tcblocks_find_at(maps, read, arg, bias + s->value, at, why, len);
+		rc = tcblocks_find_at(maps, read, arg, bias + s->value, at, why, len);
+		s = elfobj_lookup(e, TC_FLAG_SYM, 0);
+		if (!rc && s)
+			at->flag = bias + s->value;
+		return rc;
 	}
 	snprintf(why, len, "no symbol ThreadCache::thread_heaps_ (its thread caches)");
 	return -ENOENT;

@@ -33,6 +33,13 @@ int tcblocks_anon_rw(const struct proc_maps *maps, uint64_t addr, uint64_t n)
 	       (!m->path || !strncmp(m->path, "[anon", 5) || !strcmp(m->path, "[heap]"));
 }
 
+int tcblocks_lib(const struct proc_map *m)
+{
+	const char *b = m->path ? strrchr(m->path, '/') : NULL;
+
+	return b && !strncmp(b + 1, "libtcmalloc", 11);
+}
+
 int tcblocks_sizes(struct tcwalk *w)
 {
 	uint8_t b[SM_BYTES];
@@ -59,8 +66,22 @@ bad:
 	return -EINVAL;
 }
 
+/* Whether [lo, lo + n) is mapped (by mappings end to end). */
+static int mapped(const struct proc_maps *maps, uint64_t lo, uint64_t n)
+{
+	const struct proc_map *m = proc_maps_find(maps, lo), *last = maps->v + maps->n - 1;
+
+	if (!m || lo + n < lo)
+		return 0;
+	for (; m->end < lo + n; m++)
+		if (m == last || m[1].start != m->end)
+			return 0;
+	return 1;
+}
+
 /* Span s read (its words) as found at page key: added to w->sp when it
- * starts there (its other pages, and stale pointers, are not its head). */
+ * starts there (its other pages, and stale pointers, are not its head);
+ * one in use must be mapped (its block is scanned): else torn. */
 static void add_span(struct tcwalk *w, uint64_t s, const uint64_t *sw, uint64_t key)
 {
 	struct tcspan *x;
@@ -70,7 +91,8 @@ static void add_span(struct tcwalk *w, uint64_t s, const uint64_t *sw, uint64_t 
 	    SP_LOCATION(bits) > 2)
 		return;
 	if (SP_LOCATION(bits) == 0 && (SP_CLASS(bits) >= w->ncls ||
-	    (SP_CLASS(bits) && sw[SP_LENGTH] != w->pages[SP_CLASS(bits)]))) {
+	    (SP_CLASS(bits) && sw[SP_LENGTH] != w->pages[SP_CLASS(bits)]) ||
+	    !mapped(w->maps, key << TC_PAGE_SHIFT, sw[SP_LENGTH] << TC_PAGE_SHIFT))) {
 		w->st->torn++;
 		return;
 	}
@@ -82,7 +104,7 @@ static void add_span(struct tcwalk *w, uint64_t s, const uint64_t *sw, uint64_t 
 	*x = (struct tcspan){ .at = s, .base = key << TC_PAGE_SHIFT,
 			      .len = sw[SP_LENGTH] << TC_PAGE_SHIFT, .objects = sw[SP_OBJECTS],
 			      .cls = SP_CLASS(bits), .refcount = SP_REFCOUNT(bits),
-			      .location = SP_LOCATION(bits) };
+			      .location = SP_LOCATION(bits), .sample = SP_SAMPLE(bits) };
 }
 
 /* The spans of the leaf (read into w->buf) of root entry i1. */

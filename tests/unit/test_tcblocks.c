@@ -22,6 +22,9 @@
 #define HEAPS_AT (CENTRAL_AT + 8 * TC_CENTRAL)
 #define SPANS_AT TC_ARRAY                               /* in META, after the leaf */
 #define CACHE_AT (TC_ARRAY + 0x10000)
+#define TRACE_AT (TC_ARRAY + 0x20000)                 /* the large span's StackTrace */
+#define FLAG_AT (HEAPS_AT + 64)                         /* FLAGS_tcmalloc_sample_parameter */
+#define SAMPLED 4                                       /* location's next bit: Span::sample */
 
 static const uint32_t sizes[] = { 0, 8, 16, 32, TC_MAX_SIZE };
 static const uint64_t pages[] = { 0, 1, 1, 1, 32 };
@@ -80,7 +83,8 @@ static void link8(struct fake *f, const unsigned *v, size_t n)
 /*
  * The heap: a span of 8-byte objects (page 0; 1024 objects: 5 and 6 on
  * its free list, 3 and 4 in a thread cache, 7 and 8 in a transfer slot),
- * a large span of 3 pages (page 1), a free span of 2 pages (page 4).
+ * a large span of 3 pages (page 1), sampled: its stack a frame of the
+ * library's then two, a free span of 2 pages (page 4).
  */
 static void lay(struct fake *f, unsigned refcount)
 {
@@ -99,7 +103,13 @@ static void lay(struct fake *f, unsigned refcount)
 	}
 	put64(f->lib + SIZES_AT + SM_NUM(SIZES_AT), NCLS);
 	span(f, 0, heap, 1, 1, 0, refcount, obj8(f, 5));
-	span(f, 1, heap + TC_PAGE, 3, 0, 0, 0, 0);
+	span(f, 1, heap + TC_PAGE, 3, 0, SAMPLED, 0, (uint64_t)(uintptr_t)(f->meta + TRACE_AT));
+	put64(f->meta + TRACE_AT + 8 * ST_SIZE, 3 * TC_PAGE - 100);
+	put64(f->meta + TRACE_AT + 8 * ST_DEPTH, 3);
+	put64(f->meta + TRACE_AT + 8 * ST_STACK, (uint64_t)(uintptr_t)f->lib + 16);
+	put64(f->meta + TRACE_AT + 8 * ST_STACK + 8, 0x401000);
+	put64(f->meta + TRACE_AT + 8 * ST_STACK + 16, 0x402000);
+	put64(f->lib + FLAG_AT, 4096);
 	span(f, 2, heap + 4 * TC_PAGE, 2, 0, 1, 0, 0);
 	/* a stale pointer (page 2, inside the large span) to a Span freed: its
 	 * first word a pointer of the span allocator's free list */
@@ -168,7 +178,8 @@ static void listed(void)
 	expect_u64_eq(at.root, (uint64_t)(uintptr_t)f.lib + ROOT_AT);
 	expect_u64_eq(at.sizes, (uint64_t)(uintptr_t)f.lib + SIZES_AT);
 	expect_u64_eq(at.central, (uint64_t)(uintptr_t)f.lib + CENTRAL_AT);
-	expect_int_eq(tcblocks_list(&f.maps, &at, &g, read_own, NULL, &meta, &st, why, sizeof(why)),
+	expect_int_eq(tcblocks_list(&f.maps, &at, &g, read_own, NULL, &meta, NULL, &st, why,
+				    sizeof(why)),
 		      0);
 	expect_int_eq(g.n, 1018 + 1);
 	expect_true(!memcmp(&st, &want, sizeof(st)));
@@ -183,10 +194,20 @@ static void listed(void)
 	tcblocks_meta_free(&meta);
 	/* a refcount its free list disagrees with: the span is torn, skipped */
 	lay(&f, 1000);
-	expect_int_eq(tcblocks_list(&f.maps, &at, &g, read_own, NULL, &meta, &st, why, sizeof(why)),
+	expect_int_eq(tcblocks_list(&f.maps, &at, &g, read_own, NULL, &meta, NULL, &st, why,
+				    sizeof(why)),
 		      0);
 	expect_int_eq(st.torn, 1);
 	expect_int_eq(g.n, 1);
+	heapgraph_free(&g);
+	tcblocks_meta_free(&meta);
+	/* a span in use longer than its mapping (a block of 8 TiB to scan): torn */
+	lay(&f, 1022);
+	put64(f.meta + SPANS_AT + TC_SPAN + 8, 1ULL << 30);
+	expect_int_eq(tcblocks_list(&f.maps, &at, &g, read_own, NULL, &meta, NULL, &st, why,
+				    sizeof(why)), 0);
+	expect_int_eq(st.torn, 1);
+	expect_int_eq(g.n, 1018);
 	heapgraph_free(&g);
 	tcblocks_meta_free(&meta);
 	/* no size map: refused, said */
@@ -197,4 +218,53 @@ static void listed(void)
 	fake_free(&f);
 }
 
-HARNESS_MAIN("tcblocks", T(listed))
+/* The sampled span's stack: tcmalloc's frame dropped, the period read;
+ * a StackTrace too deep or not readable: no stack, the block listed. */
+static void sampled(void)
+{
+	struct fake f;
+	struct tcblocks_at at;
+	struct tcblocks_stats st;
+	struct tcblocks_meta meta;
+	struct heapgraph g;
+	struct allocsites as = { 0 };
+	char why[200] = "";
+	uint64_t heap;
+
+	fake_init(&f);
+	heap = (uint64_t)(uintptr_t)f.heap;
+	lay(&f, 1022);
+	expect_int_eq(tcblocks_find_at(&f.maps, read_own, NULL, f.heaps, &at, why, sizeof(why)), 0);
+	at.flag = (uint64_t)(uintptr_t)f.lib + FLAG_AT;
+	expect_int_eq(tcblocks_list(&f.maps, &at, &g, read_own, NULL, &meta, &as, &st, why,
+				    sizeof(why)), 0);
+	expect_int_eq(as.n, 1);
+	expect_int_eq(st.sampled, 1);
+	expect_u64_eq(as.period, 4096);
+	expect_str_eq(as.by, "tcmalloc");
+	expect_u64_eq(as.v[0].addr, heap + TC_PAGE);
+	expect_int_eq(as.v[0].depth, 2);
+	expect_u64_eq(as.pcs[as.v[0].at], 0x401000);
+	expect_u64_eq(as.pcs[as.v[0].at + 1], 0x402000);
+	heapgraph_free(&g);
+	tcblocks_meta_free(&meta);
+	allocsites_free(&as);
+	/* 32 frames (more than tcmalloc keeps), then its objects pointer off
+	 * any mapping: no stack, the block listed */
+	for (int k = 0; k < 2; k++) {
+		put64(f.meta + TRACE_AT + 8 * ST_DEPTH, k ? 3 : TC_STACK_MAX + 1);
+		if (k)
+			put64(f.meta + SPANS_AT + TC_SPAN + 32, 0x1000);
+		expect_int_eq(tcblocks_list(&f.maps, &at, &g, read_own, NULL, &meta, &as, &st, why,
+					    sizeof(why)), 0);
+		expect_int_eq(as.n, 0);
+		expect_int_eq(st.unread, 1);
+		expect_int_eq(g.n, 1018 + 1);
+		heapgraph_free(&g);
+		tcblocks_meta_free(&meta);
+	}
+	allocsites_free(&as);
+	fake_free(&f);
+}
+
+HARNESS_MAIN("tcblocks", T(listed), T(sampled))
