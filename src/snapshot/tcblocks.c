@@ -253,7 +253,7 @@ int tcblocks_list(const struct proc_maps *maps, const struct tcblocks_at *at,
 	heapgraph_seal(g);
 	xunmap(d.v, (d.cap + 1) * sizeof(*d.v));
 	free_spans(&w, meta);
-	tcblocks_samples(&w, as);
+	tcblocks_samples(&w, g, as);
 	pr_debug("snapshot: tcmalloc's pagemap at %#llx: %llu leaves, %zu spans (%llu torn: "
 		 "skipped), %u size classes, %zu free spans", (unsigned long long)at->root,
 		 (unsigned long long)st->leaves, w.nsp, (unsigned long long)st->torn, w.ncls,

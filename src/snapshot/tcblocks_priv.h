@@ -93,8 +93,9 @@ int tcblocks_sizes(struct tcwalk *w);
  * each checked: 0 or -errno (said in w->why). w->buf must be TC_ARRAY bytes. */
 int tcblocks_spans(struct tcwalk *w);
 /* The stacks tcmalloc recorded for its sampled spans in use into as (NULL:
- * none wanted), and its sample parameter (w->at->flag) as as->period. */
-void tcblocks_samples(struct tcwalk *w, struct allocsites *as);
+ * none wanted), each such block of g cut to the size asked for (its span
+ * is more), and its sample parameter (w->at->flag) as as->period. */
+void tcblocks_samples(struct tcwalk *w, struct heapgraph *g, struct allocsites *as);
 /* Free what a walk holds but w->buf. */
 void tcblocks_walk_free(struct tcwalk *w);
 

@@ -19,10 +19,12 @@ static int own_pc(const struct proc_maps *maps, uint64_t pc)
 /*
  * The stack of sampled span x in use (tcmalloc.cc's DoSampledAllocation:
  * a span of its own, its objects a StackTrace) into as, from its first
- * frame outside libtcmalloc*: 0, or -1 when the StackTrace cannot be read
- * or does not hold together (no stack; the block stays listed).
+ * frame outside libtcmalloc*, and the size asked for into *size: 0, or
+ * -1 when the StackTrace cannot be read or does not hold together (no
+ * stack; the block stays listed).
  */
-static int span_stack(const struct tcwalk *w, const struct tcspan *x, struct allocsites *as)
+static int span_stack(const struct tcwalk *w, const struct tcspan *x, struct allocsites *as,
+		      uint64_t *size)
 {
 	uint64_t tr[TC_TRACE_WORDS], k = 0;
 
@@ -32,12 +34,15 @@ static int span_stack(const struct tcwalk *w, const struct tcspan *x, struct all
 		return -1;
 	while (k < tr[ST_DEPTH] && own_pc(w->maps, tr[ST_STACK + k]))
 		k++;
+	*size = tr[ST_SIZE];
 	return allocsites_add(as, x->base, tr + ST_STACK + k, tr[ST_DEPTH] - k) ? -1 : 0;
 }
 
-void tcblocks_samples(struct tcwalk *w, struct allocsites *as)
+void tcblocks_samples(struct tcwalk *w, struct heapgraph *g, struct allocsites *as)
 {
 	int64_t period;
+	uint64_t size;
+	long b;
 
 	if (!as)
 		return;
@@ -50,10 +55,15 @@ void tcblocks_samples(struct tcwalk *w, struct allocsites *as)
 
 		if (x->location || x->cls || !x->sample)
 			continue;
-		if (span_stack(w, x, as))
+		if (span_stack(w, x, as, &size)) {
 			w->st->unread++;
-		else
-			w->st->sampled++;
+			continue;
+		}
+		w->st->sampled++;
+		/* its span is its usable size; the size asked for says its type */
+		if (size && size < HG_BIG && (b = heapgraph_find(g, x->base)) >= 0 && g->addr[b] == x->base &&
+		    size < heapgraph_size(g, (size_t)b))
+			g->size[b] = (uint32_t)size;
 	}
 	if (w->st->sampled + w->st->unread)
 		pr_debug("snapshot: tcmalloc sampled %llu blocks in use (%llu without a stack), one "
