@@ -571,20 +571,24 @@ static size_t first_named(const struct elfobj *e, const char *name)
 	return lo;
 }
 
+void elfobj_index_names(const struct elfobj *e)
+{
+	struct elfobj *w = (struct elfobj *)e;	/* the index is a cache: made once */
+
+	if (e->by_name || !e->nsyms)
+		return;
+	w->by_name = xmalloc(e->nsyms * sizeof(*e->by_name));
+	for (size_t i = 0; i < e->nsyms; i++)
+		w->by_name[i] = (uint32_t)i;
+	qsort_r(w->by_name, e->nsyms, sizeof(*e->by_name), cmp_by_name, e->syms);
+}
+
 const struct elfobj_sym *elfobj_lookup(const struct elfobj *e, const char *name,
 				       int dynamic_only)
 {
 	const struct elfobj_sym *best = NULL;
 
-	if (!e->by_name && e->nsyms) {
-		/* the index is a cache: made once, for lookups by a const e */
-		struct elfobj *w = (struct elfobj *)e;
-
-		w->by_name = xmalloc(e->nsyms * sizeof(*e->by_name));
-		for (size_t i = 0; i < e->nsyms; i++)
-			w->by_name[i] = (uint32_t)i;
-		qsort_r(w->by_name, e->nsyms, sizeof(*e->by_name), cmp_by_name, e->syms);
-	}
+	elfobj_index_names(e);
 	for (size_t k = e->nsyms ? first_named(e, name) : 0; k < e->nsyms; k++) {
 		const struct elfobj_sym *s = &e->syms[e->by_name[k]];
 

@@ -68,6 +68,9 @@ const struct elfobj_sym *elfobj_syms(const struct elfobj *e, size_t *n);
  * .dynsym only, as the dynamic linker does. Among several matches a default
  * version beats a hidden one, and .dynsym beats .symtab. NULL if none.
  */
+/* Make e's index of symbols by name, which the first elfobj_lookup makes
+ * otherwise (a run over several processes makes it before forking). */
+void elfobj_index_names(const struct elfobj *e);
 const struct elfobj_sym *elfobj_lookup(const struct elfobj *e, const char *name,
 				       int dynamic_only);
 

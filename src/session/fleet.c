@@ -299,7 +299,8 @@ static void top_refresh(struct fleet *f)
  * Before the first session: read the objects pid maps (its code and their
  * debug files) with its access, and resolve its hooks, as its session
  * would, so that every session forked after has them read (elfobj's cache),
- * their code disassembled (hooks_code.c) and its gadgets found (gadgets.c): the processes of a
+ * their code disassembled (hooks_code.c), their symbols indexed by name
+ * and its gadgets found (gadgets.c): the processes of a
  * service map the same files, and each session read them all again
  * (64 processes: most of the CPU their attaches took).
  */
@@ -324,8 +325,12 @@ static void warm(pid_t pid)
 		if (!(m->prot & PROC_MAP_X) || !m->path || m->path[0] != '/')
 			continue;
 		e = target_object(t, m, TARGET_OBJ_SYMS, &err);
-		if (e && root >= 0 && (dbg = debugfile_open(e, root, pid, m->path, NULL)))
+		if (e)
+			elfobj_index_names(e);	/* glibcfind.c's lookups, the dumps' */
+		if (e && root >= 0 && (dbg = debugfile_open(e, root, pid, m->path, NULL))) {
+			elfobj_index_names(dbg);
 			elfobj_free(dbg);	/* kept by the cache */
+		}
 	}
 	if (root >= 0)
 		close(root);
