@@ -19,7 +19,7 @@ static const char builtin[] =
 	"try_malloc0|try_realloc|malloc_n|malloc0_n|realloc_n|strdup|strndup|memdup2?)|"
 	/* redis (zmalloc.c) */
 	"z(try)?(malloc|calloc|realloc)(_usable)?(_internal)?|zmalloc_no_tcache|"
-	"zstrdup|extend_to_usable|"
+	"zcalloc_num|zstrdup|extend_to_usable|"
 	/* nginx */
 	"ngx_(alloc|calloc|memalign|palloc|pnalloc|pcalloc|palloc_small|palloc_large|"
 	"palloc_block|pmemalign|array_push|array_push_n|list_push)|"

@@ -10,6 +10,7 @@
 #include "output/dump.h"
 #include "model/target.h"
 #include "profile/profile.h"
+#include "profile/skipsites.h"
 #include "snapshot/allocsites.h"
 #include "snapshot/snapout.h"
 #include "stacks/symbolize.h"
@@ -208,24 +209,32 @@ static void to_stderr(void *arg, const char *text)
 }
 
 /*
- * Each sampled block's site: the function of its stack's first frame (a
- * return address: looked up one byte before), as a name, into ids (by
- * the site's index in as).
+ * Each sampled block's site, as the live profile names one: the function
+ * of its stack's first frame (a return address: looked up one byte
+ * before) that is not an allocator wrapper (skipsites.h: zmalloc,
+ * operator new...), as a name, into ids (by the site's index in as).
  */
 static uint32_t *site_names(const struct allocsites *as, struct symbolizer *sym,
 			    struct snapnames *names)
 {
 	uint32_t *ids = xcalloc(as->n + 1, sizeof(*ids));
+	struct skipsites *ss = skipsites_new();
 
 	for (size_t i = 0; i < as->n; i++) {
-		uint64_t pc = as->pcs[as->v[i].at];
+		const uint64_t *pcs = as->pcs + as->v[i].at;
+		size_t n = as->v[i].depth < SKIPSITES_REACH ? as->v[i].depth : SKIPSITES_REACH, k;
+		const char *fn[SKIPSITES_REACH];
 		struct sym_info si;
 
-		if (sym && !symbolizer_lookup(sym, pc - 1, &si) && si.function)
-			ids[i] = snapnames_id(names, si.function);
+		for (k = 0; k < n; k++)
+			fn[k] = sym && !symbolizer_lookup(sym, pcs[k] - 1, &si) ? si.function : NULL;
+		k = skipsites_count(ss, fn, n);
+		if (fn[k])
+			ids[i] = snapnames_id(names, fn[k]);
 		else
-			ids[i] = snapnames_idf(names, "0x%llx", (unsigned long long)pc);
+			ids[i] = snapnames_idf(names, "0x%llx", (unsigned long long)pcs[k]);
 	}
+	skipsites_free(ss);
 	return ids;
 }
 
