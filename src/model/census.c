@@ -14,7 +14,7 @@
  * previous chunk's size when that one is free, and its own size with
  * flag bits: 1 = the previous chunk is in use), and the next one starts
  * where its size says. The chain ends in the top chunk, whose end is the
- * end of the heap's used part: the whole [heap] mapping for the main
+ * end of the heap's used part: the whole [heap] (its mappings, if huge pages split it) for the main
  * arena; heap_info.size bytes from the start of a 64 MiB-aligned heap for
  * the others, whose chunks start after heap_info (and, in an arena's
  * first heap, its malloc_state): rather than trust a glibc version's
@@ -169,11 +169,17 @@ static void heaps(const struct proc_maps *maps, struct reader *r, chunk_fn visit
 	for (size_t i = 0; i < maps->n; i++) {
 		const struct proc_map *m = &maps->v[i];
 		uint64_t used, start = m->start, from = 32;
+		size_t last = i;
 
 		r->lo = r->hi = 0;
 		r->end = m->end;
 		if (m->path && !strcmp(m->path, "[heap]")) {
-			used = m->end - m->start;
+			/* one heap however many mappings: an madvise (huge pages)
+			 * splits it where a chunk may straddle the cut */
+			while (last + 1 < maps->n && maps->v[last + 1].start == maps->v[last].end &&
+			       maps->v[last + 1].path && !strcmp(maps->v[last + 1].path, "[heap]"))
+				last++;
+			used = maps->v[last].end - m->start;
 			from = 0;
 		} else if (m->path || (m->prot & (PROC_MAP_R | PROC_MAP_W)) !=
 					      (PROC_MAP_R | PROC_MAP_W) ||
@@ -195,6 +201,7 @@ static void heaps(const struct proc_maps *maps, struct reader *r, chunk_fn visit
 				*nused += n;
 			}
 		}
+		i = last;
 	}
 }
 

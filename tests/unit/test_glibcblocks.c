@@ -184,6 +184,64 @@ static void freed_not_listed(void)
 	target_free(t);
 }
 
+/*
+ * [heap] in two mappings (as an madvise for huge pages leaves it), cut
+ * inside a chunk: still one heap, every block listed (each part walked
+ * as a heap of its own lost all of the first, whose chain ends past it).
+ */
+static void split_heap(void)
+{
+	struct target *t = target_new(getpid(), getpid());
+	const struct proc_map *m = t ? libc_map(t) : NULL;
+	struct proc_map *v = NULL;
+	struct proc_maps two = { 0 };
+	struct glibc_state gs;
+	struct glibcblocks_stats st;
+	struct heapgraph g;
+	const struct proc_maps *maps;
+	const char *how;
+	char why[160];
+	void *keep[NKEEP];
+	uint64_t cut = 0;
+	int lost = 0;
+
+	if (!m || glibc_find(t, m, &gs, &how, why, sizeof(why))) {
+		expect_true(0);
+		target_free(t);
+		return;
+	}
+	for (int i = 0; i < NKEEP; i++)
+		keep[i] = malloc(200);          /* 208-byte chunks: no page holds a whole number */
+	target_maps_reload(t);
+	maps = target_maps(t);
+	v = calloc(maps->n + 1, sizeof(*v));
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct proc_map *h = &maps->v[i];
+
+		v[two.n++] = *h;
+		if (h->path && !strcmp(h->path, "[heap]") && !cut) {
+			/* the page boundary past the middle block: inside some chunk */
+			cut = ((uint64_t)(uintptr_t)keep[NKEEP / 2] + 4095) & ~4095ULL;
+			expect_true(cut > h->start && cut < h->end);
+			v[two.n - 1].end = cut;
+			v[two.n] = *h;
+			v[two.n++].start = cut;
+		}
+	}
+	two.v = v;
+	expect_true(cut != 0);
+	expect_int_eq(glibcblocks_list(getpid(), &two, read_self, NULL, &gs, &g, readv_self, NULL,
+				       &st), 0);
+	for (int i = 0; i < NKEEP; i++)
+		lost += !listed(&g, keep[i], malloc_usable_size(keep[i]));
+	expect_int_eq(lost, 0);
+	heapgraph_free(&g);
+	for (int i = 0; i < NKEEP; i++)
+		free(keep[i]);
+	free(v);
+	target_free(t);
+}
+
 /* The listing reads this process's heap while it runs, and allocates: its
  * own arrays mmapped (not in the heap it walks), and room at the top so
  * that the heap's end stays where the maps say. */
@@ -194,5 +252,6 @@ static void quiet_heap(void)
 	free(malloc(1000));
 }
 
-HARNESS_MAIN("glibcblocks", T(no_heap), T(quiet_heap), T(own_heap), T(freed_not_listed))
+HARNESS_MAIN("glibcblocks", T(no_heap), T(quiet_heap), T(own_heap), T(freed_not_listed),
+	     T(split_heap))
 #endif
