@@ -74,29 +74,38 @@ static int listed(const struct heapgraph *g, void *p, uint64_t usable)
 	return listed_at(g, (uint64_t)(uintptr_t)p, usable);
 }
 
+/* This process as a target, and its glibc's state into gs: NULL (failed,
+ * said) when either is not found. */
+static struct target *own_state(struct glibc_state *gs)
+{
+	struct target *t = target_new(getpid(), getpid());
+	const struct proc_map *m = t ? libc_map(t) : NULL;
+	const char *how;
+	char why[160] = "no libc mapping";
+
+	if (m && !glibc_find(t, m, gs, &how, why, sizeof(why)))
+		return t;
+	fprintf(stderr, "no glibc state: %s\n", why);
+	expect_true(0);
+	target_free(t);
+	return NULL;
+}
+
 #define NKEEP 200
 #define NFAST 20
 
 static void own_heap(void)
 {
-	struct target *t = target_new(getpid(), getpid());
-	const struct proc_map *m = t ? libc_map(t) : NULL;
 	void *keep[NKEEP], *small[NFAST];
 	struct glibc_state gs;
+	struct target *t = own_state(&gs);
 	struct glibcblocks_stats st;
 	struct heapgraph g;
 	const struct proc_maps *maps;
-	const char *how;
-	char why[160];
 	int freed = 0;
 
-	expect_true(m != NULL);
-	if (!m || glibc_find(t, m, &gs, &how, why, sizeof(why))) {
-		fprintf(stderr, "no glibc state: %s\n", why);
-		expect_true(0);
-		target_free(t);
+	if (!t)
 		return;
-	}
 	for (int i = 0; i < NKEEP; i++)
 		keep[i] = malloc(40);           /* 48-byte chunks (or a 64-byte one taken whole) */
 	for (int i = 0; i < NFAST; i++)
@@ -144,21 +153,16 @@ static void own_heap(void)
 /* The freed blocks themselves: listed before their free, not after. */
 static void freed_not_listed(void)
 {
-	struct target *t = target_new(getpid(), getpid());
-	const struct proc_map *m = t ? libc_map(t) : NULL;
 	struct glibc_state gs;
+	struct target *t = own_state(&gs);
 	struct glibcblocks_stats st;
 	struct heapgraph g;
-	const char *how;
-	char why[160];
-	void *p[3], *big = malloc(32 << 20);   /* above the top's room: mmapped */
+	void *p[3], *big;
 	uint64_t p1;
 
-	if (!m || glibc_find(t, m, &gs, &how, why, sizeof(why))) {
-		expect_true(0);
-		target_free(t);
+	if (!t)
 		return;
-	}
+	big = malloc(32 << 20);   /* above the top's room: mmapped */
 	for (int i = 0; i < 3; i++)
 		p[i] = malloc(200);             /* 208-byte chunks: a cache class, no fast bin */
 	target_maps_reload(t);
@@ -191,25 +195,19 @@ static void freed_not_listed(void)
  */
 static void split_heap(void)
 {
-	struct target *t = target_new(getpid(), getpid());
-	const struct proc_map *m = t ? libc_map(t) : NULL;
 	struct proc_map *v = NULL;
 	struct proc_maps two = { 0 };
 	struct glibc_state gs;
+	struct target *t = own_state(&gs);
 	struct glibcblocks_stats st;
 	struct heapgraph g;
 	const struct proc_maps *maps;
-	const char *how;
-	char why[160];
 	void *keep[NKEEP];
 	uint64_t cut = 0;
 	int lost = 0;
 
-	if (!m || glibc_find(t, m, &gs, &how, why, sizeof(why))) {
-		expect_true(0);
-		target_free(t);
+	if (!t)
 		return;
-	}
 	for (int i = 0; i < NKEEP; i++)
 		keep[i] = malloc(200);          /* 208-byte chunks: no page holds a whole number */
 	target_maps_reload(t);
