@@ -117,13 +117,15 @@ void jeblocks_tcaches(struct jewalk *w, const struct heapgraph *g, const struct 
  * seen in use that name it, their unbiased bytes at each rate 2^lg. */
 #define JERATE_TCTXS 64
 #define JERATE_LGS 64                   /* lg_prof_sample 0..63 */
+#define JERATE_ADDS 65536               /* blocks counted at most (each costs JERATE_LGS
+					 * exp(): a target sampling everything has millions) */
 struct jerate_tctx {
 	uint64_t at, objs, bytes, unbiased;
 	uint64_t seen_objs, seen_bytes, sum[JERATE_LGS];
 };
 struct jerate {
 	struct jerate_tctx t[JERATE_TCTXS];
-	size_t n;
+	size_t n, adds;
 };
 
 /* A sampled block of usize bytes in use names the tctx at tctx, its words tw (13). */

@@ -30,6 +30,9 @@ void jerate_add(struct jerate *r, uint64_t tctx, const uint64_t *tw, uint64_t us
 {
 	size_t i = 0;
 
+	if (r->adds >= JERATE_ADDS)
+		return;	/* enough to tell (a tctx with blocks past it is not checked) */
+	r->adds++;
 	while (i < r->n && r->t[i].at != tctx)
 		i++;
 	if (i == r->n) {
