@@ -35,7 +35,9 @@ struct wrapfind *wrapfind_new(const struct skipsites *skip)
 	struct wrapfind *wf = xcalloc(1, sizeof(*wf));
 
 	wf->skip = skip;
-	wf->pcs = xcalloc(PC_CACHE, sizeof(*wf->pcs));
+	/* pages of its own, touched as frames come: a session's attach
+	 * clears none of its 640 KiB (64 sessions at once: 2.5 ms each) */
+	wf->pcs = xmap(PC_CACHE * sizeof(*wf->pcs));
 	wf->impure = xcalloc(IMPURE_MAX, sizeof(*wf->impure));
 	return wf;
 }
@@ -44,7 +46,7 @@ void wrapfind_free(struct wrapfind *wf)
 {
 	if (!wf)
 		return;
-	free(wf->pcs);
+	xunmap(wf->pcs, PC_CACHE * sizeof(*wf->pcs));
 	free(wf->impure);
 	free(wf);
 }
