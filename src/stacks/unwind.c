@@ -98,10 +98,11 @@ struct unwinder *unwinder_new_target(struct target *t)
 	 */
 	unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
 	unw_set_cache_size(u->as, UNWIND_RS_CACHE_SIZE, 0);
-	/* empty as allocated: 1 MiB of pages the kernel hands over zeroed,
+	/* empty as mapped: 1 MiB of pages the kernel hands over zeroed,
 	 * each touched only once a page is cached there (a session of a run
-	 * over 64 processes spent 7% of its CPU clearing them) */
-	u->pcache = xcalloc(PCACHE_SLOTS, sizeof(*u->pcache));
+	 * over 64 processes spent 7% of its CPU clearing them; calloc may
+	 * take it from the heap and clear it) */
+	u->pcache = xmap(PCACHE_SLOTS * sizeof(*u->pcache));
 	u->stk = xmalloc(UNWIND_STACK_WINDOW);
 	return u;
 }
@@ -115,7 +116,7 @@ void unwinder_free(struct unwinder *u)
 	free(u->objs);
 	if (u->as)
 		unw_destroy_addr_space(u->as);
-	free(u->pcache);
+	xunmap(u->pcache, PCACHE_SLOTS * sizeof(*u->pcache));
 	free(u->stk);
 	free(u);
 }

@@ -55,6 +55,7 @@ int unwind_pcache_read_word(struct unwinder *u, uint64_t addr, uint64_t *val)
 				continue;
 			}
 			s->page = page;
+			u->pcache_filled = 1;
 			s->gen = u->gen;
 			s->ver = target_maps_version(u->t);
 			s->persistent = page + PAGE_SZ > m->end ? PAGE_KEEP_UNWIND :
@@ -70,6 +71,9 @@ int unwind_pcache_read_word(struct unwinder *u, uint64_t addr, uint64_t *val)
 /* Empty every slot, persistent ones included. */
 void unwind_pcache_clear(struct unwinder *u)
 {
+	if (!u->pcache_filled)
+		return;	/* untouched: its pages not faulted in for nothing */
 	for (size_t i = 0; i < PCACHE_SLOTS; i++)
 		u->pcache[i].page = 0;
+	u->pcache_filled = 0;
 }

@@ -52,6 +52,7 @@ struct unwinder {
 	struct uobj *objs;
 	size_t nobjs, cap_objs;
 	struct pslot *pcache;
+	int pcache_filled;		/* a slot filled since the last clear */
 	uint64_t gen;
 	int stale;			/* the maps changed during a walk */
 
