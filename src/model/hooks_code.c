@@ -236,23 +236,29 @@ static int allocator_name(const char *name)
 	return 0;
 }
 
-/* Whether a hook of set in path sits at addr (runtime). */
-static int hooked_at(const struct hook_set *set, const char *path, uint64_t addr)
+/* The function of v[0..m) (sorted) that starts at value, or NULL. */
+static struct fn_sym *function_at(struct fn_sym *v, size_t m, uint64_t value)
 {
-	for (size_t i = 0; i < set->n; i++)
-		if (set->v[i].addr == addr && !strcmp(set->v[i].path, path))
-			return 1;
-	return 0;
+	size_t lo = 0, hi = m;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (v[mid].value < value)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < m && v[lo].value == value ? &v[lo] : NULL;
 }
 
-/* o's functions by address, aliases at one address merged into one (the
- * allocator's if any of their names says so), into *out (xmalloc'd);
- * returns how many. */
-static size_t functions_of(const struct obj *o, const struct hook_set *set, const char *path,
-			   struct fn_sym **out)
+/* e's functions by address, aliases at one address merged into one (the
+ * allocator's if any of their names says so, or it is local), into *out
+ * (xmalloc'd); returns how many. */
+static size_t functions_by_address(const struct elfobj *e, struct fn_sym **out)
 {
 	size_t n, m = 0, k = 0;
-	const struct elfobj_sym *syms = elfobj_syms(o->elf, &n);
+	const struct elfobj_sym *syms = elfobj_syms(e, &n);
 	struct fn_sym *v = xcalloc(n ? n : 1, sizeof(*v));
 
 	for (size_t i = 0; i < n; i++) {
@@ -262,8 +268,7 @@ static size_t functions_of(const struct obj *o, const struct hook_set *set, cons
 			continue;
 		v[m].value = s->value;
 		v[m].end = s->value + s->size;
-		v[m].own = s->bind == STB_LOCAL || allocator_name(s->name) ||
-			   hooked_at(set, path, o->bias + s->value);
+		v[m].own = s->bind == STB_LOCAL || allocator_name(s->name);
 		m++;
 	}
 	qsort(v, m, sizeof(*v), cmp_fn_sym);
@@ -278,6 +283,54 @@ static size_t functions_of(const struct obj *o, const struct hook_set *set, cons
 	}
 	*out = v;
 	return k;
+}
+
+/*
+ * functions_by_address of shared objects (elfobj_shared), kept by object
+ * as branch_memo: a run over several processes lists and sorts each
+ * object's functions once, before it forks their sessions. Never freed.
+ */
+#define FN_MEMO_MAX 32
+static struct fn_memo {
+	const struct elfobj *e;
+	struct fn_sym *v;
+	size_t m;
+} fn_memo[FN_MEMO_MAX];
+static size_t nfn_memo;
+
+/* o's functions (functions_by_address), each one a hook of set in path
+ * sits at also the allocator's, into *out (xmalloc'd); how many. */
+static size_t functions_of(const struct obj *o, const struct hook_set *set, const char *path,
+			   struct fn_sym **out)
+{
+	int shared = elfobj_shared(o->elf);
+	struct fn_sym *v = NULL;
+	size_t m = 0, i;
+
+	for (i = 0; shared && i < nfn_memo && fn_memo[i].e != o->elf; i++)
+		;
+	if (shared && i < nfn_memo) {
+		m = fn_memo[i].m;
+		v = xmalloc((m ? m : 1) * sizeof(*v));
+		memcpy(v, fn_memo[i].v, m * sizeof(*v));
+	} else {
+		m = functions_by_address(o->elf, &v);
+		if (shared && nfn_memo < FN_MEMO_MAX) {
+			struct fn_memo *f = &fn_memo[nfn_memo++];
+
+			*f = (struct fn_memo){ o->elf, xmalloc((m ? m : 1) * sizeof(*v)), m };
+			memcpy(f->v, v, m * sizeof(*v));
+		}
+	}
+	for (size_t k = 0; k < set->n; k++) {
+		struct fn_sym *f;
+
+		if (set->v[k].addr >= o->bias && !strcmp(set->v[k].path, path) &&
+		    (f = function_at(v, m, set->v[k].addr - o->bias)))
+			f->own = 1;	/* hooked too */
+	}
+	*out = v;
+	return m;
 }
 
 /*
