@@ -165,16 +165,17 @@ static int among(const uint64_t *pcs, size_t n, uint64_t pc)
 }
 
 /* The stack of block b, leaf first: where it was allocated when its
- * allocator sampled it (as), its type, the types of the blocks
+ * allocator sampled it (site, in as; or NULL), its type, the types of the blocks
  * between it and its root, each once (a list of entries and their values
  * reads "value < entry < root" however long; CHAIN_MAX at most), then its
  * first root, then "shared" when another root reaches it too; or
  * "leaked". How many frames. */
-static size_t stack_of(const struct heapgraph *g, const uint32_t *memo, struct allocsites *as,
-		       size_t b, uint64_t *pcs, uint32_t leaked, uint32_t shared)
+static size_t stack_of(const struct heapgraph *g, const uint32_t *memo,
+		       const struct allocsites *as, const struct allocsite *site, size_t b,
+		       uint64_t *pcs, uint32_t leaked, uint32_t shared)
 {
-	const struct allocsite *site = as ? allocsites_find(as, g->addr[b]) : NULL;
 	size_t n = 0, at = b, p;
+	unsigned top;
 	uint32_t root;
 
 	if (site) {
@@ -186,7 +187,8 @@ static size_t stack_of(const struct heapgraph *g, const uint32_t *memo, struct a
 		pcs[n++] = snapnames_pc(leaked);
 		return n;
 	}
-	for (unsigned k = 0, top = (unsigned)n + CHAIN_MAX - 1; n < top && heapgraph_parent(g, at, &p, &root) > 0; k++) {
+	top = (unsigned)n + CHAIN_MAX - 1;
+	for (unsigned k = 0; n < top && heapgraph_parent(g, at, &p, &root) > 0; k++) {
 		if (!among(pcs, n, snapnames_pc(g->type[p])))
 			pcs[n++] = snapnames_pc(g->type[p]);
 		at = p;
@@ -292,8 +294,8 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 	tally_init(&sh, names->n);
 	first_roots(g, g->work);
 	for (size_t i = 0; i < g->n; i++) {
-		size_t n = stack_of(g, g->work, site_id ? as : NULL, i, pcs, leaked, shared);
 		const struct allocsite *site = site_id ? allocsites_find(as, g->addr[i]) : NULL;
+		size_t n = stack_of(g, g->work, as, site, i, pcs, leaked, shared);
 
 		st->blocks++;
 		st->bytes += heapgraph_size(g, i);
@@ -330,7 +332,8 @@ int snapout_write(const struct snapshot_config *cfg, const struct heapgraph *g,
 		 (unsigned long long)st->roots, (unsigned long long)st->pause_ns,
 		 (unsigned long long)st->words, (unsigned long long)bs->tcache_free,
 		 (unsigned long long)bs->fast_free, bs->fast_known,
-		 (unsigned long long)bs->mmapped, st->copied, (unsigned long long)st->scan_ns, (unsigned long long)st->sampled);
+		 (unsigned long long)bs->mmapped, st->copied, (unsigned long long)st->scan_ns,
+		 (unsigned long long)st->sampled);
 	keep(&l, text);
 	snprintf(text, sizeof(text), "snapshot of %d: %llu blocks in use (%s), %llu leaked (%s), "
 		 "%s shared by several roots; read in %.1f ms from %s; %d stopped %.1f ms in all",
