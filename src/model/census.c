@@ -14,8 +14,8 @@
  * previous chunk's size when that one is free, and its own size with
  * flag bits: 1 = the previous chunk is in use), and the next one starts
  * where its size says. The chain ends in the top chunk, whose end is the
- * end of the heap's used part: the whole [heap] (its mappings, if huge pages split it) for the main
- * arena; heap_info.size bytes from the start of a 64 MiB-aligned heap for
+ * end of the heap's used part: the whole [heap] (its mappings, if huge
+ * pages split it) for the main arena; heap_info.size bytes from the start of a 64 MiB-aligned heap for
  * the others, whose chunks start after heap_info (and, in an arena's
  * first heap, its malloc_state): rather than trust a glibc version's
  * struct sizes, every 16-byte offset in the first page is tried and the
