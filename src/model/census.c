@@ -17,9 +17,8 @@
  * end of the heap's used part: the whole [heap] (its mappings, if huge
  * pages split it) for the main arena; heap_info.size bytes from the
  * start of a 64 MiB-aligned heap for the others, whose chunks start
- * after heap_info (and, in an arena's
- * first heap, its malloc_state): rather than trust a glibc version's
- * struct sizes, every 16-byte offset in the first page is tried and the
+ * after heap_info (and, in an arena's first heap, its malloc_state):
+ * rather than trust a glibc version's struct sizes, every 16-byte offset in the first page is tried and the
  * one whose chain lands exactly on the end is taken. Chunks in the
  * thread caches and fastbins look in use from the chain: they are counted
  * so. The walk reads the running target a megabyte at a time; a heap
